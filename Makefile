@@ -1,0 +1,40 @@
+# Kerncast: the two commands of the README.
+#   make demo   creates .venv, installs Kerncast with its cuda extra and analyses an example
+#   make test   creates/updates .venv with the test dependencies and runs the whole test suite
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+DEMO   ?= examples/matmul.cu
+
+.PHONY: demo test lint vscode-client clean
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(VENV)/.demo-installed: pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install --quiet -e '.[cuda]'
+	touch $@
+
+$(VENV)/.test-installed: pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install --quiet -e '.[cuda,test]'
+	touch $@ $(VENV)/.demo-installed
+
+demo: $(VENV)/.demo-installed
+	$(VENV)/bin/kerncast analyze $(DEMO)
+
+test: $(VENV)/.test-installed
+	$(VENV)/bin/ruff check analysis server tests benchmarks
+	$(PY) -m pytest -q -rs
+	@$(MAKE) --no-print-directory vscode-client
+
+vscode-client:
+	@if command -v npm >/dev/null 2>&1 && [ -f vscode-client/package.json ]; then \
+		cd vscode-client && npm ci --no-audit --no-fund && npm run lint && npm test && npm run package; \
+	else \
+		echo "vscode-client: skipped (npm not found or no vscode-client/package.json)"; \
+	fi
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

@@ -1,0 +1,335 @@
+"""The data model of a parsed PTX module.
+
+Plain, immutable-where-possible data classes that every later stage (CFG, memory analysis, time and power
+models) reads. They carry no behaviour beyond small derived properties, so that the parser is the only place
+that knows PTX syntax and the analyses only know PTX semantics.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+# Byte size of each PTX fundamental type (PTX ISA, section "Fundamental Types").
+TYPE_BYTES: dict[str, int] = {
+    "b8": 1, "s8": 1, "u8": 1, "e4m3": 1, "e5m2": 1,
+    "b16": 2, "s16": 2, "u16": 2, "f16": 2, "bf16": 2,
+    "b32": 4, "s32": 4, "u32": 4, "f32": 4, "f16x2": 4, "bf16x2": 4, "tf32": 4,
+    "b64": 8, "s64": 8, "u64": 8, "f64": 8,
+    "b128": 16,
+    "pred": 1,
+}
+
+#: State spaces of PTX (PTX ISA, "State Spaces").
+STATE_SPACES = ("reg", "sreg", "const", "global", "local", "param", "shared", "tex", "generic")
+
+#: Special registers (PTX ISA, "Special Registers"); the roots of every symbolic address.
+_SPECIAL_RE = re.compile(
+    r"%(tid|ntid|ctaid|nctaid|laneid|warpid|nwarpid|smid|nsmid|gridid|clock|clock64|clock_hi|globaltimer\w*"
+    r"|lanemask_\w+|dynamic_smem_size|total_smem_size|aggr_smem_size|reserved_smem_\w+|envreg\d+|pm\d+\w*"
+    r"|cluster\w*|ncluster\w*|clusterid|nclusterid|is_explicit_cluster|cluster_ctaid|cluster_nctaid"
+    r"|cluster_ctarank|cluster_nctarank|current_graph_exec)(\.[xyz])?$"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLoc:
+    """A position in a source file named by a PTX `.file` directive (1-based line and column)."""
+
+    file: str
+    line: int
+    column: int = 0
+
+
+# ---------------------------------------------------------------------------------------------- operands
+
+
+@dataclass(frozen=True, slots=True)
+class Reg:
+    """A register operand such as `%r3`, `%rd7`, `%p1`, or a special register such as `%tid.x`.
+
+    `negated` is set for predicate sources written `!%p1`.
+    """
+
+    name: str
+    negated: bool = False
+
+    @property
+    def is_special(self) -> bool:
+        """True for hardware special registers (`%tid.x`, `%ctaid.y`, `%laneid`, ...)."""
+        return _SPECIAL_RE.match(self.name) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Imm:
+    """An immediate: integer or floating point (`0f3F800000` hex floats are decoded)."""
+
+    value: int | float
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Sym:
+    """A symbol: a label, parameter, variable or function name (optionally negated for `!label` never)."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Addr:
+    """A memory address operand `[base+offset]`; `base` is a register or a symbol (or None for `[imm]`)."""
+
+    base: Reg | Sym | None
+    offset: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Vec:
+    """A vector operand `{%f1, %f2, %f3, %f4}`; items may be `_` (the sink), shown as `Sym('_')`."""
+
+    items: tuple[Operand, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PredPair:
+    """The `%p|%q` destination of `setp` that writes a predicate and its complement."""
+
+    first: Reg
+    second: Reg
+
+
+Operand = Reg | Imm | Sym | Addr | Vec | PredPair
+
+
+# ------------------------------------------------------------------------------------------ instructions
+
+
+@dataclass(frozen=True, slots=True)
+class Guard:
+    """The predicate guard of an instruction: `@%p1` or `@!%p1`."""
+
+    reg: str
+    negated: bool = False
+
+
+# Opcodes that write no register operand: their first operand is a source (or a target).
+_NO_DEST = frozenset({
+    "st", "red", "bra", "brx", "call", "ret", "exit", "bar", "barrier", "membar", "fence", "trap",
+    "brkpt", "pmevent", "prefetch", "prefetchu", "cp", "stmatrix", "wmma.store", "sured", "sust",
+    "nanosleep", "griddepcontrol", "mbarrier", "setmaxnreg", "elect", "tensormap", "discard",
+    "applypriority", "createpolicy_no_dest",
+})
+
+TYPE_NAMES = frozenset(TYPE_BYTES)
+
+
+@dataclass(slots=True)
+class Instruction:
+    """One PTX instruction with its position in the PTX text and in the CUDA source.
+
+    `opcode` is the base mnemonic (`ld`, `mad`, `setp`, `wmma.load` is kept as `wmma`), `modifiers` the dotted
+    suffixes in order (`("global", "nc", "v4", "f32")`).
+    """
+
+    opcode: str
+    modifiers: tuple[str, ...]
+    operands: tuple[Operand, ...]
+    guard: Guard | None
+    ptx_line: int
+    ptx_column: int
+    loc: SourceLoc | None
+    index: int = 0
+    text: str = ""
+
+    @property
+    def full_opcode(self) -> str:
+        """The whole mnemonic as written, e.g. `ld.global.nc.v4.f32`."""
+        return ".".join((self.opcode, *self.modifiers))
+
+    @property
+    def space(self) -> str | None:
+        """The state space named by a memory instruction, `generic` if none; None for non-memory opcodes."""
+        if self.opcode not in ("ld", "st", "atom", "red", "ldu", "prefetch", "cvta", "wmma", "ldmatrix",
+                               "stmatrix", "cp", "isspacep", "mbarrier"):
+            return None
+        for mod in self.modifiers:
+            if mod in ("global", "shared", "local", "param", "const", "tex"):
+                return mod
+        return "generic"
+
+    @property
+    def dtype(self) -> str | None:
+        """The last fundamental-type modifier (`f32`, `u64`, ...) or None."""
+        for mod in reversed(self.modifiers):
+            if mod in TYPE_NAMES:
+                return mod
+        return None
+
+    @property
+    def vector_width(self) -> int:
+        """1, 2, 4 or 8 for `.v2/.v4/.v8` vector accesses."""
+        for mod in self.modifiers:
+            if mod in ("v2", "v4", "v8"):
+                return int(mod[1])
+        return 1
+
+    @property
+    def access_bytes(self) -> int:
+        """Bytes one thread moves with this load/store (type size × vector width); 0 when unknown."""
+        t = self.dtype
+        return TYPE_BYTES.get(t, 0) * self.vector_width if t else 0
+
+    @property
+    def has_dest(self) -> bool:
+        """Whether the first operand is written by the instruction."""
+        if self.opcode in _NO_DEST or self.full_opcode.startswith("wmma.store"):
+            return False
+        return bool(self.operands)
+
+    @property
+    def dests(self) -> tuple[Operand, ...]:
+        """Operands written by the instruction (a vector destination counts as one operand)."""
+        return self.operands[:1] if self.has_dest else ()
+
+    @property
+    def srcs(self) -> tuple[Operand, ...]:
+        """Operands read by the instruction."""
+        return self.operands[1:] if self.has_dest else self.operands
+
+    @property
+    def is_branch(self) -> bool:
+        return self.opcode in ("bra", "brx")
+
+    @property
+    def branch_target(self) -> str | None:
+        """The label a `bra` jumps to."""
+        if self.opcode == "bra" and self.operands and isinstance(self.operands[0], Sym):
+            return self.operands[0].name
+        return None
+
+    @property
+    def is_terminator(self) -> bool:
+        """Ends a basic block: branches, returns and exits."""
+        return self.opcode in ("bra", "brx", "ret", "exit", "trap")
+
+    @property
+    def line(self) -> int | None:
+        """The CUDA source line (from `.loc`), or None when the PTX carries no line info."""
+        return self.loc.line if self.loc else None
+
+
+# ------------------------------------------------------------------------------------------ declarations
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """A kernel or function parameter: `.param .u64 .ptr .align 8 _Z3fooPf_param_0`."""
+
+    name: str
+    type: str
+    align: int | None = None
+    array: tuple[int, ...] = ()
+    ptr_space: str | None = None
+
+    @property
+    def size_bytes(self) -> int:
+        n = 1
+        for d in self.array:
+            n *= d
+        return TYPE_BYTES.get(self.type, 0) * n
+
+
+@dataclass(frozen=True, slots=True)
+class VarDecl:
+    """A variable declaration in a state space (`.reg`, `.shared`, `.local`, `.const`, `.global`).
+
+    `count` is N for the `%r<N>` register-range form; `array` holds the array dimensions (`[]` unsized is
+    `(0,)`); `extern` marks `.extern .shared` dynamic shared memory.
+    """
+
+    name: str
+    space: str
+    type: str
+    align: int | None = None
+    array: tuple[int, ...] = ()
+    count: int = 1
+    extern: bool = False
+    ptx_line: int = 0
+    initializer: str | None = None
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes of one variable (for a register range: of each register)."""
+        n = 1
+        for d in self.array:
+            n *= d
+        return TYPE_BYTES.get(self.type, 0) * n
+
+
+@dataclass(slots=True)
+class Function:
+    """A `.entry` kernel or a `.func` device function."""
+
+    name: str
+    kind: str  # "entry" or "func"
+    params: list[Param]
+    return_params: list[Param]
+    decls: list[VarDecl]
+    body: list[Instruction]
+    labels: dict[str, int]  # label -> index in `body` of the instruction that follows it
+    directives: dict[str, tuple[int, ...]]  # .maxntid / .reqntid / .minnctapersm / .maxnreg / ...
+    pragmas: list[str]
+    ptx_line: int
+    linkage: str | None = None  # .visible / .extern / .weak
+    has_body: bool = True
+    demangled: str | None = None
+
+    @property
+    def is_kernel(self) -> bool:
+        return self.kind == "entry"
+
+    @property
+    def display_name(self) -> str:
+        """The demangled name with template arguments and no parameter list, else the PTX name."""
+        return self.demangled or self.name
+
+    @property
+    def static_shared_bytes(self) -> int:
+        """Bytes of statically sized `.shared` variables declared in this function."""
+        return sum(d.size_bytes for d in self.decls if d.space == "shared" and not d.extern)
+
+    @property
+    def source_line(self) -> int | None:
+        """The first CUDA source line of the function's instructions (its `.loc`), if known."""
+        lines = [i.loc.line for i in self.body if i.loc is not None]
+        return min(lines) if lines else None
+
+
+@dataclass(slots=True)
+class Module:
+    """A whole PTX module: header directives, source files, module-scope variables and functions."""
+
+    version: str | None
+    target: tuple[str, ...]
+    address_size: int
+    files: dict[int, str]
+    globals: list[VarDecl]
+    functions: list[Function]
+    source_path: str | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def kernels(self) -> list[Function]:
+        """The `.entry` functions that have a body."""
+        return [f for f in self.functions if f.is_kernel and f.has_body]
+
+    def function(self, name: str) -> Function | None:
+        """Look a function up by PTX (mangled) or display name."""
+        for f in self.functions:
+            if f.name == name or f.display_name == name:
+                return f
+        return None
+
+    def extern_shared(self) -> list[VarDecl]:
+        """Module-scope `.extern .shared` arrays: dynamic shared memory sized at launch."""
+        return [d for d in self.globals if d.space == "shared" and d.extern]

@@ -1,0 +1,183 @@
+"""KernelReport and Finding: the only things the server and the CLI consume.
+
+Everything the models and analyses conclude ends up here as plain data with a stable JSON form, so that a CLI
+run and an editor session show the same numbers for the same input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+SEVERITIES = ("error", "warning", "information", "hint")
+
+
+class JsonReportable(Protocol):
+    """A model result (time, power, energy, launch) that knows its own JSON form."""
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+@dataclass(slots=True)
+class Fix:
+    """A structured fix hint that the server can turn into a code action.
+
+    `kind` is one of `pad-shared-array`, `swap-index-order`, `stage-through-shared-memory`, `use-soa`,
+    `add-launch-annotation`, `switch-gpu`; `data` carries what the edit needs (a declaration's line and text,
+    the replacement, ...).
+    """
+
+    kind: str
+    description: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "description": self.description, "data": self.data}
+
+
+@dataclass(slots=True)
+class Related:
+    """A location that explains a finding (e.g. the shared array declaration behind a bank conflict)."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    message: str
+    file: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"line": self.line, "column": self.column, "end_line": self.end_line,
+                "end_column": self.end_column, "message": self.message, "file": self.file}
+
+
+@dataclass(slots=True)
+class Finding:
+    """One finding at a source range (1-based lines and columns of the analysed file; end exclusive)."""
+
+    code: str
+    severity: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    message: str
+    detail: dict[str, Any] = field(default_factory=dict)
+    fix: Fix | None = None
+    related: list[Related] = field(default_factory=list)
+    kernel: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"unknown severity {self.severity!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "code": self.code, "severity": self.severity, "line": self.line, "column": self.column,
+            "end_line": self.end_line, "end_column": self.end_column, "message": self.message,
+        }
+        if self.detail:
+            out["detail"] = self.detail
+        if self.fix is not None:
+            out["fix"] = self.fix.to_json()
+        if self.related:
+            out["related"] = [r.to_json() for r in self.related]
+        if self.kernel is not None:
+            out["kernel"] = self.kernel
+        return out
+
+
+@dataclass(slots=True)
+class LoopInfo:
+    """A natural loop of a kernel, by source lines, with its nesting depth and (if known) trip count."""
+
+    header_line: int | None
+    lines: tuple[int, int] | None
+    depth: int
+    blocks: int
+    trip_count: int | None = None
+    trip_source: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"header_line": self.header_line, "lines": list(self.lines) if self.lines else None,
+                "depth": self.depth, "blocks": self.blocks, "trip_count": self.trip_count,
+                "trip_source": self.trip_source}
+
+
+@dataclass(slots=True)
+class KernelReport:
+    """Everything Kerncast knows about one kernel."""
+
+    name: str
+    mangled: str
+    line: int | None
+    registers: int | None = None
+    shared_bytes: int | None = None
+    spill_stores: int | None = None
+    spill_loads: int | None = None
+    stack_bytes: int | None = None
+    local_bytes: int | None = None
+    instruction_mix: dict[str, int] = field(default_factory=dict)
+    instruction_count: int = 0
+    loops: list[LoopInfo] = field(default_factory=list)
+    launch: JsonReportable | None = None
+    occupancy: JsonReportable | None = None
+    time: JsonReportable | None = None
+    power: JsonReportable | None = None
+    energy: JsonReportable | None = None
+    findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        def opt(x: JsonReportable | None) -> dict[str, Any] | None:
+            return x.to_json() if x is not None else None
+
+        return {
+            "name": self.name, "mangled": self.mangled, "line": self.line,
+            "registers": self.registers, "shared_bytes": self.shared_bytes,
+            "spill_stores": self.spill_stores, "spill_loads": self.spill_loads,
+            "stack_bytes": self.stack_bytes, "local_bytes": self.local_bytes,
+            "instruction_count": self.instruction_count, "instruction_mix": self.instruction_mix,
+            "loops": [lp.to_json() for lp in self.loops],
+            "launch": opt(self.launch), "occupancy": opt(self.occupancy),
+            "time": opt(self.time), "power": opt(self.power), "energy": opt(self.energy),
+            "findings": [f.to_json() for f in self.findings], "notes": self.notes,
+        }
+
+
+@dataclass(slots=True)
+class FileReport:
+    """The analysis of one `.cu` or `.ptx` file: its kernels and the file-level findings (compile errors)."""
+
+    file: str
+    gpu: str
+    kernels: list[KernelReport] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    toolkit: str | None = None
+    arch: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """False when a file-level error (compile error, unreadable input) stopped the analysis."""
+        return not any(f.severity == "error" for f in self.findings)
+
+    def all_findings(self) -> list[Finding]:
+        """File-level findings followed by every kernel's findings."""
+        out = list(self.findings)
+        for k in self.kernels:
+            out.extend(k.findings)
+        return out
+
+    def kernel(self, name: str) -> KernelReport | None:
+        for k in self.kernels:
+            if name in (k.name, k.mangled):
+                return k
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file": self.file, "gpu": self.gpu, "toolkit": self.toolkit, "arch": self.arch,
+            "kernels": [k.to_json() for k in self.kernels],
+            "findings": [f.to_json() for f in self.findings], "notes": self.notes,
+        }
