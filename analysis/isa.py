@@ -52,6 +52,8 @@ def classify(instr: Instruction) -> InstrClass:
     resource = entry["resource"]
     latency = entry["latency"]
     dtype = instr.dtype
+    if instr.opcode == "wmma" and "mma" in instr.modifiers:
+        return InstrClass("compute", "TENSOR", "mma")
     if isinstance(latency, dict):
         latency = latency["float"] if dtype in _FLOAT_TYPES else latency["int"]
     if itype == "memory":

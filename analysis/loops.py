@@ -1,0 +1,114 @@
+"""Natural loops of a CFG: back edges, bodies, nesting, and their CUDA source lines.
+
+A back edge is an edge `t -> h` whose target dominates its source; the natural loop of `h` is `h` plus every
+block that reaches `t` without passing through `h`. Loops that share a header are merged (a `continue` makes
+two back edges to one header). Retreating edges whose target does not dominate the source (irreducible flow,
+rare in nvcc output) are not loops; they are reported in `irreducible_edges` so a model can say so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kerncast.analysis.cfg import Cfg
+
+
+@dataclass(slots=True)
+class Loop:
+    """A natural loop: header block, all blocks of the body (header included), back-edge sources, nesting."""
+
+    id: int
+    header: int
+    blocks: frozenset[int]
+    latches: list[int]
+    exits: list[tuple[int, int]] = field(default_factory=list)  # edges (inside, outside)
+    parent: int | None = None
+    children: list[int] = field(default_factory=list)
+    depth: int = 1
+
+    def source_lines(self, cfg: Cfg) -> tuple[int, int] | None:
+        """First and last CUDA source line of the loop's instructions (None without line info)."""
+        lines = [
+            ins.loc.line
+            for b in self.blocks
+            for ins in cfg.instructions(b)
+            if ins.loc is not None
+        ]
+        return (min(lines), max(lines)) if lines else None
+
+    def header_line(self, cfg: Cfg) -> int | None:
+        """The source line of the loop's header block (the loop condition), if known."""
+        for ins in cfg.instructions(self.header):
+            if ins.loc is not None:
+                return ins.loc.line
+        span = self.source_lines(cfg)
+        return span[0] if span else None
+
+
+@dataclass(slots=True)
+class LoopForest:
+    """All loops of a function, innermost-first lookup by block."""
+
+    loops: list[Loop]
+    innermost: dict[int, int]  # block id -> id of the innermost loop containing it
+    irreducible_edges: list[tuple[int, int]]
+
+    def depth_of(self, block: int) -> int:
+        lid = self.innermost.get(block)
+        return self.loops[lid].depth if lid is not None else 0
+
+    def enclosing(self, block: int) -> list[Loop]:
+        """Loops containing `block`, innermost first."""
+        out: list[Loop] = []
+        lid = self.innermost.get(block)
+        while lid is not None:
+            out.append(self.loops[lid])
+            lid = self.loops[lid].parent
+        return out
+
+
+def find_loops(cfg: Cfg) -> LoopForest:
+    """Find every natural loop of `cfg` with its nesting."""
+    bodies: dict[int, set[int]] = {}
+    latches: dict[int, list[int]] = {}
+    irreducible: list[tuple[int, int]] = []
+    order = {b: i for i, b in enumerate(cfg.rpo)}
+    for b in cfg.rpo:
+        for s in cfg.blocks[b].succs:
+            if cfg.dominates(s, b):
+                body = bodies.setdefault(s, {s})
+                latches.setdefault(s, []).append(b)
+                _collect_body(cfg, s, b, body)
+            elif s in order and order[s] <= order[b]:
+                irreducible.append((b, s))
+    # Outer loops are larger: sort by size so parents come first.
+    headers = sorted(bodies, key=lambda h: (-len(bodies[h]), order.get(h, 0)))
+    loops = [Loop(i, h, frozenset(bodies[h]), latches[h]) for i, h in enumerate(headers)]
+    for lp in loops:
+        lp.exits = [(b, s) for b in sorted(lp.blocks) for s in cfg.blocks[b].succs if s not in lp.blocks]
+    for i, inner in enumerate(loops):
+        for j in range(i - 1, -1, -1):
+            outer = loops[j]
+            contains = inner.header in outer.blocks and inner.blocks <= outer.blocks
+            if contains and (inner.parent is None or len(outer.blocks) < len(loops[inner.parent].blocks)):
+                inner.parent = j
+    for lp in loops:
+        if lp.parent is not None:
+            loops[lp.parent].children.append(lp.id)
+    for lp in loops:  # parents precede children in `loops`
+        lp.depth = loops[lp.parent].depth + 1 if lp.parent is not None else 1
+    innermost: dict[int, int] = {}
+    for lp in loops:  # later loops are smaller (inner), so they overwrite
+        for b in lp.blocks:
+            innermost[b] = lp.id
+    return LoopForest(loops, innermost, irreducible)
+
+
+def _collect_body(cfg: Cfg, header: int, latch: int, body: set[int]) -> None:
+    stack = [latch]
+    while stack:
+        b = stack.pop()
+        if b in body:
+            continue
+        body.add(b)
+        stack.extend(p for p in cfg.blocks[b].preds if p not in body)

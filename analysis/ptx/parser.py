@@ -1,0 +1,566 @@
+"""A hand-written recursive-descent parser for the PTX that nvcc emits (PTX ISA 7.x-9.x).
+
+The methods read like the grammar: `module -> { directive | variable | function }`,
+`function -> linkage? (.entry | .func) returns? name params performance-directives* (body | ;)`,
+`body -> { statement }`, `statement -> label ':' | declaration ';' | .loc ... | guard? opcode modifiers operands ';'`.
+Unknown directives are skipped, unknown opcodes kept. Every failure is a `PtxSyntaxError` with a position;
+`parse_ptx` turns any internal surprise into one as well, so nothing else escapes.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from kerncast.analysis.ptx.errors import PtxSyntaxError
+from kerncast.analysis.ptx.lexer import Token, tokenize
+from kerncast.analysis.ptx.model import (
+    TYPE_BYTES,
+    Addr,
+    Function,
+    Guard,
+    Imm,
+    Instruction,
+    Module,
+    Operand,
+    Param,
+    PredPair,
+    Reg,
+    SourceLoc,
+    Sym,
+    VarDecl,
+    Vec,
+)
+
+_STATE_SPACES = frozenset({".reg", ".shared", ".local", ".const", ".global", ".param", ".tex", ".sreg"})
+_LINKAGE = frozenset({".visible", ".extern", ".weak", ".common"})
+_PERF_DIRECTIVES = frozenset({
+    ".maxntid", ".reqntid", ".minnctapersm", ".maxnctapersm", ".maxnreg", ".reqnctapercluster",
+    ".maxclusterrank", ".explicitcluster", ".noreturn", ".blocksareclusters",
+})
+_VAR_TYPES = frozenset({f".{t}" for t in TYPE_BYTES} | {".texref", ".samplerref", ".surfref"})
+_MAX_TOKENS = 50_000_000
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.toks: list[Token] = tokenize(text)
+        self.lines = text.split("\n")
+        self.i = 0
+        self.files: dict[int, str] = {}
+        self.loc: SourceLoc | None = None
+        self.loc_file: int | None = None
+
+    # ------------------------------------------------------------------ token helpers
+    @property
+    def tok(self) -> Token:
+        return self.toks[self.i]
+
+    def peek(self, k: int = 1) -> Token:
+        j = min(self.i + k, len(self.toks) - 1)
+        return self.toks[j]
+
+    def advance(self) -> Token:
+        t = self.toks[self.i]
+        if t.kind != "eof":
+            self.i += 1
+        return t
+
+    def error(self, message: str, tok: Token | None = None) -> PtxSyntaxError:
+        t = tok or self.tok
+        found = "end of file" if t.kind == "eof" else repr(t.text)
+        return PtxSyntaxError(f"{message} (found {found})", t.line, t.column)
+
+    def expect(self, text: str) -> Token:
+        if self.tok.text != text or self.tok.kind == "string":
+            raise self.error(f"expected {text!r}")
+        return self.advance()
+
+    def accept(self, text: str) -> bool:
+        if self.tok.text == text and self.tok.kind != "string":
+            self.advance()
+            return True
+        return False
+
+    def expect_kind(self, kind: str, what: str) -> Token:
+        if self.tok.kind != kind:
+            raise self.error(f"expected {what}")
+        return self.advance()
+
+    def expect_int(self) -> int:
+        neg = self.accept("-")
+        t = self.expect_kind("int", "an integer")
+        v = _int_value(t.text)
+        return -v if neg else v
+
+    def skip_statement(self) -> None:
+        """Skip to the end of the current statement: a ';' or, for ';'-less directives, the line end."""
+        line = self.tok.line
+        while self.tok.kind != "eof":
+            if self.tok.text == ";":
+                self.advance()
+                return
+            if self.tok.line != line or self.tok.text in ("{", "}"):
+                return
+            self.advance()
+
+    def skip_balanced_braces(self) -> None:
+        self.expect("{")
+        depth = 1
+        while depth:
+            t = self.advance()
+            if t.kind == "eof":
+                raise self.error("unterminated '{' block", t)
+            if t.kind == "punct":
+                depth += {"{": 1, "}": -1}.get(t.text, 0)
+
+    # ------------------------------------------------------------------ module
+    def module(self) -> Module:
+        version: str | None = None
+        target: tuple[str, ...] = ()
+        address_size = 64
+        globals_: list[VarDecl] = []
+        functions: list[Function] = []
+        while self.tok.kind != "eof":
+            t = self.tok
+            if t.kind != "dir":
+                if t.text == ";":
+                    self.advance()
+                    continue
+                raise self.error("expected a directive at module scope")
+            if t.text == ".version":
+                self.advance()
+                v = self.advance()
+                if v.kind not in ("float", "int"):
+                    raise self.error("expected a version number after .version", v)
+                version = v.text
+            elif t.text == ".target":
+                self.advance()
+                target = self.name_list()
+            elif t.text == ".address_size":
+                self.advance()
+                address_size = self.expect_int()
+            elif t.text == ".file":
+                self.file_directive()
+            elif t.text == ".loc":
+                self.loc_directive()
+            elif t.text == ".section":
+                self.advance()
+                self.advance()
+                self.skip_balanced_braces()
+            elif t.text in (".pragma", ".alias"):
+                self.skip_statement()
+            else:
+                start = self.i
+                linkage = None
+                while self.tok.text in _LINKAGE:
+                    linkage = self.advance().text[1:]
+                if self.tok.text in (".entry", ".func"):
+                    functions.append(self.function(linkage, t.line))
+                elif self.tok.text in _STATE_SPACES:
+                    globals_.extend(self.declaration(linkage == "extern", module_scope=True))
+                else:
+                    self.i = start
+                    self.advance()
+                    self.skip_statement()
+        return Module(version, target, address_size, dict(self.files), globals_, functions)
+
+    def name_list(self) -> tuple[str, ...]:
+        names = [self.expect_kind("ident", "a name").text]
+        while self.accept(","):
+            names.append(self.expect_kind("ident", "a name").text)
+        return tuple(names)
+
+    def file_directive(self) -> None:
+        self.advance()
+        idx = self.expect_int()
+        name = self.expect_kind("string", "a file name")
+        self.files[idx] = _unquote(name.text)
+        while self.accept(","):
+            self.advance()
+
+    def loc_directive(self) -> None:
+        """`.loc file line column [, function_name label[+off], inlined_at file line col]`."""
+        self.advance()
+        file_idx = self.expect_int()
+        line = self.expect_int()
+        col = self.expect_int()
+        t = self.tok
+        while self.tok.text == "," and self.tok.line == t.line:
+            self.advance()
+            while self.tok.kind != "eof" and self.tok.line == t.line and self.tok.text != ",":
+                self.advance()
+        self.loc_file = file_idx
+        self.loc = SourceLoc(str(file_idx), line, col) if line > 0 else None
+
+    # ------------------------------------------------------------------ functions
+    def function(self, linkage: str | None, start_line: int) -> Function:
+        kind = self.advance().text[1:]
+        while self.tok.kind == "dir" and self.tok.text not in _STATE_SPACES:
+            self.advance()  # .attribute-like prefixes; .attribute(...) handled below
+            if self.tok.text == "(":
+                self.skip_parens()
+        returns: list[Param] = []
+        if self.tok.text == "(":
+            returns = self.param_list()
+        name = self.expect_kind("ident", "a function name").text
+        params: list[Param] = []
+        if self.tok.text == "(":
+            params = self.param_list()
+        directives: dict[str, tuple[int, ...]] = {}
+        pragmas: list[str] = []
+        while self.tok.kind == "dir":
+            d = self.advance().text
+            if d == ".pragma":
+                pragmas.append(_unquote(self.expect_kind("string", "a pragma string").text))
+                self.accept(";")
+                continue
+            values: list[int] = []
+            if self.tok.kind == "int":
+                values.append(self.expect_int())
+                while self.accept(","):
+                    values.append(self.expect_int())
+            directives[d[1:]] = tuple(values)
+            if d not in _PERF_DIRECTIVES:
+                self.skip_statement()
+        fn = Function(name, kind, params, returns, [], [], {}, directives, pragmas, start_line, linkage)
+        if self.accept(";"):
+            fn.has_body = False
+            return fn
+        self.loc = None
+        self.expect("{")
+        self.body(fn)
+        return fn
+
+    def skip_parens(self) -> None:
+        self.expect("(")
+        depth = 1
+        while depth:
+            t = self.advance()
+            if t.kind == "eof":
+                raise self.error("unterminated '('", t)
+            depth += {"(": 1, ")": -1}.get(t.text, 0) if t.kind == "punct" else 0
+
+    def param_list(self) -> list[Param]:
+        self.expect("(")
+        params: list[Param] = []
+        if self.accept(")"):
+            return params
+        while True:
+            params.append(self.param())
+            if self.accept(")"):
+                return params
+            self.expect(",")
+
+    def param(self) -> Param:
+        if self.tok.text not in (".param", ".reg"):
+            raise self.error("expected .param or .reg in a parameter list")
+        self.advance()
+        ptype = ""
+        align = None
+        ptr_space = None
+        while self.tok.kind == "dir":
+            d = self.advance().text
+            if d == ".align":
+                align = self.expect_int()
+            elif d in _VAR_TYPES:
+                ptype = d[1:]
+            elif d in (".global", ".shared", ".const", ".local"):
+                ptr_space = d[1:]
+        name = self.expect_kind("ident", "a parameter name").text
+        dims = self.array_dims()
+        return Param(name, ptype, align, dims, ptr_space)
+
+    def array_dims(self) -> tuple[int, ...]:
+        dims: list[int] = []
+        while self.tok.text == "[":
+            self.advance()
+            if self.accept("]"):
+                dims.append(0)
+                continue
+            dims.append(self.expect_int())
+            self.expect("]")
+        return tuple(dims)
+
+    # ------------------------------------------------------------------ declarations
+    def declaration(self, extern: bool, module_scope: bool = False) -> list[VarDecl]:
+        """`.space [.align n] [.vN] .type name[<count>][dims] [= init] {, name...} ;`."""
+        space_tok = self.advance()
+        space = space_tok.text[1:]
+        align = None
+        vtype = ""
+        vec = 1
+        while self.tok.kind == "dir":
+            d = self.advance().text
+            if d == ".align":
+                align = self.expect_int()
+            elif d in (".v2", ".v4", ".v8"):
+                vec = int(d[2])
+            elif d in _VAR_TYPES:
+                vtype = d[1:]
+            elif d == ".ptr":
+                continue
+        if not vtype:
+            raise self.error("expected a type in a declaration", space_tok)
+        decls: list[VarDecl] = []
+        while True:
+            name_tok = self.expect_kind("ident", "a variable name")
+            count = 1
+            if self.tok.text == "<":
+                self.advance()
+                count = self.expect_int()
+                self.expect(">")
+            dims = self.array_dims()
+            if vec > 1:
+                dims = (*dims, vec) if dims else (vec,)
+            init = None
+            if self.accept("="):
+                init = self.initializer()
+            decls.append(VarDecl(name_tok.text, space, vtype, align, dims, count, extern, name_tok.line, init))
+            if not self.accept(","):
+                break
+        self.expect(";")
+        return decls
+
+    def initializer(self) -> str:
+        parts: list[str] = []
+        depth = 0
+        while self.tok.kind != "eof":
+            if depth == 0 and self.tok.text in (";", ","):
+                break
+            t = self.advance()
+            depth += {"{": 1, "}": -1}.get(t.text, 0) if t.kind == "punct" else 0
+            parts.append(t.text)
+        return " ".join(parts)
+
+    # ------------------------------------------------------------------ bodies
+    def body(self, fn: Function) -> None:
+        """Statements up to the matching '}' (nested scopes are flattened)."""
+        depth = 1
+        while True:
+            t = self.tok
+            if t.kind == "eof":
+                raise self.error(f"missing '}}' at the end of {fn.name}", t)
+            if t.text == "}" and t.kind == "punct":
+                self.advance()
+                depth -= 1
+                if depth == 0:
+                    return
+            elif t.text == "{" and t.kind == "punct":
+                self.advance()
+                depth += 1
+            elif t.text == ";" and t.kind == "punct":
+                self.advance()
+            elif t.kind == "dir":
+                self.body_directive(fn)
+            elif t.kind == "ident" and self.peek().text == ":" and not t.text.startswith("%"):
+                self.advance()
+                self.advance()
+                if self.tok.text == ".callprototype":
+                    self.skip_statement()
+                    continue
+                fn.labels[t.text] = len(fn.body)
+            else:
+                fn.body.append(self.instruction(len(fn.body)))
+
+    def body_directive(self, fn: Function) -> None:
+        t = self.tok
+        if t.text == ".loc":
+            self.loc_directive()
+        elif t.text in _STATE_SPACES:
+            fn.decls.extend(self.declaration(extern=False))
+        elif t.text in _LINKAGE and self.peek().text in _STATE_SPACES:
+            extern = t.text == ".extern"
+            self.advance()
+            fn.decls.extend(self.declaration(extern=extern))
+        elif t.text == ".pragma":
+            self.advance()
+            if self.tok.kind == "string":
+                fn.pragmas.append(_unquote(self.advance().text))
+            self.accept(";")
+        elif t.text == ".file":
+            self.file_directive()
+        else:
+            self.advance()
+            self.skip_statement()
+
+    def instruction(self, index: int) -> Instruction:
+        start = self.tok
+        guard = None
+        if self.accept("@"):
+            neg = self.accept("!")
+            g = self.expect_kind("ident", "a predicate register after '@'")
+            guard = Guard(g.text, neg)
+        op = self.tok
+        if op.kind != "ident" or op.text.startswith(("%", "$")):
+            raise self.error("expected an instruction opcode")
+        self.advance()
+        mods: list[str] = []
+        while self.tok.kind == "dir" and self.tok.glued:
+            mods.append(self.advance().text[1:])
+        if self.tok.kind == "float" and self.tok.glued and self.tok.text.startswith("."):
+            raise self.error("malformed opcode modifier")
+        operands: list[Operand] = []
+        if self.tok.text != ";":
+            operands.append(self.operand())
+            while self.accept(","):
+                operands.append(self.operand())
+        self.expect(";")
+        text = self.lines[start.line - 1].strip() if start.line - 1 < len(self.lines) else ""
+        return Instruction(op.text, tuple(mods), tuple(operands), guard, start.line, start.column,
+                           self.loc, index, text)
+
+    # ------------------------------------------------------------------ operands
+    def operand(self) -> Operand:
+        t = self.tok
+        if t.text == "[" and t.kind == "punct":
+            return self.address()
+        if t.text == "{" and t.kind == "punct":
+            return Vec(self.operand_group("{", "}"))
+        if t.text == "(" and t.kind == "punct":
+            return Vec(self.operand_group("(", ")"))
+        if t.text == "!" and t.kind == "punct":
+            self.advance()
+            r = self.expect_kind("ident", "a predicate after '!'")
+            return Reg(r.text, negated=True)
+        if t.text == "-" and t.kind == "punct":
+            self.advance()
+            imm = self.immediate()
+            return Imm(-imm.value, "-" + imm.text)
+        if t.kind in ("int", "float"):
+            return self.immediate()
+        if t.kind == "ident":
+            return self.named_operand()
+        raise self.error("expected an operand")
+
+    def named_operand(self) -> Operand:
+        t = self.advance()
+        name = t.text
+        if name.startswith("%"):
+            while self.tok.kind == "dir" and self.tok.glued:
+                name += self.advance().text
+            reg = Reg(name)
+            if self.tok.text == "|" and self.tok.kind == "punct":
+                self.advance()
+                other = self.expect_kind("ident", "a predicate after '|'")
+                return PredPair(reg, Reg(other.text))
+            return reg
+        if self.tok.text == "+" and self.peek().kind == "int":
+            self.advance()
+            return Addr(Sym(name), self.expect_int())
+        return Sym(name)
+
+    def immediate(self) -> Imm:
+        t = self.advance()
+        if t.kind == "int":
+            return Imm(_int_value(t.text), t.text)
+        if t.kind == "float":
+            return Imm(_float_value(t.text), t.text)
+        raise self.error("expected a number", t)
+
+    def operand_group(self, open_: str, close: str) -> tuple[Operand, ...]:
+        self.expect(open_)
+        items: list[Operand] = []
+        if self.accept(close):
+            return ()
+        while True:
+            items.append(self.operand())
+            if self.accept(close):
+                return tuple(items)
+            self.expect(",")
+
+    def address(self) -> Addr:
+        """`[base]`, `[base+off]`, `[base+-off]`, `[imm]`, and texture forms `[tex, {coords}]`."""
+        self.expect("[")
+        base: Reg | Sym | None = None
+        offset = 0
+        t = self.tok
+        if t.kind == "ident":
+            base = self.named_operand()  # type: ignore[assignment]
+            if isinstance(base, Addr):
+                base, offset = base.base, base.offset
+            elif isinstance(base, PredPair):
+                raise self.error("unexpected '|' in an address", t)
+        elif t.kind == "int" or t.text == "-":
+            offset = self.expect_int()
+        else:
+            raise self.error("expected a register, symbol or offset in an address")
+        if self.tok.text in ("+", "-") and self.tok.kind == "punct":
+            sign = -1 if self.advance().text == "-" else 1
+            offset += sign * self.expect_int()
+        if self.tok.text == ",":
+            while self.accept(","):
+                self.operand()
+        self.expect("]")
+        return Addr(base, offset)
+
+
+def _int_value(text: str) -> int:
+    t = text.rstrip("uU")
+    if t[:2] in ("0x", "0X"):
+        return int(t[2:], 16)
+    if t[:2] in ("0b", "0B"):
+        return int(t[2:], 2)
+    if len(t) > 1 and t[0] == "0":
+        try:
+            return int(t, 8)
+        except ValueError:
+            return int(t)
+    return int(t)
+
+
+def _float_value(text: str) -> float:
+    if text[:2] in ("0f", "0F"):
+        return struct.unpack(">f", bytes.fromhex(text[2:]))[0]
+    if text[:2] in ("0d", "0D"):
+        return struct.unpack(">d", bytes.fromhex(text[2:]))[0]
+    return float(text)
+
+
+def _unquote(text: str) -> str:
+    return text[1:-1].encode("utf-8").decode("unicode_escape", errors="replace") if len(text) >= 2 else text
+
+
+def _resolve_locs(module: Module) -> None:
+    """Replace the `.file` index stored in each SourceLoc by the file name (files may come after code)."""
+    for fn in module.functions:
+        for ins in fn.body:
+            if ins.loc is not None:
+                idx = int(ins.loc.file)
+                ins.loc = SourceLoc(module.files.get(idx, str(idx)), ins.loc.line, ins.loc.column)
+
+
+def parse_ptx(text: str, path: str | None = None) -> Module:
+    """Parse PTX text into a `Module`; raise `PtxSyntaxError` (and nothing else) on malformed input."""
+    if "\x00" in text:
+        pos = text.index("\x00")
+        line = text.count("\n", 0, pos) + 1
+        raise PtxSyntaxError("binary data (NUL byte) in PTX text", line, pos - text.rfind("\n", 0, pos))
+    parser: _Parser | None = None
+    try:
+        parser = _Parser(text)
+        if len(parser.toks) > _MAX_TOKENS:
+            raise PtxSyntaxError("PTX text too large to analyse", 1, 1)
+        module = parser.module()
+    except PtxSyntaxError:
+        raise
+    except (RecursionError, ValueError, IndexError, KeyError, TypeError, struct.error, OverflowError) as exc:
+        tok = parser.tok if parser is not None and parser.toks else None
+        line, col = (tok.line, tok.column) if tok else (1, 1)
+        raise PtxSyntaxError(f"malformed PTX ({type(exc).__name__}: {exc})", line, col) from None
+    _resolve_locs(module)
+    module.source_path = path
+    return module
+
+
+def kernel_shared_bytes(module: Module, fn: Function) -> int:
+    """Static shared bytes of a kernel: its own `.shared` declarations plus module-scope ones it references."""
+    names = {d.name for d in module.globals if d.space == "shared" and not d.extern}
+    used: set[str] = set()
+    if names:
+        for ins in fn.body:
+            for op in ins.operands:
+                base = op.base if isinstance(op, Addr) else op
+                if isinstance(base, Sym) and base.name in names:
+                    used.add(base.name)
+    extra = sum(d.size_bytes for d in module.globals if d.name in used)
+    return fn.static_shared_bytes + extra
