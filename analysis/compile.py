@@ -1,0 +1,557 @@
+"""The nvcc pipeline: a `.cu` file (or an unsaved editor buffer) to PTX plus per-kernel ptxas resources.
+
+Compile errors never raise: they come back as structured diagnostics on lines of the analysed file, so that
+the editor can underline them and the CLI can print them. Only a missing or broken toolchain raises
+(`ToolchainError`), because no diagnostic on the user's code could explain it. Results are cached in memory
+by a hash of everything that can change them, since the language server recompiles on every save.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kerncast.analysis.toolchain import (
+    HOST_COMPILER_HINT,
+    Toolchain,
+    ToolchainError,
+    find_toolchain,
+    run_tool,
+)
+
+__all__ = [
+    "CompileDiagnostic", "CompileOptions", "CompileResult", "KernelResources", "PtxasError", "Toolchain",
+    "ToolchainError", "compile_cuda", "find_toolchain", "parse_nvcc_output", "parse_ptxas_output",
+    "ptxas_resources",
+]
+
+_CACHE_SIZE = 32
+_MAX_INCLUDE_DEPTH = 16
+_MAX_HEADER_BYTES = 4 << 20
+
+
+@dataclass
+class CompileOptions:
+    """How to compile: target architecture, user include dirs and defines, toolchain choice, limits."""
+
+    arch: str = "sm_75"
+    include_dirs: list[str] = field(default_factory=list)
+    defines: list[str] = field(default_factory=list)  # "NAME" or "NAME=VALUE"
+    nvcc_path: str | None = None
+    timeout_s: float = 120
+    extra_flags: list[str] = field(default_factory=list)
+
+
+@dataclass
+class KernelResources:
+    """What ptxas reports for one kernel; None where this ptxas release did not print the field.
+
+    `shared_bytes` is 0 (not None) when the summary line was printed without an smem entry, because ptxas
+    omits zero-sized fields. `local_bytes` is the old "lmem" figure or, on newer releases, the cumulative
+    stack size; `const_bytes` sums every cmem bank printed for the kernel.
+    """
+
+    mangled: str
+    registers: int | None = None
+    shared_bytes: int | None = None
+    stack_bytes: int | None = None
+    spill_stores: int | None = None
+    spill_loads: int | None = None
+    local_bytes: int | None = None
+    const_bytes: int | None = None
+    barriers: int | None = None
+
+
+@dataclass
+class CompileDiagnostic:
+    """One compiler message on the analysed file (1-based line and column)."""
+
+    file: str
+    line: int
+    column: int
+    severity: str  # "error" | "warning"
+    message: str
+    in_header: bool = False  # attributed from an included header to its #include line
+
+
+@dataclass
+class CompileResult:
+    """PTX text (None when compilation failed), resources by mangled kernel name, and diagnostics."""
+
+    ok: bool
+    ptx: str | None
+    resources: dict[str, KernelResources]
+    diagnostics: list[CompileDiagnostic]
+    toolkit: str
+    arch: str
+
+
+class PtxasError(RuntimeError):
+    """ptxas rejected the PTX or did not finish; the message carries its output."""
+
+    def __init__(self, message: str, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
+
+
+# --------------------------------------------------------------------------------------------------- ptxas
+
+_ENTRY_RE = re.compile(r"Compiling entry function\s+'([^']+)'")
+_PROPS_RE = re.compile(r"Function properties for\s+'?([^'\s:]+)'?")
+_INT_FIELDS: dict[str, re.Pattern[str]] = {
+    "registers": re.compile(r"\bused\s+(\d+)\s+registers", re.IGNORECASE),
+    "barriers": re.compile(r"\bused\s+(\d+)\s+barriers", re.IGNORECASE),
+    "stack_bytes": re.compile(r"(\d+)\s+bytes\s+stack\s+frame", re.IGNORECASE),
+    "spill_stores": re.compile(r"(\d+)\s+bytes\s+spill\s+stores", re.IGNORECASE),
+    "spill_loads": re.compile(r"(\d+)\s+bytes\s+spill\s+loads", re.IGNORECASE),
+}
+_SMEM_RE = re.compile(r"(\d+)(?:\+(\d+))?\s+bytes\s+smem", re.IGNORECASE)
+_LMEM_RE = re.compile(r"(\d+)(?:\+(\d+))?\s+bytes\s+lmem", re.IGNORECASE)
+_CUMULATIVE_STACK_RE = re.compile(r"(\d+)\s+bytes\s+cumulative\s+stack\s+size", re.IGNORECASE)
+_CMEM_RE = re.compile(r"(\d+)\s+bytes\s+cmem\[\d+\]", re.IGNORECASE)
+
+
+def parse_ptxas_output(stderr: str) -> dict[str, KernelResources]:
+    """Per-kernel resources from `ptxas -v` output, each field found by its own pattern.
+
+    Lines are attributed to the entry named by the latest "Compiling entry function" or "Function
+    properties for" line; properties of non-entry functions and module-level totals are ignored.
+    """
+    kernels: dict[str, KernelResources] = {}
+    current: KernelResources | None = None
+    for line in stderr.splitlines():
+        entry = _ENTRY_RE.search(line)
+        if entry:
+            current = kernels.setdefault(entry.group(1), KernelResources(mangled=entry.group(1)))
+            continue
+        props = _PROPS_RE.search(line)
+        if props:
+            current = kernels.get(props.group(1))
+            continue
+        if current is not None:
+            _apply_fields(current, line)
+    return kernels
+
+
+def _apply_fields(res: KernelResources, line: str) -> None:
+    """Fill every field that this line mentions."""
+    for name, pattern in _INT_FIELDS.items():
+        match = pattern.search(line)
+        if match:
+            setattr(res, name, int(match.group(1)))
+    smem = _SMEM_RE.search(line)
+    if smem:
+        res.shared_bytes = int(smem.group(1)) + int(smem.group(2) or 0)
+    elif _INT_FIELDS["registers"].search(line) and res.shared_bytes is None:
+        res.shared_bytes = 0
+    lmem = _LMEM_RE.search(line)
+    if lmem:
+        res.local_bytes = int(lmem.group(1)) + int(lmem.group(2) or 0)
+    else:
+        stack = _CUMULATIVE_STACK_RE.search(line)
+        if stack:
+            res.local_bytes = int(stack.group(1))
+    banks = _CMEM_RE.findall(line)
+    if banks:
+        res.const_bytes = sum(int(b) for b in banks)
+
+
+def _ptxas_arch(arch: str) -> str:
+    """ptxas wants a real architecture; `compute_80` (a virtual one nvcc accepts for -ptx) maps to sm_80."""
+    return "sm_" + arch[len("compute_"):] if arch.startswith("compute_") else arch
+
+
+def ptxas_resources(ptx: str, arch: str, toolchain: Toolchain, timeout_s: float = 60) -> dict[str, KernelResources]:
+    """Assemble `ptx` with `ptxas -v` into a throw-away cubin and parse the per-kernel report."""
+    with tempfile.TemporaryDirectory(prefix="kerncast-ptxas-") as tmp:
+        src = Path(tmp) / "kernel.ptx"
+        src.write_text(ptx, encoding="utf-8")
+        args = [str(toolchain.ptxas), "-v", f"-arch={_ptxas_arch(arch)}", str(src), "-o", str(Path(tmp) / "k.cubin")]
+        run = run_tool(args, timeout_s, cwd=tmp)
+    if run.timed_out:
+        raise PtxasError(f"ptxas did not finish within {timeout_s:g} s", timed_out=True)
+    if run.returncode != 0:
+        lines = [ln for ln in run.output.splitlines() if "info" not in ln] or ["no output"]
+        raise PtxasError("ptxas failed: " + " / ".join(ln.strip() for ln in lines[:5]))
+    return parse_ptxas_output(run.output)
+
+
+# --------------------------------------------------------------------------------------------- nvcc output
+
+_EDG_RE = re.compile(
+    r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<sev>catastrophic error|fatal error|error|warning|remark)"
+    r"(?: #(?P<code>[\w-]+))?\s*: (?P<msg>.*)$")
+_GCC_RE = re.compile(
+    r"^(?P<file>.+?):(?P<line>\d+):(?:(?P<col>\d+):)? (?P<sev>fatal error|error|warning)\s*: (?P<msg>.*)$")
+_NVCC_RE = re.compile(r"^nvcc (?P<sev>fatal|error|warning)\s*: (?P<msg>.*)$")
+_INCLUDED_FROM_RE = re.compile(r"^(?:In file included from|\s+from) (?P<file>.+?):(?P<line>\d+)(?::\d+)?[:,]$")
+_CARET_RE = re.compile(r"^\s*\^\s*$")
+_INCLUDE_RE = re.compile(r'^\s*#\s*include\s*(?P<open>[<"])(?P<name>[^">]+)[">]')
+_EDG_INDENT = 2  # EDG indents the echoed source line by two spaces
+_HOST_COMPILER_RE = re.compile(
+    r"Failed to preprocess host compiler properties|Cannot find compiler|cl\.exe|"
+    r"\b(?:gcc|g\+\+|cc|c\+\+|clang\+\+|clang)(?:-\d+)?: (?:No such file or directory|not found|command not found)")
+_UNSUPPORTED_HOST_RE = re.compile(r"unsupported (?:GNU|clang|Microsoft Visual Studio) version", re.IGNORECASE)
+
+
+@dataclass
+class _SourceContext:
+    """What diagnostic mapping needs to know about the analysed file."""
+
+    compiled: Path  # the file nvcc actually compiled (a temp copy for unsaved buffers)
+    original: Path  # the file the user sees
+    text: str
+    search_dirs: list[Path]  # quoted-include search order after the including file's own directory
+    cwd: Path
+
+    def is_source(self, printed: str) -> bool:
+        return _same_file(self.cwd / printed, self.compiled) or _same_file(self.cwd / printed, self.original)
+
+
+def parse_nvcc_output(output: str, ctx: _SourceContext) -> list[CompileDiagnostic]:
+    """Structured diagnostics from nvcc's combined output (EDG, gcc and driver formats)."""
+    lines = output.splitlines()
+    diags: list[CompileDiagnostic] = []
+    include_chain: list[tuple[str, int]] = []
+    for i, line in enumerate(lines):
+        included = _INCLUDED_FROM_RE.match(line)
+        if included:
+            include_chain.append((included.group("file"), int(included.group("line"))))
+            continue
+        diag = _parse_line(line, lines, i, ctx, include_chain)
+        if diag is not None:
+            diags.append(diag)
+        if not line.startswith(" "):
+            include_chain = []
+    return diags
+
+
+def _parse_line(line: str, lines: list[str], i: int, ctx: _SourceContext,
+                chain: list[tuple[str, int]]) -> CompileDiagnostic | None:
+    """One diagnostic from the line at index `i`, or None when it is not a message header."""
+    edg = _EDG_RE.match(line)
+    if edg and edg.group("sev") != "remark":
+        column = _edg_column(lines, i, ctx, edg.group("file"), int(edg.group("line")))
+        message = edg.group("msg").strip() + _instantiation_note(lines, i)
+        return _locate(ctx, edg.group("file"), int(edg.group("line")), column, edg.group("sev"), message, chain)
+    gcc = _GCC_RE.match(line)
+    if gcc:
+        return _locate(ctx, gcc.group("file"), int(gcc.group("line")), int(gcc.group("col") or 1),
+                       gcc.group("sev"), gcc.group("msg").strip(), chain)
+    driver = _NVCC_RE.match(line)
+    if driver:
+        severity = "warning" if driver.group("sev") == "warning" else "error"
+        return CompileDiagnostic(str(ctx.original), 1, 1, severity, "nvcc: " + driver.group("msg").strip())
+    return None
+
+
+def _severity(word: str) -> str:
+    return "warning" if word == "warning" else "error"
+
+
+def _locate(ctx: _SourceContext, printed: str, line: int, column: int, sev: str, message: str,
+            chain: list[tuple[str, int]]) -> CompileDiagnostic:
+    """Place a message on the analysed file, moving header messages to the #include line behind them."""
+    if ctx.is_source(printed):
+        return CompileDiagnostic(str(ctx.original), line, column, _severity(sev), message)
+    header = Path(os.path.normpath(ctx.cwd / printed))
+    inc_line, inc_col = _include_site(header, ctx, chain)
+    shown = _display_path(header, ctx)
+    return CompileDiagnostic(str(ctx.original), inc_line, inc_col, _severity(sev),
+                             f"in included file {shown}, line {line}: {message}", in_header=True)
+
+
+def _instantiation_note(lines: list[str], i: int) -> str:
+    """EDG's indented "detected during instantiation ..." follow-up, which names the offending use."""
+    for follow in lines[i + 1:i + 6]:
+        stripped = follow.strip()
+        if stripped.startswith("detected during"):
+            return " (" + stripped + ")"
+        if follow and not follow.startswith(" "):
+            break
+    return ""
+
+
+def _edg_column(lines: list[str], i: int, ctx: _SourceContext, printed: str, line_no: int) -> int:
+    """Column from the caret line beneath EDG's echo of the source line, mapped onto the real line.
+
+    EDG echoes the line after macro expansion (`__global__` becomes `__attribute__((global))`), so the caret
+    offset is located in the real line by the text that follows the caret.
+    """
+    if i + 2 >= len(lines) or not _CARET_RE.match(lines[i + 2]):
+        return 1
+    echoed = lines[i + 1][_EDG_INDENT:] if lines[i + 1].startswith(" " * _EDG_INDENT) else lines[i + 1]
+    caret = max(lines[i + 2].index("^") - _EDG_INDENT, 0)
+    real = _source_line(ctx, printed, line_no)
+    if real is None or real == echoed:
+        return caret + 1
+    return _align_column(echoed, caret, real) + 1
+
+
+def _align_column(echoed: str, caret: int, real: str) -> int:
+    """0-based column in `real` of the text that sits under the caret in `echoed`."""
+    tail = echoed[caret:]
+    for length in range(len(tail), 0, -1):
+        probe = tail[:length]
+        hits = [m.start() for m in re.finditer(re.escape(probe), real)]
+        if hits:
+            return min(hits, key=lambda pos: abs(pos - caret))
+        if length <= 1:
+            break
+    return min(caret, max(len(real) - 1, 0))
+
+
+def _source_line(ctx: _SourceContext, printed: str, line_no: int) -> str | None:
+    """The text of a line of the analysed file (the only file whose columns are reported)."""
+    if not ctx.is_source(printed):
+        return None
+    source_lines = ctx.text.splitlines()
+    return source_lines[line_no - 1] if 0 < line_no <= len(source_lines) else None
+
+
+def _display_path(header: Path, ctx: _SourceContext) -> str:
+    """A header path relative to the analysed file's directory when it lies below it."""
+    try:
+        return str(header.relative_to(ctx.original.parent))
+    except ValueError:
+        return str(header)
+
+
+def _include_site(header: Path, ctx: _SourceContext, chain: list[tuple[str, int]]) -> tuple[int, int]:
+    """(line, column) of the #include in the analysed file through which `header` was reached; (1, 1) if unknown."""
+    for printed, line in reversed(chain):
+        if ctx.is_source(printed):
+            return line, _include_column(ctx.text, line)
+    target = _real(header)
+    visited: set[Path] = set()
+    for line_no, line in enumerate(ctx.text.splitlines(), 1):
+        match = _INCLUDE_RE.match(line)
+        if match and _reaches(match.group("name"), match.group("open") == '"', ctx.original.parent,
+                              ctx.search_dirs, target, visited, 0):
+            return line_no, match.start("open") + 1
+    return 1, 1
+
+
+def _include_column(text: str, line_no: int) -> int:
+    lines = text.splitlines()
+    match = _INCLUDE_RE.match(lines[line_no - 1]) if 0 < line_no <= len(lines) else None
+    return match.start("open") + 1 if match else 1
+
+
+def _reaches(spelled: str, quoted: bool, from_dir: Path, dirs: list[Path], target: Path,
+             visited: set[Path], depth: int) -> bool:
+    """Whether `#include spelled` (seen in `from_dir`) is, or transitively includes, the `target` header."""
+    if str(target).replace(os.sep, "/").endswith("/" + spelled.lstrip("./")):
+        return True
+    resolved = _resolve_include(spelled, quoted, from_dir, dirs)
+    if resolved is None:
+        return False
+    real = _real(resolved)
+    if real == target:
+        return True
+    if real in visited or depth >= _MAX_INCLUDE_DEPTH:
+        return False
+    visited.add(real)
+    for name, is_quoted in _includes_of(resolved):
+        if _reaches(name, is_quoted, resolved.parent, dirs, target, visited, depth + 1):
+            return True
+    return False
+
+
+def _resolve_include(spelled: str, quoted: bool, from_dir: Path, dirs: list[Path]) -> Path | None:
+    """The file an include names, searched like the preprocessor does in user directories."""
+    candidates = ([from_dir] if quoted else []) + dirs
+    for directory in candidates:
+        path = directory / spelled
+        if path.is_file():
+            return path
+    return None
+
+
+def _includes_of(path: Path) -> list[tuple[str, bool]]:
+    """The (name, quoted) includes of a header; unreadable or huge files count as including nothing."""
+    try:
+        if path.stat().st_size > _MAX_HEADER_BYTES:
+            return []
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    found = []
+    for line in text.splitlines():
+        match = _INCLUDE_RE.match(line)
+        if match:
+            found.append((match.group("name"), match.group("open") == '"'))
+    return found
+
+
+def _real(path: Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    return os.path.normcase(os.path.realpath(a)) == os.path.normcase(os.path.realpath(b))
+
+
+def _check_host_compiler(output: str) -> None:
+    """Raise ToolchainError when nvcc failed because of the host compiler, not because of the code."""
+    if _UNSUPPORTED_HOST_RE.search(output):
+        raise ToolchainError("nvcc does not support the installed host compiler version; install a g++ this "
+                             "CUDA release supports, or add -allow-unsupported-compiler to the extra flags")
+    if _HOST_COMPILER_RE.search(output):
+        detail = next((ln.strip() for ln in output.splitlines() if _HOST_COMPILER_RE.search(ln)), "")
+        raise ToolchainError(f"nvcc needs a host C++ compiler even to produce PTX, and none was found "
+                             f"({detail}); {HOST_COMPILER_HINT}")
+
+
+# ------------------------------------------------------------------------------------------------- compile
+
+_cache: OrderedDict[str, CompileResult] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def clear_cache() -> None:
+    """Forget every cached compilation (tests and the server's "reload toolkit" use this)."""
+    with _cache_lock:
+        _cache.clear()
+
+
+def compile_cuda(path: str | Path, text: str | None = None, options: CompileOptions | None = None) -> CompileResult:
+    """Compile a `.cu` file (or `text`, an unsaved buffer of it) to PTX and collect ptxas resources.
+
+    Compile errors, timeouts and ptxas failures become diagnostics; a missing nvcc, ptxas or host compiler
+    raises ToolchainError. The returned object is shared with the cache: treat it as read-only.
+    """
+    options = options or CompileOptions()
+    toolchain = find_toolchain(options.nvcc_path)
+    original = Path(os.path.abspath(path))
+    if text is None:
+        try:
+            text = original.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            message = f"cannot read {original}: {exc.strerror or exc}"
+            return CompileResult(False, None, {}, [CompileDiagnostic(str(original), 1, 1, "error", message)],
+                                 toolchain.version, options.arch)
+        from_buffer = False
+    else:
+        from_buffer = True
+    include_dirs = [Path(os.path.abspath(d)) for d in options.include_dirs]
+    key = _cache_key(original, text, options, toolchain, include_dirs)
+    with _cache_lock:
+        if key in _cache:
+            _cache.move_to_end(key)
+            return _cache[key]
+    result, cacheable = _compile_uncached(original, text, from_buffer, options, toolchain, include_dirs)
+    if not cacheable:
+        return result
+    with _cache_lock:
+        _cache[key] = result
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return result
+
+
+def _cache_key(original: Path, text: str, options: CompileOptions, toolchain: Toolchain,
+               include_dirs: list[Path]) -> str:
+    """sha256 over the source, every flag, the toolkit, and the state of the user headers it includes."""
+    headers = sorted(_local_header_stamps(text, original.parent, include_dirs))
+    blob = json.dumps([text, str(original), options.arch, [str(d) for d in include_dirs], options.defines,
+                       options.extra_flags, str(toolchain.nvcc), toolchain.version, headers])
+    return hashlib.sha256(blob.encode("utf-8", errors="replace")).hexdigest()
+
+
+def _local_header_stamps(text: str, source_dir: Path, dirs: list[Path]) -> list[tuple[str, int, int]]:
+    """(path, mtime, size) of user headers reachable from the source, so that editing one invalidates."""
+    stamps: dict[Path, tuple[str, int, int]] = {}
+    pending: list[tuple[str, bool, Path, int]] = []
+    for line in text.splitlines():
+        match = _INCLUDE_RE.match(line)
+        if match:
+            pending.append((match.group("name"), match.group("open") == '"', source_dir, 0))
+    while pending:
+        name, quoted, from_dir, depth = pending.pop()
+        resolved = _resolve_include(name, quoted, from_dir, dirs)
+        if resolved is None or depth > _MAX_INCLUDE_DEPTH:
+            continue
+        real = _real(resolved)
+        if real in stamps:
+            continue
+        try:
+            st = real.stat()
+        except OSError:
+            continue
+        stamps[real] = (str(real), st.st_mtime_ns, st.st_size)
+        pending.extend((n, q, resolved.parent, depth + 1) for n, q in _includes_of(resolved))
+    return list(stamps.values())
+
+
+def _nvcc_args(toolchain: Toolchain, options: CompileOptions, source: Path, out: Path,
+               include_dirs: list[Path]) -> list[str]:
+    args = [str(toolchain.nvcc), "-ptx", "-lineinfo", f"-arch={options.arch}"]
+    args += [f"-I{d}" for d in include_dirs]
+    args += [f"-D{d}" for d in options.defines if d.strip()]
+    args += list(options.extra_flags)
+    return args + ["-o", str(out), str(source)]
+
+
+def _compile_uncached(original: Path, text: str, from_buffer: bool, options: CompileOptions,
+                      toolchain: Toolchain, include_dirs: list[Path]) -> tuple[CompileResult, bool]:
+    """Run nvcc then ptxas in a temporary directory that is always removed; False: do not cache (timeout)."""
+    with tempfile.TemporaryDirectory(prefix="kerncast-nvcc-") as tmp:
+        tmp_dir = Path(tmp)
+        source = original
+        if from_buffer:
+            source = tmp_dir / original.name
+            source.write_text(text, encoding="utf-8")
+            include_dirs = [original.parent, *include_dirs]
+        out = tmp_dir / (original.stem + ".ptx")
+        run = run_tool(_nvcc_args(toolchain, options, source, out, include_dirs), options.timeout_s, cwd=tmp_dir)
+        if run.timed_out:
+            message = f"nvcc did not finish within {options.timeout_s:g} s; simplify the file or raise the timeout"
+            return _failed(toolchain, options, [CompileDiagnostic(str(original), 1, 1, "error", message)]), False
+        if run.returncode != 0:
+            _check_host_compiler(run.output)
+        ctx = _SourceContext(compiled=source, original=original, text=text,
+                             search_dirs=include_dirs, cwd=tmp_dir)
+        diagnostics = parse_nvcc_output(run.output, ctx)
+        ptx = out.read_text(encoding="utf-8", errors="replace") if out.is_file() else None
+    if run.returncode != 0 or ptx is None:
+        if not any(d.severity == "error" for d in diagnostics):
+            diagnostics.append(_unparsed_failure(original, run.output, run.returncode))
+        return _failed(toolchain, options, diagnostics), True
+    if from_buffer:
+        ptx = _retarget_file_directives(ptx, source, original)
+    resources: dict[str, KernelResources] = {}
+    cacheable = True
+    try:
+        resources = ptxas_resources(ptx, options.arch, toolchain, timeout_s=options.timeout_s)
+    except PtxasError as exc:
+        cacheable = not exc.timed_out
+        diagnostics.append(CompileDiagnostic(str(original), 1, 1, "warning", f"no register/shared memory "
+                                             f"figures: {exc}"))
+    return CompileResult(True, ptx, resources, diagnostics, toolchain.version, options.arch), cacheable
+
+
+def _failed(toolchain: Toolchain, options: CompileOptions,
+            diagnostics: list[CompileDiagnostic]) -> CompileResult:
+    return CompileResult(False, None, {}, diagnostics, toolchain.version, options.arch)
+
+
+def _unparsed_failure(original: Path, output: str, returncode: int) -> CompileDiagnostic:
+    """A failure whose output matched no known message format still reaches the user, verbatim."""
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    detail = " / ".join(lines[-5:]) if lines else f"exit status {returncode}, no output"
+    return CompileDiagnostic(str(original), 1, 1, "error", f"nvcc failed: {detail}")
+
+
+def _retarget_file_directives(ptx: str, compiled: Path, original: Path) -> str:
+    """Point the PTX `.file` entries of a buffer's temp copy back at the file the user edits."""
+    quoted_tmp = json.dumps(str(compiled))[1:-1]
+    quoted_orig = json.dumps(str(original))[1:-1]
+    return ptx.replace(f'"{quoted_tmp}"', f'"{quoted_orig}"')

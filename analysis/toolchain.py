@@ -1,0 +1,189 @@
+"""Locating the CUDA compiler (nvcc) and assembler (ptxas) and running them safely.
+
+The search order puts the user's explicit choice first, then the pip wheels of the `cuda` extra (found with
+NVIDIA's `cuda-pathfinder`), then `PATH`, then `CUDA_HOME`/`CUDA_PATH` and `/usr/local/cuda`. Every failure
+ends in one `ToolchainError` whose message says what was searched and how to fix it, because a missing
+compiler is the most common first-run problem and a traceback does not tell the user what to install.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+INSTALL_HINT = "install the CUDA compiler with `pip install 'kerncast[cuda]'`, or set nvccPath to an nvcc executable"
+HOST_COMPILER_HINT = "install g++ (Debian: apt-get install g++)"
+_EXE = ".exe" if sys.platform == "win32" else ""
+_VERSION_RE = re.compile(r"release\s+(\d+\.\d+)(?:,\s*V(\d+(?:\.\d+)+))?")
+_version_cache: dict[Path, str] = {}
+
+
+class ToolchainError(Exception):
+    """nvcc, ptxas or the host compiler is missing or unusable; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """One consistent CUDA toolkit: nvcc and the ptxas that belongs to it (their PTX versions must agree)."""
+
+    nvcc: Path
+    ptxas: Path
+    version: str
+    origin: str  # "setting" | "cuda-pathfinder" | "PATH" | "CUDA_HOME"
+
+
+@dataclass(frozen=True)
+class ToolRun:
+    """Outcome of one tool invocation: exit status and both output streams (or a timeout)."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+
+    @property
+    def output(self) -> str:
+        """stdout and stderr together; nvcc splits its messages between the two."""
+        return (self.stdout + "\n" + self.stderr).strip("\n")
+
+
+def run_tool(args: list[str], timeout_s: float, cwd: str | Path | None = None,
+             env: dict[str, str] | None = None) -> ToolRun:
+    """Run a command (argument list, no shell) and kill its whole process group if it overruns.
+
+    nvcc starts cicc, cudafe++ and the host compiler as children; killing only nvcc on a timeout would
+    leave them running, so the command gets its own session and the group is killed.
+    """
+    popen_kwargs: dict[str, object] = {}
+    if os.name == "posix":
+        popen_kwargs["start_new_session"] = True
+    try:
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                cwd=cwd, env=env, text=True, errors="replace", **popen_kwargs)
+    except OSError as exc:
+        raise ToolchainError(f"cannot run {args[0]}: {exc.strerror or exc}; {INSTALL_HINT}") from exc
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        out, err = proc.communicate()
+        return ToolRun(proc.returncode, out, err, timed_out=True)
+    return ToolRun(proc.returncode, out, err)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """Kill the process group this module started for `proc` (or just `proc` where groups do not exist)."""
+    if os.name == "posix":
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+            return
+        except (ProcessLookupError, PermissionError):
+            pass
+    proc.kill()
+
+
+def toolkit_version(nvcc: Path, timeout_s: float = 30) -> str:
+    """The toolkit version ("13.0.88") from `nvcc --version`, cached per nvcc path."""
+    cached = _version_cache.get(nvcc)
+    if cached is not None:
+        return cached
+    run = run_tool([str(nvcc), "--version"], timeout_s)
+    match = _VERSION_RE.search(run.output)
+    if run.timed_out or run.returncode != 0 or not match:
+        detail = "timed out" if run.timed_out else (run.output.strip().splitlines() or ["no output"])[-1]
+        raise ToolchainError(f"{nvcc} does not work as nvcc (`nvcc --version`: {detail}); {INSTALL_HINT}")
+    version = match.group(2) or match.group(1)
+    _version_cache[nvcc] = version
+    return version
+
+
+def find_toolchain(nvcc_path: str | None = None) -> Toolchain:
+    """Find nvcc and its sibling ptxas: explicit setting, cuda-pathfinder, PATH, CUDA_HOME, /usr/local/cuda.
+
+    An explicit `nvcc_path` (a file, a `bin` directory or a toolkit root) is final: if it is wrong the user
+    is told so instead of silently getting a different compiler.
+    """
+    if nvcc_path:
+        nvcc = _nvcc_from_setting(nvcc_path)
+        return _toolchain(nvcc, "setting")
+    searched: list[str] = []
+    for origin, candidate in _search_candidates(searched):
+        if candidate is not None:
+            return _toolchain(candidate, origin)
+    raise ToolchainError("nvcc not found (searched: " + "; ".join(searched) + f"); {INSTALL_HINT}")
+
+
+def _nvcc_from_setting(setting: str) -> Path:
+    """Resolve the nvccPath setting; a directory may be the toolkit's `bin` or its root."""
+    path = Path(setting).expanduser()
+    if not path.exists():
+        raise ToolchainError(f"the nvccPath setting points to {path}, which does not exist; "
+                             f"fix the setting or clear it to use the installed toolkit ({INSTALL_HINT})")
+    if path.is_dir():
+        for candidate in (path / f"nvcc{_EXE}", path / "bin" / f"nvcc{_EXE}"):
+            if _is_executable(candidate):
+                return candidate
+        raise ToolchainError(f"the nvccPath setting points to the directory {path}, which holds no nvcc "
+                             f"(looked in {path} and {path / 'bin'})")
+    if not _is_executable(path):
+        raise ToolchainError(f"the nvccPath setting points to {path}, which is not an executable file")
+    return path
+
+
+def _search_candidates(searched: list[str]):
+    """Yield (origin, nvcc path or None) in search order, recording a description of each place looked at."""
+    searched.append("pip wheels via cuda-pathfinder")
+    yield "cuda-pathfinder", _from_pathfinder()
+    searched.append("PATH")
+    found = shutil.which("nvcc")
+    yield "PATH", Path(found) if found else None
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        root = os.environ.get(var)
+        if root:
+            searched.append(f"{var}={root}")
+            yield "CUDA_HOME", _in_bin(Path(root))
+    searched.append("/usr/local/cuda")
+    yield "CUDA_HOME", _in_bin(Path("/usr/local/cuda"))
+
+
+def _from_pathfinder() -> Path | None:
+    """nvcc from NVIDIA's pip wheels; results outside site-packages are left to the later search steps."""
+    try:
+        from cuda.pathfinder import find_nvidia_binary_utility
+    except ImportError:
+        return None
+    try:
+        found = find_nvidia_binary_utility("nvcc")
+    except Exception:  # noqa: BLE001 - a broken optional locator must not stop the other search steps
+        return None
+    if not found:
+        return None
+    parts = Path(found).parts
+    if "site-packages" not in parts and "dist-packages" not in parts:
+        return None
+    return Path(found)
+
+
+def _in_bin(root: Path) -> Path | None:
+    """`root/bin/nvcc` when it is an executable file."""
+    candidate = root / "bin" / f"nvcc{_EXE}"
+    return candidate if _is_executable(candidate) else None
+
+
+def _is_executable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def _toolchain(nvcc: Path, origin: str) -> Toolchain:
+    """Pair nvcc with the ptxas of the same toolkit (a ptxas from another release rejects newer PTX)."""
+    ptxas = nvcc.parent / f"ptxas{_EXE}"
+    if not _is_executable(ptxas):
+        raise ToolchainError(f"found nvcc at {nvcc} ({origin}) but no ptxas next to it at {ptxas}; "
+                             f"the toolkit is incomplete: {INSTALL_HINT}")
+    return Toolchain(nvcc=nvcc, ptxas=ptxas, version=toolkit_version(nvcc), origin=origin)
