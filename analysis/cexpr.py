@@ -1,0 +1,861 @@
+"""A small C/C++ constant folder for the host code around kernel launches.
+
+Launch sizes are usually written as constant expressions over `#define`s, `const`/`constexpr` variables and
+`dim3` objects (`dim3 grid(n / threads.x, n / threads.y)`). This module folds such expressions without a
+compiler. It is deliberately not a C parser: it scans tokens, knows declarations of scalar and `dim3`
+variables and object- and function-like macros, and evaluates integer arithmetic. Whatever it cannot fold
+comes back as unknown with the reason (the first name or construct it could not evaluate), never as a guess.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+
+Dim3 = tuple[int, int, int]
+Value = int | Dim3
+
+# ------------------------------------------------------------------------------------------ scanning
+
+
+@dataclass(frozen=True, slots=True)
+class Comment:
+    """A comment of the source: its text (with the `//` or `/* */` markers) and its offsets."""
+
+    start: int
+    end: int
+    text: str
+
+
+def mask_source(source: str) -> tuple[str, list[Comment]]:
+    """Blank out comments and the contents of string and character literals, keeping every offset.
+
+    Comments become spaces (their newlines are kept, so line numbers stay right); literals keep their quotes
+    and lose their contents, so that a `<<<` or `;` inside a string or a comment is never seen as code.
+    """
+    out = list(source)
+    comments: list[Comment] = []
+    i, n = 0, len(source)
+    while i < n:
+        c = source[i]
+        if c == "/" and i + 1 < n and source[i + 1] in "/*":
+            if source[i + 1] == "/":
+                end = _line_comment_end(source, i)
+            else:
+                close = source.find("*/", i + 2)
+                end = n if close < 0 else close + 2
+            comments.append(Comment(i, end, source[i:end]))
+            _blank(out, i, end)
+            i = end
+        elif c in "\"'":
+            end = _literal_end(source, i)
+            _blank(out, i + 1, end - 1)
+            i = end
+        else:
+            i += 1
+    return "".join(out), comments
+
+
+def _line_comment_end(source: str, start: int) -> int:
+    """End of a `//` comment, following backslash-newline continuations as the preprocessor does."""
+    i = start
+    while True:
+        nl = source.find("\n", i)
+        if nl < 0:
+            return len(source)
+        if source[nl - 1] == "\\" or (source[nl - 1] == "\r" and source[nl - 2] == "\\"):
+            i = nl + 1
+            continue
+        return nl
+
+
+def _literal_end(source: str, start: int) -> int:
+    """Offset just past the string or character literal opening at `start` (an unclosed one ends its line)."""
+    quote = source[start]
+    i = start + 1
+    while i < len(source):
+        c = source[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == quote:
+            return i + 1
+        if c == "\n":
+            return i
+        i += 1
+    return len(source)
+
+
+def _blank(chars: list[str], start: int, end: int) -> None:
+    for k in range(start, max(start, end)):
+        if chars[k] != "\n":
+            chars[k] = " "
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """A C token: kind is `num`, `id`, `op`, `str` or `other`; offset is into the scanned text."""
+
+    kind: str
+    text: str
+    offset: int
+
+
+_TOKEN_RE = re.compile(
+    r"""
+    (?P<ws>\s+)
+  | (?P<num>(?:0[xX][0-9a-fA-F']+|0[bB][01']+|\d[\d']*(?:\.[\d']*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)
+           [uUlLfFzZ]*)
+  | (?P<id>[A-Za-z_]\w*)
+  | (?P<str>"[^"\n]*"|'[^'\n]*')
+  | (?P<op><<<|>>>|<<=|>>=|->|::|<<|>>|<=|>=|==|!=|&&|\|\||\+\+|--|[-+*/%&|^]=|[-+*/%&|^~!<>=?:;,.()\[\]{}\#])
+  | (?P<other>.)
+    """,
+    re.X | re.S,
+)
+
+
+def tokenize(text: str, base: int = 0) -> list[Token]:
+    """Tokens of (masked) C text; offsets are `base` plus the position in `text`."""
+    tokens: list[Token] = []
+    for m in _TOKEN_RE.finditer(text):
+        kind = m.lastgroup or "other"
+        if kind != "ws":
+            tokens.append(Token(kind, m.group(), base + m.start()))
+    return tokens
+
+
+class LineIndex:
+    """Maps offsets to 1-based line numbers and columns."""
+
+    def __init__(self, text: str) -> None:
+        self._starts = [0] + [m.end() for m in re.finditer("\n", text)]
+
+    def line(self, offset: int) -> int:
+        return bisect.bisect_right(self._starts, offset)
+
+    def column(self, offset: int) -> int:
+        """1-based column of an offset."""
+        return offset - self._starts[self.line(offset) - 1] + 1
+
+
+# ------------------------------------------------------------------------------------------ values
+
+
+class Unknown(Exception):
+    """Raised inside the folder when a value cannot be known; `reason` says which name or construct."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class Folded:
+    """The result of folding an expression: an int, a `dim3` triple, or None with the reason it is unknown."""
+
+    value: Value | None
+    reason: str = ""
+
+    @property
+    def known(self) -> bool:
+        return self.value is not None
+
+    def as_int(self) -> int | None:
+        """The value as a scalar; a `dim3` is not a scalar."""
+        return self.value if isinstance(self.value, int) else None
+
+    def as_dim3(self) -> Dim3 | None:
+        """The value as a launch dimension: a scalar `n` converts to `(n, 1, 1)` as `dim3(n)` does."""
+        if isinstance(self.value, int):
+            return (self.value, 1, 1)
+        return self.value
+
+
+# Sizes in bytes on the LP64 hosts nvcc supports (long is 8 bytes) and of CUDA's vector types.
+SIZEOF: dict[str, int] = {
+    "char": 1, "signed char": 1, "unsigned char": 1, "bool": 1, "int8_t": 1, "uint8_t": 1,
+    "short": 2, "unsigned short": 2, "short int": 2, "int16_t": 2, "uint16_t": 2,
+    "half": 2, "__half": 2, "__nv_bfloat16": 2, "nv_bfloat16": 2,
+    "int": 4, "unsigned": 4, "unsigned int": 4, "signed": 4, "signed int": 4, "int32_t": 4, "uint32_t": 4,
+    "float": 4, "__half2": 4, "half2": 4, "__nv_bfloat162": 4,
+    "long": 8, "unsigned long": 8, "long int": 8, "long long": 8, "unsigned long long": 8,
+    "long long int": 8, "int64_t": 8, "uint64_t": 8, "size_t": 8, "std::size_t": 8, "ptrdiff_t": 8,
+    "double": 8, "long double": 16,
+    "char1": 1, "uchar1": 1, "char2": 2, "uchar2": 2, "char3": 3, "uchar3": 3, "char4": 4, "uchar4": 4,
+    "short1": 2, "ushort1": 2, "short2": 4, "ushort2": 4, "short3": 6, "ushort3": 6, "short4": 8, "ushort4": 8,
+    "int1": 4, "uint1": 4, "int2": 8, "uint2": 8, "int3": 12, "uint3": 12, "int4": 16, "uint4": 16,
+    "float1": 4, "float2": 8, "float3": 12, "float4": 16,
+    "long1": 8, "ulong1": 8, "long2": 16, "ulong2": 16, "long3": 24, "ulong3": 24, "long4": 32, "ulong4": 32,
+    "longlong1": 8, "ulonglong1": 8, "longlong2": 16, "ulonglong2": 16,
+    "double1": 8, "double2": 16, "double3": 24, "double4": 32, "dim3": 12,
+}
+
+# Words that may make up the type of a scalar variable or of a cast.
+_TYPE_WORDS = frozenset({
+    "int", "unsigned", "signed", "long", "short", "char", "bool", "size_t", "ptrdiff_t", "int8_t", "uint8_t",
+    "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t", "auto",
+})
+_QUALIFIERS = frozenset({"const", "constexpr", "static", "volatile", "inline", "register", "extern",
+                         "__host__", "__device__", "__constant__", "__managed__", "__shared__"})
+
+# Integer width and signedness of the types a cast may convert to (None: leave the value alone).
+_CAST_BITS: dict[str, tuple[int, bool]] = {
+    "int": (32, True), "signed": (32, True), "signed int": (32, True), "int32_t": (32, True),
+    "unsigned": (32, False), "unsigned int": (32, False), "uint32_t": (32, False),
+    "short": (16, True), "unsigned short": (16, False), "int16_t": (16, True), "uint16_t": (16, False),
+    "char": (8, True), "signed char": (8, True), "unsigned char": (8, False), "int8_t": (8, True),
+    "uint8_t": (8, False), "long": (64, True), "long long": (64, True), "int64_t": (64, True),
+    "unsigned long": (64, False), "unsigned long long": (64, False), "uint64_t": (64, False),
+    "size_t": (64, False), "std::size_t": (64, False), "ptrdiff_t": (64, True), "bool": (1, False),
+}
+
+
+def parse_int_literal(text: str) -> int:
+    """The value of a C integer literal (`0x1F`, `0b101`, `017`, `1'000`, with `u`/`l`/`z` suffixes).
+
+    A floating-point literal raises Unknown: launch sizes are integers and a float folded into one would be
+    a guess about rounding.
+    """
+    body = text.replace("'", "")
+    stripped = body.rstrip("uUlLzZ")
+    low = stripped.lower()
+    if low.startswith("0x"):
+        return int(low[2:], 16)
+    if low.startswith("0b"):
+        return int(low[2:], 2)
+    if any(ch in low for ch in ".ef"):
+        raise Unknown(f"floating-point literal {text}")
+    if len(low) > 1 and low.startswith("0"):
+        return int(low, 8)
+    return int(low)
+
+
+# ------------------------------------------------------------------------------------------ declarations
+
+
+@dataclass(slots=True)
+class Macro:
+    """A `#define` (object-like when `params` is None) or an `#undef` (body None), valid from `offset` on."""
+
+    name: str
+    params: tuple[str, ...] | None
+    body: list[Token] | None
+    offset: int
+    line: int
+
+
+@dataclass(slots=True)
+class Declaration:
+    """A scalar or `dim3` variable with its initialiser tokens and the span of code where it is visible.
+
+    `mutated_line` is the first line after the declaration that assigns to it (or takes its address); a
+    variable that is not `const` is only folded when nothing changes it.
+    """
+
+    name: str
+    kind: str  # "scalar" or "dim3"
+    init: list[Token] | None
+    offset: int
+    scope_end: int
+    line: int
+    const: bool
+    mutated_line: int | None = None
+    cache: Folded | None = field(default=None, repr=False)
+
+
+_DEFINE_RE = re.compile(r"^[ \t]*#[ \t]*(define|undef)[ \t]+([A-Za-z_]\w*)(\([^)]*\))?(.*)$", re.M)
+_DIRECTIVE_RE = re.compile(r"^[ \t]*#.*$", re.M)
+_ASSIGN_OPS = frozenset({"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="})
+_BRACKETS = {"(": ")", "[": "]", "{": "}"}
+
+
+def _join_continuations(text: str) -> str:
+    """Join backslash-newline continued lines, keeping offsets by blanking the backslash and newline."""
+    return re.sub(r"\\\r?\n", lambda m: " " * len(m.group()), text)
+
+
+class ConstEnv:
+    """The constants of one CUDA source file, and the folder that evaluates expressions against them."""
+
+    MAX_EXPANSION_DEPTH = 64
+
+    def __init__(self, source: str) -> None:
+        masked, self.comments = mask_source(source)
+        self.masked = masked
+        self.lines = LineIndex(source)
+        joined = _join_continuations(masked)
+        self.macros: dict[str, list[Macro]] = {}
+        self._read_macros(joined)
+        # Code with every preprocessor line blanked: what the declaration and launch scanners read.
+        self.code = _DIRECTIVE_RE.sub(lambda m: " " * len(m.group()), joined)
+        self.tokens = tokenize(self.code)
+        self.block_end = self._match_braces()
+        self.decls: dict[str, list[Declaration]] = {}
+        self._read_declarations()
+        self._in_progress: set[int] = set()
+
+    # ---------------------------------------------------------------------------- building the environment
+
+    def _read_macros(self, joined: str) -> None:
+        for m in _DEFINE_RE.finditer(joined):
+            name = m.group(2)
+            params = None
+            if m.group(1) == "define" and m.group(3) is not None:
+                params = tuple(p.strip() for p in m.group(3)[1:-1].split(",") if p.strip())
+            body = tokenize(m.group(4), m.start(4)) if m.group(1) == "define" else None
+            self.macros.setdefault(name, []).append(Macro(name, params, body, m.start(), self.lines.line(m.start())))
+
+    def _match_braces(self) -> dict[int, int]:
+        """For each opening `{` token index, the offset of its matching `}` (end of file if unbalanced)."""
+        ends: dict[int, int] = {}
+        stack: list[int] = []
+        for k, tok in enumerate(self.tokens):
+            if tok.text == "{":
+                stack.append(k)
+            elif tok.text == "}" and stack:
+                ends[stack.pop()] = tok.offset
+        for k in stack:
+            ends[k] = len(self.code)
+        return ends
+
+    def _read_declarations(self) -> None:
+        """Find scalar and `dim3` variable declarations at the start of statements, with their scopes."""
+        scope_stack: list[int] = [len(self.code)]
+        toks = self.tokens
+        k = 0
+        at_statement_start = True
+        paren_depth = 0
+        while k < len(toks):
+            tok = toks[k]
+            if tok.text == "{":
+                scope_stack.append(self.block_end.get(k, len(self.code)))
+            elif tok.text == "}":
+                if len(scope_stack) > 1:
+                    scope_stack.pop()
+            elif tok.text == "(":
+                paren_depth += 1
+            elif tok.text == ")":
+                paren_depth = max(0, paren_depth - 1)
+            if at_statement_start and paren_depth == 0 and tok.kind == "id":
+                used = self._declaration_at(k, scope_stack[-1])
+                if used:
+                    k += used
+                    at_statement_start = True
+                    continue
+            at_statement_start = tok.text in (";", "{", "}") and paren_depth == 0
+            k += 1
+        uses: dict[str, list[int]] = {}
+        for k, tok in enumerate(toks):
+            if tok.kind == "id" and tok.text in self.decls:
+                uses.setdefault(tok.text, []).append(k)
+        for name, decls in self.decls.items():
+            for decl in decls:
+                decl.mutated_line = self._first_mutation(decl, uses.get(name, []))
+
+    def _declaration_at(self, k: int, scope_end: int) -> int:
+        """Record the declaration that starts at token k, if any; return how many tokens it spans (0: none)."""
+        toks = self.tokens
+        j = k
+        const = False
+        type_words: list[str] = []
+        while j < len(toks) and toks[j].kind == "id" and (toks[j].text in _QUALIFIERS or toks[j].text in
+                                                            _TYPE_WORDS or toks[j].text == "dim3"):
+            if toks[j].text in ("const", "constexpr"):
+                const = True
+            elif toks[j].text in _TYPE_WORDS or toks[j].text == "dim3":
+                type_words.append(toks[j].text)
+            j += 1
+        if j + 1 < len(toks) and toks[j].text == "std" and toks[j + 1].text == "::" and j + 2 < len(toks) \
+                and toks[j + 2].text == "size_t":
+            type_words.append("size_t")
+            j += 3
+        if not type_words or ("dim3" in type_words and len(type_words) > 1):
+            return 0
+        kind = "dim3" if type_words == ["dim3"] else "scalar"
+        start = j
+        while j < len(toks):
+            if toks[j].kind != "id":
+                return 0
+            name_tok = toks[j]
+            j += 1
+            init, j = self._initialiser(j, kind)
+            if j >= len(toks) or toks[j].text not in (",", ";"):
+                return 0  # a function, a pointer, an array, ...: not a variable the folder knows
+            self.decls.setdefault(name_tok.text, []).append(Declaration(
+                name_tok.text, kind, init, name_tok.offset, scope_end, self.lines.line(name_tok.offset), const))
+            if j < len(toks) and toks[j].text == ",":
+                j += 1
+                continue
+            break
+        return max(j - k, start - k + 1)
+
+    def _initialiser(self, j: int, kind: str) -> tuple[list[Token] | None, int]:
+        """Tokens of the initialiser after a declared name (`= e`, `(a, b)`, `{a, b}`), and where it ends."""
+        toks = self.tokens
+        if j >= len(toks):
+            return None, j
+        opener = toks[j].text
+        if opener == "=":
+            end = self._expression_end(j + 1)
+            init = toks[j + 1:end]
+            if kind == "dim3" and init and init[0].text == "{":
+                init = [Token("id", "dim3", init[0].offset), Token("op", "(", init[0].offset), *init[1:-1],
+                        Token("op", ")", init[-1].offset)]
+            return init, end
+        if opener in ("(", "{"):
+            close = self._matching(j)
+            inner = toks[j + 1:close]
+            if kind == "dim3":
+                return [Token("id", "dim3", toks[j].offset), Token("op", "(", toks[j].offset), *inner,
+                        Token("op", ")", toks[close].offset if close < len(toks) else toks[-1].offset)], close + 1
+            return inner, close + 1
+        if kind == "dim3" and opener in (",", ";"):
+            return [Token("id", "dim3", toks[j].offset), Token("op", "(", toks[j].offset),
+                    Token("op", ")", toks[j].offset)], j
+        return None, j
+
+    def _matching(self, j: int) -> int:
+        """Index of the bracket closing the one at token j (or the last token if unbalanced)."""
+        depth = 0
+        for k in range(j, len(self.tokens)):
+            t = self.tokens[k].text
+            if t in _BRACKETS:
+                depth += 1
+            elif t in (")", "]", "}"):
+                depth -= 1
+                if depth == 0:
+                    return k
+        return len(self.tokens) - 1
+
+    def _expression_end(self, j: int) -> int:
+        """Index of the `,` or `;` ending an initialiser expression that starts at token j."""
+        depth = 0
+        for k in range(j, len(self.tokens)):
+            t = self.tokens[k].text
+            if t in _BRACKETS:
+                depth += 1
+            elif t in (")", "]", "}"):
+                depth -= 1
+                if depth < 0:
+                    return k
+            elif depth == 0 and t in (",", ";"):
+                return k
+        return len(self.tokens)
+
+    def _first_mutation(self, decl: Declaration, uses: list[int]) -> int | None:
+        """The line of the first assignment, increment or address-of of `decl` inside its scope, if any."""
+        toks = self.tokens
+        for k in uses:
+            tok = toks[k]
+            if tok.offset <= decl.offset or tok.offset >= decl.scope_end:
+                continue
+            if k > 0 and toks[k - 1].text in (".", "->", "::"):
+                continue
+            nxt = k + 1
+            if decl.kind == "dim3" and nxt + 1 < len(toks) and toks[nxt].text == ".":
+                nxt += 2
+            after = toks[nxt].text if nxt < len(toks) else ""
+            before = toks[k - 1] if k > 0 else None
+            if after in _ASSIGN_OPS or after in ("++", "--") or (before is not None and before.text in
+                                                                   ("++", "--")):
+                return self.lines.line(tok.offset)
+            if before is not None and before.text == "&" and _is_unary_position(toks, k - 1):
+                return self.lines.line(tok.offset)
+        return None
+
+    # ---------------------------------------------------------------------------- folding
+
+    def fold(self, expr: str, offset: int) -> Folded:
+        """Fold C expression text as it would evaluate at `offset` of the source (for scope and macros)."""
+        masked, _ = mask_source(expr)
+        return self.fold_tokens(tokenize(masked, offset), offset)
+
+    def fold_tokens(self, tokens: list[Token], offset: int) -> Folded:
+        """Fold an expression given as tokens; never raises."""
+        try:
+            expanded = self._expand(tokens, offset, 0, frozenset())
+            value = _Evaluator(self, offset).evaluate(expanded)
+        except Unknown as exc:
+            return Folded(None, exc.reason)
+        except (RecursionError, ValueError, ZeroDivisionError, OverflowError) as exc:
+            return Folded(None, f"cannot evaluate: {exc}")
+        return Folded(value)
+
+    def macro(self, name: str, offset: int) -> Macro | None:
+        """The `#define` of `name` in effect at `offset`, or None."""
+        best = None
+        for m in self.macros.get(name, ()):
+            if m.offset < offset:
+                best = m
+        return best if best is not None and best.body is not None else None
+
+    def declaration(self, name: str, offset: int) -> Declaration | None:
+        """The innermost declaration of `name` visible at `offset`."""
+        best = None
+        for d in self.decls.get(name, ()):
+            if d.offset < offset < d.scope_end and (best is None or d.offset > best.offset):
+                best = d
+        return best
+
+    def variable(self, name: str, offset: int) -> Value:
+        """The folded value of variable `name` at `offset`; raises Unknown with the reason otherwise."""
+        decl = self.declaration(name, offset)
+        if decl is None:
+            raise Unknown(f"'{name}' is not a known constant")
+        if decl.cache is not None:
+            if decl.cache.value is None:
+                raise Unknown(decl.cache.reason)
+            return decl.cache.value
+        folded = self._fold_declaration(decl)
+        decl.cache = folded
+        if folded.value is None:
+            raise Unknown(folded.reason)
+        return folded.value
+
+    def _fold_declaration(self, decl: Declaration) -> Folded:
+        if decl.mutated_line is not None and not decl.const:
+            return Folded(None, f"'{decl.name}' (line {decl.line}) is changed at line {decl.mutated_line}")
+        if decl.init is None:
+            return Folded(None, f"'{decl.name}' (line {decl.line}) has no initialiser")
+        key = id(decl)
+        if key in self._in_progress:
+            return Folded(None, f"'{decl.name}' is defined in terms of itself")
+        self._in_progress.add(key)
+        try:
+            folded = self.fold_tokens(decl.init, decl.offset)
+        finally:
+            self._in_progress.discard(key)
+        if folded.value is None:
+            return Folded(None, f"'{decl.name}' (line {decl.line}): {folded.reason}")
+        if decl.kind == "dim3":
+            return Folded(folded.as_dim3())
+        if not isinstance(folded.value, int):
+            return Folded(None, f"'{decl.name}' (line {decl.line}) is not an integer")
+        return folded
+
+    def _expand(self, tokens: list[Token], offset: int, depth: int, hidden: frozenset[str]) -> list[Token]:
+        """Macro-expand tokens as the preprocessor would (no `#`/`##`), with a depth limit."""
+        if depth > self.MAX_EXPANSION_DEPTH:
+            raise Unknown("macro expansion too deep")
+        out: list[Token] = []
+        k = 0
+        while k < len(tokens):
+            tok = tokens[k]
+            m = self.macro(tok.text, offset) if tok.kind == "id" and tok.text not in hidden else None
+            if m is None or m.body is None:
+                out.append(tok)
+                k += 1
+                continue
+            if m.params is None:
+                body = m.body
+                k += 1
+            else:
+                if k + 1 >= len(tokens) or tokens[k + 1].text != "(":
+                    out.append(tok)
+                    k += 1
+                    continue
+                args, k = _call_arguments(tokens, k + 1)
+                body = _substitute(m, args, lambda ts: self._expand(ts, offset, depth + 1, hidden))
+            if any(t.text == "#" for t in body):
+                raise Unknown(f"macro {m.name} uses # or ##")
+            out.extend(self._expand(body, offset, depth + 1, hidden | {m.name}))
+        return out
+
+
+def _is_unary_position(toks: list[Token], k: int) -> bool:
+    """Whether the operator at token k is unary (nothing that ends an operand comes before it)."""
+    if k == 0:
+        return True
+    prev = toks[k - 1]
+    return not (prev.kind in ("id", "num", "str") or prev.text in (")", "]"))
+
+
+def _call_arguments(tokens: list[Token], open_index: int) -> tuple[list[list[Token]], int]:
+    """Split the parenthesised argument list opening at `open_index`; return args and the index past `)`."""
+    args: list[list[Token]] = [[]]
+    depth = 0
+    for k in range(open_index, len(tokens)):
+        t = tokens[k].text
+        if t in _BRACKETS:
+            depth += 1
+            if depth == 1:
+                continue
+        elif t in (")", "]", "}"):
+            depth -= 1
+            if depth == 0:
+                return ([] if args == [[]] else args), k + 1
+        elif t == "," and depth == 1:
+            args.append([])
+            continue
+        args[-1].append(tokens[k])
+    raise Unknown("unbalanced parentheses in a macro call")
+
+
+def _substitute(macro: Macro, args: list[list[Token]], expand) -> list[Token]:
+    """The body of a function-like macro with each parameter replaced by its (pre-expanded) argument."""
+    params = macro.params or ()
+    if len(args) != len(params):
+        raise Unknown(f"macro {macro.name} takes {len(params)} arguments, got {len(args)}")
+    by_name = {p: expand(a) for p, a in zip(params, args, strict=True)}
+    out: list[Token] = []
+    for tok in macro.body or ():
+        out.extend(by_name.get(tok.text, [tok]) if tok.kind == "id" else [tok])
+    return out
+
+
+# ------------------------------------------------------------------------------------------ evaluation
+
+_BINARY_LEVELS: list[frozenset[str]] = [
+    frozenset({"||"}), frozenset({"&&"}), frozenset({"|"}), frozenset({"^"}), frozenset({"&"}),
+    frozenset({"==", "!="}), frozenset({"<", ">", "<=", ">="}), frozenset({"<<", ">>"}),
+    frozenset({"+", "-"}), frozenset({"*", "/", "%"}),
+]
+
+
+class _Evaluator:
+    """A recursive-descent evaluator over macro-expanded tokens; ternaries evaluate only the chosen arm."""
+
+    def __init__(self, env: ConstEnv, offset: int) -> None:
+        self.env = env
+        self.offset = offset
+        self.toks: list[Token] = []
+        self.pos = 0
+
+    def evaluate(self, tokens: list[Token]) -> Value:
+        if not tokens:
+            raise Unknown("empty expression")
+        self.toks = tokens
+        self.pos = 0
+        node = self._ternary()
+        if self.pos != len(self.toks):
+            raise Unknown(f"cannot fold the expression at '{self.toks[self.pos].text}'")
+        return _eval(node, self)
+
+    # parsing produces small closures-free tuples evaluated lazily by _eval
+
+    def _peek(self, k: int = 0) -> str:
+        p = self.pos + k
+        return self.toks[p].text if p < len(self.toks) else ""
+
+    def _take(self) -> Token:
+        if self.pos >= len(self.toks):
+            raise Unknown("incomplete expression")
+        tok = self.toks[self.pos]
+        self.pos += 1
+        return tok
+
+    def _expect(self, text: str) -> None:
+        tok = self._take()
+        if tok.text != text:
+            raise Unknown(f"expected '{text}', found '{tok.text}'")
+
+    def _ternary(self) -> tuple:
+        cond = self._binary(0)
+        if self._peek() == "?":
+            self.pos += 1
+            yes = self._ternary()
+            self._expect(":")
+            no = self._ternary()
+            return ("?", cond, yes, no)
+        return cond
+
+    def _binary(self, level: int) -> tuple:
+        if level == len(_BINARY_LEVELS):
+            return self._unary()
+        left = self._binary(level + 1)
+        while self._peek() in _BINARY_LEVELS[level]:
+            op = self._take().text
+            right = self._binary(level + 1)
+            left = ("bin", op, left, right)
+        return left
+
+    def _unary(self) -> tuple:
+        t = self._peek()
+        if t in ("+", "-", "~", "!"):
+            self.pos += 1
+            return ("un", t, self._unary())
+        if t == "sizeof":
+            return self._sizeof()
+        if t == "(" and self._cast_type() is not None:
+            type_name, length = self._cast_type() or ("", 0)
+            self.pos += length
+            return ("cast", type_name, self._unary())
+        if t in ("static_cast", "reinterpret_cast", "const_cast"):
+            self.pos += 1
+            self._expect("<")
+            words = []
+            while self._peek() not in (">", ""):
+                words.append(self._take().text)
+            self._expect(">")
+            self._expect("(")
+            inner = self._ternary()
+            self._expect(")")
+            return ("cast", " ".join(words), inner)
+        return self._postfix()
+
+    def _cast_type(self) -> tuple[str, int] | None:
+        """If a `(type)` cast starts here, its type text and token length."""
+        words = []
+        k = 1
+        while self._peek(k) in _TYPE_WORDS or self._peek(k) in ("const", "std", "::"):
+            if self._peek(k) not in ("const",):
+                words.append(self._peek(k))
+            k += 1
+        if words and self._peek(k) == ")":
+            return " ".join(words).replace("std :: ", "std::"), k + 1
+        return None
+
+    def _sizeof(self) -> tuple:
+        self.pos += 1
+        if self._peek() != "(":
+            raise Unknown("sizeof without parentheses")
+        self.pos += 1
+        words: list[str] = []
+        depth = 0
+        while self._peek() and (self._peek() != ")" or depth):
+            tok = self._take().text
+            depth += {"(": 1, ")": -1}.get(tok, 0)
+            if tok not in ("const", "volatile", "struct"):
+                words.append(tok)
+        self._expect(")")
+        text = " ".join(words).replace("std :: ", "std::")
+        if text.endswith("*"):
+            return ("num", 8)
+        if text in SIZEOF:
+            return ("num", SIZEOF[text])
+        raise Unknown(f"sizeof({text}) is not a type of known size")
+
+    def _postfix(self) -> tuple:
+        node = self._primary()
+        while True:
+            t = self._peek()
+            if t == ".":
+                self.pos += 1
+                member = self._take().text
+                node = ("member", node, member)
+            elif t == "[":
+                raise Unknown("array subscripts are not folded")
+            elif t in ("->", "++", "--"):
+                raise Unknown(f"'{t}' is not folded")
+            else:
+                return node
+
+    def _primary(self) -> tuple:
+        tok = self._take()
+        if tok.kind == "num":
+            return ("num", parse_int_literal(tok.text))
+        if tok.text == "(":
+            inner = self._ternary()
+            self._expect(")")
+            return inner
+        if tok.kind == "id":
+            name = tok.text
+            while self._peek() == "::" and self.pos + 1 < len(self.toks):
+                self.pos += 1
+                name += "::" + self._take().text
+            if self._peek() == "(":
+                self.pos += 1
+                args = []
+                if self._peek() != ")":
+                    args.append(self._ternary())
+                    while self._peek() == ",":
+                        self.pos += 1
+                        args.append(self._ternary())
+                self._expect(")")
+                return ("call", name, args)
+            if name in ("true", "false"):
+                return ("num", int(name == "true"))
+            return ("var", name)
+        raise Unknown(f"cannot fold '{tok.text}'")
+
+
+_MIN_MAX = {"min": min, "max": max, "std::min": min, "std::max": max, "umin": min, "umax": max,
+            "imin": min, "imax": max}
+
+
+def _eval(node: tuple, ev: _Evaluator) -> Value:
+    """Evaluate a parsed node; C integer semantics (division truncates toward zero)."""
+    kind = node[0]
+    if kind == "num":
+        return node[1]
+    if kind == "var":
+        return ev.env.variable(node[1], ev.offset)
+    if kind == "?":
+        return _eval(node[2] if _scalar(_eval(node[1], ev)) else node[3], ev)
+    if kind == "un":
+        v = _scalar(_eval(node[2], ev))
+        return {"+": v, "-": -v, "~": ~v, "!": int(not v)}[node[1]]
+    if kind == "cast":
+        return _cast(node[1], _eval(node[2], ev))
+    if kind == "member":
+        return _member(_eval(node[1], ev), node[2])
+    if kind == "call":
+        return _call(node[1], [_eval(a, ev) for a in node[2]])
+    op, left = node[1], node[2]
+    if op in ("&&", "||"):
+        lv = _scalar(_eval(left, ev))
+        if (op == "&&") != bool(lv):
+            return int(bool(lv))
+        return int(bool(_scalar(_eval(node[3], ev))))
+    return _binary(op, _scalar(_eval(left, ev)), _scalar(_eval(node[3], ev)))
+
+
+def _scalar(v: Value) -> int:
+    if not isinstance(v, int):
+        raise Unknown("a dim3 used where an integer is needed")
+    return v
+
+
+def _binary(op: str, a: int, b: int) -> int:
+    if op in ("/", "%"):
+        if b == 0:
+            raise Unknown("division by zero")
+        q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
+        return q if op == "/" else a - q * b
+    if op in ("<<", ">>"):
+        if b < 0 or b > 127:
+            raise Unknown(f"shift by {b}")
+        return a << b if op == "<<" else a >> b
+    table = {
+        "+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "&": lambda: a & b, "|": lambda: a | b,
+        "^": lambda: a ^ b, "==": lambda: int(a == b), "!=": lambda: int(a != b), "<": lambda: int(a < b),
+        ">": lambda: int(a > b), "<=": lambda: int(a <= b), ">=": lambda: int(a >= b),
+    }
+    return table[op]()
+
+
+def _cast(type_name: str, v: Value) -> Value:
+    if type_name == "dim3":
+        return _call("dim3", [v])
+    bits = _CAST_BITS.get(type_name)
+    if bits is None:
+        if type_name in _TYPE_WORDS or type_name.startswith("std::"):
+            return v
+        raise Unknown(f"cast to {type_name}")
+    width, signed = bits
+    x = _scalar(v)
+    if width == 1:
+        return int(bool(x))
+    x &= (1 << width) - 1
+    if signed and x >= 1 << (width - 1):
+        x -= 1 << width
+    return x
+
+
+def _member(v: Value, name: str) -> int:
+    if isinstance(v, tuple) and name in ("x", "y", "z"):
+        return v["xyz".index(name)]
+    raise Unknown(f"member '.{name}' of a non-dim3 value")
+
+
+def _call(name: str, args: list[Value]) -> Value:
+    if name in ("dim3", "make_uint3", "make_int3"):
+        if len(args) > 3 or (name != "dim3" and len(args) != 3):
+            raise Unknown(f"{name} with {len(args)} arguments")
+        vals = [_scalar(a) for a in args] + [1] * (3 - len(args))
+        return (vals[0], vals[1], vals[2])
+    if name in _MIN_MAX and len(args) == 2:
+        return _MIN_MAX[name](_scalar(args[0]), _scalar(args[1]))
+    raise Unknown(f"call to function '{name}'")
