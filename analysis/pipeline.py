@@ -1,0 +1,275 @@
+"""From a `.cu` or `.ptx` file to a `FileReport`: the one entry point the CLI and the server call.
+
+The data flows one way (see DESIGN.md): compile -> parse -> per kernel: CFG and loops -> launch -> memory
+analysis -> time -> power and energy. Each stage reads the `KernelContext` and writes its results into it and
+into the kernel's `KernelReport`. Input problems (missing, empty, binary or huge files, missing toolchain,
+compile errors, malformed PTX) become file-level findings, never exceptions.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kerncast.analysis.cfg import Cfg, build_cfg
+from kerncast.analysis.isa import classify
+from kerncast.analysis.loops import LoopForest, find_loops
+from kerncast.analysis.ptx import PtxSyntaxError, parse_ptx
+from kerncast.analysis.ptx.model import Function, Module
+from kerncast.analysis.ptx.parser import kernel_shared_bytes
+from kerncast.analysis.report import FileReport, Finding, KernelReport, LoopInfo
+
+#: Files larger than this are refused with a clear message (the limit is a setting).
+DEFAULT_MAX_FILE_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class Thresholds:
+    """When a finding is worth a warning. Defaults follow Nsight Compute's own rule thresholds where one exists."""
+
+    uncoalesced_excess_percent: float = 25.0
+    bank_conflict_ways: int = 2
+    energy_hotspot_share: float = 0.2
+    low_occupancy: float = 0.25
+
+
+@dataclass(slots=True)
+class AnalysisOptions:
+    """Everything a user can set for one analysis (CLI flags or editor settings)."""
+
+    gpu: str = "v100"
+    arch: str = "sm_75"
+    include_dirs: list[str] = field(default_factory=list)
+    defines: list[str] = field(default_factory=list)
+    nvcc_path: str | None = None
+    timeout_s: float = 120.0
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    #: launch overrides that apply to every kernel (CLI flags), a `LaunchOverrides` of kerncast.analysis.launch
+    overrides: Any = None
+    #: per-kernel launch settings from the editor: kernel name -> `LaunchOverrides`
+    kernel_settings: dict[str, Any] = field(default_factory=dict)
+    loops: int | None = None
+    thresholds: Thresholds = field(default_factory=Thresholds)
+
+
+@dataclass(slots=True)
+class KernelContext:
+    """What the stages know about one kernel while it is analysed; stages add their results here."""
+
+    module: Module
+    function: Function
+    report: KernelReport
+    options: AnalysisOptions
+    cuda_source: str | None
+    main_file: str | None
+    cfg: Cfg
+    loops: LoopForest
+    resources: Any = None  # kerncast.analysis.compile.KernelResources, when ptxas ran
+    gpu: Any = None  # kerncast.analysis.gpus.GpuProfile
+    launch: Any = None  # kerncast.analysis.launch.Launch
+    trip_counts: dict[int, Any] = field(default_factory=dict)
+    occupancy: Any = None
+    memory: Any = None
+    time: Any = None
+    power: Any = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+Stage = Callable[[KernelContext], None]
+
+
+def _input_finding(message: str, code: str = "input-error") -> Finding:
+    return Finding(code, "error", 1, 1, 1, 1, message)
+
+
+def read_input(path: Path, text: str | None, max_bytes: int) -> tuple[str | None, Finding | None]:
+    """Read the file (or take the editor's text) and refuse empty, binary and oversized input clearly."""
+    if text is None:
+        try:
+            size = path.stat().st_size
+        except OSError as exc:
+            return None, _input_finding(f"cannot read {path}: {exc.strerror or exc}")
+        if size > max_bytes:
+            return None, _input_finding(
+                f"{path.name} is {size / 1e6:.1f} MB, above the {max_bytes / 1e6:.1f} MB analysis limit "
+                "(setting maxFileBytes); Kerncast skipped it")
+        raw = path.read_bytes()
+    else:
+        raw = text.encode("utf-8", errors="surrogatepass")
+        if len(raw) > max_bytes:
+            return None, _input_finding(
+                f"{path.name} is {len(raw) / 1e6:.1f} MB, above the {max_bytes / 1e6:.1f} MB analysis limit "
+                "(setting maxFileBytes); Kerncast skipped it")
+    if b"\x00" in raw:
+        return None, _input_finding(f"{path.name} looks like a binary file (it contains NUL bytes); "
+                                    "Kerncast analyses CUDA C++ (.cu) and PTX (.ptx) text")
+    try:
+        decoded = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, _input_finding(f"{path.name} is not UTF-8 text (byte {exc.start}); Kerncast analyses "
+                                    "CUDA C++ (.cu) and PTX (.ptx) text")
+    if not decoded.strip():
+        return None, _input_finding(f"{path.name} is empty: there is no kernel to analyse")
+    return decoded, None
+
+
+def analyze_file(path: str | os.PathLike[str], text: str | None = None,
+                 options: AnalysisOptions | None = None) -> FileReport:
+    """Analyse a `.cu`/`.cuh` or `.ptx` file (or the editor's unsaved `text` for it)."""
+    options = options or AnalysisOptions()
+    p = Path(path)
+    report = FileReport(file=str(p), gpu=options.gpu, arch=options.arch)
+    source, problem = read_input(p, text, options.max_file_bytes)
+    if problem is not None:
+        report.findings.append(problem)
+        return report
+    assert source is not None
+    if p.suffix.lower() == ".ptx":
+        return _analyze_ptx(report, source, options, resources=None, cuda_source=None)
+    return _analyze_cuda(report, p, source, options)
+
+
+def _analyze_cuda(report: FileReport, path: Path, source: str, options: AnalysisOptions) -> FileReport:
+    from kerncast.analysis.compile import CompileOptions, ToolchainError, compile_cuda
+
+    copts = CompileOptions(arch=options.arch, include_dirs=list(options.include_dirs),
+                           defines=list(options.defines), nvcc_path=options.nvcc_path,
+                           timeout_s=options.timeout_s)
+    try:
+        result = compile_cuda(path, text=source, options=copts)
+    except ToolchainError as exc:
+        report.findings.append(_input_finding(str(exc), code="toolchain-missing"))
+        return report
+    report.toolkit = result.toolkit
+    for d in result.diagnostics:
+        sev = "error" if d.severity == "error" else "warning"
+        report.findings.append(Finding("compile-error" if sev == "error" else "compile-warning", sev,
+                                       d.line, d.column, d.line, d.column + 1, d.message))
+    if not result.ok or result.ptx is None:
+        if not any(f.severity == "error" for f in report.findings):
+            report.findings.append(_input_finding("nvcc produced no PTX", code="compile-error"))
+        return report
+    return _analyze_ptx(report, result.ptx, options, resources=result.resources, cuda_source=source)
+
+
+def _ptxas_resources(ptx: str, options: AnalysisOptions, report: FileReport) -> dict[str, Any]:
+    """Registers and shared memory for a `.ptx` input, from ptxas when it can be found."""
+    from kerncast.analysis.compile import ToolchainError, find_toolchain, ptxas_resources
+
+    target = options.arch
+    try:
+        toolchain = find_toolchain(options.nvcc_path)
+        return ptxas_resources(ptx, target, toolchain, timeout_s=options.timeout_s)
+    except ToolchainError as exc:
+        report.notes.append(f"registers unknown: {exc}")
+    except Exception as exc:  # noqa: BLE001 - ptxas failing on odd PTX must not stop the analysis
+        report.notes.append(f"registers unknown: ptxas failed ({exc})")
+    return {}
+
+
+def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, resources: dict[str, Any] | None,
+                 cuda_source: str | None) -> FileReport:
+    try:
+        module = parse_ptx(ptx, report.file)
+    except PtxSyntaxError as exc:
+        line = exc.line if cuda_source is None else 1
+        report.findings.append(Finding("ptx-syntax-error", "error", line, exc.column, line, exc.column + 1,
+                                       f"malformed PTX: {exc.message}"))
+        return report
+    if not module.kernels:
+        report.notes.append("no kernel (.entry) in this file")
+        return report
+    if resources is None:
+        resources = _ptxas_resources(ptx, options, report)
+    names = _display_names(module)
+    main_file = _main_file(module, report.file) if cuda_source is not None else None
+    for fn in module.kernels:
+        fn.demangled = names.get(fn.name, fn.name)
+        ctx = _kernel_context(module, fn, options, cuda_source, main_file, resources.get(fn.name))
+        for stage in STAGES:
+            stage(ctx)
+        report.kernels.append(ctx.report)
+    return report
+
+
+def _display_names(module: Module) -> dict[str, str]:
+    try:
+        from kerncast.analysis.demangle import demangle
+    except ImportError:
+        return {}
+    return demangle([f.name for f in module.kernels])
+
+
+def _main_file(module: Module, path: str) -> str | None:
+    """The `.file` name of the analysed source: same base name as the input, else the most used one."""
+    base = os.path.basename(path)
+    counts: Counter[str] = Counter()
+    for fn in module.kernels:
+        for ins in fn.body:
+            if ins.loc is not None:
+                counts[ins.loc.file] += 1
+    same = [f for f in counts if os.path.basename(f) == base]
+    if same:
+        return max(same, key=lambda f: counts[f])
+    return counts.most_common(1)[0][0] if counts else None
+
+
+def line_in_main(ins_loc: Any, main_file: str | None) -> int | None:
+    """The analysed file's line of an instruction, or None if it comes from another file (a header)."""
+    if ins_loc is None:
+        return None
+    if main_file is not None and ins_loc.file != main_file:
+        return None
+    return ins_loc.line
+
+
+def _kernel_context(module: Module, fn: Function, options: AnalysisOptions, cuda_source: str | None,
+                    main_file: str | None, resources: Any) -> KernelContext:
+    cfg = build_cfg(fn)
+    loops = find_loops(cfg)
+    line = fn.source_line if main_file is None else _first_main_line(fn, main_file)
+    report = KernelReport(name=fn.display_name, mangled=fn.name, line=line)
+    return KernelContext(module, fn, report, options, cuda_source, main_file, cfg, loops, resources=resources)
+
+
+def _first_main_line(fn: Function, main_file: str) -> int | None:
+    lines = [i.loc.line for i in fn.body if i.loc is not None and i.loc.file == main_file]
+    return min(lines) if lines else fn.source_line
+
+
+# ------------------------------------------------------------------------------------------------ stages
+
+
+def structure_stage(ctx: KernelContext) -> None:
+    """Resources from ptxas, instruction mix by thesis type, and loops with their source lines."""
+    r = ctx.report
+    res = ctx.resources
+    if res is not None:
+        r.registers = res.registers
+        r.shared_bytes = res.shared_bytes
+        r.spill_stores = res.spill_stores
+        r.spill_loads = res.spill_loads
+        r.stack_bytes = res.stack_bytes
+        r.local_bytes = getattr(res, "local_bytes", None)
+    else:
+        r.notes.append("registers unknown: ptxas did not run; shared memory counted from the PTX declarations")
+    if r.shared_bytes is None:
+        r.shared_bytes = kernel_shared_bytes(ctx.module, ctx.function)
+    mix: Counter[str] = Counter(classify(i).type for i in ctx.function.body)
+    r.instruction_mix = dict(sorted(mix.items()))
+    r.instruction_count = len(ctx.function.body)
+    r.loops = [
+        LoopInfo(header_line=lp.header_line(ctx.cfg), lines=lp.source_lines(ctx.cfg), depth=lp.depth,
+                 blocks=len(lp.blocks))
+        for lp in ctx.loops.loops
+    ]
+
+
+#: The stages, in data-flow order. Each later capability adds its stage here.
+STAGES: list[Stage] = [
+    structure_stage,
+]

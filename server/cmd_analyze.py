@@ -1,0 +1,92 @@
+"""`kerncast analyze FILE`: the whole analysis of one file, as text (for people) or JSON (for tools)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.server.render_text import render_file_report
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="a CUDA C++ (.cu) or PTX (.ptx) file")
+    parser.add_argument("--gpu", default="v100", help="GPU profile id (see `kerncast gpus`); default v100")
+    parser.add_argument("--arch", default="sm_75", help="nvcc/ptxas target, e.g. sm_80; default sm_75")
+    parser.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR",
+                        help="extra include directory for nvcc (repeatable)")
+    parser.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]",
+                        help="preprocessor definition for nvcc (repeatable)")
+    parser.add_argument("--nvcc", dest="nvcc_path", default=None, help="path of the nvcc to use")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds allowed for nvcc; default 120")
+    parser.add_argument("--format", choices=("text", "json", "sarif"), default="text", help="output format")
+    add_launch_arguments(parser)
+
+
+def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
+    """Launch flags shared by every command that predicts: they apply to every kernel of the file."""
+    group = parser.add_argument_group("launch configuration (applies to every kernel of the file)")
+    group.add_argument("--grid", default=None, metavar="X[,Y[,Z]]", help="grid size in blocks")
+    group.add_argument("--block", default=None, metavar="X[,Y[,Z]]", help="block size in threads")
+    group.add_argument("--smem", type=int, default=None, metavar="BYTES", help="dynamic shared memory per block")
+    group.add_argument("--loops", type=int, default=None, metavar="N",
+                       help="trip count for loops whose count cannot be found statically")
+    group.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                       help="value of a kernel parameter, by source name or 0-based index (repeatable)")
+
+
+def launch_overrides(args: argparse.Namespace) -> Any:
+    """The `LaunchOverrides` for the launch flags, or None when no flag was given."""
+    if not (args.grid or args.block or args.smem is not None or args.loops is not None or args.param):
+        return None
+    from kerncast.analysis.launch import LaunchOverrides, parse_dim
+
+    params: dict[str, int] = {}
+    for item in args.param:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"--param expects NAME=VALUE, got {item!r}")
+        try:
+            params[name.strip()] = int(value, 0)
+        except ValueError:
+            raise ValueError(f"--param {name}: {value!r} is not an integer") from None
+    return LaunchOverrides(
+        grid=parse_dim(args.grid) if args.grid else None,
+        block=parse_dim(args.block) if args.block else None,
+        smem=args.smem, loops=args.loops, params=params, source="cli",
+    )
+
+
+def options_from_args(args: argparse.Namespace) -> AnalysisOptions:
+    """Analysis options from the command line."""
+    return AnalysisOptions(
+        gpu=args.gpu, arch=args.arch, include_dirs=list(args.include_dirs), defines=list(args.defines),
+        nvcc_path=args.nvcc_path, timeout_s=args.timeout, overrides=launch_overrides(args), loops=args.loops,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        options = options_from_args(args)
+    except ValueError as exc:
+        print(f"kerncast: {exc}", file=sys.stderr)
+        return 2
+    report = analyze_file(args.file, options=options)
+    if args.format == "json":
+        json.dump(report.to_json(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    elif args.format == "sarif":
+        from kerncast.server.sarif import to_sarif
+
+        json.dump(to_sarif(report), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render_file_report(report))
+    if not report.ok:
+        for f in report.findings:
+            if f.severity == "error":
+                print(f"{report.file}:{f.line}:{f.column}: error: {f.message}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,80 @@
+"""Plain-text rendering of a FileReport for the terminal (`kerncast analyze --format text`).
+
+Only formatting lives here: every number comes from the report, so the CLI and the editor agree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kerncast.analysis.report import FileReport, Finding, KernelReport
+
+
+def _fmt_bytes(n: int | None) -> str:
+    return "unknown" if n is None else f"{n} B"
+
+
+def _fmt_launch(launch: dict[str, Any] | None) -> str | None:
+    if not launch:
+        return None
+    grid, block = launch.get("grid"), launch.get("block")
+    g = "?" if grid is None else "x".join(str(v) for v in grid)
+    b = "?" if block is None else "x".join(str(v) for v in block)
+    src = launch.get("source", {})
+    where = ", ".join(f"{k} from {v}" for k, v in src.items()) if isinstance(src, dict) else str(src)
+    return f"<<<{g}, {b}, {launch.get('dynamic_shared_bytes', 0)}>>>" + (f"  ({where})" if where else "")
+
+
+def _finding_line(f: Finding) -> str:
+    return f"  {f.line}:{f.column} {f.severity} [{f.code}] {f.message}"
+
+
+def _kernel_lines(k: KernelReport) -> list[str]:
+    data = k.to_json()
+    out = [f"kernel {k.name}  (line {k.line if k.line is not None else '?'}, {k.mangled})"]
+    regs = "unknown" if k.registers is None else str(k.registers)
+    spills = ""
+    if k.spill_stores or k.spill_loads:
+        spills = f", spills {k.spill_stores or 0} B stored / {k.spill_loads or 0} B loaded"
+    out.append(f"  registers/thread: {regs}, static shared memory: {_fmt_bytes(k.shared_bytes)}{spills}")
+    mix = ", ".join(f"{n} {t}" for t, n in k.instruction_mix.items())
+    out.append(f"  instructions: {k.instruction_count} ({mix})")
+    for lp in k.loops:
+        span = f"lines {lp.lines[0]}-{lp.lines[1]}" if lp.lines else "no line info"
+        trips = f", trip count {lp.trip_count} ({lp.trip_source})" if lp.trip_count is not None else ""
+        out.append(f"  loop at line {lp.header_line} ({span}, depth {lp.depth}{trips})")
+    launch = _fmt_launch(data.get("launch"))
+    if launch:
+        out.append(f"  launch: {launch}")
+    occ = data.get("occupancy")
+    if occ:
+        out.append(f"  occupancy: {occ.get('occupancy', 0):.0%} ({occ.get('active_warps_per_sm')} warps/SM, "
+                   f"limited by {occ.get('limiter')})")
+    t = data.get("time")
+    if t:
+        lo, hi = t.get("roofline_us") or (None, None)
+        roof = f", roofline {lo:.3g}-{hi:.3g} µs" if lo is not None and hi is not None else ""
+        mwp = f", MWP-CWP {t['mwp_cwp_us']:.3g} µs" if t.get("mwp_cwp_us") is not None else ""
+        out.append(f"  time: {t['us']:.3g} µs ({t.get('model')}; bottleneck {t.get('bottleneck')}){mwp}{roof}")
+    p = data.get("power")
+    if p:
+        lo, hi = p.get("interval", (None, None))
+        out.append(f"  power: {p['watts']:.0f} W (90% interval {lo:.0f}-{hi:.0f} W; {p.get('model')})")
+    e = data.get("energy")
+    if e:
+        out.append(f"  energy: {e['uj']:.3g} µJ")
+    out.extend(_finding_line(f) for f in k.findings)
+    out.extend(f"  note: {n}" for n in k.notes)
+    return out
+
+
+def render_file_report(report: FileReport) -> str:
+    """The report as lines of text, one block per kernel."""
+    lines = [f"{report.file}: GPU {report.gpu}, target {report.arch}"
+             + (f", {report.toolkit}" if report.toolkit else "")]
+    lines.extend(_finding_line(f) for f in report.findings)
+    lines.extend(f"note: {n}" for n in report.notes)
+    for k in report.kernels:
+        lines.append("")
+        lines.extend(_kernel_lines(k))
+    return "\n".join(lines) + "\n"
