@@ -27,9 +27,9 @@ from kerncast.analysis.toolchain import (
 )
 
 __all__ = [
-    "CompileDiagnostic", "CompileOptions", "CompileResult", "KernelResources", "PtxasError", "Toolchain",
-    "ToolchainError", "compile_cuda", "find_toolchain", "parse_nvcc_output", "parse_ptxas_output",
-    "ptxas_resources",
+    "CompileDiagnostic", "CompileOptions", "CompileResult", "KernelResources", "PtxasError", "SourceContext",
+    "Toolchain", "ToolchainError", "compile_cuda", "find_toolchain", "parse_nvcc_output",
+    "parse_ptxas_output", "ptxas_resources",
 ]
 
 _CACHE_SIZE = 32
@@ -168,12 +168,14 @@ def _ptxas_arch(arch: str) -> str:
     return "sm_" + arch[len("compute_"):] if arch.startswith("compute_") else arch
 
 
-def ptxas_resources(ptx: str, arch: str, toolchain: Toolchain, timeout_s: float = 60) -> dict[str, KernelResources]:
+def ptxas_resources(ptx: str, arch: str, toolchain: Toolchain,
+                    timeout_s: float = 60) -> dict[str, KernelResources]:
     """Assemble `ptx` with `ptxas -v` into a throw-away cubin and parse the per-kernel report."""
     with tempfile.TemporaryDirectory(prefix="kerncast-ptxas-") as tmp:
         src = Path(tmp) / "kernel.ptx"
         src.write_text(ptx, encoding="utf-8")
-        args = [str(toolchain.ptxas), "-v", f"-arch={_ptxas_arch(arch)}", str(src), "-o", str(Path(tmp) / "k.cubin")]
+        cubin = Path(tmp) / "kernel.cubin"
+        args = [str(toolchain.ptxas), "-v", f"-arch={_ptxas_arch(arch)}", str(src), "-o", str(cubin)]
         run = run_tool(args, timeout_s, cwd=tmp)
     if run.timed_out:
         raise PtxasError(f"ptxas did not finish within {timeout_s:g} s", timed_out=True)
@@ -191,18 +193,20 @@ _EDG_RE = re.compile(
 _GCC_RE = re.compile(
     r"^(?P<file>.+?):(?P<line>\d+):(?:(?P<col>\d+):)? (?P<sev>fatal error|error|warning)\s*: (?P<msg>.*)$")
 _NVCC_RE = re.compile(r"^nvcc (?P<sev>fatal|error|warning)\s*: (?P<msg>.*)$")
-_INCLUDED_FROM_RE = re.compile(r"^(?:In file included from|\s+from) (?P<file>.+?):(?P<line>\d+)(?::\d+)?[:,]$")
+_INCLUDED_FROM_RE = re.compile(
+    r"^(?:In file included from|\s+from) (?P<file>.+?):(?P<line>\d+)(?::\d+)?[:,]$")
 _CARET_RE = re.compile(r"^\s*\^\s*$")
 _INCLUDE_RE = re.compile(r'^\s*#\s*include\s*(?P<open>[<"])(?P<name>[^">]+)[">]')
 _EDG_INDENT = 2  # EDG indents the echoed source line by two spaces
 _HOST_COMPILER_RE = re.compile(
     r"Failed to preprocess host compiler properties|Cannot find compiler|cl\.exe|"
-    r"\b(?:gcc|g\+\+|cc|c\+\+|clang\+\+|clang)(?:-\d+)?: (?:No such file or directory|not found|command not found)")
+    r"\b(?:gcc|g\+\+|cc|c\+\+|clang\+\+|clang)(?:-\d+)?: "
+    r"(?:No such file or directory|not found|command not found)")
 _UNSUPPORTED_HOST_RE = re.compile(r"unsupported (?:GNU|clang|Microsoft Visual Studio) version", re.IGNORECASE)
 
 
 @dataclass
-class _SourceContext:
+class SourceContext:
     """What diagnostic mapping needs to know about the analysed file."""
 
     compiled: Path  # the file nvcc actually compiled (a temp copy for unsaved buffers)
@@ -215,7 +219,7 @@ class _SourceContext:
         return _same_file(self.cwd / printed, self.compiled) or _same_file(self.cwd / printed, self.original)
 
 
-def parse_nvcc_output(output: str, ctx: _SourceContext) -> list[CompileDiagnostic]:
+def parse_nvcc_output(output: str, ctx: SourceContext) -> list[CompileDiagnostic]:
     """Structured diagnostics from nvcc's combined output (EDG, gcc and driver formats)."""
     lines = output.splitlines()
     diags: list[CompileDiagnostic] = []
@@ -233,14 +237,15 @@ def parse_nvcc_output(output: str, ctx: _SourceContext) -> list[CompileDiagnosti
     return diags
 
 
-def _parse_line(line: str, lines: list[str], i: int, ctx: _SourceContext,
+def _parse_line(line: str, lines: list[str], i: int, ctx: SourceContext,
                 chain: list[tuple[str, int]]) -> CompileDiagnostic | None:
     """One diagnostic from the line at index `i`, or None when it is not a message header."""
     edg = _EDG_RE.match(line)
     if edg and edg.group("sev") != "remark":
-        column = _edg_column(lines, i, ctx, edg.group("file"), int(edg.group("line")))
+        printed, line_no = edg.group("file"), int(edg.group("line"))
+        column = _edg_column(lines, i, ctx, printed, line_no)
         message = edg.group("msg").strip() + _instantiation_note(lines, i)
-        return _locate(ctx, edg.group("file"), int(edg.group("line")), column, edg.group("sev"), message, chain)
+        return _locate(ctx, printed, line_no, column, edg.group("sev"), message, chain)
     gcc = _GCC_RE.match(line)
     if gcc:
         return _locate(ctx, gcc.group("file"), int(gcc.group("line")), int(gcc.group("col") or 1),
@@ -256,7 +261,7 @@ def _severity(word: str) -> str:
     return "warning" if word == "warning" else "error"
 
 
-def _locate(ctx: _SourceContext, printed: str, line: int, column: int, sev: str, message: str,
+def _locate(ctx: SourceContext, printed: str, line: int, column: int, sev: str, message: str,
             chain: list[tuple[str, int]]) -> CompileDiagnostic:
     """Place a message on the analysed file, moving header messages to the #include line behind them."""
     if ctx.is_source(printed):
@@ -279,7 +284,7 @@ def _instantiation_note(lines: list[str], i: int) -> str:
     return ""
 
 
-def _edg_column(lines: list[str], i: int, ctx: _SourceContext, printed: str, line_no: int) -> int:
+def _edg_column(lines: list[str], i: int, ctx: SourceContext, printed: str, line_no: int) -> int:
     """Column from the caret line beneath EDG's echo of the source line, mapped onto the real line.
 
     EDG echoes the line after macro expansion (`__global__` becomes `__attribute__((global))`), so the caret
@@ -308,7 +313,7 @@ def _align_column(echoed: str, caret: int, real: str) -> int:
     return min(caret, max(len(real) - 1, 0))
 
 
-def _source_line(ctx: _SourceContext, printed: str, line_no: int) -> str | None:
+def _source_line(ctx: SourceContext, printed: str, line_no: int) -> str | None:
     """The text of a line of the analysed file (the only file whose columns are reported)."""
     if not ctx.is_source(printed):
         return None
@@ -316,7 +321,7 @@ def _source_line(ctx: _SourceContext, printed: str, line_no: int) -> str | None:
     return source_lines[line_no - 1] if 0 < line_no <= len(source_lines) else None
 
 
-def _display_path(header: Path, ctx: _SourceContext) -> str:
+def _display_path(header: Path, ctx: SourceContext) -> str:
     """A header path relative to the analysed file's directory when it lies below it."""
     try:
         return str(header.relative_to(ctx.original.parent))
@@ -324,8 +329,8 @@ def _display_path(header: Path, ctx: _SourceContext) -> str:
         return str(header)
 
 
-def _include_site(header: Path, ctx: _SourceContext, chain: list[tuple[str, int]]) -> tuple[int, int]:
-    """(line, column) of the #include in the analysed file through which `header` was reached; (1, 1) if unknown."""
+def _include_site(header: Path, ctx: SourceContext, chain: list[tuple[str, int]]) -> tuple[int, int]:
+    """(line, column) of the analysed file's #include that led to `header`; (1, 1) when unknown."""
     for printed, line in reversed(chain):
         if ctx.is_source(printed):
             return line, _include_column(ctx.text, line)
@@ -422,7 +427,8 @@ def clear_cache() -> None:
         _cache.clear()
 
 
-def compile_cuda(path: str | Path, text: str | None = None, options: CompileOptions | None = None) -> CompileResult:
+def compile_cuda(path: str | Path, text: str | None = None,
+                 options: CompileOptions | None = None) -> CompileResult:
     """Compile a `.cu` file (or `text`, an unsaved buffer of it) to PTX and collect ptxas resources.
 
     Compile errors, timeouts and ptxas failures become diagnostics; a missing nvcc, ptxas or host compiler
@@ -511,13 +517,16 @@ def _compile_uncached(original: Path, text: str, from_buffer: bool, options: Com
             source.write_text(text, encoding="utf-8")
             include_dirs = [original.parent, *include_dirs]
         out = tmp_dir / (original.stem + ".ptx")
-        run = run_tool(_nvcc_args(toolchain, options, source, out, include_dirs), options.timeout_s, cwd=tmp_dir)
+        args = _nvcc_args(toolchain, options, source, out, include_dirs)
+        run = run_tool(args, options.timeout_s, cwd=tmp_dir)
         if run.timed_out:
-            message = f"nvcc did not finish within {options.timeout_s:g} s; simplify the file or raise the timeout"
-            return _failed(toolchain, options, [CompileDiagnostic(str(original), 1, 1, "error", message)]), False
+            message = (f"nvcc did not finish within {options.timeout_s:g} s; "
+                       "simplify the file or raise the timeout")
+            timeout = CompileDiagnostic(str(original), 1, 1, "error", message)
+            return _failed(toolchain, options, [timeout]), False
         if run.returncode != 0:
             _check_host_compiler(run.output)
-        ctx = _SourceContext(compiled=source, original=original, text=text,
+        ctx = SourceContext(compiled=source, original=original, text=text,
                              search_dirs=include_dirs, cwd=tmp_dir)
         diagnostics = parse_nvcc_output(run.output, ctx)
         ptx = out.read_text(encoding="utf-8", errors="replace") if out.is_file() else None

@@ -17,11 +17,14 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-INSTALL_HINT = "install the CUDA compiler with `pip install 'kerncast[cuda]'`, or set nvccPath to an nvcc executable"
+INSTALL_HINT = ("install the CUDA compiler with `pip install 'kerncast[cuda]'`, "
+                "or set nvccPath to an nvcc executable")
 HOST_COMPILER_HINT = "install g++ (Debian: apt-get install g++)"
 _EXE = ".exe" if sys.platform == "win32" else ""
 _VERSION_RE = re.compile(r"release\s+(\d+\.\d+)(?:,\s*V(\d+(?:\.\d+)+))?")
 _version_cache: dict[Path, str] = {}
+#: Toolkit roots tried last, after CUDA_HOME and CUDA_PATH.
+DEFAULT_CUDA_ROOTS: tuple[Path, ...] = (Path("/usr/local/cuda"),)
 
 
 class ToolchainError(Exception):
@@ -64,8 +67,9 @@ def run_tool(args: list[str], timeout_s: float, cwd: str | Path | None = None,
     if os.name == "posix":
         popen_kwargs["start_new_session"] = True
     try:
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                cwd=cwd, env=env, text=True, errors="replace", **popen_kwargs)
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL, cwd=cwd, env=env, text=True, errors="replace",
+                                **popen_kwargs)
     except OSError as exc:
         raise ToolchainError(f"cannot run {args[0]}: {exc.strerror or exc}; {INSTALL_HINT}") from exc
     try:
@@ -148,8 +152,9 @@ def _search_candidates(searched: list[str]):
         if root:
             searched.append(f"{var}={root}")
             yield "CUDA_HOME", _in_bin(Path(root))
-    searched.append("/usr/local/cuda")
-    yield "CUDA_HOME", _in_bin(Path("/usr/local/cuda"))
+    for root in DEFAULT_CUDA_ROOTS:
+        searched.append(str(root))
+        yield "CUDA_HOME", _in_bin(root)
 
 
 def _from_pathfinder() -> Path | None:
