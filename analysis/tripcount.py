@@ -1,0 +1,430 @@
+"""Loop trip counts from PTX induction variables, with the launch's `loops` value as the stated fallback.
+
+A loop's count is read from its exit test when the test compares an induction variable against a bound and
+init, bound and step are all known: immediates, kernel parameters whose value the launch knows, or launch
+sizes (`%ntid`, `%nctaid`). Anything else leaves the count unknown with the reason, and the count falls back
+to the launch's `loops` value (annotation, setting, CLI or default), which says where it came from.
+
+The trip count is the number of times the loop's header block runs per entry into the loop. nvcc rotates
+loops so that the test sits at the bottom, where this is the number of times the body runs. A loop whose very
+first test fails is counted once: the zero-trip guard nvcc places in front of a rotated loop is not followed.
+Counting never iterates an additive loop (a closed-form search is used), so its cost does not grow with the
+trip count; geometric loops (`s *= 2`, `s >>= 1`) are stepped, which ends within a few dozen steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from kerncast.analysis.cexpr import Unknown
+from kerncast.analysis.cfg import Cfg
+from kerncast.analysis.launch import DEFAULT_LOOPS, Launch, Sourced
+from kerncast.analysis.ptx.model import Addr, Function, Imm, Instruction, PredPair, Reg, Sym
+
+_ADDITIVE = {"add": 1, "sub": -1}
+_GEOMETRIC = ("mul", "shl", "shr", "div")
+_CMP = {"eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"}
+_FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "lo": "hi", "ls": "hs", "hi": "lo", "hs": "ls",
+         "eq": "eq", "ne": "ne"}
+_NEGATE = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt", "lo": "hs", "ls": "hi", "hi": "ls", "hs": "lo",
+           "eq": "ne", "ne": "eq"}
+_SYMBOL = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "lo": "<", "ls": "<=",
+           "hi": ">", "hs": ">="}
+MAX_GEOMETRIC_STEPS = 256
+_SPECIAL_LAUNCH = {"ntid": "block", "nctaid": "grid"}
+
+
+@dataclass(frozen=True)
+class ExitTest:
+    """The loop keeps running while `iv <cmp> bound`; `after_update` says the test sees the updated iv."""
+
+    iv: str
+    cmp: str
+    bound: int
+    init: int
+    op: str
+    step: int
+    after_update: bool
+    bits: int
+    signed: bool
+    line: int | None
+
+
+def trip_counts(function: Function, cfg: Cfg, loops: Any, launch: Launch | None) -> dict[int, Sourced]:
+    """Trip count per loop, keyed by the loop's header block id; every value says where it came from.
+
+    `loops` is a `LoopForest` or any iterable of `Loop`s. Never raises: a loop that cannot be read gets the
+    fallback count with the reason in its detail.
+    """
+    fallback = launch.loops if launch is not None else Sourced(DEFAULT_LOOPS, "default", None,
+                                                               "default trip count for loops of unknown count")
+    out: dict[int, Sourced] = {}
+    loop_list = list(_loop_list(loops))
+    for loop in loop_list:
+        line = _header_line(cfg, loop.header)
+        try:
+            test = _exit_test(function, cfg, loop, loop_list, launch)
+            count = _count(test)
+        except Unknown as exc:
+            out[loop.header] = _fallback(fallback, exc.reason, line)
+            continue
+        out[loop.header] = Sourced(count, "ptx", line, _describe(test, count))
+    return out
+
+
+def trip_count_assumptions(counts: dict[int, Sourced]) -> list[str]:
+    """One sentence per loop whose count was not read from the PTX, for a report's assumptions."""
+    return [f"loop at line {c.line if c.line is not None else '?'}: {c.detail}"
+            for _, c in sorted(counts.items()) if c.source != "ptx"]
+
+
+def _loop_list(loops: Any) -> Iterable[Any]:
+    return getattr(loops, "loops", loops) or ()
+
+
+def _header_line(cfg: Cfg, header: int) -> int | None:
+    for ins in cfg.instructions(header):
+        if ins.loc is not None:
+            return ins.loc.line
+    return None
+
+
+def _fallback(fallback: Sourced, reason: str, line: int | None) -> Sourced:
+    where = {"default": "the default", "annotation": "the // kerncast: loops= annotation",
+             "setting": "the loops setting", "cli": "--loops"}.get(fallback.source, fallback.source)
+    return Sourced(fallback.value, fallback.source, line,
+                   f"trip count unknown ({reason}); assumed {fallback.value} from {where}")
+
+
+def _describe(t: ExitTest, count: int) -> str:
+    step = {"add": f"+{t.step}", "sub": f"-{t.step}", "mul": f"*{t.step}", "shl": f"<<{t.step}",
+            "shr": f">>{t.step}", "div": f"/{t.step}"}[t.op]
+    return (f"induction variable {t.iv} from {t.init} step {step} while {_SYMBOL[t.cmp]} {t.bound}: "
+            f"{count} iterations")
+
+
+# ------------------------------------------------------------------------------------------ reading the test
+
+
+def _exit_test(fn: Function, cfg: Cfg, loop: Any, all_loops: list[Any], launch: Launch | None) -> ExitTest:
+    """Find the loop's single exit branch, its `setp`, and the induction variable it compares."""
+    exits = list(loop.exits)
+    if not exits:
+        raise Unknown("the loop has no exit")
+    if len(exits) != 1:
+        raise Unknown(f"the loop has {len(exits)} exits (break or return)")
+    block, outside = exits[0]
+    body = cfg.instructions(block)
+    branch = body[-1] if body else None
+    if branch is None or branch.opcode != "bra" or branch.guard is None:
+        raise Unknown("the loop exit is not a conditional branch")
+    target_block = _block_of_label(fn, cfg, branch.branch_target)
+    continue_if_true = target_block != outside
+    setp = _defining_setp(body, branch.guard.reg)
+    cmp, a, b = _setp_parts(setp, branch.guard.reg)
+    if branch.guard.negated != (not continue_if_true):
+        cmp = _NEGATE[cmp]
+    defs = _definitions(fn)
+    in_loop = set(loop.blocks)
+    nested = [set(other.blocks) for other in all_loops
+              if other.header != loop.header and other.header in in_loop and set(other.blocks) <= in_loop]
+    reader = _Values(fn, cfg, defs, in_loop, launch)
+    for iv_op, bound_op, rel in ((a, b, cmp), (b, a, _FLIP[cmp])):
+        if not isinstance(iv_op, Reg) or iv_op.is_special:
+            continue
+        update = _update_in_loop(defs, cfg, iv_op.name, in_loop)
+        if update is None:
+            continue
+        _check_once_per_iteration(cfg, loop, update, nested)
+        bits, signed = _type_of(setp)
+        op, step = _step(update, iv_op.name, reader)
+        init = reader.outside(iv_op.name)
+        bound = reader.invariant(bound_op)
+        return ExitTest(iv_op.name, rel, bound, init, op, step, _after_update(cfg, update, setp, block),
+                        bits, signed, setp.loc.line if setp.loc else None)
+    raise Unknown("the exit test does not compare an induction variable updated once per iteration")
+
+
+def _block_of_label(fn: Function, cfg: Cfg, label: str | None) -> int | None:
+    if label is None or label not in fn.labels:
+        return None
+    index = fn.labels[label]
+    return cfg.block_of[index] if index < len(cfg.block_of) else None
+
+
+def _defining_setp(body: list[Instruction], pred: str) -> Instruction:
+    for ins in reversed(body[:-1]):
+        if any(pred in _dest_names(d) for d in ins.dests):
+            if ins.opcode != "setp":
+                raise Unknown(f"the exit predicate comes from {ins.full_opcode}")
+            return ins
+    raise Unknown("the exit predicate is not computed in the exiting block")
+
+
+def _setp_parts(setp: Instruction, pred: str) -> tuple[str, Any, Any]:
+    cmp = next((m for m in setp.modifiers if m in _CMP), None)
+    if cmp is None:
+        raise Unknown(f"{setp.full_opcode} is not an integer comparison")
+    if any(m in ("and", "or", "xor") for m in setp.modifiers) or len(setp.operands) != 3:
+        raise Unknown(f"{setp.full_opcode} combines predicates")
+    if (setp.dtype or "").startswith("f"):
+        raise Unknown("the exit test compares floating-point values")
+    dest = setp.operands[0]
+    if isinstance(dest, PredPair) and dest.second.name == pred:
+        cmp = _NEGATE[cmp]
+    return cmp, setp.operands[1], setp.operands[2]
+
+
+def _type_of(ins: Instruction) -> tuple[int, bool]:
+    t = ins.dtype or "s32"
+    return (64 if t.endswith("64") else 16 if t.endswith("16") else 32), t.startswith("s")
+
+
+def _dest_names(op: Any) -> set[str]:
+    if isinstance(op, Reg):
+        return {op.name}
+    if isinstance(op, PredPair):
+        return {op.first.name, op.second.name}
+    items = getattr(op, "items", ())
+    return {i.name for i in items if isinstance(i, Reg)}
+
+
+def _definitions(fn: Function) -> dict[str, list[Instruction]]:
+    defs: dict[str, list[Instruction]] = {}
+    for ins in fn.body:
+        for d in ins.dests:
+            for name in _dest_names(d):
+                defs.setdefault(name, []).append(ins)
+    return defs
+
+
+def _update_in_loop(defs: dict[str, list[Instruction]], cfg: Cfg, reg: str,
+                    in_loop: set[int]) -> Instruction | None:
+    """The single instruction of the loop that writes `reg` from itself (`add r, r, x`), else None."""
+    inside = [i for i in defs.get(reg, []) if cfg.block_of[i.index] in in_loop]
+    if len(inside) != 1:
+        return None
+    ins = inside[0]
+    srcs = [s for s in ins.srcs if isinstance(s, Reg) and s.name == reg]
+    ok = ins.opcode in _ADDITIVE or ins.opcode in _GEOMETRIC
+    return ins if srcs and ok and ins.guard is None else None
+
+
+def _step(update: Instruction, reg: str, reader: _Values) -> tuple[str, int]:
+    srcs = list(update.srcs)
+    if len(srcs) != 2:
+        raise Unknown(f"the induction update {update.full_opcode} is not a two-operand step")
+    first_is_iv = isinstance(srcs[0], Reg) and srcs[0].name == reg
+    other = srcs[1] if first_is_iv else srcs[0]
+    if not first_is_iv and update.opcode in ("sub", "shl", "shr", "div"):
+        raise Unknown(f"the induction update {update.full_opcode} has the variable on the right")
+    step = reader.invariant(other)
+    if update.opcode in _ADDITIVE:
+        return update.opcode, step
+    if step <= (1 if update.opcode in ("mul", "div") else 0):
+        raise Unknown(f"the induction update {update.full_opcode} by {step} does not move the variable")
+    return update.opcode, step
+
+
+def _check_once_per_iteration(cfg: Cfg, loop: Any, update: Instruction, nested: list[set[int]]) -> None:
+    """The induction update must run exactly once per iteration: on every path to a latch, not nested."""
+    ub = cfg.block_of[update.index]
+    if any(ub in inner for inner in nested):
+        raise Unknown("the induction variable is updated inside a nested loop")
+    if not all(cfg.dominates(ub, latch) for latch in loop.latches):
+        raise Unknown("the induction variable is updated on only some paths")
+
+
+def _after_update(cfg: Cfg, update: Instruction, setp: Instruction, test_block: int) -> bool:
+    """Whether, in each iteration, the test sees the induction variable after its update."""
+    ub = cfg.block_of[update.index]
+    if ub == test_block:
+        return update.index < setp.index
+    if cfg.dominates(ub, test_block):
+        return True
+    if cfg.dominates(test_block, ub):
+        return False
+    raise Unknown("the induction variable is updated on only some paths")
+
+
+class _Values:
+    """Values of registers that do not change inside the loop, from their single definition outside it."""
+
+    MAX_DEPTH = 32
+
+    def __init__(self, fn: Function, cfg: Cfg, defs: dict[str, list[Instruction]], in_loop: set[int],
+                 launch: Launch | None) -> None:
+        self.fn, self.cfg, self.defs, self.in_loop, self.launch = fn, cfg, defs, in_loop, launch
+        self.params = {p.name: i for i, p in enumerate(fn.params)}
+
+    def invariant(self, op: Any) -> int:
+        """The value of an operand that the loop does not change."""
+        if isinstance(op, Reg) and not op.is_special:
+            if any(self.cfg.block_of[i.index] in self.in_loop for i in self.defs.get(op.name, [])):
+                raise Unknown(f"the bound {op.name} changes inside the loop")
+            return self.outside(op.name)
+        return self.operand(op, 0)
+
+    def outside(self, reg: str, depth: int = 0) -> int:
+        """The value a register holds on entry to the loop: its one definition outside the loop."""
+        if depth > self.MAX_DEPTH:
+            raise Unknown(f"{reg} is computed too indirectly")
+        if depth > 0 and any(self.cfg.block_of[i.index] in self.in_loop for i in self.defs.get(reg, [])):
+            raise Unknown(f"{reg} changes inside the loop")
+        defs = [i for i in self.defs.get(reg, []) if self.cfg.block_of[i.index] not in self.in_loop]
+        if not defs:
+            raise Unknown(f"{reg} has no value on entry to the loop")
+        values = {self.instruction(d, depth + 1) for d in defs}
+        if len(values) != 1:
+            raise Unknown(f"{reg} has different values on the paths into the loop")
+        return values.pop()
+
+    def operand(self, op: Any, depth: int) -> int:
+        if isinstance(op, Imm):
+            if not isinstance(op.value, int):
+                raise Unknown(f"the floating-point operand {op.text}")
+            return op.value
+        if isinstance(op, Reg):
+            return self.special(op.name) if op.is_special else self.outside(op.name, depth)
+        raise Unknown(f"the operand {op!r} is not a register or an immediate")
+
+    def special(self, name: str) -> int:
+        base, _, axis = name.lstrip("%").partition(".")
+        field = _SPECIAL_LAUNCH.get(base)
+        if field is None or axis not in ("x", "y", "z"):
+            raise Unknown(f"the value depends on {name}, which differs between threads")
+        sourced = getattr(self.launch, field, None) if self.launch is not None else None
+        if sourced is None or sourced.value is None:
+            raise Unknown(f"{name} needs the launch {field} size, which is unknown")
+        return sourced.value["xyz".index(axis)]
+
+    def instruction(self, ins: Instruction, depth: int) -> int:
+        if ins.guard is not None:
+            raise Unknown(f"{ins.full_opcode} at PTX line {ins.ptx_line} is predicated")
+        srcs = list(ins.srcs)
+        if ins.opcode == "ld" and "param" in ins.modifiers:
+            return self.param(srcs[0] if srcs else None)
+        if ins.opcode in ("ld", "ldu", "atom"):
+            where = f" (source line {ins.loc.line})" if ins.loc else ""
+            raise Unknown(f"the value is loaded from {ins.space} memory at PTX line {ins.ptx_line}{where}")
+        if ins.opcode in ("mov", "cvt") and len(srcs) == 1:
+            return self.operand(srcs[0], depth)
+        vals = [self.operand(s, depth) for s in srcs]
+        result = _arith(ins.opcode, vals)
+        if result is None:
+            raise Unknown(f"{ins.full_opcode} at PTX line {ins.ptx_line} is not folded")
+        return result
+
+    def param(self, addr: Any) -> int:
+        if not isinstance(addr, Addr) or not isinstance(addr.base, Sym) or addr.offset != 0:
+            raise Unknown("a load from a parameter field")
+        index = self.params.get(addr.base.name)
+        if index is None:
+            raise Unknown(f"{addr.base.name} is not a parameter of {self.fn.name}")
+        names = self.launch.param_names if self.launch is not None else []
+        name = names[index] if index < len(names) and names[index] else f"#{index}"
+        known = self.launch.param(index) if self.launch is not None else None
+        if known is None or not isinstance(known.value, int):
+            raise Unknown(f"parameter {name} has no known value (set it with --param {name if names else index}"
+                          f"=VALUE or a // kerncast: annotation)")
+        return known.value
+
+
+def _arith(opcode: str, v: list[int]) -> int | None:
+    """Integer semantics of the PTX opcodes that compute bounds (C truncating division for `div`)."""
+    if opcode in ("add", "sub", "mul", "min", "max", "and", "or", "xor", "shl", "shr", "div", "rem") \
+            and len(v) == 2:
+        a, b = v
+        if opcode in ("div", "rem"):
+            if b == 0:
+                raise Unknown("division by zero")
+            q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
+            return q if opcode == "div" else a - q * b
+        ops = {"add": a + b, "sub": a - b, "mul": a * b, "min": min(a, b), "max": max(a, b), "and": a & b,
+               "or": a | b, "xor": a ^ b}
+        if opcode in ops:
+            return ops[opcode]
+        if not 0 <= b < 64:
+            raise Unknown(f"shift by {b}")
+        return a << b if opcode == "shl" else a >> b
+    if opcode == "mad" and len(v) == 3:
+        return v[0] * v[1] + v[2]
+    if opcode == "neg" and len(v) == 1:
+        return -v[0]
+    return None
+
+
+# ------------------------------------------------------------------------------------------ counting
+
+
+def _holds(cmp: str, a: int, b: int) -> bool:
+    return {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b,
+            "lo": a < b, "ls": a <= b, "hi": a > b, "hs": a >= b}[cmp]
+
+
+def _wrap(value: int, bits: int, signed: bool) -> int:
+    value &= (1 << bits) - 1
+    return value - (1 << bits) if signed and value >= 1 << (bits - 1) else value
+
+
+def _count(t: ExitTest) -> int:
+    """Number of header executions: one more than the index of the first test that fails."""
+    unsigned_cmp = t.cmp in ("lo", "ls", "hi", "hs")
+    signed = t.signed and not unsigned_cmp
+    bound = _wrap(t.bound, t.bits, signed)
+    shift = 1 if t.after_update else 0
+
+    def value(i: int) -> int:
+        return _wrap(_advance(t, t.init, i + shift), t.bits, signed)
+
+    if not _holds(t.cmp, value(0), bound):
+        return 1
+    if t.op in _ADDITIVE:
+        return _first_failure_additive(t, value, bound) + 1
+    for i in range(1, MAX_GEOMETRIC_STEPS):
+        if not _holds(t.cmp, value(i), bound):
+            return i + 1
+    raise Unknown(f"the loop does not end within {MAX_GEOMETRIC_STEPS} steps of {t.iv}")
+
+
+def _advance(t: ExitTest, start: int, n: int) -> int:
+    if t.op in _ADDITIVE:
+        return start + _ADDITIVE[t.op] * t.step * n
+    v = start
+    for _ in range(n):
+        v = {"mul": v * t.step, "shl": v << t.step, "shr": v >> t.step, "div": int(v / t.step)}[t.op]
+        if v == 0 or abs(v) > 1 << 70:
+            break
+    return v
+
+
+def _first_failure_additive(t: ExitTest, value: Any, bound: int) -> int:
+    """Smallest i > 0 whose test fails, without iterating: exact for ==/!=, a binary search otherwise."""
+    delta = _ADDITIVE[t.op] * t.step
+    if delta == 0:
+        raise Unknown(f"{t.iv} does not change, so the loop never ends")
+    if t.cmp in ("ne", "eq"):
+        if t.cmp == "eq":
+            return 1
+        distance = bound - value(0)
+        if distance % delta or distance // delta < 0:
+            raise Unknown(f"{t.iv} steps past {bound} without equalling it (wraps around)")
+        return distance // delta
+    if (t.cmp in ("lt", "le", "lo", "ls") and delta < 0) or (t.cmp in ("gt", "ge", "hi", "hs") and delta > 0):
+        raise Unknown(f"{t.iv} moves away from the bound {bound}")
+    limit = 1 << t.bits
+    hi = 1
+    while _holds(t.cmp, value(hi), bound):
+        if hi > limit:
+            raise Unknown(f"{t.iv} moves away from the bound {bound}")
+        hi *= 2
+    lo = hi // 2  # value(lo) holds, value(hi) fails
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _holds(t.cmp, value(mid), bound):
+            lo = mid
+        else:
+            hi = mid
+    return hi
