@@ -446,7 +446,7 @@ def compile_cuda(path: str | Path, text: str | None = None,
                                  toolchain.version, options.arch)
         from_buffer = False
     else:
-        from_buffer = True
+        from_buffer = not _matches_disk(original, text)
     include_dirs = [Path(os.path.abspath(d)) for d in options.include_dirs]
     key = _cache_key(original, text, options, toolchain, include_dirs)
     with _cache_lock:
@@ -461,6 +461,14 @@ def compile_cuda(path: str | Path, text: str | None = None,
         while len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
     return result
+
+
+def _matches_disk(path: Path, text: str) -> bool:
+    """Whether a buffer equals the saved file, which is then compiled in place (no temporary copy)."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace") == text
+    except OSError:
+        return False
 
 
 def _cache_key(original: Path, text: str, options: CompileOptions, toolchain: Toolchain,
@@ -561,6 +569,4 @@ def _unparsed_failure(original: Path, output: str, returncode: int) -> CompileDi
 
 def _retarget_file_directives(ptx: str, compiled: Path, original: Path) -> str:
     """Point the PTX `.file` entries of a buffer's temp copy back at the file the user edits."""
-    quoted_tmp = json.dumps(str(compiled))[1:-1]
-    quoted_orig = json.dumps(str(original))[1:-1]
-    return ptx.replace(f'"{quoted_tmp}"', f'"{quoted_orig}"')
+    return ptx.replace(f'"{compiled}"', f'"{original}"')
