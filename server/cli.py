@@ -13,6 +13,7 @@ import sys
 #: sub-command -> (module under kerncast.server, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "analyze": ("cmd_analyze", "analyse a .cu or .ptx file and print each kernel's report"),
+    "gpus": ("cmd_gpus", "list the GPU profiles and what is calibrated"),
 }
 
 
