@@ -48,6 +48,8 @@ def mask_source(source: str) -> tuple[str, list[Comment]]:
             comments.append(Comment(i, end, source[i:end]))
             _blank(out, i, end)
             i = end
+        elif c == "'" and _is_digit_separator(source, i):
+            i += 1
         elif c in "\"'":
             end = _literal_end(source, i)
             _blank(out, i + 1, end - 1)
@@ -55,6 +57,16 @@ def mask_source(source: str) -> tuple[str, list[Comment]]:
         else:
             i += 1
     return "".join(out), comments
+
+
+def _is_digit_separator(source: str, i: int) -> bool:
+    """Whether the quote at i separates digits of a number (`1'000'000`) rather than opening a char literal."""
+    if i + 1 >= len(source) or not source[i + 1].isalnum():
+        return False
+    j = i - 1
+    while j >= 0 and (source[j].isalnum() or source[j] in "'_"):
+        j -= 1
+    return j + 1 < i and source[j + 1].isdigit()
 
 
 def _line_comment_end(source: str, start: int) -> int:
@@ -317,12 +329,12 @@ class ConstEnv:
             elif tok.text == "}" and stack:
                 ends[stack.pop()] = tok.offset
         for k in stack:
-            ends[k] = len(self.code)
+            ends[k] = len(self.code) + 1  # an unclosed block runs to the end of the file
         return ends
 
     def _read_declarations(self) -> None:
         """Find scalar and `dim3` variable declarations at the start of statements, with their scopes."""
-        scope_stack: list[int] = [len(self.code)]
+        scope_stack: list[int] = [len(self.code) + 1]
         toks = self.tokens
         k = 0
         at_statement_start = True
