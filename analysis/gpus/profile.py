@@ -110,15 +110,14 @@ LIMIT_KEYS = tuple(f.name for f in fields(Limits))
 
 @cache
 def latency_rows() -> tuple[str, ...]:
-    """Every latency row a profile must define: the rows named in `data/isa.toml`, with the generic `memory`
-    row replaced by the `global` and `shared` rows that `kerncast.analysis.isa.classify` resolves it to, and
-    the `param` row it gives to param/const loads."""
+    """Every latency row a profile must define: the rows named in `data/isa.toml` plus the `global`, `shared`
+    and `param` rows that `kerncast.analysis.isa.classify` resolves memory opcodes to by state space. The
+    `memory` row stays: classify keeps it for opcodes the table types as global directly (cp, tex, ...)."""
     text = resources.files("kerncast.analysis").joinpath("data/isa.toml").read_text(encoding="utf-8")
     rows: set[str] = set()
     for entry in tomllib.loads(text)["opcodes"].values():
         lat = entry["latency"]
         rows.update(lat.values() if isinstance(lat, dict) else [lat])
-    rows.discard("memory")
     rows.update({"global", "shared", "param"})
     return tuple(sorted(rows))
 
