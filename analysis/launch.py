@@ -760,6 +760,9 @@ def _params(layers: list[_Layer], names: list[str | None], kernel: str,
                     assumptions.append(f"ignored {layer.source} value for '{key}': not a parameter of {kernel} "
                                        f"(parameters: {known})")
                 continue
+            if not names and not key.isdigit():
+                assumptions.append(f"the parameter names of {kernel} are not known (no CUDA source); "
+                                   f"'{key}' is kept by name, give its 0-based index to apply it to the PTX")
             if name not in out:
                 out[name] = Sourced(value, layer.source, layer.line, layer.detail)
     return out

@@ -382,7 +382,8 @@ def _count(t: ExitTest) -> int:
     if not _holds(t.cmp, value(0), bound):
         return 1
     if t.op in _ADDITIVE:
-        return _first_failure_additive(t, value, bound) + 1
+        # searched without wrap-around, which would break the monotonic order the search relies on
+        return _first_failure_additive(t, lambda i: _advance(t, t.init, i + shift), bound) + 1
     for i in range(1, MAX_GEOMETRIC_STEPS):
         if not _holds(t.cmp, value(i), bound):
             return i + 1

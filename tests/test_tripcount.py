@@ -1,0 +1,207 @@
+"""Loop trip counts on PTX that nvcc compiled from small kernels, and their fallbacks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from kerncast.analysis.cfg import build_cfg
+from kerncast.analysis.compile import CompileOptions, compile_cuda
+from kerncast.analysis.launch import LaunchOverrides, infer_launch
+from kerncast.analysis.loops import find_loops
+from kerncast.analysis.ptx import parse_ptx
+from kerncast.analysis.tripcount import trip_count_assumptions, trip_counts
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+KERNELS = r"""
+__global__ void stepped(float *a)
+{
+    float s = 0.0f;
+#pragma unroll 1
+    for (int k = 3; k <= 100; k += 4) {
+        s += a[k];
+    }
+    a[threadIdx.x] = s;
+}
+
+__global__ void countdown(float *a, int n)
+{
+    float s = 0.0f;
+#pragma unroll 1
+    for (int k = n; k > 0; k -= 3) {
+        s += a[k];
+    }
+    a[threadIdx.x] = s;
+}
+
+__global__ void halving(float *a, unsigned int n)
+{
+    float s = 0.0f;
+#pragma unroll 1
+    for (unsigned int k = n; k > 0; k >>= 1) {
+        s += a[k];
+    }
+    a[threadIdx.x] = s;
+}
+
+__global__ void nested(float *a, int rows)
+{
+    float s = 0.0f;
+#pragma unroll 1
+    for (int r = 0; r < rows; ++r) {
+#pragma unroll 1
+        for (int c = 0; c < 16; ++c) {
+            s += a[r * 16 + c];
+        }
+    }
+    a[threadIdx.x] = s;
+}
+
+__global__ void early(float *a, int n)
+{
+    float s = 0.0f;
+#pragma unroll 1
+    for (int k = 0; k < n; ++k) {
+        if (a[k] < 0.0f) break;
+        s += a[k];
+    }
+    a[threadIdx.x] = s;
+}
+"""
+
+
+def _module(toolchain, path: Path):
+    result = compile_cuda(path, options=CompileOptions(arch="sm_80"))
+    assert result.ok, result.diagnostics
+    return parse_ptx(result.ptx)
+
+
+@pytest.fixture(scope="module")
+def loops_example(nvcc_available):
+    return _module(nvcc_available, EXAMPLES / "loops.cu")
+
+
+@pytest.fixture(scope="module")
+def small_kernels(nvcc_available, tmp_path_factory):
+    path = tmp_path_factory.mktemp("tripcount") / "kernels.cu"
+    path.write_text(KERNELS)
+    return _module(nvcc_available, path), KERNELS
+
+
+def _counts(module, name: str, source: str | None, overrides=None):
+    fn = next(f for f in module.kernels if name in f.name)
+    cfg = build_cfg(fn)
+    forest = find_loops(cfg)
+    launch = infer_launch(name, source, overrides)
+    return trip_counts(fn, cfg, forest, launch), forest
+
+
+def test_constant_bound(loops_example):
+    counts, _ = _counts(loops_example, "fixedSum", (EXAMPLES / "loops.cu").read_text())
+    (count,) = counts.values()
+    assert (count.value, count.source, count.line) == (32, "ptx", 12)
+    assert "!= 32" in count.detail or "< 32" in count.detail
+
+
+def test_bound_from_a_parameter_known_at_the_launch(loops_example):
+    counts, _ = _counts(loops_example, "rowSum", (EXAMPLES / "loops.cu").read_text())
+    (count,) = counts.values()
+    assert (count.value, count.source) == (1000, "ptx")
+
+
+def test_bound_from_a_parameter_given_on_the_command_line(loops_example):
+    counts, _ = _counts(loops_example, "rowSum", None, LaunchOverrides(params={"2": 77}))
+    assert [c.value for c in counts.values()] == [77]
+
+
+def test_bound_from_the_block_size(loops_example):
+    counts, _ = _counts(loops_example, "treeSum", (EXAMPLES / "loops.cu").read_text())
+    assert [(c.value, c.source) for c in counts.values()] == [(8, "ptx")]  # 128, 64, ..., 1
+    wider, _ = _counts(loops_example, "treeSum", None, LaunchOverrides(block=(1024, 1, 1)))
+    assert [c.value for c in wider.values()] == [10]
+
+
+def test_unknown_bound_uses_the_annotation(loops_example):
+    counts, _ = _counts(loops_example, "ragged", (EXAMPLES / "loops.cu").read_text())
+    (count,) = counts.values()
+    assert (count.value, count.source) == (64, "annotation")
+    assert "global memory" in count.detail
+
+
+def test_unknown_parameter_uses_the_default_and_says_so(loops_example):
+    counts, _ = _counts(loops_example, "rowSum", None)
+    (count,) = counts.values()
+    assert (count.value, count.source) == (10, "default")
+    assert "parameter #2 has no known value" in count.detail and "--param 2=VALUE" in count.detail
+    (sentence,) = trip_count_assumptions(counts)
+    assert "line 23" in sentence and "assumed 10" in sentence
+
+
+def test_cli_loops_replace_the_default_only_for_unknown_counts(loops_example):
+    unknown, _ = _counts(loops_example, "rowSum", None, LaunchOverrides(loops=5))
+    assert [(c.value, c.source) for c in unknown.values()] == [(5, "cli")]
+    known, _ = _counts(loops_example, "fixedSum", None, LaunchOverrides(loops=5))
+    assert [(c.value, c.source) for c in known.values()] == [(32, "ptx")]
+
+
+def test_step_and_inclusive_bound(small_kernels):
+    module, source = small_kernels
+    counts, _ = _counts(module, "stepped", source)
+    assert [c.value for c in counts.values()] == [25]  # 3, 7, ..., 99
+
+
+@pytest.mark.parametrize(("n", "expected"), [(10, 4), (9, 3), (1, 1), (1000, 334)])
+def test_downward_loop(small_kernels, n, expected):
+    module, source = small_kernels
+    counts, _ = _counts(module, "countdown", source, LaunchOverrides(params={"n": n}))
+    assert [(c.value, c.source) for c in counts.values()] == [(expected, "ptx")]
+
+
+@pytest.mark.parametrize(("n", "expected"), [(1, 1), (37, 6), (1 << 20, 21)])
+def test_geometric_loop(small_kernels, n, expected):
+    module, source = small_kernels
+    counts, _ = _counts(module, "halving", source, LaunchOverrides(params={"n": n}))
+    assert [c.value for c in counts.values()] == [expected]
+
+
+def test_nested_loops_are_counted_per_entry(small_kernels):
+    module, source = small_kernels
+    counts, forest = _counts(module, "nested", source, LaunchOverrides(params={"rows": 12}))
+    by_depth = {lp.depth: counts[lp.header].value for lp in forest.loops}
+    assert by_depth == {1: 12, 2: 16}
+
+
+def test_loop_with_a_break_is_unknown(small_kernels):
+    module, source = small_kernels
+    counts, _ = _counts(module, "early", source, LaunchOverrides(params={"n": 50}, loops=7))
+    (count,) = counts.values()
+    assert (count.value, count.source) == (7, "cli")
+    assert "exits" in count.detail
+
+
+def test_count_does_not_iterate_huge_loops(loops_example):
+    import time
+
+    start = time.perf_counter()
+    counts, _ = _counts(loops_example, "rowSum", None, LaunchOverrides(params={"2": 2_000_000_000}))
+    assert [c.value for c in counts.values()] == [2_000_000_000]
+    assert time.perf_counter() - start < 1.0
+
+
+def test_parameter_names_come_from_the_source(loops_example):
+    source = (EXAMPLES / "loops.cu").read_text().replace("rowSum<<<", "// rowSum<<<")
+    counts, _ = _counts(loops_example, "rowSum", source)
+    assert "parameter n has no known value" in next(iter(counts.values())).detail
+
+
+def test_parameter_names_without_source_are_reported():
+    launch = infer_launch("rowSum", None, LaunchOverrides(params={"n": 4}))
+    assert any("'n' is kept by name" in a for a in launch.assumptions)
+
+
+def test_trip_counts_without_a_launch_use_the_default(loops_example):
+    fn = next(f for f in loops_example.kernels if "rowSum" in f.name)
+    cfg = build_cfg(fn)
+    counts = trip_counts(fn, cfg, find_loops(cfg), None)
+    assert [(c.value, c.source) for c in counts.values()] == [(10, "default")]
