@@ -208,10 +208,7 @@ def fit_piecewise_linear(x, y, segments: int = 4, breakpoints=None) -> tuple[Pie
     xa, ya = _as_arrays(x, y, max(MIN_LINEAR_POINTS, MIN_SEGMENT_POINTS * n_pieces), "piecewise linear fit")
     order = np.argsort(xa, kind="stable")
     xa, ya = xa[order], ya[order]
-    if breakpoints is None:
-        splits = _best_splits(xa, ya, segments)
-    else:
-        splits = _splits_from_breakpoints(xa, breakpoints)
+    splits = _best_splits(xa, ya, segments) if breakpoints is None else _splits_from_breakpoints(xa, breakpoints)
     bounds = [0, *splits, xa.size]
     pieces: list[Segment] = []
     for k, (i, j) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):

@@ -1,0 +1,161 @@
+"""The NVIDIA management library (NVML, through `nvidia-ml-py`): GPU discovery and board power sampling.
+
+NVML is optional: without the package or without a driver, `probe_gpu` raises NoGpuError and
+`PowerSampler.open` returns None, so that timing still works and power is simply reported as unavailable.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from dataclasses import dataclass
+from types import ModuleType
+
+from kerncast.analysis.calibration.errors import NoGpuError
+
+
+@dataclass(frozen=True, slots=True)
+class GpuInfo:
+    """What NVML says about one GPU before any kernel runs."""
+
+    index: int
+    name: str
+    compute_capability: tuple[int, int]
+    pci_bus_id: str
+    power_limit_w: float | None
+    driver_version: str
+
+
+def _import_nvml() -> ModuleType:
+    try:
+        import pynvml
+    except ImportError as exc:
+        raise NoGpuError("the nvidia-ml-py package is not installed (pip install 'kerncast[gpu]')") from exc
+    return pynvml
+
+
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _init(nvml: ModuleType) -> None:
+    try:
+        nvml.nvmlInit()
+    except nvml.NVMLError as exc:
+        raise NoGpuError(f"NVML cannot start ({exc})") from exc
+
+
+def probe_gpu(index: int = 0) -> GpuInfo:
+    """Describe GPU `index`; raises NoGpuError when there is no driver, no GPU or no such index."""
+    nvml = _import_nvml()
+    _init(nvml)
+    try:
+        count = nvml.nvmlDeviceGetCount()
+        if index >= count:
+            raise NoGpuError(f"GPU index {index} requested, {count} GPU(s) present")
+        handle = nvml.nvmlDeviceGetHandleByIndex(index)
+        major, minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
+        try:
+            limit_w: float | None = nvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000.0
+        except nvml.NVMLError:
+            limit_w = None
+        return GpuInfo(
+            index=index,
+            name=_text(nvml.nvmlDeviceGetName(handle)),
+            compute_capability=(int(major), int(minor)),
+            pci_bus_id=_text(nvml.nvmlDeviceGetPciInfo(handle).busId),
+            power_limit_w=limit_w,
+            driver_version=_text(nvml.nvmlSystemGetDriverVersion()),
+        )
+    except nvml.NVMLError as exc:
+        raise NoGpuError(f"NVML query failed ({exc})") from exc
+    finally:
+        nvml.nvmlShutdown()
+
+
+class PowerSampler:
+    """Samples one GPU's board power in a background thread while a workload runs.
+
+    Use `PowerSampler.open(...)`, which returns None when NVML or the GPU is unavailable; then
+    `start()`, run the workload, `stop()`, and read `mean_w()`. Samples are kept with their time so that a
+    caller can also ask for the power of a window (`mean_w(since=...)`).
+    """
+
+    def __init__(self, nvml: ModuleType, handle: object, interval_s: float) -> None:
+        self._nvml = nvml
+        self._handle = handle
+        self._interval = interval_s
+        self._samples: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @classmethod
+    def open(cls, pci_bus_id: str | None = None, index: int = 0, interval_s: float = 0.02) -> PowerSampler | None:
+        """A sampler for the GPU with this PCI bus id (or NVML index), or None if power cannot be read."""
+        try:
+            nvml = _import_nvml()
+            _init(nvml)
+        except NoGpuError:
+            return None
+        try:
+            if pci_bus_id:
+                handle = nvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id.encode())
+            else:
+                handle = nvml.nvmlDeviceGetHandleByIndex(index)
+            nvml.nvmlDeviceGetPowerUsage(handle)
+        except nvml.NVMLError:
+            nvml.nvmlShutdown()
+            return None
+        return cls(nvml, handle, interval_s)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                milliwatts = self._nvml.nvmlDeviceGetPowerUsage(self._handle)
+            except self._nvml.NVMLError:
+                milliwatts = None
+            if milliwatts is not None:
+                self._samples.append((time.monotonic(), milliwatts / 1000.0))
+            self._stop.wait(self._interval)
+
+    def start(self) -> None:
+        """Begin sampling (idempotent)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="kerncast-power", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        """Stop sampling and release NVML."""
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join(timeout=5)
+            self._thread = None
+            self._nvml.nvmlShutdown()
+
+    def mean_w(self, since: float | None = None) -> float | None:
+        """Mean board power in watts over the samples (taken at or after `since`), None without samples."""
+        values = [w for t, w in self._samples if since is None or t >= since]
+        return statistics.fmean(values) if values else None
+
+    @property
+    def sample_count(self) -> int:
+        """How many power readings were taken."""
+        return len(self._samples)
+
+    def __enter__(self) -> PowerSampler:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def idle_power_w(pci_bus_id: str | None, seconds: float = 2.0) -> float | None:
+    """Mean board power over `seconds` with nothing running (None when NVML cannot read power)."""
+    sampler = PowerSampler.open(pci_bus_id)
+    if sampler is None:
+        return None
+    with sampler:
+        time.sleep(seconds)
+    return sampler.mean_w()
