@@ -7,6 +7,7 @@ import dataclasses
 import json
 import math
 import tomllib
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -50,7 +51,8 @@ def test_list_profiles_gives_every_shipped_id_sorted():
 def test_every_instruction_class_has_a_latency_and_a_unit(profile_id):
     """Each opcode of data/isa.toml, with float/int/f64 types and each state space, must be costable."""
     profile = load_profile(profile_id)
-    table = tomllib.loads(Path("analysis/data/isa.toml").read_text(encoding="utf-8"))["opcodes"]
+    text = resources.files("kerncast.analysis").joinpath("data/isa.toml").read_text(encoding="utf-8")
+    table = tomllib.loads(text)["opcodes"]
     variants = [("f32",), ("s32",), ("f64",), ("global", "u32"), ("shared", "u32"), ("param", "u32")]
     for opcode in table:
         for mods in variants:
