@@ -52,13 +52,16 @@ def registers_read(ins: Instruction) -> list[str]:
 
 
 def registers_written(ins: Instruction) -> list[str]:
-    """Names of registers an instruction writes (its destination, each element of a vector or pair)."""
+    """Names of registers an instruction writes (its destination, each element of a vector or pair).
+
+    Special registers (`%tid.x`) are read-only in PTX, so they never appear here.
+    """
     names: list[str] = []
     for op in ins.dests:
         if isinstance(op, Addr):
             continue
         _collect_regs(op, names)
-    return [n for n in names if not Reg(n).is_special]
+    return names
 
 
 def _collect_regs(op: Operand, out: list[str]) -> None:

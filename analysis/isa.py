@@ -58,12 +58,10 @@ def classify(instr: Instruction) -> InstrClass:
         latency = latency["float"] if dtype in _FLOAT_TYPES else latency["int"]
     if itype == "memory":
         itype = _space_type(instr.space)
-        if itype == "shared" and latency == "memory":
-            latency = "shared"
-        elif itype == "misc":
+        if itype == "misc":
             latency = "param"
-        elif latency == "memory":
-            latency = "global"
-    elif itype == "compute" and dtype == "f64" and resource in ("SP", "SFU"):
+    if latency == "memory":
+        latency = "shared" if itype == "shared" else "global"
+    if itype == "compute" and dtype == "f64" and resource in ("SP", "SFU"):
         resource = "DPU"
     return InstrClass(itype, resource, latency)

@@ -9,16 +9,13 @@ the parser tells modifiers from the next word.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from kerncast.analysis.ptx.errors import PtxSyntaxError
 
 _TOKEN_RE = re.compile(
     r"""
-    (?P<nl>\n)
-  | (?P<ws>[ \t\r\f\v]+)
+    (?P<ws>[ \t\r\f\v]+)
   | (?P<linecomment>//[^\n]*)
-  | (?P<blockcomment>/\*.*?\*/)
   | (?P<string>"(?:[^"\\\n]|\\.)*")
   | (?P<float>0[fF][0-9a-fA-F]{8}(?![0-9a-zA-Z_])|0[dD][0-9a-fA-F]{16}(?![0-9a-zA-Z_])
         |[0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)
@@ -31,53 +28,71 @@ _TOKEN_RE = re.compile(
 )
 
 
-@dataclass(frozen=True, slots=True)
 class Token:
-    """A token: kind in {float, int, dir, ident, punct, string, eof}, its text, position and gluing."""
+    """A token: kind in {float, int, dir, ident, punct, string, eof}, its text, position and gluing.
 
-    kind: str
-    text: str
-    line: int
-    column: int
-    glued: bool
+    A plain slotted class rather than a frozen dataclass: tokens are made by the hundred thousand and a frozen
+    dataclass's `__init__` costs several times more.
+    """
+
+    __slots__ = ("kind", "text", "line", "column", "glued")
+
+    def __init__(self, kind: str, text: str, line: int, column: int, glued: bool) -> None:
+        self.kind = kind
+        self.text = text
+        self.line = line
+        self.column = column
+        self.glued = glued
+
+    def __repr__(self) -> str:
+        return f"Token({self.kind}, {self.text!r}, {self.line}:{self.column})"
+
+
+_BLOCK_COMMENT_RE = re.compile(r"/\*.*?\*/", re.DOTALL)
+
+
+def _blank_block_comments(text: str) -> str:
+    """Replace block comments by spaces, keeping their newlines so positions do not move."""
+    if "/*" not in text:
+        return text
+    return _BLOCK_COMMENT_RE.sub(lambda m: "".join(c if c == "\n" else " " for c in m.group()), text)
 
 
 def tokenize(text: str) -> list[Token]:
-    """Split PTX text into tokens; raise `PtxSyntaxError` at the first character that starts no token."""
+    """Split PTX text into tokens; raise `PtxSyntaxError` at the first character that starts no token.
+
+    Works line by line (PTX tokens never span lines once block comments are blanked), which keeps line and
+    column bookkeeping out of the per-token loop.
+    """
     tokens: list[Token] = []
-    line = 1
-    line_start = 0
-    pos = 0
-    glued = False
-    n = len(text)
+    append = tokens.append
     match = _TOKEN_RE.match
-    while pos < n:
-        m = match(text, pos)
-        if m is None:
-            col = pos - line_start + 1
-            ch = text[pos]
-            if ch == "/" and text.startswith("/*", pos):
-                raise PtxSyntaxError("unterminated block comment", line, col)
-            if ch == '"':
-                raise PtxSyntaxError("unterminated string", line, col)
-            raise PtxSyntaxError(f"unexpected character {ch!r}", line, col)
-        kind = m.lastgroup or ""
-        end = m.end()
-        if kind == "nl":
-            line += 1
-            line_start = end
-            glued = False
-        elif kind in ("ws", "linecomment"):
-            glued = False
-        elif kind == "blockcomment":
-            newlines = text.count("\n", pos, end)
-            if newlines:
-                line += newlines
-                line_start = text.rfind("\n", pos, end) + 1
-            glued = False
-        else:
-            tokens.append(Token(kind, m.group(), line, pos - line_start + 1, glued))
-            glued = True
-        pos = end
-    tokens.append(Token("eof", "", line, pos - line_start + 1, False))
+    lines = _blank_block_comments(text).split("\n")
+    for line_no, line in enumerate(lines, start=1):
+        pos = 0
+        n = len(line)
+        glued = False
+        while pos < n:
+            m = match(line, pos)
+            if m is None:
+                _raise_at(line, pos, line_no)
+            kind = m.lastgroup
+            end = m.end()
+            if kind == "ws" or kind == "linecomment":
+                glued = False
+            else:
+                append(Token(kind, m.group(), line_no, pos + 1, glued))  # type: ignore[arg-type]
+                glued = True
+            pos = end
+    last = lines[-1] if lines else ""
+    tokens.append(Token("eof", "", len(lines), len(last) + 1, False))
     return tokens
+
+
+def _raise_at(line: str, pos: int, line_no: int) -> None:
+    ch = line[pos]
+    if line.startswith("/*", pos):
+        raise PtxSyntaxError("unterminated block comment", line_no, pos + 1)
+    if ch == '"':
+        raise PtxSyntaxError("unterminated string", line_no, pos + 1)
+    raise PtxSyntaxError(f"unexpected character {ch!r}", line_no, pos + 1)

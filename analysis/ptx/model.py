@@ -182,7 +182,7 @@ class Instruction:
     @property
     def has_dest(self) -> bool:
         """Whether the first operand is written by the instruction."""
-        if self.opcode in _NO_DEST or self.full_opcode.startswith("wmma.store"):
+        if self.opcode in _NO_DEST or (self.opcode == "wmma" and "store" in self.modifiers):
             return False
         return bool(self.operands)
 

@@ -46,23 +46,25 @@ class _Parser:
         self.toks: list[Token] = tokenize(text)
         self.lines = text.split("\n")
         self.i = 0
+        self.tok: Token = self.toks[0]
         self.files: dict[int, str] = {}
         self.loc: SourceLoc | None = None
         self.loc_file: int | None = None
 
     # ------------------------------------------------------------------ token helpers
-    @property
-    def tok(self) -> Token:
-        return self.toks[self.i]
+    def seek(self, i: int) -> None:
+        self.i = i
+        self.tok = self.toks[i]
 
     def peek(self, k: int = 1) -> Token:
         j = min(self.i + k, len(self.toks) - 1)
         return self.toks[j]
 
     def advance(self) -> Token:
-        t = self.toks[self.i]
+        t = self.tok
         if t.kind != "eof":
             self.i += 1
+            self.tok = self.toks[self.i]
         return t
 
     def error(self, message: str, tok: Token | None = None) -> PtxSyntaxError:
@@ -159,7 +161,7 @@ class _Parser:
                 elif self.tok.text in _STATE_SPACES:
                     globals_.extend(self.declaration(linkage == "extern", module_scope=True))
                 else:
-                    self.i = start
+                    self.seek(start)
                     self.advance()
                     self.skip_statement()
         return Module(version, target, address_size, dict(self.files), globals_, functions)
