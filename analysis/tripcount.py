@@ -62,13 +62,18 @@ def trip_counts(function: Function, cfg: Cfg, loops: Any, launch: Launch | None)
                                                                "default trip count for loops of unknown count")
     out: dict[int, Sourced] = {}
     loop_list = list(_loop_list(loops))
+    defs = _definitions(function)
+    reaching = _ReachingDefs(function, cfg, defs)
     for loop in loop_list:
         line = _header_line(cfg, loop.header)
         try:
-            test = _exit_test(function, cfg, loop, loop_list, launch)
+            test = _exit_test(function, cfg, loop, loop_list, launch, defs, reaching)
             count = _count(test)
         except Unknown as exc:
             out[loop.header] = _fallback(fallback, exc.reason, line)
+            continue
+        except (IndexError, KeyError, ValueError, RecursionError) as exc:
+            out[loop.header] = _fallback(fallback, f"the loop could not be read: {exc!r}", line)
             continue
         out[loop.header] = Sourced(count, "ptx", line, _describe(test, count))
     return out
@@ -99,7 +104,8 @@ def _fallback(fallback: Sourced, reason: str, line: int | None) -> Sourced:
 
 
 def _describe(t: ExitTest, count: int) -> str:
-    step = {"add": f"+{t.step}", "sub": f"-{t.step}", "mul": f"*{t.step}", "shl": f"<<{t.step}",
+    delta = _ADDITIVE.get(t.op, 0) * t.step
+    step = {"add": f"{delta:+d}", "sub": f"{delta:+d}", "mul": f"*{t.step}", "shl": f"<<{t.step}",
             "shr": f">>{t.step}", "div": f"/{t.step}"}[t.op]
     return (f"induction variable {t.iv} from {t.init} step {step} while {_SYMBOL[t.cmp]} {t.bound}: "
             f"{count} iterations")
@@ -108,7 +114,8 @@ def _describe(t: ExitTest, count: int) -> str:
 # ------------------------------------------------------------------------------------------ reading the test
 
 
-def _exit_test(fn: Function, cfg: Cfg, loop: Any, all_loops: list[Any], launch: Launch | None) -> ExitTest:
+def _exit_test(fn: Function, cfg: Cfg, loop: Any, all_loops: list[Any], launch: Launch | None,
+               defs: dict[str, list[Instruction]], reaching: _ReachingDefs) -> ExitTest:
     """Find the loop's single exit branch, its `setp`, and the induction variable it compares."""
     exits = list(loop.exits)
     if not exits:
@@ -126,24 +133,32 @@ def _exit_test(fn: Function, cfg: Cfg, loop: Any, all_loops: list[Any], launch: 
     cmp, a, b = _setp_parts(setp, branch.guard.reg)
     if branch.guard.negated != (not continue_if_true):
         cmp = _NEGATE[cmp]
-    defs = _definitions(fn)
     in_loop = set(loop.blocks)
     nested = [set(other.blocks) for other in all_loops
               if other.header != loop.header and other.header in in_loop and set(other.blocks) <= in_loop]
-    reader = _Values(fn, cfg, defs, in_loop, launch)
+    reader = _Values(fn, cfg, defs, reaching, loop, launch)
     for iv_op, bound_op, rel in ((a, b, cmp), (b, a, _FLIP[cmp])):
         if not isinstance(iv_op, Reg) or iv_op.is_special:
             continue
-        update = _update_in_loop(defs, cfg, iv_op.name, in_loop)
+        iv, update = iv_op.name, _update_in_loop(defs, cfg, iv_op.name, in_loop)
+        after = None
         if update is None:
-            continue
+            carried = _carried_update(defs, cfg, iv_op.name, in_loop)
+            if carried is None:
+                continue
+            # `t = s << 1; test t; s = t`: the test sees the carried variable's next value
+            iv, update, after = carried[0], carried[1], True
+            _check_once_per_iteration(cfg, loop, carried[2], nested)
         _check_once_per_iteration(cfg, loop, update, nested)
+        if after is None:
+            after = _after_update(cfg, update, setp, block)
+        elif not _after_update(cfg, update, setp, block):
+            raise Unknown("the compared value is computed after the test")
         bits, signed = _type_of(setp)
-        op, step = _step(update, iv_op.name, reader)
-        init = reader.outside(iv_op.name)
+        op, step = _step(update, iv, reader)
+        init = reader.outside(iv)
         bound = reader.invariant(bound_op)
-        return ExitTest(iv_op.name, rel, bound, init, op, step, _after_update(cfg, update, setp, block),
-                        bits, signed, setp.loc.line if setp.loc else None)
+        return ExitTest(iv, rel, bound, init, op, step, after, bits, signed, setp.loc.line if setp.loc else None)
     raise Unknown("the exit test does not compare an induction variable updated once per iteration")
 
 
@@ -212,6 +227,25 @@ def _update_in_loop(defs: dict[str, list[Instruction]], cfg: Cfg, reg: str,
     return ins if srcs and ok and ins.guard is None else None
 
 
+def _carried_update(defs: dict[str, list[Instruction]], cfg: Cfg, reg: str,
+                    in_loop: set[int]) -> tuple[str, Instruction, Instruction] | None:
+    """For `t = s op c; ...; s = t` loops that compare `t`: (s, the `op` instruction, the copy `s = t`)."""
+    inside = [i for i in defs.get(reg, []) if cfg.block_of[i.index] in in_loop]
+    if len(inside) != 1 or inside[0].guard is not None:
+        return None
+    ins = inside[0]
+    if ins.opcode not in _ADDITIVE and ins.opcode not in _GEOMETRIC:
+        return None
+    for src in ins.srcs:
+        if not isinstance(src, Reg) or src.is_special or src.name == reg:
+            continue
+        copies = [i for i in defs.get(src.name, []) if cfg.block_of[i.index] in in_loop]
+        if len(copies) == 1 and copies[0].opcode == "mov" and copies[0].guard is None \
+                and [s.name for s in copies[0].srcs if isinstance(s, Reg)] == [reg]:
+            return src.name, ins, copies[0]
+    return None
+
+
 def _step(update: Instruction, reg: str, reader: _Values) -> tuple[str, int]:
     srcs = list(update.srcs)
     if len(srcs) != 2:
@@ -249,15 +283,69 @@ def _after_update(cfg: Cfg, update: Instruction, setp: Instruction, test_block: 
     raise Unknown("the induction variable is updated on only some paths")
 
 
+class _ReachingDefs:
+    """Which definitions reach each block entry (iterative data flow over bit sets of instruction indices)."""
+
+    def __init__(self, fn: Function, cfg: Cfg, defs: dict[str, list[Instruction]]) -> None:
+        self.fn, self.cfg = fn, cfg
+        self.mask = {reg: sum(1 << i.index for i in ins) for reg, ins in defs.items()}
+        n = len(cfg.blocks)
+        gen, kill = [0] * n, [0] * n
+        for b in range(n):
+            for ins in cfg.instructions(b):
+                for reg in {r for d in ins.dests for r in _dest_names(d)}:
+                    kill[b] |= self.mask[reg]
+                    gen[b] = (gen[b] & ~self.mask[reg]) | (1 << ins.index)
+        self.reach_in, self.reach_out = [0] * n, list(gen)
+        order = cfg.rpo or list(range(n))
+        changed = True
+        while changed:
+            changed = False
+            for b in order:
+                inn = 0
+                for p in cfg.blocks[b].preds:
+                    inn |= self.reach_out[p]
+                out = gen[b] | (inn & ~kill[b])
+                if inn != self.reach_in[b] or out != self.reach_out[b]:
+                    self.reach_in[b], self.reach_out[b] = inn, out
+                    changed = True
+
+    def _instructions(self, bits: int) -> list[Instruction]:
+        out = []
+        while bits:
+            low = bits & -bits
+            out.append(self.fn.body[low.bit_length() - 1])
+            bits ^= low
+        return out
+
+    def at(self, reg: str, ins: Instruction) -> list[Instruction]:
+        """The definitions of `reg` that reach instruction `ins`."""
+        block = self.cfg.block_of[ins.index]
+        for prev in reversed(self.fn.body[self.cfg.blocks[block].start:ins.index]):
+            if any(reg in _dest_names(d) for d in prev.dests):
+                return [prev]
+        return self._instructions(self.reach_in[block] & self.mask.get(reg, 0))
+
+    def entering(self, reg: str, header: int, in_loop: set[int]) -> list[Instruction]:
+        """The definitions of `reg` that reach the loop header from outside the loop."""
+        bits = 0
+        for p in self.cfg.blocks[header].preds:
+            if p not in in_loop:
+                bits |= self.reach_out[p]
+        return self._instructions(bits & self.mask.get(reg, 0))
+
+
 class _Values:
-    """Values of registers that do not change inside the loop, from their single definition outside it."""
+    """Values of registers the loop does not change, from the definitions that reach the loop's entry."""
 
     MAX_DEPTH = 32
 
-    def __init__(self, fn: Function, cfg: Cfg, defs: dict[str, list[Instruction]], in_loop: set[int],
-                 launch: Launch | None) -> None:
-        self.fn, self.cfg, self.defs, self.in_loop, self.launch = fn, cfg, defs, in_loop, launch
+    def __init__(self, fn: Function, cfg: Cfg, defs: dict[str, list[Instruction]], reaching: _ReachingDefs,
+                 loop: Any, launch: Launch | None) -> None:
+        self.fn, self.cfg, self.defs, self.launch = fn, cfg, defs, launch
+        self.reaching, self.header, self.in_loop = reaching, loop.header, set(loop.blocks)
         self.params = {p.name: i for i, p in enumerate(fn.params)}
+        self._active: set[int] = set()
 
     def invariant(self, op: Any) -> int:
         """The value of an operand that the loop does not change."""
@@ -265,29 +353,42 @@ class _Values:
             if any(self.cfg.block_of[i.index] in self.in_loop for i in self.defs.get(op.name, [])):
                 raise Unknown(f"the bound {op.name} changes inside the loop")
             return self.outside(op.name)
-        return self.operand(op, 0)
+        return self.operand(op, None, 0)
 
-    def outside(self, reg: str, depth: int = 0) -> int:
-        """The value a register holds on entry to the loop: its one definition outside the loop."""
+    def outside(self, reg: str) -> int:
+        """The value a register holds on entry to the loop."""
+        return self._agree(reg, self.reaching.entering(reg, self.header, self.in_loop), 0)
+
+    def _agree(self, reg: str, defs: list[Instruction], depth: int) -> int:
         if depth > self.MAX_DEPTH:
             raise Unknown(f"{reg} is computed too indirectly")
-        if depth > 0 and any(self.cfg.block_of[i.index] in self.in_loop for i in self.defs.get(reg, [])):
-            raise Unknown(f"{reg} changes inside the loop")
-        defs = [i for i in self.defs.get(reg, []) if self.cfg.block_of[i.index] not in self.in_loop]
         if not defs:
             raise Unknown(f"{reg} has no value on entry to the loop")
-        values = {self.instruction(d, depth + 1) for d in defs}
+        values = {self._evaluate(d, depth + 1) for d in defs}
         if len(values) != 1:
             raise Unknown(f"{reg} has different values on the paths into the loop")
         return values.pop()
 
-    def operand(self, op: Any, depth: int) -> int:
+    def _evaluate(self, ins: Instruction, depth: int) -> int:
+        if ins.index in self._active:
+            raise Unknown(f"{ins.full_opcode} at PTX line {ins.ptx_line} changes in an enclosing loop")
+        self._active.add(ins.index)
+        try:
+            return self.instruction(ins, depth)
+        finally:
+            self._active.discard(ins.index)
+
+    def operand(self, op: Any, at: Instruction | None, depth: int) -> int:
         if isinstance(op, Imm):
             if not isinstance(op.value, int):
                 raise Unknown(f"the floating-point operand {op.text}")
             return op.value
         if isinstance(op, Reg):
-            return self.special(op.name) if op.is_special else self.outside(op.name, depth)
+            if op.is_special:
+                return self.special(op.name)
+            if at is None:
+                return self.outside(op.name)
+            return self._agree(op.name, self.reaching.at(op.name, at), depth)
         raise Unknown(f"the operand {op!r} is not a register or an immediate")
 
     def special(self, name: str) -> int:
@@ -310,8 +411,8 @@ class _Values:
             where = f" (source line {ins.loc.line})" if ins.loc else ""
             raise Unknown(f"the value is loaded from {ins.space} memory at PTX line {ins.ptx_line}{where}")
         if ins.opcode in ("mov", "cvt") and len(srcs) == 1:
-            return self.operand(srcs[0], depth)
-        vals = [self.operand(s, depth) for s in srcs]
+            return self.operand(srcs[0], ins, depth)
+        vals = [self.operand(s, ins, depth) for s in srcs]
         result = _arith(ins.opcode, vals)
         if result is None:
             raise Unknown(f"{ins.full_opcode} at PTX line {ins.ptx_line} is not folded")

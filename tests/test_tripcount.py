@@ -200,6 +200,28 @@ def test_parameter_names_without_source_are_reported():
     assert any("'n' is kept by name" in a for a in launch.assumptions)
 
 
+@pytest.fixture(scope="module")
+def examples_compiled(nvcc_available):
+    return {name: _module(nvcc_available, EXAMPLES / f"{name}.cu") for name in ("reduction", "matmul")}
+
+
+@pytest.mark.parametrize("kernel", ["reduceInterleaved", "reduceStrided", "reduceSequential"])
+def test_reduction_loops_follow_the_block_size(examples_compiled, kernel):
+    source = (EXAMPLES / "reduction.cu").read_text()
+    counts, _ = _counts(examples_compiled["reduction"], kernel, source)
+    assert [(c.value, c.source) for c in counts.values()] == [(8, "ptx")]  # log2(256)
+    wide, _ = _counts(examples_compiled["reduction"], kernel, source, LaunchOverrides(block=(64, 1, 1)))
+    assert [c.value for c in wide.values()] == [6]
+
+
+def test_unrolled_loop_counts_the_unrolled_iterations(examples_compiled):
+    counts, forest = _counts(examples_compiled["matmul"], "matmulNaive", (EXAMPLES / "matmul.cu").read_text())
+    values = sorted((c.value, c.source) for c in counts.values())
+    # nvcc unrolls `k < n` by 4: 1024 / 4 main iterations, and a remainder loop that never runs for n = 1024,
+    # whose count cannot be read (it is skipped by a guard, not by its own test)
+    assert values == [(10, "default"), (256, "ptx")]
+
+
 def test_trip_counts_without_a_launch_use_the_default(loops_example):
     fn = next(f for f in loops_example.kernels if "rowSum" in f.name)
     cfg = build_cfg(fn)
