@@ -14,11 +14,17 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "analyze": ("cmd_analyze", "analyse a .cu or .ptx file and print each kernel's report"),
     "gpus": ("cmd_gpus", "list the GPU profiles and what is calibrated"),
+    "calibrate": ("cmd_calibrate", "measure the local NVIDIA GPU with microbenchmarks and write its profile"),
+    "measure": ("cmd_measure", "run one kernel on the local GPU and print its measured time and power"),
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every sub-command's arguments."""
+def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser; only the `selected` sub-command's module is imported and given its arguments.
+
+    The other sub-commands are listed with their help line alone, so `kerncast lsp` never imports the power
+    model and a problem in one command's module cannot break another command.
+    """
     parser = argparse.ArgumentParser(
         prog="kerncast",
         description="Predict CUDA kernel time, power and energy, and find wasteful code, without a GPU.",
@@ -26,15 +32,18 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():
         sp = sub.add_parser(name, help=help_text, description=help_text)
-        mod = importlib.import_module(f"kerncast.server.{module}")
-        mod.add_arguments(sp)
-        sp.set_defaults(_module=mod)
+        if name == selected:
+            mod = importlib.import_module(f"kerncast.server.{module}")
+            mod.add_arguments(sp)
+            sp.set_defaults(_module=mod)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `kerncast` console script; returns the process exit status."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    selected = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(selected if selected in COMMANDS else None)
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
         parser.print_help()
