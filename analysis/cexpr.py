@@ -363,8 +363,12 @@ class ConstEnv:
             if tok.kind == "id" and tok.text in self.decls:
                 uses.setdefault(tok.text, []).append(k)
         for name, decls in self.decls.items():
+            positions = [toks[k].offset for k in uses.get(name, [])]
             for decl in decls:
-                decl.mutated_line = self._first_mutation(decl, uses.get(name, []))
+                lo = bisect.bisect_right(positions, decl.offset)
+                hi = bisect.bisect_left(positions, decl.scope_end)
+                decl.mutated_line = self._first_mutation(decl, uses.get(name, [])[lo:hi])
+        self._decl_offsets = {name: [d.offset for d in decls] for name, decls in self.decls.items()}
 
     def _declaration_at(self, k: int, scope_end: int) -> int:
         """Record the declaration that starts at token k, if any; return how many tokens it spans (0: none)."""
@@ -505,11 +509,12 @@ class ConstEnv:
 
     def declaration(self, name: str, offset: int) -> Declaration | None:
         """The innermost declaration of `name` visible at `offset`."""
-        best = None
-        for d in self.decls.get(name, ()):
-            if d.offset < offset < d.scope_end and (best is None or d.offset > best.offset):
-                best = d
-        return best
+        decls = self.decls.get(name, [])
+        k = bisect.bisect_left(self._decl_offsets.get(name, []), offset)  # declarations are in source order
+        for d in reversed(decls[:k]):
+            if offset < d.scope_end:
+                return d
+        return None
 
     def variable(self, name: str, offset: int) -> Value:
         """The folded value of variable `name` at `offset`; raises Unknown with the reason otherwise."""

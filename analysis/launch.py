@@ -201,8 +201,26 @@ class SourceFacts:
     annotations: list[Annotation]
 
 
+_SCAN_CACHE: dict[str, SourceFacts] = {}
+_SCAN_CACHE_SIZE = 4
+
+
 def scan_source(cuda_source: str) -> SourceFacts:
-    """Scan a CUDA source for launch sites, kernel definitions and annotations (with their targets)."""
+    """Scan a CUDA source for launch sites, kernel definitions and annotations (with their targets).
+
+    The last few scans are kept, because a file's kernels are inferred one after another from one text.
+    """
+    cached = _SCAN_CACHE.get(cuda_source)
+    if cached is not None:
+        return cached
+    facts = _scan(cuda_source)
+    if len(_SCAN_CACHE) >= _SCAN_CACHE_SIZE:
+        _SCAN_CACHE.pop(next(iter(_SCAN_CACHE)))
+    _SCAN_CACHE[cuda_source] = facts
+    return facts
+
+
+def _scan(cuda_source: str) -> SourceFacts:
     env = ConstEnv(cuda_source)
     sites = _launch_sites(env)
     kernels = _kernel_definitions(env)
