@@ -22,6 +22,7 @@ from kerncast.analysis.ptx import PtxSyntaxError, parse_ptx
 from kerncast.analysis.ptx.model import Function, Module
 from kerncast.analysis.ptx.parser import kernel_shared_bytes
 from kerncast.analysis.report import FileReport, Finding, KernelReport, LoopInfo
+from kerncast.analysis.timing.stages import gpu_profile_finding, launch_stage, time_stage
 
 #: Files larger than this are refused with a clear message (the limit is a setting).
 DEFAULT_MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -187,6 +188,9 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, resourc
         resources = _ptxas_resources(ptx, options, report)
     names = _display_names(module)
     main_file = _main_file(module, report.file) if cuda_source is not None else None
+    gpu_problem = gpu_profile_finding(options.gpu)
+    if gpu_problem is not None:
+        report.findings.append(gpu_problem)
     for fn in module.kernels:
         fn.demangled = names.get(fn.name, fn.name)
         ctx = _kernel_context(module, fn, options, cuda_source, main_file, resources.get(fn.name))
@@ -272,4 +276,6 @@ def structure_stage(ctx: KernelContext) -> None:
 #: The stages, in data-flow order. Each later capability adds its stage here.
 STAGES: list[Stage] = [
     structure_stage,
+    launch_stage,
+    time_stage,
 ]

@@ -116,7 +116,7 @@ def profile_latency(profile: Any, total_threads: int | None) -> LatencyFn:
     table = profile.latency
 
     def latency(_ins: Instruction, cls: InstrClass) -> float:
-        if cls.latency == "global" and total_threads:
+        if cls.type == "global" and cls.latency in ("global", "memory") and total_threads:
             return float(profile.global_latency(total_threads))
         return float(table[cls.latency])
 

@@ -1,0 +1,185 @@
+"""One kernel's predicted time: the thesis scheduler (Eq. 4.8-4.9), with MWP-CWP and the roofline range beside it.
+
+`predict_time` takes plain inputs (CFG, loops, profile, launch sizes, trip counts, occupancy, and the memory
+analysis when there is one) so that it can be called without the pipeline; `time_stage` in
+`kerncast.analysis.timing.stages` feeds it from a `KernelContext`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kerncast.analysis.cfg import Cfg
+from kerncast.analysis.deps import block_dependences
+from kerncast.analysis.isa import classify
+from kerncast.analysis.timing.constants import timing_constants
+from kerncast.analysis.timing.counts import dynamic_counts
+from kerncast.analysis.timing.mwp_cwp import mwp_cwp, mwp_cwp_params
+from kerncast.analysis.timing.penalties import thesis_penalties
+from kerncast.analysis.timing.roofline import roofline_inputs, roofline_range
+from kerncast.analysis.timing.scheduler import (
+    CfgSchedule,
+    plan_waves,
+    profile_latency,
+    schedule_cfg,
+    thesis_blocks_per_sm,
+)
+
+MODEL = "thesis-scheduler"
+BREAKDOWN_KEYS = ("schedule_us", "launch_overhead_us", "global_penalty_us", "shared_penalty_us",
+                  "cache_penalty_us")
+_BOTTLENECK_NAMES = {
+    "schedule_us": "instruction schedule",
+    "launch_overhead_us": "launch overhead",
+    "global_penalty_us": "global memory",
+    "shared_penalty_us": "shared memory",
+    "cache_penalty_us": "L2 cache misses",
+}
+
+
+@dataclass(slots=True)
+class TimeEstimate:
+    """A kernel's predicted time. `us`/`cycles` are the thesis model's (core-clock cycles); `breakdown` holds
+    the Eq. 4.8 terms in microseconds (keys end in `_us`); `mwp_cwp_us` and `roofline_us` are the two other
+    models' answers for the same launch; `assumptions` says everything that was assumed to get here."""
+
+    us: float
+    cycles: float
+    model: str
+    breakdown: dict[str, float]
+    waves: int
+    occupancy: float | None
+    bottleneck: str
+    mwp_cwp_us: float | None = None
+    mwp_cwp_class: str | None = None
+    roofline_us: tuple[float, float] | None = None
+    assumptions: list[str] = field(default_factory=list)
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "us": self.us, "cycles": self.cycles, "model": self.model, "breakdown": dict(self.breakdown),
+            "waves": self.waves, "occupancy": self.occupancy, "bottleneck": self.bottleneck,
+            "mwp_cwp_us": self.mwp_cwp_us, "mwp_cwp_class": self.mwp_cwp_class,
+            "roofline_us": list(self.roofline_us) if self.roofline_us is not None else None,
+            "assumptions": list(self.assumptions),
+        }
+
+
+@dataclass(slots=True)
+class MemoryFacts:
+    """What the time models take from the memory analysis; `known` is False when there was none."""
+
+    known: bool = False
+    uncoalesced_fraction: float = 0.0
+    sectors_per_request: float | None = None
+    shared_wavefronts: float = 1.0
+
+
+def memory_facts(memory: Any) -> MemoryFacts:
+    """Read request counts from a memory analysis (`global_requests()`, `average_sectors_per_request()`,
+    `shared_wavefronts_per_request()`); anything missing or failing leaves the coalesced default."""
+    if memory is None:
+        return MemoryFacts()
+    facts = MemoryFacts(known=True)
+    try:
+        coal, uncoal = memory.global_requests()
+        if coal + uncoal > 0:
+            facts.uncoalesced_fraction = uncoal / (coal + uncoal)
+    except Exception:  # noqa: BLE001 - a partial analysis must not stop the prediction
+        facts.known = False
+    try:
+        s = memory.average_sectors_per_request()
+        facts.sectors_per_request = float(s) if s else None
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        w = memory.shared_wavefronts_per_request()
+        facts.shared_wavefronts = max(1.0, float(w)) if w else 1.0
+    except Exception:  # noqa: BLE001
+        pass
+    return facts
+
+
+def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per_block: int,
+                 trips: Mapping[int, float] | None = None, blocks_per_sm: int | None = None,
+                 occupancy: float | None = None, registers: int | None = None, shared_bytes: int = 0,
+                 memory: Any = None, assumptions: list[str] | None = None) -> TimeEstimate:
+    """Predict one launch: thesis Algorithms 6-8 plus Eqs. 4.8-4.12, MWP-CWP and the roofline range.
+
+    `trips` maps loop header block ids to trip counts (a loop missing from it runs the data file's default);
+    `blocks_per_sm` is the occupancy calculator's resident blocks (else thesis Algorithm 8 lines 4-8).
+    """
+    notes = list(assumptions or [])
+    blocks = max(1, int(blocks))
+    threads_per_block = max(1, int(threads_per_block))
+    total = blocks * threads_per_block
+    const = timing_constants()["thesis"]
+    trip_map: dict[int, float] = {}
+    for lp in loops.loops:
+        if trips is not None and lp.header in trips:
+            trip_map[lp.header] = max(0.0, float(trips[lp.header]))
+        else:
+            trip_map[lp.header] = float(const["default_trip_count"])
+            notes.append(f"loop with header block {lp.header}: trip count unknown, "
+                         f"{const['default_trip_count']} assumed")
+    if not blocks_per_sm:
+        blocks_per_sm = thesis_blocks_per_sm(profile, threads_per_block, registers, shared_bytes)
+        notes.append(f"resident blocks per SM from the thesis's limits (Algorithm 8): {blocks_per_sm}")
+    plan = plan_waves(blocks, profile.sm_count, blocks_per_sm)
+    latency = profile_latency(profile, total)
+    dags = {b.id: block_dependences(cfg, b.id) for b in cfg.blocks if b.id not in cfg.unreachable}
+    classes = {i: classify(ins) for i, ins in enumerate(cfg.function.body)}
+    scheds: list[tuple[CfgSchedule, int]] = []
+    if plan.full_waves:
+        scheds.append((schedule_cfg(cfg, loops, plan.blocks_per_wave * threads_per_block, trip_map,
+                                    latency=latency, units=profile.units, dags=dags, classes=classes),
+                       plan.full_waves))
+    if plan.last_wave_blocks:
+        scheds.append((schedule_cfg(cfg, loops, plan.last_wave_blocks * threads_per_block, trip_map,
+                                    latency=latency, units=profile.units, dags=dags, classes=classes), 1))
+    d_kernel = sum(s.delay * n for s, n in scheds)
+    first = scheds[0][0]
+    mem = memory_facts(memory)
+    pen = thesis_penalties(profile, total_threads=total, n_global=first.global_count,
+                           n_shared=first.shared_count, waves=plan.waves, shared_wavefronts=mem.shared_wavefronts)
+    clock = profile.core_clock_mhz  # cycles per microsecond
+    breakdown = {
+        "schedule_us": d_kernel / clock,
+        "launch_overhead_us": pen.launch_overhead_us,
+        "global_penalty_us": pen.global_us,
+        "shared_penalty_us": pen.shared_us,
+        "cache_penalty_us": pen.cache_cycles / clock,
+    }
+    us = sum(breakdown.values())
+    top = max(breakdown, key=lambda k: breakdown[k])
+    bottleneck = _BOTTLENECK_NAMES[top]
+    if top == "schedule_us" and first.busy:
+        unit = max(first.busy, key=lambda r: first.busy[r])
+        bottleneck = f"{bottleneck} ({unit})"
+    counts = dynamic_counts(cfg, loops, trip_map, float(timing_constants()["roofline"]["fma_ops"]))
+    if not mem.known:
+        notes.append("no memory analysis: every global access assumed coalesced for MWP-CWP and the best "
+                     "roofline time; the worst roofline time assumes scattered access")
+    else:
+        notes.append("memory analysis request counts used: coalesced/uncoalesced split for MWP-CWP and the "
+                     "roofline range, shared wavefronts per request for the shared penalty")
+    hk = mwp_cwp(mwp_cwp_params(profile, counts, blocks=blocks, threads_per_block=threads_per_block,
+                                active_blocks_per_sm=blocks_per_sm, uncoalesced_fraction=mem.uncoalesced_fraction,
+                                uncoal_per_mw=mem.sectors_per_request))
+    roof = roofline_range(roofline_inputs(profile, counts, total, uncoalesced_fraction=mem.uncoalesced_fraction,
+                                          coalescing_known=mem.known))
+    if not profile.is_calibrated("latency"):
+        notes.append(f"{profile.name}: instruction latencies are estimated, not measured on this GPU")
+    notes.append("branches: the thesis's longest path through the CFG; memory instruction counts include "
+                 "both sides of every branch")
+    detail = {
+        "d_kernel_cycles": d_kernel, "n_global_per_thread": first.global_count,
+        "n_shared_per_thread": first.shared_count, "blocks_per_sm": plan.blocks_per_wave,
+        "blocks_on_busiest_sm": plan.blocks_per_sm, "mwp": hk.mwp, "cwp": hk.cwp, "mwp_limit": hk.mwp_limit,
+    }
+    return TimeEstimate(us=us, cycles=us * clock, model=MODEL, breakdown=breakdown, waves=plan.waves,
+                        occupancy=occupancy, bottleneck=bottleneck, mwp_cwp_us=hk.us, mwp_cwp_class=hk.cls,
+                        roofline_us=roof, assumptions=notes, detail=detail)

@@ -1,0 +1,69 @@
+"""A best/worst time range from the boat hull model (Nugteren & Corporaal, seed 002), made static.
+
+The boat hull predicts ``t = max(c, m)`` from a compute line and a memory line, with "floors" (slower lines)
+where an optimisation cannot be assumed, and reports the range between the best and the worst line:
+
+* compute: ``c0 = w (f m + o) / P_compute``. The paper takes ``f m + o`` from an algorithm class; Kerncast
+  reads it from the PTX: the per-thread dynamic count of compute instructions, an FMA counted twice because
+  the vendor peak ``P_compute`` counts it twice. The non-FMA floor ``c1`` (twice the time, as a time rather
+  than the paper's performance form) applies when the kernel has any compute instruction that is not an FMA.
+* memory: ``m0 = c / P_coalesced + u / P_uncoalesced`` over the bytes the threads move to or from global
+  memory, split into coalesced (c) and uncoalesced (u) by the memory analysis; the scattered-access floor
+  ``m1 = d / P_uncoalesced`` applies to the worst case whenever coalescing is not proven. Every global access
+  is counted as off-chip traffic (the paper counts compulsory traffic only; PTX does not say what the caches
+  catch), so the memory line is on the slow side for kernels that reuse data through L1/L2.
+* ``P_compute`` = SP lanes x SMs x clock x 2 and ``P_coalesced`` = the profile's peak DRAM bandwidth (vendor
+  figures, where the paper measured bandwidth); ``P_uncoalesced`` = ``P_coalesced`` / the paper's measured
+  coalesced-to-scattered ratio (data/timing.toml).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kerncast.analysis.timing.constants import timing_constants
+from kerncast.analysis.timing.counts import DynamicCounts
+
+
+@dataclass(slots=True)
+class RooflineInputs:
+    """What the boat hull needs for one launch: work-units, per-thread ops and bytes, and the peak rates."""
+
+    work_units: float  # w: threads launched
+    ops_per_thread: float  # f m + o, FMA counted twice
+    bytes_per_thread: float  # global bytes moved per thread
+    p_compute: float  # ops/s
+    p_coalesced: float  # bytes/s
+    p_uncoalesced: float  # bytes/s
+    uncoalesced_fraction: float = 0.0
+    coalescing_known: bool = False
+    non_fma: bool = True
+    non_fma_factor: float = 2.0
+
+
+def roofline_range(inp: RooflineInputs) -> tuple[float, float]:
+    """(best, worst) kernel time in microseconds."""
+    c0 = inp.work_units * inp.ops_per_thread / inp.p_compute
+    c_worst = c0 * inp.non_fma_factor if inp.non_fma else c0
+    d = inp.work_units * inp.bytes_per_thread
+    u = d * inp.uncoalesced_fraction
+    m0 = (d - u) / inp.p_coalesced + u / inp.p_uncoalesced
+    m_worst = m0 if inp.coalescing_known else d / inp.p_uncoalesced
+    best, worst = max(c0, m0), max(c_worst, m_worst)
+    return best * 1e6, worst * 1e6
+
+
+def roofline_inputs(profile: Any, counts: DynamicCounts, total_threads: int, *, uncoalesced_fraction: float = 0.0,
+                    coalescing_known: bool = False) -> RooflineInputs:
+    """Boat hull inputs for a kernel launch on a Kerncast GPU profile."""
+    const = timing_constants()["roofline"]
+    clock_hz = profile.core_clock_mhz * 1e6
+    p_compute = profile.units["SP"] * profile.sm_count * clock_hz * float(const["fma_ops"])
+    p_coal = profile.mem_bandwidth_gbs * 1e9
+    return RooflineInputs(
+        work_units=float(total_threads), ops_per_thread=counts.alu_ops, bytes_per_thread=counts.global_bytes,
+        p_compute=p_compute, p_coalesced=p_coal, p_uncoalesced=p_coal / float(const["uncoalesced_slowdown"]),
+        uncoalesced_fraction=uncoalesced_fraction, coalescing_known=coalescing_known, non_fma=counts.has_non_fma,
+        non_fma_factor=float(const["non_fma_factor"]),
+    )
