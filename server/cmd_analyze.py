@@ -38,25 +38,13 @@ def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def launch_overrides(args: argparse.Namespace) -> Any:
-    """The `LaunchOverrides` for the launch flags, or None when no flag was given."""
+    """The `LaunchOverrides` for the launch flags, or None when no flag was given (ValueError on a bad flag)."""
     if not (args.grid or args.block or args.smem is not None or args.loops is not None or args.param):
         return None
-    from kerncast.analysis.launch import LaunchOverrides, parse_dim
+    from kerncast.analysis.launch import LaunchOverrides
 
-    params: dict[str, int] = {}
-    for item in args.param:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise ValueError(f"--param expects NAME=VALUE, got {item!r}")
-        try:
-            params[name.strip()] = int(value, 0)
-        except ValueError:
-            raise ValueError(f"--param {name}: {value!r} is not an integer") from None
-    return LaunchOverrides(
-        grid=parse_dim(args.grid) if args.grid else None,
-        block=parse_dim(args.block) if args.block else None,
-        smem=args.smem, loops=args.loops, params=params, source="cli",
-    )
+    return LaunchOverrides.from_strings(grid=args.grid, block=args.block, smem=args.smem, loops=args.loops,
+                                        params=list(args.param), source="cli")
 
 
 def options_from_args(args: argparse.Namespace) -> AnalysisOptions:

@@ -21,7 +21,7 @@ def _fmt_launch(launch: dict[str, Any] | None) -> str | None:
     g = "?" if grid is None else "x".join(str(v) for v in grid)
     b = "?" if block is None else "x".join(str(v) for v in block)
     src = launch.get("source", {})
-    where = ", ".join(f"{k} from {v}" for k, v in src.items()) if isinstance(src, dict) else str(src)
+    where = ", ".join(f"{k} from {v}" for k, v in src.items() if isinstance(v, str)) if isinstance(src, dict) else ""
     return f"<<<{g}, {b}, {launch.get('dynamic_shared_bytes', 0)}>>>" + (f"  ({where})" if where else "")
 
 
