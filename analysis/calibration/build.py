@@ -18,10 +18,15 @@ CALIBRATE_SOURCE = "calibrate.cu"
 BUILD_TIMEOUT_S = 900.0
 
 
+#: target when the GPU is not known beforehand (no NVML): the oldest architecture CUDA 13 supports; the
+#: embedded PTX is compiled by the driver for whatever GPU is present (-arch=native would need one at build time)
+PORTABLE_ARCH = "-arch=sm_75"
+
+
 def arch_flag(compute_capability: tuple[int, int] | None) -> str:
-    """`-arch=sm_XY` for a known GPU, else `-arch=native` (nvcc asks the driver for the local GPU)."""
+    """`-arch=sm_XY` for a known GPU, else the portable target."""
     if compute_capability is None:
-        return "-arch=native"
+        return PORTABLE_ARCH
     major, minor = compute_capability
     suffix = "a" if (major, minor) in ((9, 0), (10, 0), (10, 3)) else ""
     # the "a" targets enable the architecture-specific instructions (wgmma etc.) a user kernel may contain

@@ -138,6 +138,23 @@ class PowerSampler:
         values = [w for t, w in self._samples if since is None or t >= since]
         return statistics.fmean(values) if values else None
 
+    def peak_window_w(self, window_s: float = 1.0) -> float | None:
+        """Highest mean power over any `window_s` window of samples: the sustained power of the busiest part."""
+        if not self._samples:
+            return None
+        best: float | None = None
+        lo = 0
+        total = 0.0
+        for hi, (t, w) in enumerate(self._samples):
+            total += w
+            while t - self._samples[lo][0] > window_s:
+                total -= self._samples[lo][1]
+                lo += 1
+            if t - self._samples[0][0] >= window_s:
+                mean = total / (hi - lo + 1)
+                best = mean if best is None else max(best, mean)
+        return best if best is not None else self.mean_w()
+
     @property
     def sample_count(self) -> int:
         """How many power readings were taken."""
