@@ -1,0 +1,590 @@
+"""Warp-level behaviour of every global/shared access and every conditional branch of a kernel.
+
+For each memory instruction the symbolic byte address (see `symbolic`) is instantiated for the 32 lanes of the
+sampled warps (see `warp`), restricted to the lanes that reach it (the conditions of the branches that
+dominate its block, and its own guard). Loops whose variable is geometric (`s *= 2`, `s >>= 1`) and whose
+start and bound are known are enumerated iteration by iteration, because both the bank conflicts of a
+strided reduction and the divergence of an interleaved one change with `s`. The per-request costs are
+averaged over the sampled (warp, iteration) instances; how often an instruction runs per thread comes from
+the loop trip counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import product
+from typing import Any
+
+from kerncast.analysis.cfg import Cfg
+from kerncast.analysis.loops import LoopForest
+from kerncast.analysis.memory import expr as E
+from kerncast.analysis.memory.expr import Atoms, Value
+from kerncast.analysis.memory.render import Renderer, kernel_param_names
+from kerncast.analysis.memory.symbolic import SymbolicResult, analyze_symbolic
+from kerncast.analysis.memory.warp import RequestCost, branch_outcome, global_cost, shared_cost, warp_lanes
+from kerncast.analysis.ptx.model import Function, Module
+from kerncast.analysis.report import Finding
+
+MAX_ENUMERATED_ITERATIONS = 64
+#: A branch is divergent when at least this share of the sampled (warp, iteration) instances split the warp.
+DIVERGENT_SHARE = 0.25
+_ALIGN_PARAM_POINTER = 256
+
+
+@dataclass(slots=True)
+class AccessInfo:
+    """One global/shared/local load, store or atomic, as a warp sees it (averages over sampled warps).
+
+    `sectors_per_request`/`ideal_sectors` are for global accesses (32-byte sectors), `wavefronts`/
+    `ideal_wavefronts` for shared ones. `lane_stride_bytes` is the address step from one lane to the next
+    (a string when it is symbolic, e.g. `4*cols`). `executions` is how often one thread runs the instruction.
+    `known` is False when the lanes' addresses could not be related (a gather through loaded indices).
+    `condition` says under which parameter values a symbolic-stride access would be coalesced.
+    """
+
+    index: int
+    line: int | None
+    space: str
+    kind: str
+    width_bytes: int
+    sectors_per_request: float | None = None
+    ideal_sectors: float | None = None
+    wavefronts: float | None = None
+    ideal_wavefronts: float | None = None
+    lane_stride_bytes: int | str | None = None
+    executions: float = 1.0
+    known: bool = False
+    condition: str | None = None
+    column: int = 0
+    file: str | None = None
+    arrays: list[str] = field(default_factory=list)
+    active_lanes: float | None = None
+    symbolic: bool = False
+
+    @property
+    def excess_percent(self) -> float:
+        """Share of sectors (global) or wavefronts (shared) above the ideal, in percent."""
+        if self.space == "shared":
+            a, i = self.wavefronts, self.ideal_wavefronts
+        else:
+            a, i = self.sectors_per_request, self.ideal_sectors
+        if not a or i is None:
+            return 0.0
+        return max(0.0, (a - i) / a * 100.0)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index, "line": self.line, "space": self.space, "kind": self.kind,
+            "width_bytes": self.width_bytes, "sectors_per_request": self.sectors_per_request,
+            "ideal_sectors": self.ideal_sectors, "wavefronts": self.wavefronts,
+            "ideal_wavefronts": self.ideal_wavefronts, "lane_stride_bytes": self.lane_stride_bytes,
+            "executions": self.executions, "known": self.known, "condition": self.condition,
+        }
+
+
+@dataclass(slots=True)
+class BranchInfo:
+    """A conditional branch: the share of sampled warp instances whose lanes disagree, and why."""
+
+    index: int
+    line: int | None
+    divergent: bool
+    share: float | None
+    depends_on: list[str]
+    condition: str
+    executions: float = 1.0
+    column: int = 0
+    file: str | None = None
+    instances: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "line": self.line, "divergent": self.divergent, "share": self.share,
+                "depends_on": self.depends_on, "condition": self.condition, "executions": self.executions}
+
+
+@dataclass(slots=True)
+class MemoryAnalysis:
+    """The memory and divergence facts of one kernel, plus the summary the time models consume."""
+
+    accesses: list[AccessInfo] = field(default_factory=list)
+    branches: list[BranchInfo] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    assumptions: list[str] = field(default_factory=list)
+    block: tuple[int, int, int] | None = None
+    uncoalesced_percent: float = 25.0
+
+    def _global(self) -> list[AccessInfo]:
+        return [a for a in self.accesses if a.space == "global"]
+
+    def global_requests(self) -> tuple[float, float]:
+        """(coalesced, uncoalesced) global warp-level requests per warp, i.e. dynamic executions per thread.
+
+        Each warp issues one request per execution of the instruction, so the per-thread execution counts
+        summed over global accesses are the requests one warp makes. An access counts as uncoalesced when
+        its sectors exceed the ideal by more than the threshold; unknown ones (gathers) count as coalesced,
+        see `unknown_requests`.
+        """
+        coal = unc = 0.0
+        for a in self._global():
+            if a.known and a.excess_percent > self.uncoalesced_percent:
+                unc += a.executions
+            else:
+                coal += a.executions
+        return coal, unc
+
+    def unknown_requests(self) -> float:
+        """Global requests per warp whose addresses could not be related (counted as coalesced above)."""
+        return sum(a.executions for a in self._global() if not a.known)
+
+    def average_sectors_per_request(self) -> float | None:
+        """32-byte sectors per global request, weighted by executions; None when no access is known."""
+        known = [a for a in self._global() if a.known and a.sectors_per_request is not None]
+        w = sum(a.executions for a in known)
+        if not known or w <= 0:
+            return None
+        return sum(a.sectors_per_request * a.executions for a in known) / w  # type: ignore[operator]
+
+    def shared_wavefronts_per_request(self) -> float | None:
+        """Wavefronts per shared request (1 = conflict-free 32-bit), weighted by executions."""
+        known = [a for a in self.accesses if a.space == "shared" and a.known and a.wavefronts is not None]
+        w = sum(a.executions for a in known)
+        if not known or w <= 0:
+            return None
+        return sum(a.wavefronts * a.executions for a in known) / w  # type: ignore[operator]
+
+    def shared_requests(self) -> float:
+        """Shared warp-level requests per warp (dynamic executions per thread)."""
+        return sum(a.executions for a in self.accesses if a.space == "shared")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"accesses": [a.to_json() for a in self.accesses], "branches": [b.to_json() for b in self.branches],
+                "assumptions": self.assumptions, "block": list(self.block) if self.block else None,
+                "global_requests": list(self.global_requests()),
+                "average_sectors_per_request": self.average_sectors_per_request(),
+                "shared_wavefronts_per_request": self.shared_wavefronts_per_request()}
+
+
+class _Kernel:
+    """State for analysing one kernel; built once, queried per instruction."""
+
+    def __init__(self, module: Module, fn: Function, cfg: Cfg, loops: LoopForest,
+                 block: tuple[int, int, int] | None, params: dict[str, int], trip_counts: dict[int, int],
+                 main_file: str | None, cuda_source: str | None) -> None:
+        self.module, self.fn, self.cfg, self.loops = module, fn, cfg, loops
+        self.block = _shape(block)
+        self.main_file = main_file
+        self.sym: SymbolicResult = analyze_symbolic(cfg, loops)
+        self.atoms: Atoms = self.sym.atoms
+        self.assumptions: list[str] = []
+        self.trip_counts = {int(k): int(v) for k, v in trip_counts.items() if v is not None and int(v) >= 0}
+        cuda_names = kernel_param_names(cuda_source, fn.display_name)
+        self.param_names: dict[str, str] = {}
+        for i, p in enumerate(fn.params):
+            if i < len(cuda_names):
+                self.param_names[p.name] = cuda_names[i]
+        self.base = self._base_subst(params)
+        self.align_of = self._alignments()
+        self.lanes = warp_lanes(self.atoms, self.block)
+        self.lane_atoms = {n: self.atoms.atom(("sym", n), True) for n in ("tid.x", "tid.y", "tid.z", "laneid")}
+        self.conditions = self._block_conditions()
+        self._trip_cache: dict[int, int | None] = {}
+        self._geo_cache: dict[int, list[int] | None] = {}
+        loop_lines = {lp.id: lp.header_line(cfg) for lp in loops.loops}
+        self.render = Renderer(self.atoms, self.param_names, loop_lines, self.sym.resolution)
+
+    # ----------------------------------------------------------------------------------------- set-up
+    def _base_subst(self, params: dict[str, int]) -> dict[int, Value]:
+        atoms = self.atoms
+        subst: dict[int, Value] = dict(self.sym.resolution)
+        if self.block is not None:
+            for axis, n in zip("xyz", self.block, strict=True):
+                subst[atoms.atom(("sym", f"ntid.{axis}"))] = E.const(int(n))
+        by_cuda = {v: k for k, v in self.param_names.items()}
+        for name, value in params.items():
+            if value is None:
+                continue
+            ptx = by_cuda.get(name, name)
+            for key in (ptx, *(p.name for p in self.fn.params if p.name.endswith(f"_{name}"))):
+                if key in self.sym.params:
+                    subst[self.sym.params[key]] = E.const(int(value))
+        return subst
+
+    def _alignments(self) -> dict[int, int]:
+        """Known alignment of address symbols: pointer parameters (cudaMalloc: 256 B) and declared arrays."""
+        out: dict[int, int] = {}
+        decls = {d.name: d for d in (*self.module.globals, *self.fn.decls)}
+        for i, key in enumerate(self.atoms.keys):
+            if key[0] != "sym":
+                continue
+            name = key[1]
+            if name.startswith("param:") and name[6:] in {p.name for p in self.fn.params if p.type in ("u64", "b64")}:
+                out[i] = _ALIGN_PARAM_POINTER
+            elif name.startswith("&") and name[1:] in decls:
+                d = decls[name[1:]]
+                out[i] = max(d.align or 16, 16) if d.space == "shared" else (d.align or 1)
+        return out
+
+    def _block_conditions(self) -> dict[int, list[Value]]:
+        """For each block, the branch predicates that must hold for a lane to reach it (edge dominance)."""
+        cfg = self.cfg
+        body = self.fn.body
+        out: dict[int, list[Value]] = {}
+        label_block = {lab: b.id for b in cfg.blocks for lab in b.labels}
+        for b in cfg.rpo:
+            conds: list[Value] = []
+            d = b
+            while True:
+                parent = cfg.idom[d] if d < len(cfg.idom) else d
+                if parent == d or parent < 0:
+                    break
+                d = parent
+                blk = cfg.blocks[d]
+                last = body[blk.end - 1] if blk.end > blk.start else None
+                if last is None or last.opcode != "bra" or last.guard is None or len(blk.succs) != 2:
+                    continue
+                g = self.sym.guards.get(last.index)
+                target = label_block.get(last.branch_target or "")
+                for s in blk.succs:
+                    if cfg.blocks[s].preds == [d] and cfg.dominates(s, b):
+                        conds.append(g if s == target else E.sub(E.const(1), g))
+            out[b] = conds
+        return out
+
+    # ---------------------------------------------------------------------------------- loop handling
+    def trip(self, loop_id: int) -> int | None:
+        """Iterations of a loop's body: from the caller's trip counts, else by stepping a geometric loop."""
+        if loop_id in self._trip_cache:
+            return self._trip_cache[loop_id]
+        lp = self.loops.loops[loop_id]
+        t = self.trip_counts.get(lp.header)
+        if t is None:
+            t = self._simulate(loop_id)
+        self._trip_cache[loop_id] = t
+        return t
+
+    def _geo_of(self, loop_id: int) -> dict[int, Any]:
+        return {g: rc for g, rc in self.sym.geo.items() if rc.loop == loop_id}
+
+    def _geo_sequence(self, g: int, n: int) -> list[int] | None:
+        rc = self.sym.geo[g]
+        init = E.as_const(E.evaluate(self.atoms, rc.init, self.base, {}))
+        if init is None:
+            return None
+        vals, v = [], init
+        for _ in range(n):
+            vals.append(v)
+            if rc.op == "mul":
+                v *= rc.factor
+            elif rc.op == "shr":
+                v >>= rc.factor
+            elif rc.op == "div":
+                v = int(v / rc.factor)
+            if abs(v) > 1 << 62:
+                break
+        return vals
+
+    def _simulate(self, loop_id: int) -> int | None:
+        geos = self._geo_of(loop_id)
+        if not geos:
+            return None
+        lp = self.loops.loops[loop_id]
+        body = self.fn.body
+        label_block = {lab: b.id for b in self.cfg.blocks for lab in b.labels}
+        conds: list[tuple[Value, bool, bool]] = []
+        for b, s in lp.exits:
+            blk = self.cfg.blocks[b]
+            last = body[blk.end - 1]
+            if last.opcode != "bra" or last.guard is None:
+                return None
+            conds.append((self.sym.guards.get(last.index), label_block.get(last.branch_target or "") == s,
+                          b == lp.header))
+        if not conds:
+            return None
+        seqs = {g: self._geo_sequence(g, MAX_ENUMERATED_ITERATIONS + 1) for g in geos}
+        if any(s is None for s in seqs.values()):
+            return None
+        k_atom = self.sym.iteration_atom[loop_id]
+        for k in range(MAX_ENUMERATED_ITERATIONS + 1):
+            subst = dict(self.base)
+            subst[k_atom] = E.const(k)
+            for g, seq in seqs.items():
+                if k >= len(seq):  # type: ignore[arg-type]
+                    return None
+                subst[g] = E.const(seq[k])  # type: ignore[index]
+            cache: dict[int, Value] = {}
+            for pred, exit_when_true, at_header in conds:
+                v = E.as_const(E.evaluate(self.atoms, pred, subst, cache))
+                if v is None:
+                    return None
+                if bool(v) == exit_when_true:
+                    return k if at_header else k + 1
+        return None
+
+    def iteration_assignments(self, block: int) -> list[dict[int, Value]]:
+        """Substitutions for the enumerated iterations of the geometric loops around `block` (≥ one entry)."""
+        per_loop: list[list[dict[int, Value]]] = []
+        for lp in self.loops.enclosing(block):
+            geos = self._geo_of(lp.id)
+            if not geos:
+                continue
+            n = self.trip(lp.id)
+            if n is None or n <= 0 or n > MAX_ENUMERATED_ITERATIONS:
+                continue
+            seqs = {g: self._geo_sequence(g, n) for g in geos}
+            if any(s is None or len(s) < n for s in seqs.values()):
+                continue
+            k_atom = self.sym.iteration_atom[lp.id]
+            per_loop.append([{k_atom: E.const(k), **{g: E.const(s[k]) for g, s in seqs.items()}}  # type: ignore[index]
+                             for k in range(n)])
+        if not per_loop:
+            return [{}]
+        combos: list[dict[int, Value]] = []
+        for parts in product(*per_loop):
+            merged: dict[int, Value] = {}
+            for p in parts:
+                merged.update(p)
+            combos.append(merged)
+            if len(combos) >= MAX_ENUMERATED_ITERATIONS:
+                break
+        return combos
+
+    def executions(self, block: int) -> float:
+        n = 1.0
+        for lp in self.loops.enclosing(block):
+            t = self.trip(lp.id)
+            if t is None:
+                note = f"trip count of the loop at line {lp.header_line(self.cfg)} unknown: counted once"
+                if note not in self.assumptions:
+                    self.assumptions.append(note)
+                continue
+            n *= t
+        return n
+
+    # ------------------------------------------------------------------------------------- instances
+    def instances(self, ins_index: int, value: Value) -> list[tuple[list[int], list[Value]]]:
+        """For each sampled (iteration, warp): the active lanes and `value` in each of them."""
+        block = self.cfg.block_of[ins_index]
+        ins = self.fn.body[ins_index]
+        conds = list(self.conditions.get(block, []))
+        if ins.guard is not None and ins.opcode in ("ld", "ldu", "st", "atom", "red"):
+            conds.append(self.sym.guards.get(ins_index))
+        out: list[tuple[list[int], list[Value]]] = []
+        atoms = self.atoms
+        for assign in self.iteration_assignments(block):
+            subst = dict(self.base)
+            subst.update(assign)
+            cache: dict[int, Value] = {}
+            v1 = E.evaluate(atoms, value, subst, cache)
+            c1 = [E.evaluate(atoms, c, subst, cache) for c in conds]
+            for lanes in self.lanes:
+                active: list[int] = []
+                vals: list[Value] = []
+                for ln in lanes:
+                    lsub = {self.lane_atoms[k]: v for k, v in ln.subst.items()}
+                    lcache: dict[int, Value] = {}
+                    if any(E.as_const(E.evaluate(atoms, c, lsub, lcache)) == 0 for c in c1):
+                        continue
+                    active.append(ln.lane)
+                    vals.append(E.evaluate(atoms, v1, lsub, lcache))
+                out.append((active, vals))
+        return out
+
+
+def _shape(block: Any) -> tuple[int, int, int] | None:
+    """A (x, y, z) block shape from a tuple of one to three positive ints; None if it is not one."""
+    if block is None:
+        return None
+    try:
+        dims = [int(d) for d in block][:3]
+    except (TypeError, ValueError):
+        return None
+    if not dims or any(d <= 0 for d in dims):
+        return None
+    while len(dims) < 3:
+        dims.append(1)
+    return dims[0], dims[1], dims[2]
+
+
+def _line(ins: Any, main_file: str | None) -> tuple[int | None, int, str | None]:
+    loc = ins.loc
+    if loc is None:
+        return None, 0, None
+    if main_file is not None and loc.file != main_file:
+        return None, loc.column, loc.file
+    return loc.line, loc.column, loc.file
+
+
+def _access(k: _Kernel, ins: Any) -> AccessInfo | None:
+    space = ins.space or "generic"
+    if space in ("param", "const", "tex"):
+        return None
+    kind = "load" if ins.opcode in ("ld", "ldu") else "store" if ins.opcode == "st" else "atomic"
+    line, column, file = _line(ins, k.main_file)
+    info = AccessInfo(ins.index, line, space, kind, ins.access_bytes, column=column, file=file)
+    block = k.cfg.block_of[ins.index]
+    info.executions = k.executions(block)
+    addr = k.sym.addresses.get(ins.index)
+    atoms = k.atoms
+    if addr is not None:
+        info.arrays = [atoms.keys[a][1][1:] for a in atoms.atoms_of(addr)
+                       if atoms.keys[a][0] == "sym" and atoms.keys[a][1].startswith("&")]
+    if space not in ("global", "shared") or info.width_bytes <= 0:
+        return info
+    costs: list[RequestCost] = []
+    unknown = False
+    lanes_active: list[int] = []
+    stride: int | str | None = None
+    for active, vals in k.instances(ins.index, addr):
+        if len(active) < 2:
+            continue
+        lanes_active.append(len(active))
+        if space == "global":
+            c = global_cost(atoms, vals, info.width_bytes, k.align_of)
+        else:
+            c = shared_cost(atoms, active, vals, info.width_bytes)
+        if c is None:
+            unknown = True
+            continue
+        costs.append(c)
+        if stride is None and active[1] == active[0] + 1 and vals[0] is not None and vals[1] is not None:
+            d = E.sub(vals[1], vals[0])
+            stride = E.as_const(d) if E.as_const(d) is not None else k.render.poly(d)
+    info.lane_stride_bytes = stride
+    if lanes_active:
+        info.active_lanes = sum(lanes_active) / len(lanes_active)
+    if not costs or unknown:
+        info.known = False
+        return info
+    info.known = True
+    actual = sum(c.actual for c in costs) / len(costs)
+    ideal = sum(c.ideal for c in costs) / len(costs)
+    info.symbolic = any(c.symbolic for c in costs)
+    if space == "global":
+        info.sectors_per_request, info.ideal_sectors = actual, ideal
+        if info.symbolic and isinstance(stride, str):
+            info.condition = _coalesced_condition(k, ins.index, info.width_bytes)
+    else:
+        info.wavefronts, info.ideal_wavefronts = actual, ideal
+    return info
+
+
+def _coalesced_condition(k: _Kernel, index: int, width: int) -> str | None:
+    """`cols == 1` for a lane stride of `4*cols` bytes on 4-byte elements (the value making it unit-stride)."""
+    addr = k.sym.addresses.get(index)
+    v = E.evaluate(k.atoms, addr, k.base, {})
+    if v is None:
+        return None
+    tx = k.lane_atoms["tid.x"]
+    coeff: dict = {}
+    for m, c in v:
+        if tx in m:
+            rest = list(m)
+            rest.remove(tx)
+            if tx in rest:
+                return None
+            coeff[tuple(rest)] = coeff.get(tuple(rest), 0) + c
+    if not coeff:
+        return None
+    stride = tuple(sorted((m, c) for m, c in coeff.items() if c))
+    if all(c % width == 0 for _, c in stride):
+        elems = tuple((m, c // width) for m, c in stride)
+        if len(elems) == 1 and elems[0][0]:
+            m, c = elems[0]
+            names = "*".join(k.render.atom(a) for a in m)
+            return f"{names} == 1" if c == 1 else f"{c}*{names} == 1"
+        return f"{k.render.poly(elems)} == 1"
+    return f"{k.render.poly(stride)} == {width}"
+
+
+def _branch(k: _Kernel, ins: Any) -> BranchInfo | None:
+    block = k.cfg.block_of[ins.index]
+    if len(k.cfg.blocks[block].succs) != 2:
+        return None
+    pred = k.sym.guards.get(ins.index)
+    line, column, file = _line(ins, k.main_file)
+    atoms = k.atoms
+    depends = _lane_symbols(atoms, pred)
+    info = BranchInfo(ins.index, line, False, None, depends, k.render.poly(pred) if pred is not None else "unknown",
+                      executions=k.executions(block), column=column, file=file)
+    if pred is not None and not atoms.is_lane(pred):
+        info.share = 0.0
+        return info
+    divergent = known = 0
+    total = 0
+    for active, vals in k.instances(ins.index, pred):
+        if not active:
+            continue
+        total += 1
+        outcome = branch_outcome(vals)
+        if outcome == "unknown":
+            continue
+        known += 1
+        if outcome == "divergent":
+            taken = sum(1 for v in vals if E.as_const(v))
+            if min(taken, len(vals) - taken) > 1:  # one lane apart (`if (tid == 0)`) costs little: not counted
+                divergent += 1
+    info.instances = total
+    if known == 0:
+        return info
+    info.share = divergent / total
+    info.divergent = info.share >= DIVERGENT_SHARE
+    return info
+
+
+def _lane_symbols(atoms: Atoms, p: Value) -> list[str]:
+    """Which of threadIdx.x/y/z and the lane id a value depends on (through operation arguments too)."""
+    if p is None:
+        return []
+    found: set[str] = set()
+    stack = [p]
+    seen: set[int] = set()
+    while stack:
+        q = stack.pop()
+        if q is None:
+            continue
+        for m, _ in q:
+            for a in m:
+                if a in seen:
+                    continue
+                seen.add(a)
+                key = atoms.keys[a]
+                if key[0] == "sym" and key[1] in E.LANE_SYMBOLS:
+                    found.add(key[1])
+                elif key[0] == "op":
+                    stack.extend(key[2])
+    names = {"tid.x": "threadIdx.x", "tid.y": "threadIdx.y", "tid.z": "threadIdx.z", "laneid": "the lane id"}
+    return [names[s] for s in sorted(found)]
+
+
+def analyze_memory(module: Module, function: Function, cfg: Cfg, loops: LoopForest,
+                   block: tuple[int, int, int] | None, params: dict[str, int], trip_counts: dict[int, int],
+                   thresholds: Any, main_file: str | None = None, *, cuda_source: str | None = None,
+                   kernel_line: int | None = None) -> MemoryAnalysis:
+    """Analyse the global/shared accesses and conditional branches of one kernel.
+
+    `block` is the block shape (None: assume blockDim.x is a multiple of 32 and say so), `params` known
+    parameter values by CUDA or PTX name, `trip_counts` loop trip counts by loop header block id.
+    `cuda_source` (the analysed file's text) gives parameter names, exact ranges and fix hints.
+    """
+    from kerncast.analysis.memory.findings import build_findings
+
+    result = MemoryAnalysis(block=_shape(block))
+    result.uncoalesced_percent = float(getattr(thresholds, "uncoalesced_excess_percent", 25.0))
+    k = _Kernel(module, function, cfg, loops, block, params or {}, trip_counts or {}, main_file, cuda_source)
+    if k.block is None:
+        k.assumptions.append("block shape unknown: assumed blockDim.x is a multiple of 32 (one warp = 32 "
+                             "consecutive threadIdx.x)")
+    for ins in function.body:
+        if cfg.block_of and cfg.block_of[ins.index] in cfg.unreachable:
+            continue
+        if ins.opcode in ("ld", "ldu", "st", "atom", "red"):
+            info = _access(k, ins)
+            if info is not None:
+                result.accesses.append(info)
+        elif ins.opcode == "bra" and ins.guard is not None:
+            b = _branch(k, ins)
+            if b is not None:
+                result.branches.append(b)
+    result.assumptions = k.assumptions
+    result.findings = build_findings(k, result, thresholds, cuda_source, kernel_line)
+    return result

@@ -1,0 +1,320 @@
+"""Symbolic integer values: polynomials over atoms, with exact evaluation once lanes are made concrete.
+
+Every register of a kernel gets a `Poly`, a sum of integer-weighted products of *atoms*, or `None` (TOP: a
+value that may differ between lanes in a way we cannot describe, such as data loaded through a per-lane
+address). Atoms are interned in an `Atoms` table and are either symbols (`tid.x`, `ctaid.y`, `ntid.x`, a
+kernel parameter, a loop iteration count, the address of a shared array) or operation nodes that are not
+polynomial (`shr`, `rem`, `and`, comparisons, selects, opaque instructions) over polynomial arguments.
+
+Why polynomials and not plain affine forms: a lane stride such as `4 * cols` is a product of a constant and a
+parameter, and `threadIdx.y * width + threadIdx.x` multiplies a lane symbol by a parameter; both must stay
+exact so that a warp can be instantiated lane by lane and the remaining uniform symbols reported as the
+condition under which an access is coalesced. Non-polynomial operations keep their arguments so that they
+can be computed exactly once `tid.x` is a number (`tid.x % 32`, `tid.x >> 5`, `(tid.x & 15) == 0`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from math import gcd
+
+Mono = tuple[int, ...]
+Poly = tuple[tuple[Mono, int], ...]
+Value = Poly | None
+
+#: Symbols that differ between the lanes of one warp.
+LANE_SYMBOLS = frozenset({"tid.x", "tid.y", "tid.z", "laneid"})
+
+#: Caps that keep pathological PTX from making polynomials explode; beyond them a value becomes TOP.
+MAX_TERMS = 48
+MAX_DEGREE = 4
+
+ZERO: Poly = ()
+
+
+def const(c: int) -> Poly:
+    """The constant polynomial `c`."""
+    return (((), int(c)),) if c else ZERO
+
+
+def as_const(p: Value) -> int | None:
+    """The integer value of a constant polynomial, else None."""
+    if p is None:
+        return None
+    if not p:
+        return 0
+    if len(p) == 1 and not p[0][0]:
+        return p[0][1]
+    return None
+
+
+def _norm(terms: dict[Mono, int]) -> Value:
+    items = [(m, c) for m, c in terms.items() if c]
+    if len(items) > MAX_TERMS:
+        return None
+    items.sort()
+    return tuple(items)
+
+
+def add(a: Value, b: Value) -> Value:
+    if a is None or b is None:
+        return None
+    if not a:
+        return b
+    if not b:
+        return a
+    terms = dict(a)
+    for m, c in b:
+        terms[m] = terms.get(m, 0) + c
+    return _norm(terms)
+
+
+def scale(a: Value, k: int) -> Value:
+    if a is None:
+        return None
+    if k == 0:
+        return ZERO
+    return tuple((m, c * k) for m, c in a)
+
+
+def sub(a: Value, b: Value) -> Value:
+    return add(a, scale(b, -1))
+
+
+def mul(a: Value, b: Value) -> Value:
+    if a is None or b is None:
+        return None
+    if not a or not b:
+        return ZERO
+    terms: dict[Mono, int] = {}
+    for ma, ca in a:
+        for mb, cb in b:
+            m = tuple(sorted(ma + mb)) if ma and mb else (ma or mb)
+            if len(m) > MAX_DEGREE:
+                return None
+            terms[m] = terms.get(m, 0) + ca * cb
+    return _norm(terms)
+
+
+def split_const(p: Poly) -> tuple[int, Poly]:
+    """The constant term and the rest of a polynomial."""
+    if p and not p[0][0]:
+        return p[0][1], p[1:]
+    return 0, p
+
+
+def content(p: Poly) -> int:
+    """The gcd of the non-constant coefficients (0 if there are none)."""
+    g = 0
+    for m, c in p:
+        if m:
+            g = gcd(g, c)
+    return g
+
+
+class Atoms:
+    """The interning table of atoms for one analysis; ids are small ints so monomials sort cheaply.
+
+    `keys[i]` is the atom's key, `lane[i]` whether it (statically) may differ between lanes of a warp.
+    Keys: `("sym", name)`, `("rec", loop, reg)`, `("u", n)`, `("op", name, args, extra)`.
+    """
+
+    def __init__(self) -> None:
+        self.keys: list[tuple] = []
+        self.lane: list[bool] = []
+        self._ids: dict[tuple, int] = {}
+        self._fresh = 0
+
+    def atom(self, key: tuple, lane: bool = False) -> int:
+        i = self._ids.get(key)
+        if i is None:
+            i = len(self.keys)
+            self._ids[key] = i
+            self.keys.append(key)
+            self.lane.append(lane)
+        return i
+
+    def sym(self, name: str) -> Poly:
+        return (((self.atom(("sym", name), name in LANE_SYMBOLS),), 1),)
+
+    def fresh(self, tag: str = "u") -> Poly:
+        """A new uniform unknown (the same in every lane, value not known)."""
+        self._fresh += 1
+        return (((self.atom(("u", tag, self._fresh)),), 1),)
+
+    def op(self, name: str, args: tuple[Value, ...], extra: object = None) -> Value:
+        """An operation node; TOP if an argument is TOP. Its lane flag is that of its arguments."""
+        if any(a is None for a in args):
+            return None
+        lane = any(self.is_lane(a) for a in args)  # type: ignore[arg-type]
+        return (((self.atom(("op", name, args, extra), lane),), 1),)
+
+    def is_lane(self, p: Value) -> bool:
+        """Whether a value may differ between the lanes of a warp (TOP counts as lane-dependent)."""
+        if p is None:
+            return True
+        lane = self.lane
+        return any(lane[a] for m, _ in p for a in m)
+
+    def atoms_of(self, p: Poly) -> set[int]:
+        return {a for m, _ in p for a in m}
+
+
+# ------------------------------------------------------------------------------------ concrete operations
+
+def _wrap(v: int, bits: int, signed: bool) -> int:
+    v &= (1 << bits) - 1
+    if signed and v >> (bits - 1):
+        v -= 1 << bits
+    return v
+
+
+def _concrete(name: str, vals: list[int], extra: object) -> int | None:
+    """Compute a non-polynomial operation on integers; None where the result is not an integer we model."""
+    bits, signed = 32, False
+    if isinstance(extra, tuple) and len(extra) >= 2 and isinstance(extra[0], int):
+        bits, signed = extra[0], bool(extra[1])
+    a = vals[0]
+    b = vals[1] if len(vals) > 1 else 0
+    if name == "shr":
+        if b < 0:
+            return None
+        return (a if signed else _wrap(a, bits, False)) >> min(b, bits)
+    if name in ("div", "rem"):
+        if b == 0:
+            return None
+        if not signed:
+            a, b = _wrap(a, bits, False), _wrap(b, bits, False)
+        q = abs(a) // abs(b)
+        if (a < 0) != (b < 0):
+            q = -q
+        return q if name == "div" else a - q * b
+    if name == "and":
+        return _wrap(a & b, bits, signed)
+    if name == "or":
+        return _wrap(a | b, bits, signed)
+    if name == "xor":
+        return _wrap(a ^ b, bits, signed)
+    if name == "not":
+        return _wrap(~a, bits, signed)
+    if name == "min":
+        return min(a, b)
+    if name == "max":
+        return max(a, b)
+    if name == "abs":
+        return abs(a)
+    if name == "mulhi":
+        ua = a if signed else _wrap(a, bits, False)
+        ub = b if signed else _wrap(b, bits, False)
+        return (ua * ub) >> bits
+    if name == "sel":
+        return vals[1] if a else vals[2]
+    if name == "cmp":
+        return _compare(extra, a, b)
+    return None
+
+
+def _compare(extra: object, a: int, b: int) -> int | None:
+    cmp = extra[2] if isinstance(extra, tuple) and len(extra) > 2 else "eq"
+    table: dict[str, Callable[[int, int], bool]] = {
+        "eq": lambda x, y: x == y, "ne": lambda x, y: x != y, "lt": lambda x, y: x < y,
+        "le": lambda x, y: x <= y, "gt": lambda x, y: x > y, "ge": lambda x, y: x >= y,
+        "lo": lambda x, y: x < y, "ls": lambda x, y: x <= y, "hi": lambda x, y: x > y,
+        "hs": lambda x, y: x >= y,
+    }
+    fn = table.get(str(cmp))
+    if fn is None:
+        return None
+    if cmp in ("lo", "ls", "hi", "hs") or (isinstance(extra, tuple) and not extra[1]):
+        bits = extra[0] if isinstance(extra, tuple) and isinstance(extra[0], int) else 32
+        a, b = _wrap(a, bits, False), _wrap(b, bits, False)
+    return int(fn(a, b))
+
+
+def _pow2(c: int | None) -> int | None:
+    """k when c == 2**k (c > 0), else None."""
+    if c is None or c <= 0 or c & (c - 1):
+        return None
+    return c.bit_length() - 1
+
+
+def apply_op(atoms: Atoms, name: str, args: tuple[Value, ...], extra: object) -> Value:
+    """Evaluate an operation on (possibly symbolic) arguments as exactly as the algebra allows."""
+    if any(a is None for a in args):
+        return None
+    consts = [as_const(a) for a in args]
+    if all(c is not None for c in consts):
+        r = _concrete(name, consts, extra)  # type: ignore[arg-type]
+        if r is not None:
+            return const(r)
+        if name not in ("shr", "div", "rem", "and", "or", "xor", "not", "min", "max", "abs", "mulhi", "sel",
+                        "cmp"):
+            return atoms.op(name, args, extra)
+        return None
+    a = args[0]
+    assert a is not None
+    if name == "sel" and consts[0] is not None:
+        return args[1] if consts[0] else args[2]
+    if name == "cmp" and len(args) == 2:
+        d = sub(args[0], args[1])
+        if d == ZERO and isinstance(extra, tuple) and len(extra) > 2:
+            return const(int(extra[2] in ("eq", "le", "ge", "ls", "hs")))
+    b = consts[1] if len(consts) > 1 else None
+    if name in ("shr", "div", "rem", "and"):
+        k = b if name == "shr" else _pow2(b) if name in ("div", "rem") else _pow2(b + 1) if b is not None else None
+        if k is not None and k >= 0:
+            d = 1 << k
+            c0, rest = split_const(a)
+            g = content(rest)
+            if g and g % d == 0:
+                if name in ("shr", "div"):
+                    return add(tuple((m, c // d) for m, c in rest), const(c0 >> k))
+                return const(c0 & (d - 1))
+    if name == "and" and consts[0] is not None and len(args) == 2:  # mask first: swap
+        return apply_op(atoms, "and", (args[1], args[0]), extra)
+    return atoms.op(name, args, extra)
+
+
+def evaluate(atoms: Atoms, p: Value, subst: dict[int, Value], cache: dict[int, Value]) -> Value:
+    """Substitute atoms by values (recursively through operation arguments) and simplify.
+
+    `subst` maps atom ids to replacement values, which are evaluated in turn (so a loop recurrence may map to
+    a polynomial over outer recurrences). `cache` memoises atom results for this substitution. An operation
+    that cannot be computed and had lane-dependent arguments becomes TOP, because its value then differs
+    between lanes in a way we cannot describe.
+    """
+    if p is None:
+        return None
+    out: Value = ZERO
+    for m, c in p:
+        term: Value = const(c)
+        for a in m:
+            term = mul(term, _eval_atom(atoms, a, subst, cache))
+            if term is None:
+                return None
+        out = add(out, term)
+        if out is None:
+            return None
+    return out
+
+
+def _eval_atom(atoms: Atoms, a: int, subst: dict[int, Value], cache: dict[int, Value]) -> Value:
+    if a in cache:
+        return cache[a]
+    cache[a] = None  # guards against cycles in substitutions
+    if a in subst:
+        r = evaluate(atoms, subst[a], subst, cache)
+    else:
+        key = atoms.keys[a]
+        if key[0] == "op":
+            args = tuple(evaluate(atoms, x, subst, cache) for x in key[2])
+            r = (((a,), 1),) if args == key[2] else apply_op(atoms, key[1], args, key[3])
+        else:
+            r = (((a,), 1),)
+    cache[a] = r
+    return r
+
+
+def has_ops(atoms: Atoms, p: Poly) -> bool:
+    """Whether a value holds an operation node that could not be computed."""
+    return any(atoms.keys[x][0] == "op" for m, _ in p for x in m)

@@ -1,0 +1,250 @@
+"""Findings from the warp-level facts: uncoalesced global accesses, shared bank conflicts, divergent branches.
+
+Wording follows Nsight Compute (sectors per request vs ideal and % excessive; N-way bank conflict as
+wavefronts vs ideal; divergent branches) so a user can confirm a finding with the profiler. One finding per
+source line and kind: an unrolled loop repeats an access several times on one line, and the worst copy
+speaks for them. Unknown addresses (gathers) are never warnings, only an information note.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from kerncast.analysis.memory import expr as E
+from kerncast.analysis.memory.render import cuda_symbol_name
+from kerncast.analysis.report import Finding, Fix, Related
+
+if TYPE_CHECKING:
+    from kerncast.analysis.memory.analysis import AccessInfo, BranchInfo, MemoryAnalysis, _Kernel
+
+_SEVERITY_RANK = {"warning": 0, "information": 1, "hint": 2}
+
+
+def _fmt(x: float | None) -> str:
+    if x is None:
+        return "?"
+    return str(int(round(x))) if abs(x - round(x)) < 0.05 else f"{x:.1f}"
+
+
+class _Source:
+    """Lines of the analysed CUDA file, for exact ranges and declaration look-ups."""
+
+    def __init__(self, text: str | None) -> None:
+        self.lines = text.splitlines() if text else []
+
+    def range(self, line: int, column: int) -> tuple[int, int]:
+        if 1 <= line <= len(self.lines):
+            text = self.lines[line - 1]
+            start = column if column > 0 else len(text) - len(text.lstrip()) + 1
+            end = len(text.rstrip()) + 1
+            return start, max(end, start + 1)
+        col = max(column, 1)
+        return col, col + 1
+
+    def shared_declaration(self, name: str) -> tuple[int, int, str] | None:
+        """(line, column, text) of `__shared__ T name[...]...` in the source."""
+        pat = re.compile(rf"__shared__[^;]*?\b{re.escape(name)}\s*((?:\[[^\]]*\])+)")
+        for i, text in enumerate(self.lines, start=1):
+            m = pat.search(text)
+            if m:
+                return i, m.start() + 1, m.group(0)
+        return None
+
+
+def _location(k: _Kernel, line: int | None, column: int, file: str | None, src: _Source,
+              kernel_line: int | None) -> tuple[int, int, int, str] | None:
+    """(line, column, end column, prefix) for a finding; header lines go to the kernel's line."""
+    if line is not None:
+        c, e = src.range(line, column)
+        return line, c, e, ""
+    if kernel_line is None:
+        return None
+    c, e = src.range(kernel_line, 0)
+    where = f"in {file}: " if file else ""
+    return kernel_line, c, e, where
+
+
+def build_findings(k: _Kernel, res: MemoryAnalysis, thresholds: Any, cuda_source: str | None,
+                   kernel_line: int | None) -> list[Finding]:
+    src = _Source(cuda_source)
+    unc_pct = float(getattr(thresholds, "uncoalesced_excess_percent", 25.0))
+    ways_min = float(getattr(thresholds, "bank_conflict_ways", 2))
+    block = list(k.block) if k.block is not None else None
+    shape = block if block is not None else "unknown (blockDim.x assumed a multiple of 32)"
+    out: dict[tuple[str, int], tuple[float, Finding]] = {}
+
+    def put(code: str, score: float, f: Finding) -> None:
+        key = (code, f.line)
+        prev = out.get(key)
+        if prev is None:
+            f.detail.setdefault("instructions", 1)
+            out[key] = (score, f)
+            return
+        n = prev[1].detail.get("instructions", 1) + 1
+        if (_SEVERITY_RANK[f.severity], -score) < (_SEVERITY_RANK[prev[1].severity], -prev[0]):
+            f.detail["instructions"] = n
+            out[key] = (score, f)
+        else:
+            prev[1].detail["instructions"] = n
+
+    for a in res.accesses:
+        loc = _location(k, a.line, a.column, a.file, src, kernel_line)
+        if loc is None:
+            continue
+        if a.space == "global" and a.known and a.sectors_per_request is not None:
+            excess = a.excess_percent
+            extra = a.sectors_per_request - (a.ideal_sectors or 0)
+            if excess > unc_pct and extra >= 1:
+                f = _uncoalesced(k, a, res, loc, shape, excess)
+                put(f.code, extra * a.executions, f)
+        elif a.space == "shared" and a.known and a.wavefronts is not None and a.ideal_wavefronts:
+            ways = a.wavefronts / a.ideal_wavefronts
+            if ways >= ways_min:
+                f = _bank_conflict(k, a, loc, shape, ways, src)
+                put(f.code, (a.wavefronts - a.ideal_wavefronts) * a.executions, f)
+        elif a.space in ("global", "shared") and not a.known and a.active_lanes:
+            line, col, end, prefix = loc
+            f = Finding("unknown-access", "information", line, col, line, end,
+                        f"{prefix}{a.space} {a.kind} through an address that depends on loaded data (a gather): "
+                        "Kerncast cannot tell how the lanes of a warp spread over memory",
+                        detail={"space": a.space, "width_bytes": a.width_bytes, "assumed_block": shape},
+                        kernel=k.fn.display_name)
+            put(f.code, 0.0, f)
+    for b in res.branches:
+        if not b.divergent:
+            continue
+        loc = _location(k, b.line, b.column, b.file, src, kernel_line)
+        if loc is None:
+            continue
+        f = _divergent(k, b, loc, shape)
+        put(f.code, (b.share or 0) * b.executions, f)
+    ordered = sorted(out.values(), key=lambda t: (t[1].line, t[1].code))
+    return [f for _, f in ordered]
+
+
+def _uncoalesced(k: _Kernel, a: AccessInfo, res: MemoryAnalysis, loc: tuple[int, int, int, str], shape: Any,
+                 excess: float) -> Finding:
+    line, col, end, prefix = loc
+    msg = (f"{prefix}uncoalesced global {a.kind}: {_fmt(a.sectors_per_request)} sectors per request, ideal "
+           f"{_fmt(a.ideal_sectors)} ({excess:.0f}% excessive)")
+    if a.lane_stride_bytes is not None:
+        msg += f"; neighbouring lanes are {a.lane_stride_bytes} bytes apart"
+    if a.condition:
+        msg += f"; uncoalesced unless {a.condition}"
+    if a.executions > 1:
+        msg += f"; runs {_fmt(a.executions)} times per thread"
+    detail = {"sectors_per_request": a.sectors_per_request, "ideal_sectors": a.ideal_sectors,
+              "excessive_percent": round(excess, 1), "lane_stride_bytes": a.lane_stride_bytes,
+              "width_bytes": a.width_bytes, "executions": a.executions, "assumed_block": shape,
+              "waste_sectors": round(((a.sectors_per_request or 0) - (a.ideal_sectors or 0)) * a.executions, 2),
+              "ncu_metric": "memory_l2_theoretical_sectors_global_excessive"}
+    if a.condition:
+        detail["condition"] = a.condition
+    return Finding("uncoalesced-global", "warning", line, col, line, end, msg, detail=detail,
+                   fix=_global_fix(k, a, res), kernel=k.fn.display_name)
+
+
+def _lane_coeffs(k: _Kernel, index: int) -> dict[str, E.Value]:
+    """Byte coefficients of threadIdx.x, threadIdx.y and the loop iterations in an access's address."""
+    addr = k.sym.addresses.get(index)
+    v = E.evaluate(k.atoms, addr, k.base, {})
+    out: dict[str, E.Value] = {}
+    if v is None:
+        return out
+    names = {k.lane_atoms["tid.x"]: "x", k.lane_atoms["tid.y"]: "y"}
+    names.update({a: "k" for a in k.sym.iteration_atom.values()})
+    for m, c in v:
+        for a in set(m):
+            if a in names:
+                rest = list(m)
+                rest.remove(a)
+                term = (((tuple(rest), c),))
+                out[names[a]] = E.add(out.get(names[a], E.ZERO), term)
+    return out
+
+
+def _global_fix(k: _Kernel, a: AccessInfo, res: MemoryAnalysis) -> Fix:
+    w = a.width_bytes
+    co = _lane_coeffs(k, a.index)
+    unit = E.const(w)
+    stride = a.lane_stride_bytes
+    if co.get("y") == unit or co.get("k") == unit:
+        transposed = any(o.space == "global" and o.index != a.index and _lane_coeffs(k, o.index).get("x") == unit
+                         and co.get("y") == unit and _lane_coeffs(k, o.index).get("y") is not None
+                         for o in res.accesses)
+        if transposed:
+            return Fix("stage-through-shared-memory", "transpose through a shared-memory tile: read a tile with "
+                       "coalesced loads, __syncthreads(), then write it out with threadIdx.x as the fastest index",
+                       {"tile": "[32][33]"})
+        which = "threadIdx.y" if co.get("y") == unit else "the loop variable"
+        return Fix("swap-index-order", f"swap the index order so that threadIdx.x (not {which}) selects "
+                   "consecutive elements", {"fastest_index": "threadIdx.x", "current_unit_stride": which})
+    if isinstance(stride, int) and stride > w and (stride % w or (stride // w) & (stride // w - 1)
+                                                   or _has_sibling_fields(k, a, res)):
+        return Fix("use-soa", f"store the fields as separate arrays (structure of arrays): each lane now reads "
+                   f"{w} of every {stride} bytes", {"struct_stride_bytes": stride, "field_bytes": w})
+    return Fix("stage-through-shared-memory", "load a tile with coalesced accesses (threadIdx.x on consecutive "
+               "elements) into shared memory, __syncthreads(), then read the strided pattern from shared memory",
+               {"lane_stride_bytes": stride})
+
+
+def _has_sibling_fields(k: _Kernel, a: AccessInfo, res: MemoryAnalysis) -> bool:
+    """Other global accesses with the same lane stride at a small constant offset: fields of one struct."""
+    base = k.sym.addresses.get(a.index)
+    for o in res.accesses:
+        if o.index == a.index or o.space != "global" or o.lane_stride_bytes != a.lane_stride_bytes:
+            continue
+        d = E.as_const(E.sub(k.sym.addresses.get(o.index), base))
+        if d is not None and 0 < abs(d) < int(a.lane_stride_bytes or 0):
+            return True
+    return False
+
+
+def _bank_conflict(k: _Kernel, a: AccessInfo, loc: tuple[int, int, int, str], shape: Any, ways: float,
+                   src: _Source) -> Finding:
+    line, col, end, prefix = loc
+    name = cuda_symbol_name(a.arrays[0]) if a.arrays else None
+    msg = (f"{prefix}{_fmt(ways)}-way bank conflict: {_fmt(a.wavefronts)} wavefronts instead of "
+           f"{_fmt(a.ideal_wavefronts)} per shared {a.kind}")
+    if name:
+        msg += f" on '{name}'"
+    if a.lane_stride_bytes is not None:
+        msg += f"; neighbouring lanes are {a.lane_stride_bytes} bytes apart"
+    detail = {"wavefronts": a.wavefronts, "ideal_wavefronts": a.ideal_wavefronts, "ways": round(ways, 2),
+              "lane_stride_bytes": a.lane_stride_bytes, "width_bytes": a.width_bytes, "executions": a.executions,
+              "assumed_block": shape, "ncu_metric": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared"}
+    related: list[Related] = []
+    fix: Fix | None = None
+    decl = src.shared_declaration(name) if name else None
+    stride = a.lane_stride_bytes
+    if decl is not None:
+        dline, dcol, dtext = decl
+        related.append(Related(dline, dcol, dline, dcol + len(dtext), f"shared array '{name}' declared here"))
+        dims = re.findall(r"\[([^\]]*)\]", dtext)
+        if len(dims) >= 2 and isinstance(stride, int) and stride % 128 == 0:
+            last = dims[-1]
+            new_text = dtext[: dtext.rfind("[")] + f"[{last.strip()} + 1]"
+            fix = Fix("pad-shared-array", f"pad the last dimension of '{name}' by one element so that a column "
+                      "walk spreads over all 32 banks", {"declaration": name, "line": dline, "column": dcol,
+                                                         "old_text": dtext, "new_text": new_text})
+    if fix is None:
+        fix = Fix("swap-index-order", "let consecutive threads access consecutive 4-byte words (e.g. sequential "
+                  "addressing in a reduction)", {"declaration": name, "lane_stride_bytes": stride})
+    return Finding("shared-bank-conflict", "warning", line, col, line, end, msg, detail=detail, fix=fix,
+                   related=related, kernel=k.fn.display_name)
+
+
+def _divergent(k: _Kernel, b: BranchInfo, loc: tuple[int, int, int, str], shape: Any) -> Finding:
+    line, col, end, prefix = loc
+    dep = " and ".join(b.depends_on) or "per-lane data"
+    share = (b.share or 0) * 100
+    msg = (f"{prefix}divergent branch: condition depends on {dep}; the lanes of a warp take different paths in "
+           f"{share:.0f}% of the sampled warp executions")
+    if b.executions > 1:
+        msg += f" (runs {_fmt(b.executions)} times per thread)"
+    detail = {"divergent_share": round(b.share or 0, 3), "depends_on": b.depends_on, "condition": b.condition,
+              "executions": b.executions, "assumed_block": shape,
+              "ncu_metric": "smsp__thread_inst_executed_per_inst_executed.ratio"}
+    return Finding("divergent-branch", "warning", line, col, line, end, msg, detail=detail,
+                   kernel=k.fn.display_name)

@@ -1,0 +1,431 @@
+"""Symbolic values of every PTX register: a forward pass over the CFG that builds polynomials (see `expr`).
+
+PTX from nvcc is not in SSA form: a loop counter is one register rewritten in the loop body. At a loop
+header every register the loop writes is therefore given a *recurrence* atom; after the pass, the value on
+the back edges tells what the recurrence is: unchanged (invariant), `r + step` with a loop-invariant step
+(affine: `init + step * K` with K the iteration number), `r * c`, `r << c`, `r >> c` or `r / c` (geometric,
+e.g. the `s *= 2` of a tree reduction, enumerated once the start and bound are known), or unknown.
+
+Other joins keep a value when all paths agree; when they differ the value becomes a uniform unknown if every
+incoming value and every branch deciding the path is warp-uniform, and TOP otherwise. Loads through
+per-lane addresses, atomics and shuffles are TOP. Nothing here raises on PTX the parser accepts: an opcode
+we do not model becomes an opaque operation over its arguments.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kerncast.analysis.cfg import Cfg
+from kerncast.analysis.deps import registers_written
+from kerncast.analysis.loops import Loop, LoopForest
+from kerncast.analysis.memory import expr as E
+from kerncast.analysis.memory.expr import Atoms, Poly, Value
+from kerncast.analysis.ptx.model import TYPE_BYTES, Addr, Imm, Instruction, Operand, PredPair, Reg, Sym, Vec
+
+MEMORY_OPCODES = frozenset({"ld", "ldu", "st", "atom", "red"})
+_FLOAT_TYPES = frozenset({"f16", "f32", "f64", "bf16", "f16x2", "bf16x2", "tf32", "e4m3", "e5m2"})
+_CMP_OPS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs", "equ", "neu", "ltu", "leu",
+                      "gtu", "geu", "num", "nan"})
+_BOOL_OPS = ("and", "or", "xor")
+_NONLINEAR = frozenset({"shr", "div", "rem", "and", "or", "xor", "min", "max", "abs"})
+
+
+@dataclass(slots=True)
+class Recurrence:
+    """How a register rewritten in a loop evolves: `kind` is invariant, affine, geometric or unknown."""
+
+    loop: int
+    reg: str
+    atom: int
+    init: Value
+    kind: str
+    step: Value = None  # affine: added per iteration
+    op: str | None = None  # geometric: "mul", "shl", "shr", "div"
+    factor: int = 0
+
+
+@dataclass(slots=True)
+class SymbolicResult:
+    """The symbolic facts the warp-level analyses need."""
+
+    atoms: Atoms
+    addresses: dict[int, Value] = field(default_factory=dict)  # memory instruction index -> byte address
+    guards: dict[int, Value] = field(default_factory=dict)  # guarded instruction -> 0/1 predicate (negation applied)
+    recurrences: dict[int, Recurrence] = field(default_factory=dict)  # rec atom -> recurrence
+    resolution: dict[int, Value] = field(default_factory=dict)  # rec atom -> value in terms of K / geo atoms
+    geo: dict[int, Recurrence] = field(default_factory=dict)  # geo atom -> its geometric recurrence
+    iteration_atom: dict[int, int] = field(default_factory=dict)  # loop id -> K atom
+    params: dict[str, int] = field(default_factory=dict)  # param symbol name -> atom
+    undefined: set[str] = field(default_factory=set)
+
+
+def _bits_signed(ins: Instruction) -> tuple[int, bool]:
+    t = ins.dtype or "u32"
+    return TYPE_BYTES.get(t, 4) * 8, t.startswith("s")
+
+
+def _is_float(ins: Instruction) -> bool:
+    return any(m in _FLOAT_TYPES for m in ins.modifiers)
+
+
+class _Pass:
+    """One forward pass; `rec_lane` says which recurrences are (believed) lane-dependent."""
+
+    def __init__(self, cfg: Cfg, loops: LoopForest, rec_lane: dict[tuple[int, str], bool]) -> None:
+        self.cfg = cfg
+        self.loops = loops
+        self.fn = cfg.function
+        self.rec_lane = rec_lane
+        self.res = SymbolicResult(Atoms())
+        self.env_out: dict[int, dict[str, Value]] = {}
+        self.header_of: dict[int, Loop] = {lp.header: lp for lp in loops.loops}
+        self.written: dict[int, set[str]] = {}
+        for lp in loops.loops:
+            regs: set[str] = set()
+            for b in lp.blocks:
+                for ins in cfg.instructions(b):
+                    regs.update(registers_written(ins))
+            self.written[lp.id] = regs
+        self.rec_atoms: dict[tuple[int, str], int] = {}
+
+    # ------------------------------------------------------------------------------------------- driver
+    def run(self) -> SymbolicResult:
+        cfg = self.cfg
+        for b in cfg.rpo:
+            env = self._entry_env(b)
+            for ins in cfg.instructions(b):
+                try:
+                    self._transfer(ins, env)
+                except (ArithmeticError, ValueError, TypeError, IndexError, RecursionError):
+                    for r in registers_written(ins):
+                        env[r] = None
+            self.env_out[b] = env
+        self._resolve()
+        return self.res
+
+    def _entry_env(self, b: int) -> dict[str, Value]:
+        preds = [p for p in self.cfg.blocks[b].preds if p in self.env_out]
+        lp = self.header_of.get(b)
+        if lp is not None:
+            preds = [p for p in preds if p not in lp.blocks]
+        if not preds:
+            env: dict[str, Value] = {}
+        elif len(preds) == 1:
+            env = dict(self.env_out[preds[0]])
+        else:
+            env = self._join(b, preds)
+        unprocessed = [p for p in self.cfg.blocks[b].preds if p not in self.env_out
+                       and not (lp is not None and p in lp.blocks)]
+        if unprocessed:  # irreducible flow: every register may come from elsewhere
+            for k in list(env):
+                env[k] = None
+        if lp is not None:
+            atoms = self.res.atoms
+            for r in self.written[lp.id]:
+                key = (lp.id, r)
+                a = atoms.atom(("rec", lp.id, r), self.rec_lane.get(key, False))
+                self.rec_atoms[key] = a
+                env[r] = (((a,), 1),)
+        return env
+
+    def _join(self, b: int, preds: list[int]) -> dict[str, Value]:
+        envs = [self.env_out[p] for p in preds]
+        keys: set[str] = set()
+        for e in envs:
+            keys.update(e)
+        out: dict[str, Value] = {}
+        uniform_control: bool | None = None
+        atoms = self.res.atoms
+        for k in keys:
+            vals = [e[k] for e in envs if k in e]
+            first = vals[0]
+            if all(v == first for v in vals[1:]):
+                out[k] = first
+                continue
+            if uniform_control is None:
+                uniform_control = self._control_uniform(b, preds)
+            if uniform_control and all(v is not None and not atoms.is_lane(v) for v in vals):
+                out[k] = (((atoms.atom(("phi", b, k)),), 1),)
+            else:
+                out[k] = None
+        return out
+
+    def _control_uniform(self, b: int, preds: list[int]) -> bool:
+        """Whether the branches that choose between the paths into `b` are warp-uniform."""
+        cfg = self.cfg
+        deciders = set(preds)
+        idom = cfg.idom[b] if b < len(cfg.idom) else -1
+        if idom >= 0:
+            deciders.add(idom)
+        atoms = self.res.atoms
+        for d in deciders:
+            blk = cfg.blocks[d]
+            if blk.end <= blk.start:
+                continue
+            last = self.fn.body[blk.end - 1]
+            if last.guard is not None and last.is_terminator:
+                g = self.res.guards.get(last.index)
+                if g is None or atoms.is_lane(g):
+                    return False
+        return True
+
+    # --------------------------------------------------------------------------------------- operands
+    def _value(self, op: Operand, env: dict[str, Value]) -> Value:
+        atoms = self.res.atoms
+        if isinstance(op, Imm):
+            if isinstance(op.value, int):
+                return E.const(op.value)
+            return atoms.sym(f"float:{op.text}")
+        if isinstance(op, Reg):
+            name = op.name
+            if op.is_special:
+                return atoms.sym(name.lstrip("%"))
+            if name in env:
+                v = env[name]
+            else:
+                self.res.undefined.add(name)
+                v = atoms.sym(f"undef:{name}")
+            if op.negated:
+                return E.sub(E.const(1), v)
+            return v
+        if isinstance(op, Sym):
+            return atoms.sym(f"&{op.name}")
+        if isinstance(op, Addr):
+            if op.base is None:
+                base: Value = E.ZERO
+            else:
+                base = self._value(op.base, env)
+            return E.add(base, E.const(op.offset))
+        return None
+
+    # --------------------------------------------------------------------------------------- transfer
+    def _transfer(self, ins: Instruction, env: dict[str, Value]) -> None:
+        res = self.res
+        atoms = res.atoms
+        guard: Value = None
+        if ins.guard is not None:
+            g = self._value(Reg(ins.guard.reg), env)
+            guard = E.sub(E.const(1), g) if ins.guard.negated else g
+            res.guards[ins.index] = guard
+        op = ins.opcode
+        srcs = [self._value(s, env) for s in ins.srcs]
+        values: list[tuple[str, Value]] = []  # register -> new value
+
+        if op in MEMORY_OPCODES:
+            self._memory(ins, env, values)
+        elif op == "setp":
+            self._setp(ins, env, values)
+        else:
+            dest_regs = self._dest_regs(ins)
+            if len(dest_regs) == 1:
+                values.append((dest_regs[0], self._compute(ins, srcs)))
+            else:
+                for k, r in enumerate(dest_regs):
+                    values.append((r, atoms.op(f"{ins.full_opcode}#{k}", tuple(srcs), ins.index)
+                                   if op not in ("shfl", "call") else None))
+        for r, v in values:
+            if Reg(r).is_special:
+                continue
+            if ins.guard is not None:
+                old = env.get(r, atoms.sym(f"undef:{r}"))
+                v = v if v == old else E.apply_op(atoms, "sel", (guard, v, old), None)
+            env[r] = v
+
+    def _dest_regs(self, ins: Instruction) -> list[str]:
+        return registers_written(ins)
+
+    def _compute(self, ins: Instruction, s: list[Value]) -> Value:
+        atoms = self.res.atoms
+        op = ins.opcode
+        mods = ins.modifiers
+        bits, signed = _bits_signed(ins)
+        extra = (bits, signed)
+        is_float = _is_float(ins)
+        a = s[0] if s else None
+        b = s[1] if len(s) > 1 else None
+        if op in ("mov", "cvta") and len(s) == 1:
+            return a
+        if op == "cvt" and not is_float and len(s) == 1:
+            return a
+        if op in ("vote", "activemask"):
+            return atoms.fresh("vote")
+        if op in ("shfl", "atom", "call", "tex", "tld4", "suld", "ldmatrix", "wmma", "mma", "redux"):
+            return None if op != "redux" else atoms.fresh("redux")
+        if not is_float:
+            if op == "add" and len(s) == 2:
+                return E.add(a, b)
+            if op == "sub" and len(s) == 2:
+                return E.sub(a, b)
+            if op in ("mul", "mul24") and len(s) == 2:
+                if "hi" in mods:
+                    return atoms.op("mulhi", (a, b), extra)
+                return E.mul(a, b)
+            if op in ("mad", "mad24") and len(s) == 3:
+                if "hi" in mods:
+                    return atoms.op(f"mad.hi#{ins.index}", tuple(s), extra)
+                return E.add(E.mul(a, b), s[2])
+            if op == "shl" and len(s) == 2:
+                k = E.as_const(b)
+                if k is not None and 0 <= k < 64:
+                    return E.scale(a, 1 << k)
+                return atoms.op("shl", (a, b), extra)
+            if op == "neg" and len(s) == 1:
+                return E.scale(a, -1)
+            if op == "not" and len(s) == 1:
+                if ins.dtype == "pred":
+                    return E.sub(E.const(1), a)
+                return E.apply_op(atoms, "not", (a,), extra)
+            if op in _NONLINEAR and len(s) in (1, 2):
+                if ins.dtype == "pred":
+                    extra = (1, False)
+                return E.apply_op(atoms, op, tuple(s), extra)
+        if op in ("selp", "slct") and len(s) == 3:
+            if op == "selp":
+                return E.apply_op(atoms, "sel", (s[2], s[0], s[1]), None)
+            return atoms.op(f"{ins.full_opcode}", tuple(s), None)
+        return atoms.op(ins.full_opcode, tuple(s), None)
+
+    def _memory(self, ins: Instruction, env: dict[str, Value], values: list[tuple[str, Value]]) -> None:
+        res = self.res
+        atoms = res.atoms
+        addr_op = next((o for o in ins.operands if isinstance(o, Addr)), None)
+        space = ins.space
+        if addr_op is None:
+            for r in self._dest_regs(ins):
+                values.append((r, None))
+            return
+        if space == "param" and isinstance(addr_op.base, Sym):
+            name = addr_op.base.name + (f"+{addr_op.offset}" if addr_op.offset else "")
+            v = atoms.sym(f"param:{name}")
+            res.params[name] = v[0][0][0]
+            for r in self._dest_regs(ins):
+                values.append((r, v))
+            return
+        addr = self._value(addr_op, env)
+        res.addresses[ins.index] = addr
+        if not ins.has_dest:
+            return
+        dests = self._dest_regs(ins)
+        lane_addr = atoms.is_lane(addr)
+        for k, r in enumerate(dests):
+            if ins.opcode == "atom" or lane_addr:
+                values.append((r, None))
+            else:
+                values.append((r, atoms.op("ld", (addr,), (ins.index, k))))
+
+    def _setp(self, ins: Instruction, env: dict[str, Value], values: list[tuple[str, Value]]) -> None:
+        atoms = self.res.atoms
+        ops = ins.operands
+        if not ops:
+            return
+        dest = ops[0]
+        srcs = [self._value(o, env) for o in ops[1:]]
+        cmp = next((m for m in ins.modifiers if m in _CMP_OPS), "eq")
+        bits, signed = _bits_signed(ins)
+        if _is_float(ins):
+            v = atoms.op("fcmp", tuple(srcs[:2]), cmp)
+        elif len(srcs) >= 2:
+            v = E.apply_op(atoms, "cmp", (srcs[0], srcs[1]), (bits, signed, cmp))
+        else:
+            v = None
+        boolop = next((m for m in ins.modifiers if m in _BOOL_OPS), None)
+        if boolop is not None and len(srcs) >= 3:
+            v = E.apply_op(atoms, boolop, (v, srcs[2]), (1, False))
+        if isinstance(dest, PredPair):
+            values.append((dest.first.name, v))
+            values.append((dest.second.name, E.sub(E.const(1), v)))
+        elif isinstance(dest, Reg):
+            values.append((dest.name, v))
+        elif isinstance(dest, Vec):
+            for item in dest.items:
+                if isinstance(item, Reg):
+                    values.append((item.name, None))
+
+    # -------------------------------------------------------------------------------------- recurrences
+    def _resolve(self) -> None:
+        res = self.res
+        atoms = res.atoms
+        for lp in self.loops.loops:
+            k_atom = atoms.atom(("sym", f"K{lp.id}"))
+            res.iteration_atom[lp.id] = k_atom
+            preds = self.cfg.blocks[lp.header].preds
+            entry = [p for p in preds if p not in lp.blocks and p in self.env_out]
+            back = [p for p in preds if p in lp.blocks and p in self.env_out]
+            recs: dict[str, Recurrence] = {}
+            for r in sorted(self.written[lp.id]):
+                a = self.rec_atoms.get((lp.id, r))
+                if a is None:
+                    continue
+                init = _agree([self.env_out[p].get(r) for p in entry], atoms, f"init:{lp.id}:{r}")
+                bval = _agree([self.env_out[p].get(r) for p in back], atoms, None)
+                recs[r] = _classify(lp.id, r, a, init, bval, atoms)
+            invariant = {rc.atom for rc in recs.values() if rc.kind == "invariant"}
+            loop_recs = {rc.atom for rc in recs.values()}
+            for rc in recs.values():
+                if rc.kind == "affine" and rc.step is not None:
+                    others = atoms.atoms_of(rc.step) & loop_recs
+                    if others - invariant:
+                        rc.kind, rc.step = "unknown", None
+                res.recurrences[rc.atom] = rc
+                if rc.kind == "invariant":
+                    res.resolution[rc.atom] = rc.init
+                elif rc.kind == "affine":
+                    res.resolution[rc.atom] = E.add(rc.init, E.mul(rc.step, (((k_atom,), 1),)))
+                elif rc.kind == "geometric":
+                    g = atoms.atom(("geo", lp.id, rc.reg), atoms.is_lane(rc.init))
+                    res.geo[g] = rc
+                    res.resolution[rc.atom] = (((g,), 1),)
+                else:
+                    lane = rc.init is None or atoms.is_lane(rc.init) or atoms.lane[rc.atom]
+                    res.resolution[rc.atom] = None if lane else (((atoms.atom(("u", "rec", rc.atom)),), 1),)
+
+
+def _agree(vals: list[Value], atoms: Atoms, tag: str | None) -> Value:
+    if not vals:
+        return None
+    first = vals[0]
+    if all(v == first for v in vals[1:]):
+        return first
+    if tag is not None and all(v is not None and not atoms.is_lane(v) for v in vals):
+        return (((atoms.atom(("u", tag)),), 1),)
+    return None
+
+
+def _classify(loop: int, reg: str, a: int, init: Value, back: Value, atoms: Atoms) -> Recurrence:
+    rc = Recurrence(loop, reg, a, init, "unknown")
+    if back is None:
+        return rc
+    me: Poly = (((a,), 1),)
+    if back == me:
+        rc.kind = "invariant"
+        return rc
+    d = E.sub(back, me)
+    if d is not None and a not in atoms.atoms_of(d):
+        rc.kind, rc.step = "affine", d
+        return rc
+    if len(back) == 1 and back[0][0] == (a,) and back[0][1] > 1:
+        rc.kind, rc.op, rc.factor = "geometric", "mul", back[0][1]
+        return rc
+    if len(back) == 1 and back[0][1] == 1 and len(back[0][0]) == 1:
+        key = atoms.keys[back[0][0][0]]
+        if key[0] == "op" and key[1] in ("shr", "div") and len(key[2]) == 2 and key[2][0] == me:
+            c = E.as_const(key[2][1])
+            if c is not None and c > 0:
+                rc.kind, rc.op, rc.factor = "geometric", key[1], c
+    return rc
+
+
+def analyze_symbolic(cfg: Cfg, loops: LoopForest) -> SymbolicResult:
+    """Symbolic values for a function; reruns while the lane-dependence of recurrences changes (≤ 3 passes)."""
+    rec_lane: dict[tuple[int, str], bool] = {}
+    result = _Pass(cfg, loops, rec_lane).run()
+    for _ in range(2):
+        new = {(rc.loop, rc.reg): result.atoms.is_lane(result.resolution.get(a)) or rc.kind == "unknown"
+               and result.resolution.get(a) is None
+               for a, rc in result.recurrences.items()}
+        if all(new.get(k, False) == rec_lane.get(k, False) for k in set(new) | set(rec_lane)):
+            break
+        rec_lane = new
+        result = _Pass(cfg, loops, rec_lane).run()
+    return result

@@ -1,0 +1,198 @@
+"""The lanes of a representative warp, and what one warp-wide request costs: sectors, wavefronts, divergence.
+
+Which threads share a warp depends on the block shape: threads are numbered x-fastest, so with
+`blockDim.x = 16` one warp covers two rows of `threadIdx.y`. With a known block we sample up to eight warps of
+the block; with an unknown one we assume `blockDim.x` is a multiple of 32 (one warp = 32 consecutive
+`threadIdx.x`, `threadIdx.y/z` uniform), and the caller records that assumption.
+
+Costs follow Nsight Compute's definitions: global requests touch 32-byte sectors (ideal: the distinct bytes
+packed into sectors); shared requests take one wavefront per distinct 4-byte word in the busiest of the 32
+banks (the same word is a broadcast), with 64-bit and 128-bit accesses split into half- and quarter-warp
+phases.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil, gcd
+
+from kerncast.analysis.memory import expr as E
+from kerncast.analysis.memory.expr import Atoms, Poly, Value
+
+WARP = 32
+SECTOR = 32
+BANKS = 32
+MAX_SAMPLED_WARPS = 8
+
+
+@dataclass(slots=True)
+class Lane:
+    """One lane of a sampled warp: its index in the warp and the substitution for the lane symbols."""
+
+    lane: int
+    subst: dict[str, Value]
+
+
+def warp_lanes(atoms: Atoms, block: tuple[int, int, int] | None) -> list[list[Lane]]:
+    """Lanes of the sampled warps (a warp's tail beyond the block is left out)."""
+    if block is None:
+        base = atoms.sym("warp.x")
+        ty = atoms.sym("tid.y.warp")
+        tz = atoms.sym("tid.z.warp")
+        return [[Lane(lane, {"tid.x": E.add(E.scale(base, WARP), E.const(lane)), "tid.y": ty, "tid.z": tz,
+                             "laneid": E.const(lane)}) for lane in range(WARP)]]
+    bx, by, bz = (max(1, int(d)) for d in block)
+    threads = bx * by * bz
+    nwarps = ceil(threads / WARP)
+    if nwarps <= MAX_SAMPLED_WARPS:
+        chosen = list(range(nwarps))
+    else:
+        chosen = sorted({round(k * (nwarps - 1) / (MAX_SAMPLED_WARPS - 1)) for k in range(MAX_SAMPLED_WARPS)})
+    warps: list[list[Lane]] = []
+    for w in chosen:
+        lanes: list[Lane] = []
+        for lane in range(WARP):
+            t = w * WARP + lane
+            if t >= threads:
+                break
+            lanes.append(Lane(lane, {"tid.x": E.const(t % bx), "tid.y": E.const((t // bx) % by),
+                                     "tid.z": E.const(t // (bx * by)), "laneid": E.const(lane)}))
+        warps.append(lanes)
+    return warps
+
+
+# ----------------------------------------------------------------------------------------------- global
+
+@dataclass(slots=True)
+class RequestCost:
+    """The cost of one warp-wide request; `symbolic` lists the non-constant lane offsets (generic case)."""
+
+    actual: float
+    ideal: float
+    symbolic: bool = False
+
+
+def _alignment(atoms: Atoms, rest: Poly, align_of: dict[int, int]) -> int:
+    """Largest power-of-two-ish period (≤ 128) that the symbolic part of an address is a multiple of."""
+    g = 0
+    for m, c in rest:
+        a = abs(c)
+        for x in m:
+            a *= align_of.get(x, 1)
+        g = gcd(g, a)
+    return gcd(g, 128) if g else 128
+
+
+def lane_offsets(atoms: Atoms, addrs: list[Value]) -> tuple[dict[Poly, list[int]], Poly] | None:
+    """Group lane addresses by their symbolic difference to the first lane; None when a lane's address is
+    unknown or lanes differ through an operation we could not compute (a gather)."""
+    first = addrs[0]
+    if first is None:
+        return None
+    groups: dict[Poly, list[int]] = {}
+    for a in addrs:
+        d = E.sub(a, first)
+        if d is None or E.has_ops(atoms, d):
+            return None
+        c, rest = E.split_const(d)
+        if any(atoms.lane[x] for x in atoms.atoms_of(rest)):
+            return None
+        groups.setdefault(rest, []).append(c)
+    return groups, first
+
+
+def global_cost(atoms: Atoms, addrs: list[Value], width: int, align_of: dict[int, int]) -> RequestCost | None:
+    """Sectors per request and the ideal for the active lanes' addresses (best case over unknown alignment)."""
+    if not addrs or width <= 0:
+        return None
+    grouped = lane_offsets(atoms, addrs)
+    if grouped is None:
+        return None
+    groups, first = grouped
+    actual = 0
+    distinct = 0
+    for rest, offsets in groups.items():
+        c0, base_rest = E.split_const(E.add(first, rest) or E.ZERO)
+        period = _alignment(atoms, base_rest, align_of)
+        best = None
+        for r in range(c0 % period, 128, period) if period < 128 else [c0 % 128]:
+            n = _sectors(r, offsets, width)
+            best = n if best is None else min(best, n)
+        actual += best or 0
+        distinct += _distinct_bytes(offsets, width)
+    ideal = max(1, ceil(distinct / SECTOR))
+    return RequestCost(float(actual), float(min(ideal, actual)), symbolic=len(groups) > 1)
+
+
+def _sectors(r: int, offsets: list[int], width: int) -> int:
+    s: set[int] = set()
+    for o in offsets:
+        s.update(range((r + o) // SECTOR, (r + o + width - 1) // SECTOR + 1))
+    return len(s)
+
+
+def _distinct_bytes(offsets: list[int], width: int) -> int:
+    total = 0
+    end = None
+    for o in sorted(set(offsets)):
+        if end is None or o >= end:
+            total += width
+        else:
+            total += o + width - end
+        end = o + width if end is None else max(end, o + width)
+    return total
+
+
+# ----------------------------------------------------------------------------------------------- shared
+
+def shared_cost(atoms: Atoms, lanes: list[int], addrs: list[Value], width: int) -> RequestCost | None:
+    """Wavefronts of a shared-memory request and the ideal; None when lanes' relative addresses are unknown."""
+    if not addrs or width <= 0:
+        return None
+    grouped = lane_offsets(atoms, addrs)
+    if grouped is None:
+        return None
+    groups, _ = grouped
+    if len(groups) != 1:
+        return None  # lanes apart by a symbolic amount: their banks cannot be compared
+    offsets = next(iter(groups.values()))
+    if width <= 4:
+        lanes_per_phase = WARP
+    elif width <= 8:
+        lanes_per_phase = WARP // 2
+    else:
+        lanes_per_phase = WARP // 4
+    words_per_lane = max(1, ceil(width / 4))
+    phases: dict[int, list[int]] = {}
+    for lane, off in zip(lanes, offsets, strict=True):
+        phases.setdefault(lane // lanes_per_phase, []).append(off)
+    actual = 0
+    ideal = 0
+    for offs in phases.values():
+        words: set[int] = set()
+        for o in offs:
+            w0 = o // 4
+            words.update(range(w0, w0 + words_per_lane))
+        per_bank: dict[int, int] = {}
+        for w in words:
+            per_bank[w % BANKS] = per_bank.get(w % BANKS, 0) + 1
+        actual += max(per_bank.values())
+        ideal += max(1, ceil(len(words) / BANKS))
+    return RequestCost(float(actual), float(ideal))
+
+
+# -------------------------------------------------------------------------------------------- divergence
+
+def branch_outcome(preds: list[Value]) -> str:
+    """`divergent`, `uniform` or `unknown` for the predicate values of a warp's active lanes."""
+    if not preds:
+        return "uniform"
+    if any(p is None for p in preds):
+        return "unknown"
+    consts = [E.as_const(p) for p in preds]
+    if all(c is not None for c in consts):
+        return "divergent" if len({bool(c) for c in consts}) > 1 else "uniform"
+    first = preds[0]
+    if all(p == first for p in preds):
+        return "uniform"
+    return "unknown"
