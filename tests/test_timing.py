@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from kerncast.analysis.cfg import build_cfg
@@ -252,3 +253,19 @@ def test_pipeline_bad_gpu_profile_is_a_file_level_error(tmp_path):
     report = analyze_file(path, options=AnalysisOptions(gpu="no-such-gpu"))
     assert any(f.code == "gpu-profile-error" and "no-such-gpu" in f.message for f in report.findings)
     assert report.kernels and report.kernels[0].time is None
+
+
+def test_pipeline_on_an_example_uses_the_launch_site(nvcc_available):
+    from kerncast.analysis.launch import LaunchOverrides
+    from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    report = analyze_file(examples / "vector_add.cu", options=AnalysisOptions(gpu="v100"))
+    k = report.kernels[0]
+    assert k.launch.grid.value == (4096, 1, 1) and k.launch.grid.source == "launch-site"
+    assert k.occupancy is not None and k.time is not None
+    base = k.time.us
+    bigger = analyze_file(examples / "vector_add.cu", options=AnalysisOptions(
+        gpu="v100", overrides=LaunchOverrides.from_strings(grid="16384", params=["n=4194304"])))
+    assert bigger.kernels[0].launch.grid.source == "cli"
+    assert bigger.kernels[0].time.us > 2 * base
