@@ -7,6 +7,8 @@ GPU it prints one line saying so and exits with status 2.
 from __future__ import annotations
 
 import argparse
+import csv
+import datetime as dt
 import importlib.util
 import json
 import sys
@@ -31,6 +33,9 @@ from kerncast.analysis.calibration.stats import StopRule
 
 EXIT_NO_GPU = 2
 EXIT_FAILED = 1
+#: columns of validation/<gpu>/measurements.csv (see validation/README.md)
+CSV_COLUMNS = ("gpu", "kernel", "source_file", "grid", "block", "dynamic_shared_bytes", "time_us", "power_w",
+               "repetitions", "date", "driver")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,6 +55,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--min-seconds", type=float, default=1.0, help="repeat for at least this long (power)")
     parser.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
     parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--append-csv", type=Path, metavar="CSV",
+                        help="also append the measurement as a row of a measurements.csv (header if new)")
     parser.add_argument("--nvcc", help="nvcc to use (file, bin folder or toolkit root)")
 
 
@@ -110,6 +117,20 @@ def format_text(m: Measurement) -> str:
             f"  power: {power}")
 
 
+def append_csv(path: Path, m: Measurement, today: dt.date | None = None) -> None:
+    """Append one row to a measurements.csv, writing the header when the file is new or empty."""
+    row = m.as_dict()
+    row["date"] = (today or dt.date.today()).isoformat()
+    row["power_w"] = "" if m.power_w is None else f"{m.power_w:.2f}"
+    row["time_us"] = f"{m.time_us:.4f}"
+    new = not path.exists() or path.stat().st_size == 0
+    with path.open("a", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS, extrasaction="ignore")
+        if new:
+            writer.writeheader()
+        writer.writerow(row)
+
+
 def run(args: argparse.Namespace) -> int:
     """Entry point; returns 0, 1 (measurement failed) or 2 (no GPU)."""
     try:
@@ -121,4 +142,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"kerncast measure: {exc}", file=sys.stderr)
         return EXIT_FAILED
     print(json.dumps(m.as_dict(), indent=2) if args.format == "json" else format_text(m))
+    if args.append_csv:
+        append_csv(args.append_csv, m)
     return 0

@@ -165,3 +165,23 @@ def test_cli_registers_both_commands() -> None:
     argv = ["calibrate", "--out", "x.toml", "--gpu-name", "My GPU", "--base", "h100"]
     args = build_parser("calibrate").parse_args(argv)
     assert isinstance(args, argparse.Namespace) and args.out == Path("x.toml") and args.base == "h100"
+
+
+def test_measurements_csv_rows(tmp_path) -> None:
+    import csv
+    import datetime as dt
+
+    from kerncast.analysis.calibration.measure import Measurement
+    from kerncast.server.cmd_measure import CSV_COLUMNS, append_csv
+
+    m = Measurement(gpu="NVIDIA H100 80GB HBM3", driver="12080", kernel="saxpy", source_file="examples/saxpy.cu",
+                    grid=(4, 1, 1), block=(256, 1, 1), dynamic_shared_bytes=0, time_us=3.25, robust_cv=0.01,
+                    stable=True, repetitions=5000, power_w=None, power_samples=0, params=[])
+    path = tmp_path / "measurements.csv"
+    append_csv(path, m, dt.date(2025, 3, 1))
+    append_csv(path, m, dt.date(2025, 3, 2))
+    rows = list(csv.DictReader(path.open()))
+    assert tuple(rows[0]) == CSV_COLUMNS
+    assert len(rows) == 2
+    assert rows[1]["date"] == "2025-03-02"
+    assert rows[0]["grid"] == "4x1x1" and rows[0]["time_us"] == "3.2500" and rows[0]["power_w"] == ""
