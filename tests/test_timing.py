@@ -269,3 +269,35 @@ def test_pipeline_on_an_example_uses_the_launch_site(nvcc_available):
         gpu="v100", overrides=LaunchOverrides.from_strings(grid="16384", params=["n=4194304"])))
     assert bigger.kernels[0].launch.grid.source == "cli"
     assert bigger.kernels[0].time.us > 2 * base
+
+
+class _Memory:
+    """A stand-in for kerncast.analysis.memory's MemoryAnalysis with a fixed request mix."""
+
+    def __init__(self, coal: float, uncoal: float, unknown: float = 0.0) -> None:
+        self.coal, self.uncoal, self.unknown = coal, uncoal, unknown
+
+    def global_requests(self) -> tuple[float, float]:
+        return self.coal, self.uncoal
+
+    def unknown_requests(self) -> float:
+        return self.unknown
+
+    def average_sectors_per_request(self) -> float:
+        return 4.0 + 28.0 * self.uncoal / (self.coal + self.uncoal)
+
+    def shared_wavefronts_per_request(self) -> None:
+        return None
+
+
+def test_memory_analysis_request_counts_are_used(k20):
+    cfg, loops = _kernel(VADD)
+    kw = {"blocks": 4096, "threads_per_block": 256, "blocks_per_sm": 8}
+    coalesced = predict_time(cfg, loops, k20, memory=_Memory(3, 0), **kw)
+    scattered = predict_time(cfg, loops, k20, memory=_Memory(0, 3), **kw)
+    assert any("memory analysis request counts used" in a for a in coalesced.assumptions)
+    assert scattered.mwp_cwp_us > coalesced.mwp_cwp_us
+    assert coalesced.roofline_us[0] == coalesced.roofline_us[1] or coalesced.roofline_us[1] < scattered.roofline_us[1]
+    assert scattered.roofline_us[0] > coalesced.roofline_us[0]
+    gathers = predict_time(cfg, loops, k20, memory=_Memory(3, 0, unknown=1), **kw)
+    assert gathers.roofline_us[1] > coalesced.roofline_us[1]  # unknown patterns keep the scattered floor

@@ -73,6 +73,7 @@ class MemoryFacts:
     """What the time models take from the memory analysis; `known` is False when there was none."""
 
     known: bool = False
+    all_addresses_known: bool = False  # no global request of unknown pattern (a gather may be scattered)
     uncoalesced_fraction: float = 0.0
     sectors_per_request: float | None = None
     shared_wavefronts: float = 1.0
@@ -88,6 +89,8 @@ def memory_facts(memory: Any) -> MemoryFacts:
         coal, uncoal = memory.global_requests()
         if coal + uncoal > 0:
             facts.uncoalesced_fraction = uncoal / (coal + uncoal)
+        unknown = getattr(memory, "unknown_requests", None)
+        facts.all_addresses_known = not (unknown() if callable(unknown) else 0)
     except Exception:  # noqa: BLE001 - a partial analysis must not stop the prediction
         facts.known = False
     try:
@@ -170,7 +173,7 @@ def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per
                                 active_blocks_per_sm=blocks_per_sm, uncoalesced_fraction=mem.uncoalesced_fraction,
                                 uncoal_per_mw=mem.sectors_per_request))
     roof = roofline_range(roofline_inputs(profile, counts, total, uncoalesced_fraction=mem.uncoalesced_fraction,
-                                          coalescing_known=mem.known))
+                                          coalescing_known=mem.known and mem.all_addresses_known))
     if not profile.is_calibrated("latency"):
         notes.append(f"{profile.name}: instruction latencies are estimated, not measured on this GPU")
     notes.append("branches: the thesis's longest path through the CFG; memory instruction counts include "
