@@ -40,6 +40,7 @@ import {
     INSTALL_HINT,
     resolveServerCommand,
     ServerCommand,
+    settingWords,
     startFailureMessage,
     withoutClientCommands,
 } from './serverCommand';
@@ -293,12 +294,14 @@ class Kerncast implements vscode.Disposable {
 
     private async doStart(): Promise<void> {
         this.setState('starting');
-        this.interpreter = await selectedInterpreter(this.log);
         const config = vscode.workspace.getConfiguration(SECTION);
+        const setting: unknown = config.get('server.command');
+        // The Python extension is only asked when the setting leaves the choice to the extension.
+        this.interpreter = settingIsEmpty(setting) ? await selectedInterpreter(this.log) : undefined;
         let command: ServerCommand;
         try {
             command = resolveServerCommand({
-                setting: config.get('server.command'),
+                setting,
                 pythonPath: this.interpreter,
                 platform: process.platform,
                 env: process.env,
@@ -639,6 +642,14 @@ class Kerncast implements vscode.Disposable {
         for (const d of this.disposables) {
             d.dispose();
         }
+    }
+}
+
+function settingIsEmpty(setting: unknown): boolean {
+    try {
+        return settingWords(setting) === undefined;
+    } catch {
+        return false;
     }
 }
 
