@@ -273,9 +273,12 @@ def structure_stage(ctx: KernelContext) -> None:
     ]
 
 
+from kerncast.analysis.memory.stage import memory_stage  # noqa: E402
+
 #: The stages, in data-flow order. Each later capability adds its stage here.
 STAGES: list[Stage] = [
     structure_stage,
     launch_stage,
+    memory_stage,
     time_stage,
 ]

@@ -361,12 +361,12 @@ class _Kernel:
         return n
 
     # ------------------------------------------------------------------------------------- instances
-    def instances(self, ins_index: int, value: Value) -> list[tuple[list[int], list[Value]]]:
+    def instances(self, ins_index: int, value: Value, own_guard: bool = True) -> list[tuple[list[int], list[Value]]]:
         """For each sampled (iteration, warp): the active lanes and `value` in each of them."""
         block = self.cfg.block_of[ins_index]
         ins = self.fn.body[ins_index]
         conds = list(self.conditions.get(block, []))
-        if ins.guard is not None and ins.opcode in ("ld", "ldu", "st", "atom", "red"):
+        if own_guard and ins.guard is not None and ins.opcode in ("ld", "ldu", "st", "atom", "red"):
             conds.append(self.sym.guards.get(ins_index))
         out: list[tuple[list[int], list[Value]]] = []
         atoms = self.atoms
@@ -498,7 +498,7 @@ def _coalesced_condition(k: _Kernel, index: int, width: int) -> str | None:
 
 def _branch(k: _Kernel, ins: Any) -> BranchInfo | None:
     block = k.cfg.block_of[ins.index]
-    if len(k.cfg.blocks[block].succs) != 2:
+    if ins.opcode == "bra" and len(k.cfg.blocks[block].succs) != 2:
         return None
     pred = k.sym.guards.get(ins.index)
     line, column, file = _line(ins, k.main_file)
@@ -511,7 +511,7 @@ def _branch(k: _Kernel, ins: Any) -> BranchInfo | None:
         return info
     divergent = known = 0
     total = 0
-    for active, vals in k.instances(ins.index, pred):
+    for active, vals in k.instances(ins.index, pred, own_guard=False):
         if not active:
             continue
         total += 1
@@ -581,7 +581,7 @@ def analyze_memory(module: Module, function: Function, cfg: Cfg, loops: LoopFore
             info = _access(k, ins)
             if info is not None:
                 result.accesses.append(info)
-        elif ins.opcode == "bra" and ins.guard is not None:
+        if ins.guard is not None and ins.opcode in ("bra", "ld", "ldu", "st", "atom", "red"):
             b = _branch(k, ins)
             if b is not None:
                 result.branches.append(b)

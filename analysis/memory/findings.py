@@ -222,7 +222,7 @@ def _bank_conflict(k: _Kernel, a: AccessInfo, loc: tuple[int, int, int, str], sh
         dline, dcol, dtext = decl
         related.append(Related(dline, dcol, dline, dcol + len(dtext), f"shared array '{name}' declared here"))
         dims = re.findall(r"\[([^\]]*)\]", dtext)
-        if len(dims) >= 2 and isinstance(stride, int) and stride % 128 == 0:
+        if len(dims) >= 2 and isinstance(stride, int) and stride % 8 == 0:
             last = dims[-1]
             new_text = dtext[: dtext.rfind("[")] + f"[{last.strip()} + 1]"
             fix = Fix("pad-shared-array", f"pad the last dimension of '{name}' by one element so that a column "
