@@ -13,6 +13,7 @@ import sys
 #: sub-command -> (module under kerncast.server, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "analyze": ("cmd_analyze", "analyse a .cu or .ptx file and print each kernel's report"),
+    "power": ("cmd_power", "train and evaluate the power models"),
     "gpus": ("cmd_gpus", "list the GPU profiles and what is calibrated"),
     "calibrate": ("cmd_calibrate", "measure the local NVIDIA GPU with microbenchmarks and write its profile"),
     "measure": ("cmd_measure", "run one kernel on the local GPU and print its measured time and power"),

@@ -1,0 +1,225 @@
+"""Load and clean the measured power datasets (`<repo>/../shared/data/power/*.csv`).
+
+Two CSV layouts exist (energymodel.md section 3): the thesis layout (K20 larger/smaller, M60, V100; target
+`Power`) and the PowerQuant Dataset-1 layout (target `Avg`). Both are read with the standard `csv` module into
+float columns keyed by one canonical name, because the models must see features named and defined the same way
+whichever file they came from.
+
+Cleaning, each step from energymodel.md sections 2-3 and power-generalization.md section 1:
+
+* rows without a benchmark name or a numeric power are dropped (K20 larger has 186 trailing blank rows);
+* spreadsheet errors (`#VALUE!`, `#DIV/0!`), blanks, `NaN` and strings pasted into numeric cells become NaN;
+* PowerQuant's `inst_issue_cycles` overflowed int32: negative values get 2**32 added;
+* `*_sim` columns are renamed `*_sm` (the same quantity, energymodel.md section 2);
+* exact duplicate rows and the V100 saxpy rows whose labels were copied from M60 are flagged, and only the
+  cleaned rows (`PowerDataset.clean`) train and validate the default model. The thesis model keeps the rows as
+  published, so that its scores stay comparable with the thesis.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+#: The 15 features of the thesis model, in the notebooks' column order (energymodel.md section 2).
+THESIS_FEATURES: tuple[str, ...] = (
+    "block_size", "reg_thread", "shmem_block", "comp_inst_kernel", "avg_comp_lat", "glob_inst_kernel",
+    "avg_glob_lat", "avg_shar_lat", "misc_inst_kernel", "branch", "glob_load_sm", "glob_store_sm",
+    "inst_issue_cycles", "occupancy", "cache_penalty",
+)
+#: PowerQuant Dataset-1 has no occupancy and no shmem_block column (energymodel.md section 4.2).
+POWERQUANT_THESIS_FEATURES: tuple[str, ...] = tuple(
+    f for f in THESIS_FEATURES if f not in ("occupancy", "shmem_block")
+)
+
+#: PowerQuant column -> canonical name.
+_POWERQUANT_RENAME = {
+    "KernelName": "kernel", "GridSize": "grid_size", "BlockSize": "block_size", "Comp_inst_kernel": "comp_inst_kernel",
+    "Regs": "reg_thread", "Loops": "loops", "Avg": "power", "Time": "time_ns",
+}
+_THESIS_RENAME = {"Benchmark": "benchmark", "Kernel Name": "kernel", "Power": "power"}
+
+#: Benchmark aliases merged before grouping (energymodel.md section 3.1; power-generalization.md section 1):
+#: the same program under different spellings on different GPUs must fall in the same group, or grouped CV leaks.
+_ALIASES = {
+    "breadthfirstsearch": "bfs", "bfs2": "bfs", "cdpsmplequicksort": "cdpsimplequicksort",
+    "fastwalshtransform": "fastwalsh", "nw1": "nw", "nw2": "nw", "quasirandom": "qrng",
+    "binomopt": "binomialoptions", "matrixmul": "matrixmultiplication", "convtr": "convolutiontexture",
+    "convolutiontext": "convolutiontexture", "fdtd3d": "fdtd", "stereodisparity": "stereo",
+    "vectoraddition": "vecadd", "vecadd3": "vecadd", "vecadd90": "vecadd",
+    "convolutionseperable": "convolutionseparable",
+}
+
+_MISSING = {"", "nan", "#value!", "#div/0!", "#n/a", "inf", "-inf"}
+INT32_WRAP = 2.0**32  # int32 overflow of inst_issue_cycles (energymodel.md section 3.2)
+
+
+class DatasetError(Exception):
+    """A dataset directory or CSV file that cannot be used; the message says why."""
+
+
+def default_data_dir() -> Path:
+    """`<repo>/../shared/data/power`: where the repository and CI keep the measured datasets."""
+    return Path(__file__).resolve().parents[2].parent / "shared" / "data" / "power"
+
+
+@cache
+def descriptors() -> dict[str, dict]:
+    """Per-dataset GPU descriptors (SM count, limits, TDP, with sources) from `models/datasets.json`."""
+    text = resources.files("kerncast.analysis.power").joinpath("models/datasets.json").read_text()
+    return {k: v for k, v in json.loads(text).items() if not k.startswith("_")}
+
+
+def normalise_benchmark(name: str) -> str:
+    """Fold case and punctuation and merge known aliases, so each program is one group."""
+    key = re.sub(r"[^a-z0-9]", "", name.lower())
+    return _ALIASES.get(key, key)
+
+
+def _to_float(text: str) -> float:
+    s = text.strip()
+    if s.lower() in _MISSING:
+        return math.nan
+    try:
+        return float(s)
+    except ValueError:
+        return math.nan
+
+
+@dataclass
+class PowerDataset:
+    """One measured dataset: float feature columns, measured power (W) and the benchmark group of every row."""
+
+    name: str
+    descriptor: dict
+    columns: dict[str, np.ndarray]
+    power: np.ndarray
+    benchmark: list[str]
+    kernel: list[str]
+    group: np.ndarray
+    clean: np.ndarray  # rows for the default model (duplicates and copied labels removed)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def format(self) -> str:
+        return str(self.descriptor["format"])
+
+    @property
+    def rows(self) -> int:
+        return int(self.power.shape[0])
+
+    def thesis_features(self) -> tuple[str, ...]:
+        """The thesis model's feature columns available in this dataset."""
+        return THESIS_FEATURES if self.format == "thesis" else POWERQUANT_THESIS_FEATURES
+
+    def matrix(self, names: tuple[str, ...] | list[str]) -> np.ndarray:
+        """Columns `names` as an (n, k) float array; a column the file lacks is all NaN."""
+        n = self.rows
+        return np.column_stack([self.columns.get(c, np.full(n, np.nan)) for c in names]) if names else np.empty((n, 0))
+
+    def subset(self, mask: np.ndarray) -> PowerDataset:
+        """The rows where `mask` is true, as a new dataset."""
+        idx = np.flatnonzero(mask)
+        return PowerDataset(
+            self.name, self.descriptor, {k: v[idx] for k, v in self.columns.items()}, self.power[idx],
+            [self.benchmark[i] for i in idx], [self.kernel[i] for i in idx], self.group[idx], self.clean[idx],
+            list(self.notes),
+        )
+
+
+def _read_csv(path: Path) -> tuple[list[str], list[list[str]]]:
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            rows = [r for r in reader]
+    except OSError as exc:
+        raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except (csv.Error, UnicodeDecodeError) as exc:
+        raise DatasetError(f"{path}: not a readable CSV file ({exc})") from None
+    if not header:
+        raise DatasetError(f"{path}: empty file, expected a header row")
+    return [h.strip() for h in header], rows
+
+
+def load_dataset(path: Path | str) -> PowerDataset:
+    """Load and clean one CSV; its file stem selects the GPU descriptor."""
+    path = Path(path)
+    stem = path.stem
+    desc = descriptors().get(stem)
+    if desc is None:
+        raise DatasetError(f"{path}: unknown dataset '{stem}' (known: {', '.join(sorted(descriptors()))})")
+    header, raw = _read_csv(path)
+    rename = _THESIS_RENAME if desc["format"] == "thesis" else _POWERQUANT_RENAME
+    names = [rename.get(h, re.sub(r"_sim$", "_sm", h)) for h in header]
+    need = {"kernel", "grid_size", "block_size", "power"} | ({"benchmark"} if desc["format"] == "thesis" else set())
+    missing = sorted(need - set(names))
+    if missing:
+        raise DatasetError(f"{path}: missing column(s) {', '.join(missing)}")
+    pos = {}
+    for i, n in enumerate(names):
+        pos.setdefault(n, i)  # first occurrence wins (PowerQuant repeats block_size)
+    text_cols = {"benchmark", "kernel", "C/M", ""}
+    keep, seen, dup = [], set(), []
+    for r in raw:
+        r = r + [""] * (len(names) - len(r))
+        bench = r[pos["benchmark"]].strip() if "benchmark" in pos else r[pos["kernel"]].strip()
+        if not bench or math.isnan(_to_float(r[pos["power"]])):
+            continue
+        key = tuple(c.strip() for j, c in enumerate(r) if names[j] not in ("Sr No.",))
+        dup.append(key in seen)
+        seen.add(key)
+        keep.append(r)
+    if not keep:
+        raise DatasetError(f"{path}: no row has both a benchmark name and a numeric power value")
+    cols: dict[str, np.ndarray] = {}
+    for n, i in pos.items():
+        if n in text_cols or n == "Sr No.":
+            continue
+        cols[n] = np.array([_to_float(r[i]) for r in keep], dtype=float)
+    notes: list[str] = []
+    if "inst_issue_cycles" in cols:
+        neg = cols["inst_issue_cycles"] < 0
+        if neg.any():
+            cols["inst_issue_cycles"][neg] += INT32_WRAP
+            notes.append(f"inst_issue_cycles: {int(neg.sum())} int32-overflowed values unwrapped")
+    if desc["format"] == "powerquant":
+        # "NaN" avg_shar_lat means the kernel uses no shared memory (energymodel.md section 3.2).
+        cols["avg_shar_lat"] = np.nan_to_num(cols.get("avg_shar_lat", np.zeros(len(keep))), nan=0.0)
+        cols.setdefault("shmem_block", np.zeros(len(keep)))
+    kernel = [r[pos["kernel"]].strip() for r in keep]
+    bench = [r[pos["benchmark"]].strip() for r in keep] if "benchmark" in pos else list(kernel)
+    group = np.array([normalise_benchmark(b) for b in bench])
+    power = cols.pop("power")
+    clean = ~np.array(dup)
+    if any(dup):
+        notes.append(f"{int(np.sum(dup))} exact duplicate rows excluded from the default model")
+    copied = desc.get("copied_labels")
+    if copied:
+        cp = group == normalise_benchmark(copied)
+        clean &= ~cp
+        notes.append(f"{int(cp.sum())} '{copied}' rows with labels copied from another GPU "
+                     "excluded from the default model")
+    # Idle power of a dataset's GPU = its minimum measured power, the per-GPU constant of the pooled model
+    # (power-generalization.md section 6).
+    desc = dict(desc, name=stem, idle_w=float(np.min(power)))
+    return PowerDataset(stem, desc, cols, power, bench, kernel, group, clean, notes)
+
+
+def load_all(data_dir: Path | str | None = None) -> dict[str, PowerDataset]:
+    """Every known dataset found in `data_dir` (default: `default_data_dir()`), keyed by file stem."""
+    d = Path(data_dir) if data_dir is not None else default_data_dir()
+    if not d.is_dir():
+        raise DatasetError(f"dataset directory not found: {d} (pass --data DIR)")
+    files = sorted(p for p in d.glob("*.csv") if p.stem in descriptors())
+    if not files:
+        raise DatasetError(f"no known power dataset (*.csv) in {d}; expected e.g. {', '.join(sorted(descriptors()))}")
+    return {p.stem: load_dataset(p) for p in files}

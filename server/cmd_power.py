@@ -1,0 +1,66 @@
+"""`kerncast power train|evaluate`: train the shipped power models, and score them honestly on the datasets."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from kerncast.analysis.power.dataset import default_data_dir
+
+    sub = parser.add_subparsers(dest="power_command", metavar="{train,evaluate}")
+    data_help = f"directory of the power datasets (*.csv); default {default_data_dir()}"
+    tr = sub.add_parser("train", help="train the thesis and default models and write them to --out")
+    tr.add_argument("--data", type=Path, default=None, help=data_help)
+    tr.add_argument("--out", type=Path, default=None, help="output directory (default: the package's models/)")
+    tr.add_argument("--jobs", type=int, default=2, help="threads per model fit (default 2)")
+    ev = sub.add_parser("evaluate", help="shuffled and grouped (unseen-benchmark) CV scores per dataset")
+    ev.add_argument("--data", type=Path, default=None, help=data_help)
+    ev.add_argument("--format", choices=("json", "text"), default="text")
+    ev.add_argument("--datasets", default=None, help="comma-separated file stems (default: all found)")
+    ev.add_argument("--repeats", type=int, default=5, help="grouped CV repetitions of the default model (5)")
+    ev.add_argument("--thesis-repeats", type=int, default=3,
+                    help="grouped CV repetitions of the thesis model (3; shuffled CV uses 2)")
+    ev.add_argument("--jobs", type=int, default=2, help="threads per model fit (default 2)")
+
+
+def _load(args):
+    from kerncast.analysis.power.dataset import load_all
+
+    data = load_all(args.data)
+    if getattr(args, "datasets", None):
+        wanted = [s.strip() for s in args.datasets.split(",") if s.strip()]
+        unknown = [w for w in wanted if w not in data]
+        if unknown:
+            raise ValueError(f"dataset(s) not found: {', '.join(unknown)} (found: {', '.join(sorted(data))})")
+        return data, wanted
+    return data, sorted(data)
+
+
+def run(args: argparse.Namespace) -> int:
+    from kerncast.analysis.power.dataset import DatasetError
+
+    if args.power_command not in ("train", "evaluate"):
+        print("kerncast power: choose a command: train or evaluate", file=sys.stderr)
+        return 2
+    try:
+        if args.power_command == "train":
+            from kerncast.analysis.power.train import models_dir, train_all
+
+            data, _ = _load(args)
+            out = args.out or models_dir()
+            train_all(data, out, n_jobs=args.jobs, log=lambda m: print(m, file=sys.stderr))
+            print(f"models written to {out}")
+            return 0
+        from kerncast.analysis.power.scores import evaluate_all, format_text
+
+        data, names = _load(args)
+        result = evaluate_all(data, names, repeats=args.repeats, thesis_repeats=args.thesis_repeats, n_jobs=args.jobs)
+        print(json.dumps(result, indent=1) if args.format == "json" else format_text(result))
+        return 0
+    except (DatasetError, ValueError) as exc:
+        print(f"kerncast power: {exc}", file=sys.stderr)
+        return 1
