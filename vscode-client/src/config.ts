@@ -12,6 +12,7 @@ export interface LaunchConfig {
     grid?: number | number[];
     block?: number | number[];
     dynamicSharedBytes?: number;
+    /** Values of integer kernel parameters by name. */
     params?: Record<string, number>;
 }
 
@@ -119,6 +120,11 @@ export function expandVariables(value: string, ctx: PathContext): string {
         out = ctx.home + out.slice(1);
     }
     return out;
+}
+
+/** Whether a `kerncast.gpu` value names a profile file rather than a profile id. */
+export function isProfilePath(value: string): boolean {
+    return /\.toml$/i.test(value) || value.includes('/') || value.includes('\\');
 }
 
 /** Expands variables and makes a relative path absolute against the workspace folder (when there is one). */
@@ -234,10 +240,10 @@ export function normalizeLaunch(value: unknown, problems: string[]): Record<stri
                     if (isPlainObject(fieldValue)) {
                         const params: Record<string, number> = {};
                         for (const [name, v] of Object.entries(fieldValue)) {
-                            if (isFiniteNumber(v)) {
+                            if (typeof v === 'number' && Number.isInteger(v)) {
                                 params[name] = v;
                             } else {
-                                problems.push(`kerncast.launch.${kernel}.params.${name}: expected a number, ignored`);
+                                problems.push(`kerncast.launch.${kernel}.params.${name}: expected an integer, ignored`);
                             }
                         }
                         launch.params = params;
@@ -259,7 +265,9 @@ export function buildInitializationOptions(read: SettingReader, ctx: PathContext
     const problems: string[] = [];
     const d = DEFAULT_OPTIONS;
 
-    const gpu = readString(read, 'gpu', d.gpu, problems).toLowerCase();
+    // A profile id (matched case-insensitively) or the path of a profile's .toml file.
+    const rawGpu = readString(read, 'gpu', d.gpu, problems);
+    const gpu = isProfilePath(rawGpu) ? resolvePathSetting(rawGpu, ctx) : rawGpu.toLowerCase();
     const arch = readString(read, 'arch', d.arch, problems);
     if (!/^(sm|compute)_\d+[a-z]?$/.test(arch)) {
         problems.push(`kerncast.arch: ${JSON.stringify(arch)} does not look like an nvcc -arch value (e.g. sm_75)`);

@@ -27,7 +27,12 @@ export const KNOWN_GPU_IDS: readonly string[] = Object.keys(SHORT_LABELS);
 
 /** The short label of a GPU profile id: `v100` -> `V100`, `rtx4090` -> `RTX 4090`. */
 export function gpuLabel(id: string): string {
-    const key = id.trim().toLowerCase();
+    const trimmed = id.trim();
+    if (/\.toml$/i.test(trimmed)) {
+        // A profile file: its name without the directory and extension.
+        return trimmed.replace(/^.*[\\/]/, '').replace(/\.toml$/i, '');
+    }
+    const key = trimmed.toLowerCase();
     return SHORT_LABELS[key] ?? (key === '' ? '?' : key.toUpperCase());
 }
 

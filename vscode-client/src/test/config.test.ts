@@ -104,6 +104,13 @@ describe('buildInitializationOptions', () => {
         assert.deepEqual(problems, []);
     });
 
+    it('keeps a profile file path as a path and lower-cases profile ids', () => {
+        const ctx = { workspaceFolder: '/ws', home: '/home/me' };
+        assert.equal(buildInitializationOptions(reader({ gpu: 'RTX4090' }), ctx).options.gpu, 'rtx4090');
+        assert.equal(buildInitializationOptions(reader({ gpu: '~/gpus/MyLab.toml' }), ctx).options.gpu, '/home/me/gpus/MyLab.toml');
+        assert.equal(buildInitializationOptions(reader({ gpu: 'profiles/Lab.toml' }), ctx).options.gpu, path.join('/ws', 'profiles/Lab.toml'));
+    });
+
     it('warns about an arch that nvcc would not accept but passes it on', () => {
         const { options, problems } = buildInitializationOptions(reader({ arch: 'volta' }));
         assert.equal(options.arch, 'volta');
@@ -144,13 +151,13 @@ describe('normalizeLaunch', () => {
         const launch = normalizeLaunch(
             {
                 good: { grid: 128, block: [32, 8, 1] },
-                bad: { grid: [0], block: [1, 2, 3, 4], dynamicSharedBytes: -4, params: { n: 'big', m: 3 }, extra: 1 },
+                bad: { grid: [0], block: [1, 2, 3, 4], dynamicSharedBytes: -4, params: { n: 'big', m: 3, x: 0.5 }, extra: 1 },
                 notObject: 5,
             },
             problems,
         );
         assert.deepEqual(launch, { good: { grid: 128, block: [32, 8, 1] }, bad: { params: { m: 3 } } });
-        assert.equal(problems.length, 6);
+        assert.equal(problems.length, 7);
     });
 
     it('ignores a launch setting that is not an object', () => {

@@ -9,6 +9,8 @@ describe('GPU labels', () => {
         assert.equal(gpuLabel('rtx4090'), 'RTX 4090');
         assert.equal(gpuLabel('GTX1050'), 'GTX 1050');
         assert.equal(gpuLabel('my_lab_gpu'), 'MY_LAB_GPU');
+        assert.equal(gpuLabel('/home/me/gpus/MyLab.toml'), 'MyLab');
+        assert.equal(gpuLabel('C:\\gpus\\Lab.TOML'), 'Lab');
         assert.deepEqual(KNOWN_GPU_IDS, ['k20', 'k4200', 'm60', 'gtx1050', 'v100', 't4', 'a100', 'l4', 'rtx4090', 'h100']);
     });
 });
