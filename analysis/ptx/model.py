@@ -221,6 +221,14 @@ class Instruction:
 # ------------------------------------------------------------------------------------------ declarations
 
 
+def array_bytes(type_name: str, dims: tuple[int, ...]) -> int:
+    """Bytes of a variable of a fundamental type with array dimensions (an unsized `[]` counts as 0)."""
+    n = TYPE_BYTES.get(type_name, 0)
+    for d in dims:
+        n *= d
+    return n
+
+
 @dataclass(frozen=True, slots=True)
 class Param:
     """A kernel or function parameter: `.param .u64 .ptr .align 8 _Z3fooPf_param_0`."""
@@ -233,10 +241,7 @@ class Param:
 
     @property
     def size_bytes(self) -> int:
-        n = 1
-        for d in self.array:
-            n *= d
-        return TYPE_BYTES.get(self.type, 0) * n
+        return array_bytes(self.type, self.array)
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,10 +265,7 @@ class VarDecl:
     @property
     def size_bytes(self) -> int:
         """Bytes of one variable (for a register range: of each register)."""
-        n = 1
-        for d in self.array:
-            n *= d
-        return TYPE_BYTES.get(self.type, 0) * n
+        return array_bytes(self.type, self.array)
 
 
 @dataclass(slots=True)

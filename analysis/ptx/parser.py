@@ -105,15 +105,16 @@ class _Parser:
                 return
             self.advance()
 
-    def skip_balanced_braces(self) -> None:
-        self.expect("{")
+    def skip_balanced(self, open_: str, close: str) -> None:
+        """Skip a bracketed group, nested ones included (debug sections, attribute lists)."""
+        self.expect(open_)
         depth = 1
         while depth:
             t = self.advance()
             if t.kind == "eof":
-                raise self.error("unterminated '{' block", t)
+                raise self.error(f"unterminated {open_!r}", t)
             if t.kind == "punct":
-                depth += {"{": 1, "}": -1}.get(t.text, 0)
+                depth += 1 if t.text == open_ else -1 if t.text == close else 0
 
     # ------------------------------------------------------------------ module
     def module(self) -> Module:
@@ -148,7 +149,7 @@ class _Parser:
             elif t.text == ".section":
                 self.advance()
                 self.advance()
-                self.skip_balanced_braces()
+                self.skip_balanced("{", "}")
             elif t.text in (".pragma", ".alias"):
                 self.skip_statement()
             else:
@@ -200,7 +201,7 @@ class _Parser:
         while self.tok.kind == "dir" and self.tok.text not in _STATE_SPACES:
             self.advance()  # .attribute-like prefixes; .attribute(...) handled below
             if self.tok.text == "(":
-                self.skip_parens()
+                self.skip_balanced("(", ")")
         returns: list[Param] = []
         if self.tok.text == "(":
             returns = self.param_list()
@@ -232,15 +233,6 @@ class _Parser:
         self.expect("{")
         self.body(fn)
         return fn
-
-    def skip_parens(self) -> None:
-        self.expect("(")
-        depth = 1
-        while depth:
-            t = self.advance()
-            if t.kind == "eof":
-                raise self.error("unterminated '('", t)
-            depth += {"(": 1, ")": -1}.get(t.text, 0) if t.kind == "punct" else 0
 
     def param_list(self) -> list[Param]:
         self.expect("(")
