@@ -406,8 +406,11 @@ def _shape(block: Any) -> tuple[int, int, int] | None:
 
 
 def _line(ins: Any, main_file: str | None) -> tuple[int | None, int, str | None]:
+    """(line, column, file) of an instruction; line None when it is not a line of the analysed file."""
     loc = ins.loc
-    if loc is None:
+    if loc is None:  # PTX without line info: a PTX input's own lines are the analysed file's lines
+        return (ins.ptx_line or None, ins.ptx_column, None) if main_file is None else (None, 0, None)
+    if loc.line <= 0:
         return None, 0, None
     if main_file is not None and loc.file != main_file:
         return None, loc.column, loc.file
