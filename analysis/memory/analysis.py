@@ -186,6 +186,15 @@ class _Kernel:
         self.align_of = self._alignments()
         self.lanes = warp_lanes(self.atoms, self.block)
         self.lane_atoms = {n: self.atoms.atom(("sym", n), True) for n in ("tid.x", "tid.y", "tid.z", "laneid")}
+        self.lane_atom_ids = frozenset(self.lane_atoms.values())
+        self.lane_maps: list[list[tuple[int, dict[int, Value], dict[int, int] | None]]] = []
+        for lanes in self.lanes:
+            warp: list[tuple[int, dict[int, Value], dict[int, int] | None]] = []
+            for ln in lanes:
+                lsub = {self.lane_atoms[n]: v for n, v in ln.subst.items()}
+                ints = {a: E.as_const(v) for a, v in lsub.items()}
+                warp.append((ln.lane, lsub, ints if all(x is not None for x in ints.values()) else None))  # type: ignore[misc]
+            self.lane_maps.append(warp)
         self.conditions = self._block_conditions()
         self._trip_cache: dict[int, int | None] = {}
         self._geo_cache: dict[int, list[int] | None] = {}
@@ -376,18 +385,65 @@ class _Kernel:
             cache: dict[int, Value] = {}
             v1 = E.evaluate(atoms, value, subst, cache)
             c1 = [E.evaluate(atoms, c, subst, cache) for c in conds]
-            for lanes in self.lanes:
+            fast_v = _decompose(atoms, v1, self.lane_atom_ids)
+            fast_c = [_decompose(atoms, c, self.lane_atom_ids) for c in c1]
+            for lanes in self.lane_maps:
                 active: list[int] = []
                 vals: list[Value] = []
-                for ln in lanes:
-                    lsub = {self.lane_atoms[k]: v for k, v in ln.subst.items()}
+                for lane, lsub, ints in lanes:
                     lcache: dict[int, Value] = {}
-                    if any(E.as_const(E.evaluate(atoms, c, lsub, lcache)) == 0 for c in c1):
+                    skip = False
+                    for c, fc in zip(c1, fast_c, strict=True):
+                        cv = _lane_value(fc, ints) if fc is not None and ints is not None else \
+                            E.evaluate(atoms, c, lsub, lcache)
+                        if E.as_const(cv) == 0:
+                            skip = True
+                            break
+                    if skip:
                         continue
-                    active.append(ln.lane)
-                    vals.append(E.evaluate(atoms, v1, lsub, lcache))
+                    active.append(lane)
+                    vals.append(_lane_value(fast_v, ints) if fast_v is not None and ints is not None
+                                else E.evaluate(atoms, v1, lsub, lcache))
                 out.append((active, vals))
         return out
+
+
+_Decomp = list[tuple[tuple[int, ...], int, tuple[int, ...]]]
+
+
+def _decompose(atoms: Atoms, v: Value, lane_ids: frozenset[int]) -> _Decomp | None:
+    """Split a value's terms into (uniform monomial, coefficient, lane atoms) for fast per-lane evaluation;
+    None when a lane-dependent operation node needs the general evaluator."""
+    if v is None:
+        return None
+    out: _Decomp = []
+    keys, lane = atoms.keys, atoms.lane
+    for m, c in v:
+        other: list[int] = []
+        lanes: list[int] = []
+        for a in m:
+            if a in lane_ids:
+                lanes.append(a)
+            elif lane[a] or keys[a][0] == "op" and _op_has_lane(atoms, a, lane_ids):
+                return None
+            else:
+                other.append(a)
+        out.append((tuple(other), c, tuple(lanes)))
+    return out
+
+
+def _op_has_lane(atoms: Atoms, a: int, lane_ids: frozenset[int]) -> bool:
+    return any(x in lane_ids or atoms.lane[x] for arg in atoms.keys[a][2] if arg for m, _ in arg for x in m)
+
+
+def _lane_value(d: _Decomp, ints: dict[int, int]) -> Value:
+    acc: dict[tuple[int, ...], int] = {}
+    for other, c, lanes in d:
+        for a in lanes:
+            c *= ints[a]
+        if c:
+            acc[other] = acc.get(other, 0) + c
+    return tuple(sorted((m, c) for m, c in acc.items() if c))
 
 
 def _shape(block: Any) -> tuple[int, int, int] | None:
