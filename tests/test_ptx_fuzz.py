@@ -10,7 +10,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from kerncast.analysis.cfg import build_cfg
 from kerncast.analysis.deps import all_dependences
 from kerncast.analysis.loops import find_loops

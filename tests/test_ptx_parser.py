@@ -7,7 +7,6 @@ instruction) so that a parser that merely "does not crash" fails these tests.
 from __future__ import annotations
 
 import pytest
-
 from kerncast.analysis.cfg import build_cfg
 from kerncast.analysis.deps import block_dependences
 from kerncast.analysis.isa import classify
