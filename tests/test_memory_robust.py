@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-
 from kerncast.analysis.cfg import build_cfg
 from kerncast.analysis.compile import CompileOptions, compile_cuda
 from kerncast.analysis.loops import find_loops

@@ -171,7 +171,7 @@ def test_global_cost_float4_and_misaligned() -> None:
 def test_block_of_16_by_16_puts_two_rows_in_a_warp() -> None:
     atoms = Atoms()
     warps = warp_lanes(atoms, (16, 16, 1))
-    assert len(warps) == 8
+    assert len(warps) == 4
     first = warps[0]
     assert E.as_const(first[15].subst["tid.x"]) == 15 and E.as_const(first[16].subst["tid.x"]) == 0
     assert E.as_const(first[16].subst["tid.y"]) == 1

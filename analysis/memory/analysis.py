@@ -197,6 +197,9 @@ class _Kernel:
             self.lane_maps.append(warp)
         self.conditions = self._block_conditions()
         self._trip_cache: dict[int, int | None] = {}
+        self._stage1: dict[tuple, tuple[dict[int, Value], dict[int, Value]]] = {}
+        self._masks: dict[tuple, list[list[int]]] = {}
+        self._values: dict[tuple, list[dict[int, Value]]] = {}
         self._geo_cache: dict[int, list[int] | None] = {}
         loop_lines = {lp.id: lp.header_line(cfg) for lp in loops.loops}
         self.render = Renderer(self.atoms, self.param_names, loop_lines, self.sym.resolution)
@@ -374,76 +377,135 @@ class _Kernel:
         """For each sampled (iteration, warp): the active lanes and `value` in each of them."""
         block = self.cfg.block_of[ins_index]
         ins = self.fn.body[ins_index]
-        conds = list(self.conditions.get(block, []))
+        guard = None
         if own_guard and ins.guard is not None and ins.opcode in ("ld", "ldu", "st", "atom", "red"):
-            conds.append(self.sym.guards.get(ins_index))
+            guard = self.sym.guards.get(ins_index)
         out: list[tuple[list[int], list[Value]]] = []
         atoms = self.atoms
         for assign in self.iteration_assignments(block):
-            subst = dict(self.base)
-            subst.update(assign)
-            cache: dict[int, Value] = {}
+            key = tuple(sorted((a, E.as_const(v)) for a, v in assign.items()))
+            cached = self._stage1.get(key)
+            if cached is None:
+                subst = dict(self.base)
+                subst.update(assign)
+                cached = self._stage1[key] = (subst, {})
+            subst, cache = cached
+            masks = self._active(block, key, subst, cache)
+            if guard is not None:
+                masks = [[ln for ln in m if ln in g] for m, g in
+                         zip(masks, self._lanes_where(E.evaluate(atoms, guard, subst, cache)), strict=True)]
             v1 = E.evaluate(atoms, value, subst, cache)
-            c1 = [E.evaluate(atoms, c, subst, cache) for c in conds]
-            fast_v = _decompose(atoms, v1, self.lane_atom_ids)
-            fast_c = [_decompose(atoms, c, self.lane_atom_ids) for c in c1]
-            for lanes in self.lane_maps:
-                active: list[int] = []
-                vals: list[Value] = []
-                for lane, lsub, ints in lanes:
-                    lcache: dict[int, Value] = {}
-                    skip = False
-                    for c, fc in zip(c1, fast_c, strict=True):
-                        cv = _lane_value(fc, ints) if fc is not None and ints is not None else \
-                            E.evaluate(atoms, c, lsub, lcache)
-                        if E.as_const(cv) == 0:
-                            skip = True
-                            break
-                    if skip:
-                        continue
-                    active.append(lane)
-                    vals.append(_lane_value(fast_v, ints) if fast_v is not None and ints is not None
-                                else E.evaluate(atoms, v1, lsub, lcache))
-                out.append((active, vals))
+            c0, rest = E.split_const(v1) if v1 is not None else (0, None)
+            vkey = (key, rest)
+            per_warp = self._values.get(vkey)
+            if per_warp is None:
+                per_warp = self._values[vkey] = self._lane_table(rest)
+            for mask, table in zip(masks, per_warp, strict=True):
+                vals = [E.add(table[ln], E.const(c0)) if c0 else table[ln] for ln in mask]
+                out.append((mask, vals))
         return out
 
+    def _lane_table(self, v: Value) -> list[dict[int, Value]]:
+        """`v` in every lane of every sampled warp (lane index -> value)."""
+        atoms = self.atoms
+        fast = _decompose(atoms, v, self.lane_atom_ids)
+        tables: list[dict[int, Value]] = []
+        for lanes in self.lane_maps:
+            t: dict[int, Value] = {}
+            for lane, lsub, ints in lanes:
+                t[lane] = fast(ints) if fast is not None and ints is not None else E.evaluate(atoms, v, lsub, {})
+            tables.append(t)
+        return tables
 
-_Decomp = list[tuple[tuple[int, ...], int, tuple[int, ...]]]
+    def _lanes_where(self, pred: Value) -> list[set[int]]:
+        """Per sampled warp, the lanes where a predicate is not known to be false."""
+        return [{ln for ln, v in t.items() if E.as_const(v) != 0} for t in self._lane_table(pred)]
+
+    def _active(self, block: int, key: tuple, subst: dict[int, Value], cache: dict[int, Value]) -> list[list[int]]:
+        """Per sampled warp, the lanes that reach `block` (cached per block and iteration assignment)."""
+        ck = (block, key)
+        hit = self._masks.get(ck)
+        if hit is not None:
+            return hit
+        masks = [[ln for ln, _, _ in lanes] for lanes in self.lane_maps]
+        for c in self.conditions.get(block, []):
+            allowed = self._lanes_where(E.evaluate(self.atoms, c, subst, cache))
+            masks = [[ln for ln in m if ln in a] for m, a in zip(masks, allowed, strict=True)]
+        self._masks[ck] = masks
+        return masks
 
 
-def _decompose(atoms: Atoms, v: Value, lane_ids: frozenset[int]) -> _Decomp | None:
-    """Split a value's terms into (uniform monomial, coefficient, lane atoms) for fast per-lane evaluation;
-    None when a lane-dependent operation node needs the general evaluator."""
-    if v is None:
+_Term = tuple[tuple[int, ...], int, tuple[int, ...], tuple[Any, ...]]
+
+
+class _Compiled:
+    """A value prepared for fast evaluation lane by lane: per term, the uniform monomial, the coefficient,
+    the lane atoms to multiply in, and lane-dependent operation nodes (whose arguments are compiled too)."""
+
+    __slots__ = ("atoms", "terms")
+
+    def __init__(self, atoms: Atoms, terms: list[_Term]) -> None:
+        self.atoms = atoms
+        self.terms = terms
+
+    def __call__(self, ints: dict[int, int]) -> Value:
+        acc: dict[tuple[int, ...], int] = {}
+        extra_terms: Value = E.ZERO
+        for other, c, lanes, ops in self.terms:
+            for a in lanes:
+                c *= ints[a]
+            if not c:
+                continue
+            if ops:
+                term: Value = E.const(c)
+                for name, args, ex in ops:
+                    vals = tuple(f(ints) for f in args)
+                    term = E.mul(term, E.apply_op(self.atoms, name, vals, ex))
+                    if term is None:
+                        return None
+                if other:
+                    term = E.mul(term, ((other, 1),))
+                extra_terms = E.add(extra_terms, term)
+                if extra_terms is None:
+                    return None
+                continue
+            acc[other] = acc.get(other, 0) + c
+        base = tuple(sorted((m, c) for m, c in acc.items() if c))
+        return E.add(base, extra_terms) if extra_terms else base
+
+
+def _decompose(atoms: Atoms, v: Value, lane_ids: frozenset[int], depth: int = 0) -> _Compiled | None:
+    """Compile a value for fast per-lane evaluation; None when it cannot be (TOP, or nesting too deep)."""
+    if v is None or depth > 6:
         return None
-    out: _Decomp = []
+    terms: list[_Term] = []
     keys, lane = atoms.keys, atoms.lane
     for m, c in v:
         other: list[int] = []
         lanes: list[int] = []
+        ops: list[Any] = []
         for a in m:
             if a in lane_ids:
                 lanes.append(a)
-            elif lane[a] or keys[a][0] == "op" and _op_has_lane(atoms, a, lane_ids):
+            elif keys[a][0] == "op" and (lane[a] or _op_has_lane(atoms, a, lane_ids)):
+                args = [_decompose(atoms, x, lane_ids, depth + 1) for x in keys[a][2]]
+                if any(f is None for f in args):
+                    return None
+                ops.append((keys[a][1], tuple(args), keys[a][3]))
+            elif lane[a]:
                 return None
             else:
                 other.append(a)
-        out.append((tuple(other), c, tuple(lanes)))
-    return out
+        terms.append((tuple(other), c, tuple(lanes), tuple(ops)))
+    return _Compiled(atoms, terms)
 
 
 def _op_has_lane(atoms: Atoms, a: int, lane_ids: frozenset[int]) -> bool:
     return any(x in lane_ids or atoms.lane[x] for arg in atoms.keys[a][2] if arg for m, _ in arg for x in m)
 
 
-def _lane_value(d: _Decomp, ints: dict[int, int]) -> Value:
-    acc: dict[tuple[int, ...], int] = {}
-    for other, c, lanes in d:
-        for a in lanes:
-            c *= ints[a]
-        if c:
-            acc[other] = acc.get(other, 0) + c
-    return tuple(sorted((m, c) for m, c in acc.items() if c))
+def _lane_value(d: _Compiled, ints: dict[int, int]) -> Value:
+    return d(ints)
 
 
 def _shape(block: Any) -> tuple[int, int, int] | None:

@@ -22,7 +22,7 @@ from kerncast.analysis.memory.expr import Atoms, Poly, Value
 WARP = 32
 SECTOR = 32
 BANKS = 32
-MAX_SAMPLED_WARPS = 8
+MAX_SAMPLED_WARPS = 4
 
 
 @dataclass(slots=True)
@@ -90,7 +90,14 @@ def lane_offsets(atoms: Atoms, addrs: list[Value]) -> tuple[dict[Poly, list[int]
     if first is None:
         return None
     groups: dict[Poly, list[int]] = {}
+    c0, rest0 = E.split_const(first)
     for a in addrs:
+        if a is None:
+            return None
+        ca, resta = E.split_const(a)
+        if resta == rest0:  # the common case: lanes differ by a constant
+            groups.setdefault(E.ZERO, []).append(ca - c0)
+            continue
         d = E.sub(a, first)
         if d is None or E.has_ops(atoms, d):
             return None
