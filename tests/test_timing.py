@@ -110,6 +110,13 @@ def test_cache_penalty_shrinks_with_waves(k20):
     assert forty.cache_cycles == pytest.approx(one.cache_cycles / 40)
 
 
+def test_uncoalesced_sectors_scale_the_global_and_cache_penalties(k20):
+    base = thesis_penalties(k20, total_threads=1 << 20, n_global=3, n_shared=0, waves=4)
+    strided = thesis_penalties(k20, total_threads=1 << 20, n_global=3, n_shared=0, waves=4, global_sector_factor=8)
+    assert base.global_us < strided.global_us
+    assert strided.cache_cycles == pytest.approx(8 * base.cache_cycles)
+
+
 def test_bank_conflicts_scale_the_shared_penalty(k20):
     base = thesis_penalties(k20, total_threads=1 << 16, n_global=0, n_shared=4, waves=1)
     conflicted = thesis_penalties(k20, total_threads=1 << 16, n_global=0, n_shared=4, waves=1,
@@ -286,6 +293,9 @@ class _Memory:
     def average_sectors_per_request(self) -> float:
         return 4.0 + 28.0 * self.uncoal / (self.coal + self.uncoal)
 
+    def global_sector_factor(self) -> float:
+        return self.average_sectors_per_request() / 4.0
+
     def shared_wavefronts_per_request(self) -> None:
         return None
 
@@ -299,5 +309,9 @@ def test_memory_analysis_request_counts_are_used(k20):
     assert scattered.mwp_cwp_us > coalesced.mwp_cwp_us
     assert coalesced.roofline_us[0] == coalesced.roofline_us[1] or coalesced.roofline_us[1] < scattered.roofline_us[1]
     assert scattered.roofline_us[0] > coalesced.roofline_us[0]
+    # uncoalesced access moves 8x the sectors: the global memory penalty grows with it
+    assert scattered.breakdown["global_penalty_us"] > 2 * coalesced.breakdown["global_penalty_us"]
+    assert scattered.us > coalesced.us
+    assert any("(8.00x)" in a for a in scattered.assumptions)
     gathers = predict_time(cfg, loops, k20, memory=_Memory(3, 0, unknown=1), **kw)
     assert gathers.roofline_us[1] > coalesced.roofline_us[1]  # unknown patterns keep the scattered floor

@@ -144,6 +144,18 @@ class MemoryAnalysis:
             return None
         return sum(a.sectors_per_request * a.executions for a in known) / w  # type: ignore[operator]
 
+    def global_sector_factor(self) -> float | None:
+        """Sectors moved per sector needed, over known global accesses weighted by executions (1 = ideal).
+
+        This is how many times the DRAM/L2 traffic of the kernel's global accesses exceeds what coalesced
+        access would move; the thesis's global memory penalty (Eq. 4.10) is scaled by it.
+        """
+        known = [a for a in self._global() if a.known and a.sectors_per_request and a.ideal_sectors]
+        ideal = sum(a.ideal_sectors * a.executions for a in known)  # type: ignore[operator]
+        if ideal <= 0:
+            return None
+        return sum(a.sectors_per_request * a.executions for a in known) / ideal  # type: ignore[operator]
+
     def shared_wavefronts_per_request(self) -> float | None:
         """Wavefronts per shared request (1 = conflict-free 32-bit), weighted by executions."""
         known = [a for a in self.accesses if a.space == "shared" and a.known and a.wavefronts is not None]

@@ -76,6 +76,7 @@ class MemoryFacts:
     all_addresses_known: bool = False  # no global request of unknown pattern (a gather may be scattered)
     uncoalesced_fraction: float = 0.0
     sectors_per_request: float | None = None
+    sector_factor: float = 1.0  # sectors moved per sector needed (global), 1 when coalesced or unknown
     shared_wavefronts: float = 1.0
 
 
@@ -96,6 +97,11 @@ def memory_facts(memory: Any) -> MemoryFacts:
     try:
         s = memory.average_sectors_per_request()
         facts.sectors_per_request = float(s) if s else None
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        f = memory.global_sector_factor()
+        facts.sector_factor = max(1.0, float(f)) if f else 1.0
     except Exception:  # noqa: BLE001
         pass
     try:
@@ -147,7 +153,8 @@ def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per
     first = scheds[0][0]
     mem = memory_facts(memory)
     pen = thesis_penalties(profile, total_threads=total, n_global=first.global_count,
-                           n_shared=first.shared_count, waves=plan.waves, shared_wavefronts=mem.shared_wavefronts)
+                           n_shared=first.shared_count, waves=plan.waves, shared_wavefronts=mem.shared_wavefronts,
+                           global_sector_factor=mem.sector_factor)
     clock = profile.core_clock_mhz  # cycles per microsecond
     breakdown = {
         "schedule_us": d_kernel / clock,
@@ -168,7 +175,9 @@ def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per
                      "roofline time; the worst roofline time assumes scattered access")
     else:
         notes.append("memory analysis request counts used: coalesced/uncoalesced split for MWP-CWP and the "
-                     "roofline range, shared wavefronts per request for the shared penalty")
+                     "roofline range, sectors moved per sector needed "
+                     f"({mem.sector_factor:.2f}x) for the global memory and cache penalties, shared wavefronts "
+                     f"per request ({mem.shared_wavefronts:.2f}) for the shared penalty")
     hk = mwp_cwp(mwp_cwp_params(profile, counts, blocks=blocks, threads_per_block=threads_per_block,
                                 active_blocks_per_sm=blocks_per_sm, uncoalesced_fraction=mem.uncoalesced_fraction,
                                 uncoal_per_mw=mem.sectors_per_request))

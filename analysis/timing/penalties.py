@@ -44,8 +44,14 @@ def _per_us(unit: str) -> float:
 
 
 def thesis_penalties(profile: Any, *, total_threads: int, n_global: float, n_shared: float, waves: int,
-                     shared_wavefronts: float = 1.0) -> Penalties:
-    """Eqs. 4.10-4.12 and the launch overhead of section 3.4 for one launch."""
+                     shared_wavefronts: float = 1.0, global_sector_factor: float = 1.0) -> Penalties:
+    """Eqs. 4.10-4.12 and the launch overhead of section 3.4 for one launch.
+
+    The thesis leaves coalescing out of its penalties (future work). Kerncast scales the global memory and
+    cache penalties by `global_sector_factor` (sectors moved per sector needed, from the memory analysis) and
+    the shared penalty by `shared_wavefronts` (wavefronts per request): an uncoalesced or bank-conflicted
+    access costs that many more transactions. Both default to 1, the thesis's own model.
+    """
     warp = profile.warp_size
     lsu = profile.units["LSU"]
     access = profile.access_size
@@ -56,9 +62,10 @@ def thesis_penalties(profile: Any, *, total_threads: int, n_global: float, n_sha
     else:
         overhead *= _per_us(lo.unit)
     gm = 0.0
-    if n_global > 0:
-        tp = profile.global_throughput(n_global * total_threads / warp)
-        gm = total_threads / lsu * access / tp * n_global if tp > 0 else 0.0
+    n_gl = n_global * global_sector_factor
+    if n_gl > 0:
+        tp = profile.global_throughput(n_gl * total_threads / warp)
+        gm = total_threads / lsu * access / tp * n_gl if tp > 0 else 0.0
     sm = 0.0
     n_sh = n_shared * shared_wavefronts
     if n_sh > 0:
@@ -66,6 +73,6 @@ def thesis_penalties(profile: Any, *, total_threads: int, n_global: float, n_sha
         sm = total_threads / (lsu * profile.sm_count) * access / tp * n_sh if tp > 0 else 0.0
     cm = 0.0
     if n_global > 0 and waves > 0:
-        misses = total_threads * n_global / (waves * profile.l2_bytes / access)
+        misses = total_threads * n_gl / (waves * profile.l2_bytes / access)
         cm = misses * profile.global_latency(total_threads)
     return Penalties(max(0.0, overhead), max(0.0, gm), max(0.0, sm), max(0.0, cm))
