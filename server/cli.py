@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "gpus": ("cmd_gpus", "list the GPU profiles and what is calibrated"),
     "calibrate": ("cmd_calibrate", "measure the local NVIDIA GPU with microbenchmarks and write its profile"),
     "measure": ("cmd_measure", "run one kernel on the local GPU and print its measured time and power"),
+    "lsp": ("cmd_lsp", "start the language server on stdio"),
 }
 
 

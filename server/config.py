@@ -1,0 +1,250 @@
+"""Editor settings (camelCase, as clients send them) -> `AnalysisOptions` and the server's own switches.
+
+Settings arrive as `initializationOptions` and in `workspace/didChangeConfiguration` (`{settings: {kerncast:
+{...}}}`). A bad value never stops the server: it is reported (the message names the setting) and its default
+is used instead.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from kerncast.analysis.launch import LaunchOverrides, parse_dim
+from kerncast.analysis.pipeline import DEFAULT_MAX_FILE_BYTES, AnalysisOptions, Thresholds
+
+DEFAULTS: dict[str, Any] = {
+    "gpu": "v100",
+    "arch": "sm_75",
+    "nvccPath": None,
+    "includeDirs": [],
+    "defines": [],
+    "launch": {},
+    "loops": None,
+    "thresholds": {"uncoalescedExcessPercent": 25.0, "bankConflictWays": 2, "energyHotspotShare": 0.2,
+                   "lowOccupancy": 0.25},
+    "analyzeOnChange": True,
+    "timeoutSeconds": 120.0,
+    "maxFileBytes": DEFAULT_MAX_FILE_BYTES,
+}
+
+
+@dataclass
+class Settings:
+    """What the server was told: the analysis options plus when to analyse."""
+
+    options: AnalysisOptions = field(default_factory=AnalysisOptions)
+    analyze_on_change: bool = True
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    def fingerprint(self) -> str:
+        """A key that changes whenever a setting that affects the analysis changes (for the result cache)."""
+        return repr(sorted(self.raw.items(), key=lambda kv: kv[0]))
+
+
+def unwrap(data: Any) -> Any:
+    """`{settings: {kerncast: {...}}}`, `{kerncast: {...}}` or the settings themselves -> the settings."""
+    if isinstance(data, dict):
+        if isinstance(data.get("settings"), dict):
+            data = data["settings"]
+        if isinstance(data.get("kerncast"), dict):
+            data = data["kerncast"]
+    return data
+
+
+def _dotted(data: dict[str, Any]) -> dict[str, Any]:
+    """Accept `thresholds.lowOccupancy` style keys too (as flat VS Code settings write them)."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(key, str) and "." in key:
+            head, _, tail = key.partition(".")
+            sub = out.setdefault(head, {})
+            if isinstance(sub, dict):
+                sub[tail] = value
+        elif key in out and isinstance(out[key], dict) and isinstance(value, dict):
+            out[key].update(value)
+        else:
+            out[key] = value
+    return out
+
+
+class _Reader:
+    def __init__(self, data: dict[str, Any], warnings: list[str]) -> None:
+        self.data = data
+        self.warnings = warnings
+
+    def bad(self, name: str, value: Any, why: str, default: Any) -> Any:
+        self.warnings.append(f"Kerncast: setting kerncast.{name} = {value!r} ignored ({why}); "
+                             f"using {default!r}")
+        return default
+
+    def string(self, name: str, pattern_ok: Any = None) -> str:
+        value, default = self.data.get(name), DEFAULTS[name]
+        if value is None:
+            return default
+        if not isinstance(value, str) or not value.strip():
+            return self.bad(name, value, "expected a non-empty string", default)
+        if pattern_ok is not None and not pattern_ok(value.strip()):
+            return self.bad(name, value, "not a valid value", default)
+        return value.strip()
+
+    def optional_path(self, name: str) -> str | None:
+        value = self.data.get(name)
+        if value is None or value == "":
+            return None
+        if not isinstance(value, str):
+            return self.bad(name, value, "expected a path", None)
+        return value
+
+    def strings(self, name: str) -> list[str]:
+        value = self.data.get(name)
+        if value is None:
+            return []
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            return self.bad(name, value, "expected a list of strings", [])
+        return [v for v in value if v.strip()]
+
+    def number(self, name: str, value: Any, default: Any, low: float, high: float = math.inf,
+               integer: bool = False) -> Any:
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            return self.bad(name, value, "expected a number", default)
+        if integer and int(value) != value:
+            return self.bad(name, value, "expected an integer", default)
+        if not low <= value <= high:
+            bounds = f"at least {low}" if high == math.inf else f"between {low} and {high}"
+            return self.bad(name, value, f"must be {bounds}", default)
+        return int(value) if integer else float(value)
+
+    def boolean(self, name: str) -> bool:
+        value, default = self.data.get(name), DEFAULTS[name]
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            return self.bad(name, value, "expected true or false", default)
+        return value
+
+
+def _dim(value: Any) -> tuple[int, int, int]:
+    if isinstance(value, bool):
+        raise ValueError("expected a number or [x, y, z]")
+    if isinstance(value, int):
+        return parse_dim(str(value))
+    if isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return parse_dim(",".join(str(v) for v in value))
+    if isinstance(value, str):
+        return parse_dim(value)
+    raise ValueError("expected a number or [x, y, z]")
+
+
+def _kernel_launch(name: str, spec: Any, loops: int | None, reader: _Reader) -> LaunchOverrides | None:
+    where = f"launch.{name}"
+    if not isinstance(spec, dict):
+        reader.bad(where, spec, "expected an object with grid, block, dynamicSharedBytes, params", None)
+        return None
+    out = LaunchOverrides(loops=loops, source="setting")
+    for key in ("grid", "block"):
+        if spec.get(key) is not None:
+            try:
+                setattr(out, key, _dim(spec[key]))
+            except ValueError as exc:
+                reader.bad(f"{where}.{key}", spec[key], str(exc), None)
+    out.smem = reader.number(f"{where}.dynamicSharedBytes", spec.get("dynamicSharedBytes"), None, 0, integer=True)
+    params = spec.get("params") or {}
+    if not isinstance(params, dict):
+        reader.bad(f"{where}.params", params, "expected an object NAME -> integer", {})
+        params = {}
+    for pname, pvalue in params.items():
+        v = reader.number(f"{where}.params.{pname}", pvalue, None, -math.inf, integer=True)
+        if v is not None:
+            out.params[str(pname)] = v
+    unknown = sorted(set(spec) - {"grid", "block", "dynamicSharedBytes", "params"})
+    if unknown:
+        reader.warnings.append(f"Kerncast: setting kerncast.{where}: unknown keys {', '.join(unknown)} ignored")
+    return out
+
+
+def _valid_arch(text: str) -> bool:
+    import re
+
+    return re.fullmatch(r"(sm|compute)_\d+[a-z]?", text) is not None
+
+
+def _known_gpu(text: str) -> bool:
+    from kerncast.analysis.gpus import list_profiles
+
+    try:
+        return text in list_profiles() or text.endswith(".toml")
+    except Exception:  # noqa: BLE001 - a broken profile directory must not stop settings parsing
+        return True
+
+
+def parse_settings(data: Any) -> tuple[Settings, list[str]]:
+    """Settings from a client's JSON (any of the shapes `unwrap` accepts), and a warning per bad value."""
+    warnings: list[str] = []
+    data = unwrap(data)
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        warnings.append(f"Kerncast: settings must be an object, got {type(data).__name__}; using the defaults")
+        data = {}
+    data = _dotted(data)
+    r = _Reader(data, warnings)
+    known = set(DEFAULTS)
+    unknown = sorted(k for k in data if k not in known)
+    if unknown:
+        warnings.append(f"Kerncast: unknown settings ignored: {', '.join('kerncast.' + k for k in unknown)}")
+
+    gpu = r.string("gpu")
+    if not _known_gpu(gpu):
+        gpu = r.bad("gpu", gpu, "no such GPU profile (see `kerncast gpus`)", DEFAULTS["gpu"])
+    arch = r.string("arch", _valid_arch)
+    loops = r.number("loops", data.get("loops"), None, 1, integer=True)
+
+    th = data.get("thresholds") or {}
+    if not isinstance(th, dict):
+        th = r.bad("thresholds", th, "expected an object", {})
+    d = DEFAULTS["thresholds"]
+    thresholds = Thresholds(
+        uncoalesced_excess_percent=r.number("thresholds.uncoalescedExcessPercent",
+                                            th.get("uncoalescedExcessPercent"), d["uncoalescedExcessPercent"], 0),
+        bank_conflict_ways=r.number("thresholds.bankConflictWays", th.get("bankConflictWays"),
+                                    d["bankConflictWays"], 1, 32, integer=True),
+        energy_hotspot_share=r.number("thresholds.energyHotspotShare", th.get("energyHotspotShare"),
+                                      d["energyHotspotShare"], 0, 1),
+        low_occupancy=r.number("thresholds.lowOccupancy", th.get("lowOccupancy"), d["lowOccupancy"], 0, 1),
+    )
+
+    kernels: dict[str, Any] = {}
+    launch = data.get("launch") or {}
+    if not isinstance(launch, dict):
+        launch = r.bad("launch", launch, "expected an object kernel name -> launch", {})
+    for name, spec in launch.items():
+        ov = _kernel_launch(str(name), spec, loops, r)
+        if ov is not None:
+            kernels[str(name)] = ov
+
+    options = AnalysisOptions(
+        gpu=gpu, arch=arch,
+        include_dirs=r.strings("includeDirs"), defines=r.strings("defines"),
+        nvcc_path=r.optional_path("nvccPath"),
+        timeout_s=r.number("timeoutSeconds", data.get("timeoutSeconds"), DEFAULTS["timeoutSeconds"], 1),
+        max_file_bytes=r.number("maxFileBytes", data.get("maxFileBytes"), DEFAULTS["maxFileBytes"], 1,
+                                integer=True),
+        kernel_settings=kernels, loops=loops, thresholds=thresholds,
+    )
+    settings = Settings(options=options, analyze_on_change=r.boolean("analyzeOnChange"),
+                        raw={k: data[k] for k in known if k in data})
+    settings.raw["gpu"] = gpu
+    return settings, warnings
+
+
+def with_gpu(settings: Settings, gpu: str) -> Settings:
+    """The same settings for another GPU profile."""
+    raw = dict(settings.raw, gpu=gpu)
+    new, _ = parse_settings(raw)
+    return new

@@ -1,0 +1,256 @@
+"""FileReport -> LSP data: diagnostics, where each kernel sits in the text, and the short numbers of a kernel.
+
+Only conversion lives here; every number comes from the report (`KernelReport.to_json()` forms), and any part
+of a report may be missing (`None`): it then reads "not available", never raises.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from kerncast.analysis.report import FileReport, Finding
+from lsprotocol import types as lsp
+from pygls import uris
+
+SOURCE = "kerncast"
+
+SEVERITY = {
+    "error": lsp.DiagnosticSeverity.Error,
+    "warning": lsp.DiagnosticSeverity.Warning,
+    "information": lsp.DiagnosticSeverity.Information,
+    "hint": lsp.DiagnosticSeverity.Hint,
+}
+
+
+# ------------------------------------------------------------------------------------------------ numbers
+
+
+def fmt_time(us: Any) -> str | None:
+    if not isinstance(us, int | float):
+        return None
+    if us >= 1e6:
+        return f"{us / 1e6:.3g} s"
+    if us >= 1e3:
+        return f"{us / 1e3:.3g} ms"
+    if us >= 1:
+        return f"{us:.3g} µs"
+    return f"{us * 1e3:.3g} ns"
+
+
+def fmt_energy_uj(uj: Any) -> str | None:
+    if not isinstance(uj, int | float):
+        return None
+    if uj >= 1e6:
+        return f"{uj / 1e6:.3g} J"
+    if uj >= 1e3:
+        return f"{uj / 1e3:.3g} mJ"
+    if uj >= 1:
+        return f"{uj:.3g} µJ"
+    return f"{uj * 1e3:.3g} nJ"
+
+
+def fmt_watts(w: Any) -> str | None:
+    return f"{w:.0f} W" if isinstance(w, int | float) else None
+
+
+def energy_uj(energy: dict[str, Any] | None) -> float | None:
+    """Energy in µJ from the energy JSON (`uj`, or `mj`/`j` if a model reports those)."""
+    if not energy:
+        return None
+    for key, scale in (("uj", 1.0), ("mj", 1e3), ("j", 1e6), ("joules", 1e6)):
+        v = energy.get(key)
+        if isinstance(v, int | float):
+            return float(v) * scale
+    return None
+
+
+def fmt_dim(dim: Any) -> str:
+    if not isinstance(dim, list | tuple) or not dim:
+        return "?"
+    vals = list(dim)
+    while len(vals) > 1 and vals[-1] == 1:
+        vals.pop()
+    return "x".join(str(v) for v in vals)
+
+
+def launch_known(launch: dict[str, Any] | None) -> bool:
+    """True when grid and block come from the user (setting, annotation, flags or a launch site)."""
+    if not launch or launch.get("grid") is None or launch.get("block") is None:
+        return False
+    src = launch.get("source") or {}
+    return isinstance(src, dict) and src.get("grid") != "default" and src.get("block") != "default"
+
+
+def launch_text(launch: dict[str, Any] | None) -> str:
+    if not launch or launch.get("grid") is None or launch.get("block") is None:
+        return "<<<?, ?>>>"
+    smem = launch.get("dynamic_shared_bytes") or 0
+    tail = f", {smem}" if smem else ""
+    return f"<<<{fmt_dim(launch['grid'])}, {fmt_dim(launch['block'])}{tail}>>>"
+
+
+def gpu_label(gpu_id: str) -> str:
+    """Short GPU name for a lens ("V100"), from the profile when it loads."""
+    try:
+        from kerncast.analysis.gpus import load_profile
+
+        name = load_profile(gpu_id).name
+    except Exception:  # noqa: BLE001 - an unknown id still gets a label
+        return gpu_id.upper()
+    for prefix in ("NVIDIA ", "Tesla ", "GeForce ", "Quadro "):
+        name = name.replace(prefix, "")
+    return name.strip() or gpu_id.upper()
+
+
+ANNOTATION_HINT = "add // kerncast: grid=… block=…"
+
+
+def kernel_summary(k: dict[str, Any], gpu: str) -> str:
+    """One line: "≈ 12.3 µs · 87 W · 1.1 mJ on V100 @ <<<1024, 256>>>" with unknown parts said so."""
+    t = k.get("time") or {}
+    p = k.get("power") or {}
+    time = fmt_time(t.get("us"))
+    watts = fmt_watts(p.get("watts"))
+    energy = fmt_energy_uj(energy_uj(k.get("energy")))
+    parts = [f"≈ {time}" if time else "time not available", watts or "power not available",
+             energy or "energy not available"]
+    launch = k.get("launch")
+    if launch_known(launch):
+        where = f"@ {launch_text(launch)}"
+    elif launch and launch.get("grid") is not None:
+        where = f"@ assumed {launch_text(launch)} — {ANNOTATION_HINT}"
+    else:
+        where = f"@ launch unknown — {ANNOTATION_HINT}"
+    return f"{' · '.join(parts)} on {gpu_label(gpu)} {where}"
+
+
+# ------------------------------------------------------------------------------------------------ text
+
+
+def base_name(display: str) -> str:
+    """`void ns::k<32>(float*)` -> `k`; a mangled or plain name stays as it is."""
+    text = display
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += {"<": 1, ">": -1}.get(ch, 0)
+        if ch in "(<" and depth <= 1 and i > 0:
+            text = text[:i]
+            break
+    text = text.strip().split()[-1] if text.strip() else display
+    return text.split("::")[-1]
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """Where a kernel's name is written (0-based line, start and end character)."""
+
+    line: int
+    start: int
+    end: int
+
+
+def kernel_anchor(lines: list[str], k: dict[str, Any]) -> Anchor | None:
+    """The kernel's name token on or just before its reported line (definition header), else the line itself."""
+    reported = k.get("line")
+    names = [n for n in (k.get("mangled"), base_name(str(k.get("name") or ""))) if n]
+    patterns = [re.compile(rf"(?<![\w$]){re.escape(n)}(?![\w$])") for n in names]
+    if not isinstance(reported, int) or reported < 1:
+        # no line information (PTX without .loc): the `.entry` or `__global__` line that names the kernel
+        for ln, text in enumerate(lines):
+            if ".entry" in text or "__global__" in text:
+                for pat in patterns:
+                    m = pat.search(text)
+                    if m:
+                        return Anchor(ln, m.start(), m.end())
+        return None
+    last = min(reported - 1, len(lines) - 1)
+    if last < 0:
+        return None
+    for ln in range(last, max(-1, last - 20), -1):
+        for pat in patterns:
+            m = pat.search(lines[ln])
+            if m:
+                return Anchor(ln, m.start(), m.end())
+    text = lines[last]
+    return Anchor(last, len(text) - len(text.lstrip()), len(text.rstrip()))
+
+
+LAUNCH_RE = re.compile(r"([A-Za-z_][\w:]*)\s*(?:<[^<>;]*>\s*)?<<<")
+
+
+def launch_calls(line_text: str) -> list[tuple[str, int, int]]:
+    """`kernel<<<` calls on a line: (base name, start, end of the whole call head)."""
+    return [(m.group(1).split("::")[-1], m.start(), m.end()) for m in LAUNCH_RE.finditer(line_text)]
+
+
+def line_range(lines: list[str], line0: int) -> lsp.Range:
+    text = lines[line0] if 0 <= line0 < len(lines) else ""
+    start = len(text) - len(text.lstrip())
+    end = len(text.rstrip("\r\n").rstrip())
+    return lsp.Range(lsp.Position(line0, start), lsp.Position(line0, max(end, start)))
+
+
+def finding_range(f: Finding | dict[str, Any], lines: list[str]) -> lsp.Range:
+    """0-based range of a finding; an empty or unknown range covers the text of its line."""
+    get = (lambda k: f.get(k)) if isinstance(f, dict) else (lambda k: getattr(f, k))
+    line0 = max(0, int(get("line") or 1) - 1)
+    if lines:
+        line0 = min(line0, len(lines) - 1)
+    end_line0 = max(line0, int(get("end_line") or get("line") or 1) - 1)
+    col0 = max(0, int(get("column") or 1) - 1)
+    end_col0 = max(0, int(get("end_column") or 1) - 1)
+    text = lines[line0] if 0 <= line0 < len(lines) else ""
+    if (end_line0, end_col0) <= (line0, col0) or col0 >= len(text.rstrip()) and end_line0 == line0:
+        return line_range(lines, line0)
+    if end_line0 == line0 and end_col0 - col0 <= 1:
+        m = re.compile(r"[\w$.]+").match(text, col0)
+        if m:
+            end_col0 = m.end()
+    if lines and end_line0 >= len(lines):
+        end_line0, end_col0 = len(lines) - 1, len(lines[-1])
+    return lsp.Range(lsp.Position(line0, col0), lsp.Position(end_line0, end_col0))
+
+
+def _related_uri(file: str | None, uri: str) -> str:
+    if not file:
+        return uri
+    return uris.from_fs_path(file) or uri
+
+
+def to_diagnostic(f: Finding, uri: str, lines: list[str]) -> lsp.Diagnostic:
+    related = [
+        lsp.DiagnosticRelatedInformation(
+            location=lsp.Location(uri=_related_uri(r.file, uri),
+                                  range=finding_range({"line": r.line, "column": r.column, "end_line": r.end_line,
+                                                       "end_column": r.end_column}, lines)),
+            message=r.message)
+        for r in f.related
+    ]
+    message = f.message if f.kernel is None or f.kernel in f.message else f"{f.message} (kernel {f.kernel})"
+    return lsp.Diagnostic(
+        range=finding_range(f, lines), message=message, severity=SEVERITY.get(f.severity),
+        code=f.code, source=SOURCE, related_information=related or None,
+    )
+
+
+def all_findings(report: FileReport) -> list[Finding]:
+    """File-level findings then each kernel's, each kernel's marked with its kernel name."""
+    out = list(report.findings)
+    for k in report.kernels:
+        for f in k.findings:
+            if f.kernel is None:
+                f.kernel = k.name
+            out.append(f)
+    return out
+
+
+def to_diagnostics(report: FileReport, uri: str, lines: list[str]) -> list[lsp.Diagnostic]:
+    return [to_diagnostic(f, uri, lines) for f in all_findings(report)]
+
+
+def internal_error_diagnostic(message: str) -> lsp.Diagnostic:
+    return lsp.Diagnostic(range=lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)),
+                          message=f"Kerncast could not analyse this file: {message}",
+                          severity=lsp.DiagnosticSeverity.Error, code="internal-error", source=SOURCE)

@@ -1,0 +1,465 @@
+"""The Kerncast language server (pygls 2): analysis results of `.cu` and `.ptx` files as editor feedback.
+
+The server holds no analysis logic: it runs `analyze_file` off the event loop (a small thread pool), keeps the
+result per document version, and converts it with the small feature modules (`convert`, `hover`, `lenses`,
+`actions`). Push diagnostics carry everything important; code lenses and inlay hints repeat the numbers where
+the client shows them; hovers and `kerncast.showReport` give the details.
+
+Per document: a newer request supersedes an older one (a superseded result is cached but not published),
+analyses of one document run one at a time, and a failure is published as a diagnostic of that document only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+import uuid
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from kerncast.analysis.pipeline import analyze_file
+from kerncast.analysis.report import FileReport
+from kerncast.server import actions, config, convert, hover, lenses
+from lsprotocol import types as lsp
+from pygls import uris
+from pygls.lsp.server import LanguageServer
+
+log = logging.getLogger("kerncast.server")
+
+VERSION = "0.1.0"
+LANGUAGES = {"cuda", "cuda-cpp", "cpp", "ptx"}
+SUFFIXES = {".cu", ".cuh", ".ptx"}
+#: seconds a `.ptx` edit waits for the next keystroke before it is analysed
+CHANGE_DEBOUNCE_S = 0.5
+#: results kept per document (different versions or settings)
+CACHE_PER_DOCUMENT = 4
+
+SHOW_REPORT = "kerncast.showReport"
+LIST_GPUS = "kerncast.listGpus"
+SELECT_GPU = "kerncast.selectGpu"
+
+
+@dataclass
+class Result:
+    """One analysis of one document version under one set of settings."""
+
+    version: int | None
+    key: str
+    report: FileReport
+    data: dict[str, Any]  # report.to_json()
+    lines: list[str]
+
+
+class KerncastServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("kerncast", VERSION)
+        self.settings = config.Settings()
+        self.pending_warnings: list[str] = []
+        self.executor = ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1)),
+                                           thread_name_prefix="kerncast-analysis")
+        self.generation: dict[str, int] = {}
+        self.locks: dict[str, asyncio.Lock] = {}
+        self.cache: dict[str, OrderedDict[str, Result]] = {}
+        self.published: dict[str, Result] = {}
+        self.tasks: set[asyncio.Task[Any]] = set()
+
+    # --------------------------------------------------------------------------------------- settings
+
+    def apply_settings(self, data: Any) -> None:
+        settings, warnings = config.parse_settings(data)
+        self.settings = settings
+        for w in warnings:
+            self.warn(w)
+
+    def warn(self, message: str) -> None:
+        log.warning(message)
+        try:
+            self.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Warning, message=message))
+        except Exception:  # noqa: BLE001 - before initialize completes there is no transport yet
+            self.pending_warnings.append(message)
+
+    # --------------------------------------------------------------------------------------- capabilities
+
+    def _caps(self, *path: str) -> Any:
+        node: Any = self.client_capabilities
+        for name in path:
+            node = getattr(node, name, None)
+            if node is None:
+                return None
+        return node
+
+    @property
+    def versioned_edits(self) -> bool:
+        return bool(self._caps("workspace", "workspace_edit", "document_changes"))
+
+    # --------------------------------------------------------------------------------------- documents
+
+    @staticmethod
+    def wants(uri: str, language_id: str | None = None) -> bool:
+        path = uris.to_fs_path(uri) or uri
+        return os.path.splitext(path)[1].lower() in SUFFIXES or (language_id or "") in LANGUAGES - {"cpp"}
+
+    def analysis_path(self, uri: str, language_id: str | None) -> str:
+        path = uris.to_fs_path(uri)
+        if path and os.path.splitext(path)[1].lower() in SUFFIXES:
+            return path
+        suffix = ".ptx" if language_id == "ptx" else ".cu"
+        return (path or "untitled") + suffix
+
+    def schedule(self, uri: str, delay: float = 0.0) -> None:
+        generation = self.generation.get(uri, 0) + 1
+        self.generation[uri] = generation
+        task = asyncio.get_running_loop().create_task(self.analyse(uri, generation, delay))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    def current(self, uri: str, generation: int) -> bool:
+        return self.generation.get(uri) == generation
+
+    async def analyse(self, uri: str, generation: int, delay: float) -> None:
+        if delay:
+            await asyncio.sleep(delay)
+        if not self.current(uri, generation):
+            return
+        lock = self.locks.setdefault(uri, asyncio.Lock())
+        async with lock:
+            if not self.current(uri, generation):
+                return
+            try:
+                doc = self.workspace.get_text_document(uri)
+                text, version, language = doc.source, doc.version, doc.language_id
+            except Exception as exc:  # noqa: BLE001
+                log.exception("no document %s", uri)
+                self.publish_error(uri, None, f"the document could not be read ({exc})")
+                return
+            settings = self.settings
+            key = hashlib.sha1(f"{settings.fingerprint()}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()
+            result = self.cached(uri, version, key)
+            if result is None:
+                try:
+                    result = await self.run_analysis(uri, self.analysis_path(uri, language), text, version, key,
+                                                     settings)
+                except Exception as exc:  # noqa: BLE001 - one broken document must not affect the others
+                    log.exception("analysis of %s failed", uri)
+                    if self.current(uri, generation):
+                        self.publish_error(uri, version, f"{type(exc).__name__}: {exc}")
+                    return
+                self.remember(uri, result)
+            if not self.current(uri, generation) or uri not in self.workspace.text_documents:
+                return
+            self.publish(uri, result)
+
+    async def run_analysis(self, uri: str, path: str, text: str, version: int | None, key: str,
+                           settings: config.Settings) -> Result:
+        token = await self.begin_progress(os.path.basename(path))
+        try:
+            loop = asyncio.get_running_loop()
+            report = await loop.run_in_executor(self.executor, _analyse_blocking, path, text, settings)
+            data = await loop.run_in_executor(self.executor, report.to_json)
+        finally:
+            self.end_progress(token)
+        return Result(version, key, report, data, text.splitlines())
+
+    def cached(self, uri: str, version: int | None, key: str) -> Result | None:
+        entries = self.cache.get(uri)
+        result = entries.get(key) if entries else None
+        if result is not None and result.version != version:
+            result = Result(version, key, result.report, result.data, result.lines)
+        return result
+
+    def remember(self, uri: str, result: Result) -> None:
+        entries = self.cache.setdefault(uri, OrderedDict())
+        entries[result.key] = result
+        entries.move_to_end(result.key)
+        while len(entries) > CACHE_PER_DOCUMENT:
+            entries.popitem(last=False)
+
+    def publish(self, uri: str, result: Result) -> None:
+        self.published[uri] = result
+        diagnostics = convert.to_diagnostics(result.report, uri, result.lines)
+        self.text_document_publish_diagnostics(
+            lsp.PublishDiagnosticsParams(uri=uri, version=result.version, diagnostics=diagnostics))
+        self.refresh_views()
+
+    def publish_error(self, uri: str, version: int | None, message: str) -> None:
+        self.published.pop(uri, None)
+        self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
+            uri=uri, version=version, diagnostics=[convert.internal_error_diagnostic(message)]))
+
+    def refresh_views(self) -> None:
+        """Ask the client to re-query lenses and hints, only where it says it supports that."""
+        requests = []
+        if self._caps("workspace", "code_lens", "refresh_support"):
+            requests.append(self.workspace_code_lens_refresh_async)
+        if self._caps("workspace", "inlay_hint", "refresh_support"):
+            requests.append(self.workspace_inlay_hint_refresh_async)
+        for request in requests:
+            task = asyncio.get_running_loop().create_task(_quietly(request(None)))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+
+    async def begin_progress(self, name: str) -> str | None:
+        if not self._caps("window", "work_done_progress"):
+            return None
+        token = f"kerncast/{uuid.uuid4()}"
+        try:
+            await asyncio.wait_for(self.work_done_progress.create_async(token), 5)
+            self.work_done_progress.begin(token, lsp.WorkDoneProgressBegin(
+                title="Kerncast", message=f"analysing {name}", cancellable=False))
+        except Exception:  # noqa: BLE001 - progress is a courtesy; the analysis goes on without it
+            log.debug("work done progress refused", exc_info=True)
+            return None
+        return token
+
+    def end_progress(self, token: str | None) -> None:
+        if token is not None:
+            try:
+                self.work_done_progress.end(token, lsp.WorkDoneProgressEnd(message="done"))
+            except Exception:  # noqa: BLE001
+                log.debug("work done progress end failed", exc_info=True)
+
+    def reanalyse_open(self) -> None:
+        for uri, doc in list(self.workspace.text_documents.items()):
+            if self.wants(uri, doc.language_id):
+                self.schedule(uri)
+
+    # --------------------------------------------------------------------------------------- features
+
+    def result_for(self, uri: str) -> Result | None:
+        return self.published.get(uri)
+
+    def doc_for_actions(self, uri: str, result: Result) -> actions.Doc:
+        return actions.Doc(uri=uri, version=result.version, lines=result.lines, versioned=self.versioned_edits)
+
+
+def _analyse_blocking(path: str, text: str, settings: config.Settings) -> FileReport:
+    return analyze_file(path, text=text, options=settings.options)
+
+
+async def _quietly(awaitable: Any) -> None:
+    try:
+        await asyncio.wait_for(awaitable, 10)
+    except Exception:  # noqa: BLE001 - a client that fails a refresh request still gets fresh data next time
+        log.debug("refresh request failed", exc_info=True)
+
+
+server = KerncastServer()
+
+
+@server.feature(lsp.INITIALIZE)
+def initialize(ls: KerncastServer, params: lsp.InitializeParams) -> None:
+    settings, warnings = config.parse_settings(params.initialization_options)
+    ls.settings = settings
+    ls.pending_warnings.extend(warnings)
+
+
+@server.feature(lsp.INITIALIZED)
+def initialized(ls: KerncastServer, params: lsp.InitializedParams) -> None:
+    warnings, ls.pending_warnings = ls.pending_warnings, []
+    for w in warnings:
+        ls.warn(w)
+
+
+@server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
+async def did_change_configuration(ls: KerncastServer, params: lsp.DidChangeConfigurationParams) -> None:
+    data = config.unwrap(params.settings)
+    if not (isinstance(data, dict) and data) and ls._caps("workspace", "configuration"):
+        try:
+            items = await ls.workspace_configuration_async(
+                lsp.ConfigurationParams(items=[lsp.ConfigurationItem(section="kerncast")]))
+            data = items[0] if items else None
+        except Exception:  # noqa: BLE001
+            log.debug("workspace/configuration failed", exc_info=True)
+            return
+    if data is None:
+        return
+    ls.apply_settings(data)
+    ls.reanalyse_open()
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: KerncastServer, params: lsp.DidOpenTextDocumentParams) -> None:
+    if ls.wants(params.text_document.uri, params.text_document.language_id):
+        ls.schedule(params.text_document.uri)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DID_SAVE, lsp.SaveOptions(include_text=False))
+def did_save(ls: KerncastServer, params: lsp.DidSaveTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    doc = ls.workspace.text_documents.get(uri)
+    if ls.wants(uri, doc.language_id if doc else None):
+        ls.schedule(uri)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: KerncastServer, params: lsp.DidChangeTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    doc = ls.workspace.text_documents.get(uri)
+    is_ptx = uri.lower().endswith(".ptx") or (doc is not None and doc.language_id == "ptx")
+    if is_ptx and ls.settings.analyze_on_change:
+        ls.schedule(uri, CHANGE_DEBOUNCE_S)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: KerncastServer, params: lsp.DidCloseTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    ls.generation[uri] = ls.generation.get(uri, 0) + 1  # drops any analysis in flight
+    ls.published.pop(uri, None)
+    ls.cache.pop(uri, None)
+    ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+
+def _hover_markdown(result: Result, pos: lsp.Position) -> str | None:
+    data, lines = result.data, result.lines
+    gpu, arch = data.get("gpu") or "?", data.get("arch")
+    by_name = {convert.base_name(k["name"]): k for k in data.get("kernels") or []}
+    for k in data.get("kernels") or []:
+        anchor = convert.kernel_anchor(lines, k)
+        if anchor and anchor.line == pos.line and anchor.start <= pos.character <= anchor.end:
+            return hover.kernel_markdown(k, gpu, arch)
+    if 0 <= pos.line < len(lines):
+        for name, start, end in convert.launch_calls(lines[pos.line]):
+            if start <= pos.character <= end + 1 and name in by_name:
+                return hover.kernel_markdown(by_name[name], gpu, arch)
+    found = []
+    for f in convert.all_findings(result.report):
+        rng = convert.finding_range(f, lines)
+        if rng.start.line <= pos.line <= rng.end.line:
+            found.append(hover.finding_markdown(f.to_json()))
+    return "\n---\n".join(found) if found else None
+
+
+@server.feature(lsp.TEXT_DOCUMENT_HOVER)
+def on_hover(ls: KerncastServer, params: lsp.HoverParams) -> lsp.Hover | None:
+    result = ls.result_for(params.text_document.uri)
+    if result is None:
+        return None
+    try:
+        text = _hover_markdown(result, params.position)
+    except Exception:  # noqa: BLE001 - a hover never takes the server down
+        log.exception("hover failed")
+        return None
+    if text is None:
+        return None
+    return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=text))
+
+
+@server.feature(lsp.TEXT_DOCUMENT_CODE_LENS)
+def on_code_lens(ls: KerncastServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
+    result = ls.result_for(params.text_document.uri)
+    if result is None:
+        return []
+    try:
+        return lenses.code_lenses(result.data, params.text_document.uri, result.lines)
+    except Exception:  # noqa: BLE001
+        log.exception("code lens failed")
+        return []
+
+
+@server.feature(lsp.TEXT_DOCUMENT_INLAY_HINT, lsp.InlayHintOptions(resolve_provider=False))
+def on_inlay_hint(ls: KerncastServer, params: lsp.InlayHintParams) -> list[lsp.InlayHint]:
+    result = ls.result_for(params.text_document.uri)
+    if result is None:
+        return []
+    try:
+        return lenses.inlay_hints(result.data, result.lines, params.range)
+    except Exception:  # noqa: BLE001
+        log.exception("inlay hints failed")
+        return []
+
+
+@server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(
+    code_action_kinds=[lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.Source]))
+def on_code_action(ls: KerncastServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
+    uri = params.text_document.uri
+    result = ls.result_for(uri)
+    if result is None:
+        return []
+    try:
+        from kerncast.analysis.gpus import list_profiles
+
+        return actions.code_actions(result.report, ls.doc_for_actions(uri, result), params.range,
+                                    list_profiles(), ls.settings.options.gpu, params.context.only)
+    except Exception:  # noqa: BLE001
+        log.exception("code actions failed")
+        return []
+
+
+# ------------------------------------------------------------------------------------------- commands
+
+
+def _kernel_at(result: Result, target: Any) -> dict[str, Any] | None:
+    kernels = result.data.get("kernels") or []
+    if isinstance(target, str):
+        return next((k for k in kernels if target in (k.get("name"), k.get("mangled"), convert.base_name(k["name"]))),
+                    None)
+    if isinstance(target, dict) and isinstance(target.get("line"), int):
+        line = target["line"]
+        anchors = [(convert.kernel_anchor(result.lines, k), k) for k in kernels]
+        # the kernel whose definition starts last at or before the cursor line
+        before = [(a.line, k) for a, k in anchors if a is not None and a.line <= line]
+        if before:
+            return max(before, key=lambda t: t[0])[1]
+        return kernels[0] if kernels else None
+    return None
+
+
+@server.command(SHOW_REPORT)
+async def show_report(ls: KerncastServer, *args: Any) -> dict[str, Any] | None:
+    """`[uri, kernelName]` or `[uri, {line, character}]` -> `{markdown}` (every kernel when no kernel fits)."""
+    if not args or not isinstance(args[0], str):
+        raise ValueError("kerncast.showReport expects [uri, kernelName] or [uri, {line, character}]")
+    uri, target = args[0], (args[1] if len(args) > 1 else None)
+    result = ls.result_for(uri)
+    if result is None:
+        path = uris.to_fs_path(uri)
+        if not path or not os.path.isfile(path):
+            return None
+        text = open(path, encoding="utf-8", errors="replace").read()  # noqa: SIM115
+        result = await ls.run_analysis(uri, path, text, None, "", ls.settings)
+    data = result.data
+    k = _kernel_at(result, target)
+    if k is None:
+        return {"markdown": hover.file_markdown(data)}
+    return {"markdown": hover.kernel_markdown(k, data.get("gpu") or "?", data.get("arch"), full=True),
+            "kernel": k.get("name")}
+
+
+@server.command(LIST_GPUS)
+def list_gpus(ls: KerncastServer, *args: Any) -> list[dict[str, Any]]:
+    from kerncast.analysis.gpus import list_profiles, load_profile
+
+    out = []
+    for gid in list_profiles():
+        try:
+            p = load_profile(gid)
+            out.append({"id": gid, "name": p.name, "calibrated": p.calibrated,
+                        "selected": gid == ls.settings.options.gpu})
+        except Exception as exc:  # noqa: BLE001 - a broken profile is listed, not fatal
+            out.append({"id": gid, "name": f"{gid} (cannot load: {exc})", "calibrated": False,
+                        "selected": False})
+    return out
+
+
+@server.command(SELECT_GPU)
+def select_gpu(ls: KerncastServer, *args: Any) -> dict[str, Any]:
+    from kerncast.analysis.gpus import list_profiles
+
+    gpu = args[0] if args else None
+    if isinstance(gpu, dict):
+        gpu = gpu.get("id")
+    if not isinstance(gpu, str) or gpu not in list_profiles():
+        ls.warn(f"Kerncast: unknown GPU {gpu!r}; the GPU stays {ls.settings.options.gpu}")
+        return {"gpu": ls.settings.options.gpu, "changed": False}
+    ls.settings = config.with_gpu(ls.settings, gpu)
+    ls.reanalyse_open()
+    return {"gpu": gpu, "changed": True}
+
+
+def main() -> None:
+    """Serve on stdio."""
+    server.start_io()

@@ -1,0 +1,554 @@
+"""End-to-end tests of the language server: the real server over stdio, real nvcc, real example files.
+
+Every test runs twice, under the capability sets of VS Code and of Neovim 0.7 (pytest-lsp's recorded sets),
+with one server per capability set for the module. The server must never call what a client did not
+advertise: pytest-lsp's specification warnings are errors here.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import re
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_lsp
+from lsprotocol import types as lsp
+from pygls import uris
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+SERVER_COMMAND = [sys.executable, "-m", "kerncast.server", "lsp"]
+LANGUAGE = {".cu": "cuda-cpp", ".ptx": "ptx"}
+TIMEOUT_S = 90
+
+
+def needs_nvcc() -> None:
+    from kerncast.analysis.compile import ToolchainError, find_toolchain
+
+    try:
+        find_toolchain()
+    except ToolchainError as exc:
+        pytest.skip(f"no CUDA toolchain, the language server tests compile real files: {exc}")
+
+
+class Session:
+    """A test's view of the shared client: open, change and save documents, wait for their diagnostics."""
+
+    def __init__(self, client: LanguageClient, workdir: Path) -> None:
+        self.client = client
+        self.workdir = workdir
+        if not hasattr(client, "open_docs"):
+            client.open_docs = {}
+
+    @staticmethod
+    def install_recorder(client: LanguageClient) -> None:
+        """Keep every publishDiagnostics (with its version), besides pytest-lsp's latest-per-uri view."""
+        client.all_published = []
+        features = client.protocol.fm.features
+        original = features[lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS]
+
+        def recorder(params: lsp.PublishDiagnosticsParams) -> None:
+            original(params)
+            client.all_published.append(params)
+
+        features[lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = recorder
+
+    def published(self, uri: str) -> list[lsp.PublishDiagnosticsParams]:
+        """What was published for the document since it was last opened."""
+        since = getattr(self.client, "opened_at", {}).get(uri, 0)
+        return [p for p in self.client.all_published[since:] if p.uri == uri]
+
+    def open(self, name: str, language: str | None = None) -> str:
+        path = self.workdir / name
+        uri = uris.from_fs_path(str(path))
+        if uri in self.client.open_docs:
+            return uri
+        text = path.read_text()
+        language = language or LANGUAGE[path.suffix]
+        if "neovim" in self.client.client_name and language == "cuda-cpp":
+            language = "cuda"
+        self.client.open_docs[uri] = [1, text]
+        self.client.opened_at = getattr(self.client, "opened_at", {})
+        self.client.opened_at[uri] = len(self.client.all_published)
+        self.client.text_document_did_open(lsp.DidOpenTextDocumentParams(
+            text_document=lsp.TextDocumentItem(uri=uri, language_id=language, version=1, text=text)))
+        return uri
+
+    def close(self, uri: str) -> None:
+        self.client.open_docs.pop(uri, None)
+        self.client.text_document_did_close(lsp.DidCloseTextDocumentParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri)))
+
+    def text(self, uri: str) -> str:
+        return self.client.open_docs[uri][1]
+
+    def version(self, uri: str) -> int:
+        return self.client.open_docs[uri][0]
+
+    def line_of(self, uri: str, needle: str) -> int:
+        return next(i for i, line in enumerate(self.text(uri).splitlines()) if needle in line)
+
+    def change(self, uri: str, text: str) -> int:
+        """Replace the whole text (on disk too, as an editor's save would); returns the new version."""
+        version = self.version(uri) + 1
+        self.client.open_docs[uri][:2] = [version, text]
+        self.client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+            text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=text)]))
+        return version
+
+    def save(self, uri: str) -> None:
+        Path(uris.to_fs_path(uri)).write_text(self.text(uri))
+        self.client.text_document_did_save(lsp.DidSaveTextDocumentParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri)))
+
+    async def wait_for(self, condition: Any, timeout: float = TIMEOUT_S) -> None:
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not condition():
+            if self.client.error is not None:
+                raise self.client.error
+            if asyncio.get_running_loop().time() > deadline:
+                raise AssertionError("timed out waiting for the server")
+            await asyncio.sleep(0.05)
+
+    async def diagnostics(self, uri: str, version: int | None = None) -> list[lsp.Diagnostic]:
+        """The diagnostics published for this version of the document (default: its current version)."""
+        version = self.version(uri) if version is None else version
+        await self.wait_for(lambda: any(p.version == version for p in self.published(uri)))
+        return list(next(p for p in reversed(self.published(uri)) if p.version == version).diagnostics)
+
+    async def hover(self, uri: str, line: int, character: int) -> lsp.Hover | None:
+        return await self.client.text_document_hover_async(lsp.HoverParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(line, character)))
+
+
+def _offset(lines: list[str], pos: lsp.Position) -> int:
+    return sum(len(line) for line in lines[: pos.line]) + pos.character
+
+
+def apply_workspace_edit(text: str, edit: lsp.WorkspaceEdit, uri: str, version: int) -> str:
+    """Apply a WorkspaceEdit to one document's text the way an editor does (checking the version)."""
+    edits: list[lsp.TextEdit] = []
+    if edit.document_changes:
+        for change in edit.document_changes:
+            assert isinstance(change, lsp.TextDocumentEdit)
+            assert change.text_document.uri == uri
+            assert change.text_document.version == version, "the edit is for another version of the document"
+            edits.extend(change.edits)
+    else:
+        assert edit.changes is not None and set(edit.changes) == {uri}
+        edits = list(edit.changes[uri])
+    lines = text.splitlines(keepends=True)
+    for e in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+        start, end = _offset(lines, e.range.start), _offset(lines, e.range.end)
+        text = text[:start] + e.new_text + text[end:]
+        lines = text.splitlines(keepends=True)
+    return text
+
+pytestmark = [
+    pytest.mark.asyncio(loop_scope="module"),
+    pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning"),
+    pytest.mark.nvcc,
+]
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+BROKEN_CU = """\
+#include <cuda_runtime.h>
+
+__global__ void broken(float *out)
+{
+    out[threadIdx.x] = undefined_symbol * 2.0f;
+}
+"""
+
+NO_LAUNCH_CU = """\
+// a kernel file without a host launch
+#include <cuda_runtime.h>
+
+__global__ void scale(float *x, float a, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= a;
+}
+"""
+
+MALFORMED_PTX = """\
+.version 7.0
+.target sm_75
+.address_size 64
+
+.visible .entry broken_kernel(
+    .param .u64 p
+)
+{
+    .reg .b32 %r<4>;
+    mov.u32 %r1, %tid.x;
+    add.s32 %r2, %r1, ;;; garbage here
+    ret
+"""
+
+
+def make_workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The files one server works on (each capability set gets its own copy: tests save edits)."""
+    needs_nvcc()
+    d = tmp_path_factory.mktemp("lsp")
+    for name in ("transpose.cu", "reduction.cu", "saxpy.cu"):
+        shutil.copy(EXAMPLES / name, d / name)
+    (d / "broken.cu").write_text(BROKEN_CU)
+    (d / "nolaunch.cu").write_text(NO_LAUNCH_CU)
+    (d / "malformed.ptx").write_text(MALFORMED_PTX)
+    (d / "big.cu").write_text(("// padding comment line to make this file large, " + "x" * 60 + "\n") * 46000
+                              + NO_LAUNCH_CU)
+    return d
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER_COMMAND), scope="module",
+                    params=["visual_studio_code", "neovim@v0.7.0"])
+async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest,
+                 tmp_path_factory: pytest.TempPathFactory):
+    workdir = lsp_client.workdir = make_workdir(tmp_path_factory)
+    Session.install_recorder(lsp_client)
+
+    @lsp_client.feature(lsp.WORKSPACE_CODE_LENS_REFRESH)
+    def _code_lens_refresh(params: Any) -> None:
+        lsp_client.code_lens_refreshes = getattr(lsp_client, "code_lens_refreshes", 0) + 1
+
+    @lsp_client.feature(lsp.WORKSPACE_INLAY_HINT_REFRESH)
+    def _inlay_refresh(params: Any) -> None:
+        return None
+
+    lsp_client.client_name = request.param
+    await lsp_client.initialize_session(lsp.InitializeParams(
+        capabilities=client_capabilities(request.param),
+        root_uri=uris.from_fs_path(str(workdir)),
+        initialization_options={"gpu": "v100", "arch": "sm_75", "analyzeOnChange": True},
+    ))
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.fixture
+def s(client: LanguageClient) -> Session:
+    return Session(client, client.workdir)
+
+
+# ------------------------------------------------------------------------------------------ diagnostics
+
+
+async def test_compile_error_is_a_diagnostic_at_its_line(s: Session) -> None:
+    uri = s.open("broken.cu")
+    diags = await s.diagnostics(uri)
+    errors = [d for d in diags if d.code == "compile-error"]
+    assert errors, [d.message for d in diags]
+    assert errors[0].range.start.line == 4  # 0-based: line 5 of the file
+    assert "undefined_symbol" in errors[0].message
+    assert errors[0].source == "kerncast"
+    assert errors[0].severity == lsp.DiagnosticSeverity.Error
+    await s.hover(uri, 4, 10)  # the server still answers on the broken file
+    s.close(uri)
+
+
+async def test_transpose_memory_findings(s: Session) -> None:
+    uri = s.open("transpose.cu")
+    diags = await s.diagnostics(uri)
+    got = {(d.code, d.range.start.line + 1) for d in diags}
+    assert ("uncoalesced-global", 12) in got  # transposeNaive's strided store
+    assert ("shared-bank-conflict", 28) in got  # transposeTiled's column read of tile
+    assert not [d for d in diags if d.severity == lsp.DiagnosticSeverity.Error]
+    # the padded kernel (lines 32-46) is clean
+    assert not [d for d in diags if 32 <= d.range.start.line + 1 <= 46 and d.code != "low-occupancy"]
+    bank = next(d for d in diags if d.code == "shared-bank-conflict")
+    assert bank.related_information, "the declaration of the shared array is related information"
+    assert bank.related_information[0].location.range.start.line + 1 == 18
+    assert bank.related_information[0].location.uri == uri
+
+
+async def test_reduction_findings(s: Session) -> None:
+    uri = s.open("reduction.cu")
+    diags = await s.diagnostics(uri)
+    got = {(d.code, d.range.start.line + 1) for d in diags}
+    assert ("divergent-branch", 13) in got  # reduceInterleaved: tid % (2 * s)
+    assert ("shared-bank-conflict", 31) in got  # reduceStrided: sdata[2 * s * tid]
+    assert not [d for d in diags if 37 <= d.range.start.line + 1 <= 52 and d.code != "low-occupancy"]
+    s.close(uri)
+
+
+# ------------------------------------------------------------------------------------------ hover
+
+
+async def test_hover_on_kernel_name_and_launch(s: Session) -> None:
+    uri = s.open("transpose.cu")
+    await s.diagnostics(uri)
+    line = s.line_of(uri, "__global__ void transposeNaive")
+    col = s.text(uri).splitlines()[line].index("transposeNaive") + 3
+    hov = await s.hover(uri, line, col)
+    assert hov is not None
+    text = hov.contents.value
+    assert text.startswith("### transposeNaive — on ")
+    for part in ("Time", "MWP-CWP", "Roofline", "Power", "Energy", "Launch", "Registers/thread"):
+        assert part in text, part
+    assert "| grid |" in text  # launch table: value and where it came from
+    launch_line = s.line_of(uri, "transposeNaive<<<")
+    hov2 = await s.hover(uri, launch_line, 8)
+    assert hov2 is not None and hov2.contents.value.startswith("### transposeNaive")
+
+
+async def test_hover_on_finding_and_nothing_elsewhere(s: Session) -> None:
+    uri = s.open("transpose.cu")
+    await s.diagnostics(uri)
+    hov = await s.hover(uri, 27, 20)  # line 28: the bank-conflicted read
+    assert hov is not None
+    text = hov.contents.value
+    assert "shared-bank-conflict" in text and "ways" in text and "What to do" in text
+    assert await s.hover(uri, 2, 0) is None  # an empty line
+    assert await s.hover(uri, 3, 3) is None  # #define TILE_DIM
+
+
+# ------------------------------------------------------------------------------------------ lens and hints
+
+LENS_RE = re.compile(r"^(≈ \S+ (ns|µs|ms|s)|time not available) · (\d+ W|power not available) · "
+                     r"(\S+ (nJ|µJ|mJ|J)|energy not available) on V100[^@]* @ ")
+
+
+async def test_code_lenses(s: Session) -> None:
+    uri = s.open("transpose.cu")
+    await s.diagnostics(uri)
+    found = await s.client.text_document_code_lens_async(
+        lsp.CodeLensParams(text_document=lsp.TextDocumentIdentifier(uri=uri)))
+    assert len(found) == 3
+    by_line = {c.range.start.line + 1: c for c in found}
+    assert sorted(by_line) == [7, 16, 32]
+    for lens in found:
+        assert lens.command is not None
+        assert LENS_RE.match(lens.command.title), lens.command.title
+        assert lens.command.title.startswith("≈ ")  # the time is predicted for every kernel here
+        assert "<<<64x64, 32x8>>>" in lens.command.title  # the launch of main(): dim3 grid(2048/32, 2048/32)
+        assert lens.command.command == "kerncast.showReport"
+        assert lens.command.arguments[0] == uri
+    assert by_line[7].command.arguments[1] == "transposeNaive"
+
+
+async def test_code_lens_without_launch_says_so(s: Session) -> None:
+    uri = s.open("nolaunch.cu")
+    await s.diagnostics(uri)
+    found = await s.client.text_document_code_lens_async(
+        lsp.CodeLensParams(text_document=lsp.TextDocumentIdentifier(uri=uri)))
+    assert len(found) == 1
+    assert "add // kerncast: grid=… block=…" in found[0].command.title
+    s.close(uri)
+
+
+async def test_inlay_hints(s: Session) -> None:
+    if "neovim" in s.client.client_name:
+        pytest.skip("Neovim 0.7 has no inlay hints; code lenses and hovers carry the numbers there")
+    uri = s.open("transpose.cu")
+    await s.diagnostics(uri)
+    lines = s.text(uri).splitlines()
+    hints = await s.client.text_document_inlay_hint_async(lsp.InlayHintParams(
+        text_document=lsp.TextDocumentIdentifier(uri=uri),
+        range=lsp.Range(lsp.Position(0, 0), lsp.Position(len(lines), 0))))
+    assert len(hints) == 3
+    lenses = await s.client.text_document_code_lens_async(
+        lsp.CodeLensParams(text_document=lsp.TextDocumentIdentifier(uri=uri)))
+    assert sorted(h.label for h in hints) == sorted(c.command.title for c in lenses)
+    for h in hints:  # at the end of the signature line
+        assert h.position.character == len(lines[h.position.line].rstrip())
+        assert lines[h.position.line].rstrip().endswith(")")
+
+
+# ------------------------------------------------------------------------------------------ code actions
+
+
+async def _actions(s: Session, uri: str, line: int) -> list[lsp.CodeAction]:
+    diags = [d for d in s.client.diagnostics.get(uri, []) if d.range.start.line <= line <= d.range.end.line]
+    got = await s.client.text_document_code_action_async(lsp.CodeActionParams(
+        text_document=lsp.TextDocumentIdentifier(uri=uri),
+        range=lsp.Range(lsp.Position(line, 0), lsp.Position(line, 0)),
+        context=lsp.CodeActionContext(diagnostics=diags)))
+    return [_as_action(a) for a in got or []]
+
+
+def _as_action(item: lsp.CodeAction | lsp.Command) -> lsp.CodeAction:
+    """lsprotocol's client-side converter reads any result item with a `command` key as a `Command`, so a
+    CodeAction that carries a command (switch GPU) arrives with the command object's repr as its `command`."""
+    if isinstance(item, lsp.CodeAction):
+        return item
+    if item.command.startswith("{"):
+        cmd = ast.literal_eval(item.command)
+        return lsp.CodeAction(title=item.title, command=lsp.Command(**cmd))
+    return lsp.CodeAction(title=item.title, command=item)
+
+
+async def test_pad_shared_array_action(s: Session) -> None:
+    uri = s.open("transpose.cu")
+    await s.diagnostics(uri)
+    acts = await _actions(s, uri, 27)
+    pad = [a for a in acts if "pad the last dimension" in a.title]
+    assert len(pad) == 1 and pad[0].kind == lsp.CodeActionKind.QuickFix
+    new = apply_workspace_edit(s.text(uri), pad[0].edit, uri, s.version(uri))
+    assert new.splitlines()[17] == "    __shared__ float tile[TILE_DIM][TILE_DIM + 1];"
+    assert new.splitlines()[:17] == s.text(uri).splitlines()[:17]
+    # applying it removes the conflict: change, save, and the finding is gone
+    version = s.change(uri, new)
+    s.save(uri)
+    diags = await s.diagnostics(uri, version)
+    assert ("shared-bank-conflict", 28) not in {(d.code, d.range.start.line + 1) for d in diags}
+    s.change(uri, (EXAMPLES / "transpose.cu").read_text())
+    s.save(uri)
+    await s.diagnostics(uri)
+
+
+async def test_stage_through_shared_memory_action(s: Session) -> None:
+    uri = s.open("transpose.cu")
+    await s.diagnostics(uri)
+    acts = await _actions(s, uri, 11)
+    stage = [a for a in acts if "shared-memory tile" in a.title]
+    assert len(stage) == 1
+    new = apply_workspace_edit(s.text(uri), stage[0].edit, uri, s.version(uri)).splitlines()
+    old = s.text(uri).splitlines()
+    at = new.index("    // kerncast: stage the strided access through shared memory: each block loads a tile with")
+    assert at == 10  # above the loop of line 11
+    assert "__shared__ float tile[32][33];" in new[at + 2]
+    assert new[at + 6:] == old[10:]
+
+
+async def test_launch_annotation_action(s: Session) -> None:
+    uri = s.open("nolaunch.cu")
+    await s.diagnostics(uri)
+    line = s.line_of(uri, "__global__ void scale")
+    acts = await _actions(s, uri, line)
+    ann = [a for a in acts if "launch annotation" in a.title]
+    assert len(ann) == 1
+    new = apply_workspace_edit(s.text(uri), ann[0].edit, uri, s.version(uri))
+    lines = new.splitlines()
+    assert lines[line] == "// kerncast: grid=1024 block=256"
+    assert lines[line + 1] == "__global__ void scale(float *x, float a, int n)"
+    switch = [a for a in acts if a.command is not None and a.command.command == "kerncast.selectGpu"]
+    assert {a.command.arguments[0] for a in switch} >= {"a100", "h100"}
+    assert "v100" not in {a.command.arguments[0] for a in switch}
+    # with the annotation saved, the launch is known and the lens says where it runs
+    version = s.change(uri, new)
+    s.save(uri)
+    await s.diagnostics(uri, version)
+    found = await s.client.text_document_code_lens_async(
+        lsp.CodeLensParams(text_document=lsp.TextDocumentIdentifier(uri=uri)))
+    assert "@ <<<1024, 256>>>" in found[0].command.title
+    s.close(uri)
+
+
+# ------------------------------------------------------------------------------------------ commands
+
+
+async def test_commands(s: Session) -> None:
+    uri = s.open("transpose.cu")
+    await s.diagnostics(uri)
+    report = await s.client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+        command="kerncast.showReport", arguments=[uri, "transposeTiled"]))
+    assert report["markdown"].startswith("### transposeTiled")
+    assert "shared-bank-conflict" in report["markdown"]
+    by_pos = await s.client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+        command="kerncast.showReport", arguments=[uri, {"line": 40, "character": 4}]))
+    assert by_pos["markdown"].startswith("### transposePadded")
+    gpus = await s.client.workspace_execute_command_async(lsp.ExecuteCommandParams(command="kerncast.listGpus"))
+    ids = {g["id"]: g for g in gpus}
+    assert {"v100", "a100", "h100"} <= set(ids)
+    assert all(isinstance(g["name"], str) and isinstance(g["calibrated"], bool) for g in gpus)
+
+
+async def test_select_gpu_reanalyses(s: Session) -> None:
+    uri = s.open("saxpy.cu")
+    await s.diagnostics(uri)
+    before = len(s.published(uri))
+    answer = await s.client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+        command="kerncast.selectGpu", arguments=["a100"]))
+    assert answer["gpu"] == "a100"
+    await s.wait_for(lambda: len(s.published(uri)) > before)
+    found = await s.client.text_document_code_lens_async(
+        lsp.CodeLensParams(text_document=lsp.TextDocumentIdentifier(uri=uri)))
+    assert " on A100 " in found[0].command.title
+    bad = await s.client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+        command="kerncast.selectGpu", arguments=["no-such-gpu"]))
+    assert bad["gpu"] == "a100" and not bad["changed"]
+    await s.wait_for(lambda: any("no-such-gpu" in m.message for m in s.client.messages))
+    await s.client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+        command="kerncast.selectGpu", arguments=["v100"]))
+    await s.wait_for(lambda: len(s.published(uri)) > before + 1)
+    s.close(uri)
+
+
+# ------------------------------------------------------------------------------------------ robustness
+
+
+async def test_malformed_ptx(s: Session) -> None:
+    uri = s.open("malformed.ptx", language="ptx")
+    diags = await s.diagnostics(uri)
+    assert [d.code for d in diags] == ["ptx-syntax-error"]
+    assert diags[0].range.start.line == 10
+    assert "malformed PTX" in diags[0].message
+    s.close(uri)
+
+
+async def test_ptx_analysed_on_change(s: Session) -> None:
+    uri = s.open("malformed.ptx", language="ptx")
+    await s.diagnostics(uri)
+    fixed = MALFORMED_PTX.replace("add.s32 %r2, %r1, ;;; garbage here", "add.s32 %r2, %r1, 1;").replace(
+        "    ret\n", "    ret;\n}\n")
+    version = s.change(uri, fixed)  # no save: .ptx is analysed as it is edited
+    diags = await s.diagnostics(uri, version)
+    assert not [d for d in diags if d.code == "ptx-syntax-error"]
+    found = await s.client.text_document_code_lens_async(
+        lsp.CodeLensParams(text_document=lsp.TextDocumentIdentifier(uri=uri)))
+    assert len(found) == 1 and found[0].range.start.line == 4
+    s.close(uri)
+
+
+async def test_big_file_is_refused_clearly(s: Session) -> None:
+    uri = s.open("big.cu")
+    diags = await s.diagnostics(uri)
+    assert len(diags) == 1 and diags[0].code == "input-error"
+    assert "MB" in diags[0].message and "maxFileBytes" in diags[0].message
+    await s.hover(uri, 0, 0)  # answered
+    s.close(uri)
+
+
+async def test_missing_nvcc_and_bad_settings(s: Session) -> None:
+    uri = s.open("nolaunch.cu")
+    await s.diagnostics(uri)
+    n = len(s.published(uri))
+    s.client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings={"kerncast": {
+        "gpu": "v100", "nvccPath": "/nonexistent/bin/nvcc", "thresholds": {"lowOccupancy": 7}, "loops": "many"}}))
+    await s.wait_for(lambda: len(s.published(uri)) > n)
+    diags = s.published(uri)[-1].diagnostics
+    assert [d.code for d in diags] == ["toolchain-missing"]
+    assert "nvcc" in diags[0].message
+    await s.wait_for(lambda: any("kerncast.thresholds.lowOccupancy" in m.message for m in s.client.messages))
+    assert any("kerncast.loops" in m.message for m in s.client.messages)
+    # other documents keep working on the next analysis once the setting is fixed
+    n = len(s.published(uri))
+    s.client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(
+        settings={"kerncast": {"gpu": "v100"}}))
+    await s.wait_for(lambda: len(s.published(uri)) > n)
+    assert not [d for d in s.published(uri)[-1].diagnostics if d.code == "toolchain-missing"]
+    s.close(uri)
+
+
+async def test_rapid_saves_keep_only_the_newest(s: Session) -> None:
+    uri = s.open("saxpy.cu")
+    await s.diagnostics(uri)
+    base = s.text(uri)
+    last = None
+    for i in range(5):
+        last = s.change(uri, base + f"\n// edit {i}\n")
+        s.save(uri)
+    diags = await s.diagnostics(uri, last)
+    assert not [d for d in diags if d.severity == lsp.DiagnosticSeverity.Error]
+    await asyncio.sleep(1.0)
+    assert s.published(uri)[-1].version == last  # nothing older arrived after the newest
+    hov = await s.hover(uri, 0, 0)
+    assert hov is None or hov.contents  # still answering
+    s.close(uri)
