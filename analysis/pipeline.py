@@ -274,6 +274,7 @@ def structure_stage(ctx: KernelContext) -> None:
 
 
 from kerncast.analysis.memory.stage import memory_stage  # noqa: E402
+from kerncast.analysis.resource_findings import resource_stage  # noqa: E402
 
 #: The stages, in data-flow order. Each later capability adds its stage here.
 STAGES: list[Stage] = [
@@ -281,4 +282,5 @@ STAGES: list[Stage] = [
     launch_stage,
     memory_stage,
     time_stage,
+    resource_stage,
 ]

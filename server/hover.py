@@ -187,10 +187,12 @@ def finding_markdown(f: dict[str, Any]) -> str:
     detail = f.get("detail") or {}
     if detail:
         out += ["", "| | |", "|---|---|"]
-        out += [f"| {key} | {_num(v)} |" for key, v in detail.items() if not isinstance(v, dict | list)]
+        out += [f"| {key} | {_num(v)} |" for key, v in detail.items()
+                if key != "advice" and not isinstance(v, dict | list)]
     fix = f.get("fix")
-    if fix:
-        out += ["", f"**What to do:** {fix.get('description') or fix.get('kind')}"]
+    advice = (fix or {}).get("description") or (fix or {}).get("kind") or detail.get("advice")
+    if advice:
+        out += ["", f"**What to do:** {advice}"]
     for r in f.get("related") or []:
         out.append(f"- see line {r.get('line')}: {r.get('message')}")
     return "\n".join(out) + "\n"

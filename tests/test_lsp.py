@@ -20,6 +20,7 @@ import pytest_lsp
 from lsprotocol import types as lsp
 from pygls import uris
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from test_lsp_resource_findings import RESOURCES_CU
 
 SERVER_COMMAND = [sys.executable, "-m", "kerncast.server", "lsp"]
 LANGUAGE = {".cu": "cuda-cpp", ".ptx": "ptx"}
@@ -201,6 +202,7 @@ def make_workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         shutil.copy(EXAMPLES / name, d / name)
     (d / "broken.cu").write_text(BROKEN_CU)
     (d / "nolaunch.cu").write_text(NO_LAUNCH_CU)
+    (d / "resources.cu").write_text(RESOURCES_CU)
     (d / "malformed.ptx").write_text(MALFORMED_PTX)
     (d / "big.cu").write_text(("// padding comment line to make this file large, " + "x" * 60 + "\n") * 46000
                               + NO_LAUNCH_CU)
@@ -275,6 +277,18 @@ async def test_reduction_findings(s: Session) -> None:
     assert ("divergent-branch", 13) in got  # reduceInterleaved: tid % (2 * s)
     assert ("shared-bank-conflict", 31) in got  # reduceStrided: sdata[2 * s * tid]
     assert not [d for d in diags if 37 <= d.range.start.line + 1 <= 52 and d.code != "low-occupancy"]
+    s.close(uri)
+
+
+async def test_resource_findings(s: Session) -> None:
+    uri = s.open("resources.cu")
+    diags = await s.diagnostics(uri)
+    got = {(d.code, d.range.start.line + 1) for d in diags}
+    assert {("low-occupancy", 4), ("register-spill", 12)} <= got
+    spill = next(d for d in diags if d.code == "register-spill")
+    assert spill.range.start.character == 0 and spill.range.end.character > 20  # the whole signature line
+    hov = await s.hover(uri, 11, 0)
+    assert hov is not None and "register-spill" in hov.contents.value and "What to do" in hov.contents.value
     s.close(uri)
 
 
