@@ -1,0 +1,130 @@
+"""`kerncast analyze --format sarif`: the findings of a FileReport as SARIF 2.1.0 for CI systems.
+
+The results are the same findings the language server publishes as diagnostics (file-level findings, then each
+kernel's), with the same codes as rule ids, levels from the severities, 1-based regions (end column exclusive,
+as SARIF defines) and related locations.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from kerncast.analysis.report import FileReport, Finding
+
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+INFO_URI = "https://github.com/kerncast/kerncast"
+
+LEVEL = {"error": "error", "warning": "warning", "information": "note", "hint": "note"}
+
+#: rule id -> short description
+RULES = {
+    "compile-error": "nvcc reported an error; the file could not be analysed",
+    "compile-warning": "nvcc reported a warning",
+    "ptx-syntax-error": "the PTX could not be parsed",
+    "input-error": "the file could not be analysed (missing, empty, binary or above the size limit)",
+    "toolchain-missing": "nvcc or ptxas could not be found",
+    "gpu-profile-error": "the GPU profile could not be loaded",
+    "uncoalesced-global": "a global memory access moves more 32-byte sectors per request than needed",
+    "shared-bank-conflict": "a shared memory access is serialised by bank conflicts",
+    "divergent-branch": "the lanes of a warp take different paths at a branch",
+    "energy-hotspot": "a source line takes a large share of the kernel's predicted energy",
+    "low-occupancy": "few warps are resident per SM (occupancy below the threshold)",
+    "register-spill": "ptxas spilled registers to local memory",
+}
+
+
+def _artifact_uri(file: str) -> tuple[str, str | None]:
+    """(uri, uriBaseId): absolute paths as file URIs, relative ones against %SRCROOT%."""
+    p = Path(file)
+    if p.is_absolute():
+        return p.as_uri(), None
+    return Path(os.path.normpath(file)).as_posix(), "%SRCROOT%"
+
+
+def _location(uri: str, base: str | None, line: int, column: int, end_line: int, end_column: int) -> dict[str, Any]:
+    region: dict[str, Any] = {"startLine": max(1, line)}
+    if column >= 1:
+        region["startColumn"] = column
+    if end_line >= line:
+        region["endLine"] = end_line
+    if end_column > column >= 1 or (end_line > line and end_column >= 1):
+        region["endColumn"] = end_column
+    artifact: dict[str, Any] = {"uri": uri, "index": 0}
+    if base:
+        artifact["uriBaseId"] = base
+    return {"physicalLocation": {"artifactLocation": artifact, "region": region}}
+
+
+def _findings(report: FileReport) -> list[Finding]:
+    out = list(report.findings)
+    for k in report.kernels:
+        for f in k.findings:
+            out.append(f if f.kernel is not None else Finding(
+                f.code, f.severity, f.line, f.column, f.end_line, f.end_column, f.message, f.detail, f.fix,
+                f.related, k.name))
+    return out
+
+
+def _result(f: Finding, rule_index: int, uri: str, base: str | None) -> dict[str, Any]:
+    res: dict[str, Any] = {
+        "ruleId": f.code, "ruleIndex": rule_index, "level": LEVEL.get(f.severity, "warning"),
+        "message": {"text": f.message},
+        "locations": [_location(uri, base, f.line, f.column, f.end_line, f.end_column)],
+    }
+    related = []
+    for i, r in enumerate(f.related):
+        r_uri, r_base = (uri, base) if not r.file else _artifact_uri(r.file)
+        loc = _location(r_uri, r_base, r.line, r.column, r.end_line, r.end_column)
+        if r.file:
+            loc["physicalLocation"]["artifactLocation"].pop("index", None)
+        related.append({"id": i, "message": {"text": r.message}, **loc})
+    if related:
+        res["relatedLocations"] = related
+    props: dict[str, Any] = {}
+    if f.kernel:
+        props["kernel"] = f.kernel
+    if f.detail:
+        props["detail"] = f.detail
+    if f.fix is not None:
+        props["fix"] = f.fix.to_json()
+    if props:
+        res["properties"] = props
+    return res
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("kerncast")
+    except PackageNotFoundError:
+        return "0.1.0"
+
+
+def to_sarif(report: FileReport) -> dict[str, Any]:
+    """The SARIF 2.1.0 log (one run) of one analysed file."""
+    findings = _findings(report)
+    codes = list(dict.fromkeys(f.code for f in findings))
+    rules = [{"id": c, "name": "".join(w.capitalize() for w in c.split("-")),
+              "shortDescription": {"text": RULES.get(c, c)},
+              "helpUri": f"{INFO_URI}#{c}"} for c in codes]
+    index = {c: i for i, c in enumerate(codes)}
+    uri, base = _artifact_uri(report.file)
+    artifact: dict[str, Any] = {"location": {"uri": uri}}
+    if base:
+        artifact["location"]["uriBaseId"] = base
+    run: dict[str, Any] = {
+        "tool": {"driver": {"name": "Kerncast", "version": _version(), "informationUri": INFO_URI, "rules": rules}},
+        "artifacts": [artifact],
+        "results": [_result(f, index[f.code], uri, base) for f in findings],
+        "properties": {"gpu": report.gpu, "arch": report.arch, "toolkit": report.toolkit,
+                       "kernels": [k.name for k in report.kernels]},
+    }
+    if not report.ok:
+        run["invocations"] = [{"executionSuccessful": False, "toolExecutionNotifications": [
+            {"level": "error", "message": {"text": f.message}} for f in report.findings if f.severity == "error"]}]
+    else:
+        run["invocations"] = [{"executionSuccessful": True}]
+    return {"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}
