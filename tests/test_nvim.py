@@ -1,0 +1,71 @@
+"""The documented Neovim setup (`tests/nvim/kerncast.lua`, shown in docs/neovim.md) in the real, headless `nvim`.
+
+Neovim edits a copy of `examples/transpose.cu`, saves it, and the test asserts what Neovim itself received and
+shows: the diagnostics' codes and lines, the first line of the hover window on a kernel's name, and the code
+lens titles.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+NVIM_DIR = HERE / "nvim"
+EXAMPLES = HERE.parent / "examples"
+
+
+@pytest.fixture(scope="module")
+def nvim() -> str:
+    path = shutil.which("nvim")
+    if path is None:
+        pytest.skip("nvim not found (Debian package `neovim`; .ci/run installs it)")
+    return path
+
+
+def _server_env(env: dict[str, str]) -> dict[str, str]:
+    """Serve with this interpreter's `kerncast` (the documented default command) when it is installed."""
+    bindir = Path(sys.executable).parent
+    if (bindir / "kerncast").exists():
+        env["PATH"] = f"{bindir}{os.pathsep}{env.get('PATH', '')}"
+    else:
+        env["KERNCAST_CMD"] = json.dumps([sys.executable, "-m", "kerncast.server", "lsp"])
+    return env
+
+
+@pytest.mark.nvcc
+def test_neovim_session(nvim: str, nvcc_available: object, tmp_path: Path) -> None:
+    src = tmp_path / "transpose.cu"
+    shutil.copy(EXAMPLES / "transpose.cu", src)
+    out = tmp_path / "result.json"
+    env = _server_env(dict(os.environ, KERNCAST_NVIM_OUT=str(out), KERNCAST_NVIM_FILE=str(src),
+                           KERNCAST_NVIM_KERNEL="transposeNaive", HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path)))
+    proc = subprocess.run([nvim, "--headless", "-n", "-i", "NONE", "-u", str(NVIM_DIR / "init.lua"),
+                           "-c", f"luafile {NVIM_DIR / 'e2e.lua'}"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert out.exists(), f"nvim wrote no result (rc {proc.returncode}): {proc.stdout[-2000:]} {proc.stderr[-2000:]}"
+    result = json.loads(out.read_text())
+    assert result["ok"], f"{result.get('error')} after steps {result.get('steps')}"
+    print(f"nvim {result['version']['major']}.{result['version']['minor']}.{result['version']['patch']}")
+    assert result["filetype"] == "cuda"
+
+    diags = {(d["code"], d["line"]) for d in result["diagnostics"]}
+    assert ("uncoalesced-global", 12) in diags
+    assert ("shared-bank-conflict", 28) in diags
+    assert all(d["source"] == "kerncast" for d in result["diagnostics"])
+
+    first = next(line for line in result["hover"] if line.strip())
+    assert re.match(r"^(### )?transposeNaive — on V100\b", first), first
+
+    lenses = sorted((c["line"], c["title"]) for c in result["codelens"])
+    assert [line for line, _ in lenses] == [7, 16, 32]
+    for _, title in lenses:
+        assert re.match(r"^(≈ \S+ (ns|µs|ms|s)|time not available) · ", title), title
+        assert " on V100" in title and "@ <<<64x64, 32x8>>>" in title
