@@ -69,7 +69,8 @@ def time_section(k: dict[str, Any]) -> list[str]:
                if mwp else f"MWP-CWP estimate: {NA}")
     roof = t.get("roofline_us")
     if isinstance(roof, list | tuple) and len(roof) == 2 and all(isinstance(x, int | float) for x in roof):
-        out.append(f"Roofline range: {fmt_time(roof[0])} – {fmt_time(roof[1])}")
+        lo, hi = fmt_time(roof[0]), fmt_time(roof[1])
+        out.append(f"Roofline range: {lo} – {hi}" if lo != hi else f"Roofline bound: {lo}")
     else:
         out.append(f"Roofline range: {NA}")
     return out

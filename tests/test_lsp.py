@@ -198,7 +198,7 @@ def make_workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The files one server works on (each capability set gets its own copy: tests save edits)."""
     needs_nvcc()
     d = tmp_path_factory.mktemp("lsp")
-    for name in ("transpose.cu", "reduction.cu", "saxpy.cu"):
+    for name in ("transpose.cu", "reduction.cu", "saxpy.cu", "vector_add.cu"):
         shutil.copy(EXAMPLES / name, d / name)
     (d / "broken.cu").write_text(BROKEN_CU)
     (d / "nolaunch.cu").write_text(NO_LAUNCH_CU)
@@ -304,7 +304,7 @@ async def test_hover_on_kernel_name_and_launch(s: Session) -> None:
     assert hov is not None
     text = hov.contents.value
     assert text.startswith("### transposeNaive — on ")
-    for part in ("Time", "MWP-CWP", "Roofline", "Power", "Energy", "Launch", "Registers/thread"):
+    for part in ("Time", "MWP-CWP", "Roofline", "Power", "Energy", "Launch", "Registers/thread", "Occupancy"):
         assert part in text, part
     assert "| grid |" in text  # launch table: value and where it came from
     launch_line = s.line_of(uri, "transposeNaive<<<")
@@ -492,6 +492,39 @@ async def test_select_gpu_reanalyses(s: Session) -> None:
     await s.client.workspace_execute_command_async(lsp.ExecuteCommandParams(
         command="kerncast.selectGpu", arguments=["v100"]))
     await s.wait_for(lambda: len(s.published(uri)) > before + 1)
+    s.close(uri)
+
+
+async def test_launch_setting_per_kernel(s: Session) -> None:
+    uri = s.open("nolaunch.cu")
+    await s.diagnostics(uri)
+    n = len(s.published(uri))
+    s.client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings={"kerncast": {
+        "gpu": "v100", "launch": {"scale": {"grid": 512, "block": [128], "params": {"n": 65536}}}}}))
+    await s.wait_for(lambda: len(s.published(uri)) > n)
+    found = await s.client.text_document_code_lens_async(
+        lsp.CodeLensParams(text_document=lsp.TextDocumentIdentifier(uri=uri)))
+    assert "@ <<<512, 128>>>" in found[0].command.title
+    hov = await s.hover(uri, s.line_of(uri, "__global__ void scale"), 17)
+    assert "| grid | 512 | setting" in hov.contents.value
+    n = len(s.published(uri))
+    s.client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(
+        settings={"kerncast": {"gpu": "v100"}}))
+    await s.wait_for(lambda: len(s.published(uri)) > n)
+    s.close(uri)
+
+
+async def test_progress_only_where_supported(s: Session) -> None:
+    uri = s.open("vector_add.cu")
+    await s.diagnostics(uri)
+    def reports() -> list[Any]:
+        return [r for rs in s.client.progress_reports.values() for r in rs]
+
+    # both capability sets advertise window.workDoneProgress (Neovim 0.7 shows it in statuslines)
+    assert any(isinstance(r, lsp.WorkDoneProgressBegin) and r.title == "Kerncast" for r in reports())
+    # every progress begun is ended (analyses of other open documents may still be finishing)
+    await s.wait_for(lambda: sum(isinstance(r, lsp.WorkDoneProgressBegin) for r in reports())
+                     == sum(isinstance(r, lsp.WorkDoneProgressEnd) for r in reports()))
     s.close(uri)
 
 
