@@ -29,6 +29,9 @@ DEFAULTS: dict[str, Any] = {
     "maxFileBytes": DEFAULT_MAX_FILE_BYTES,
 }
 
+#: keys of the client's own (the VS Code extension's server command and trace level), not the server's
+CLIENT_ONLY = frozenset({"server", "trace"})
+
 
 @dataclass
 class Settings:
@@ -195,7 +198,7 @@ def parse_settings(data: Any) -> tuple[Settings, list[str]]:
     data = _dotted(data)
     r = _Reader(data, warnings)
     known = set(DEFAULTS)
-    unknown = sorted(k for k in data if k not in known)
+    unknown = sorted(k for k in data if k not in known and k not in CLIENT_ONLY)
     if unknown:
         warnings.append(f"Kerncast: unknown settings ignored: {', '.join('kerncast.' + k for k in unknown)}")
 

@@ -514,6 +514,29 @@ async def test_launch_setting_per_kernel(s: Session) -> None:
     s.close(uri)
 
 
+async def test_settings_pulled_only_from_clients_that_offer_them(s: Session) -> None:
+    uri = s.open("nolaunch.cu")
+    await s.diagnostics(uri)
+    n = len(s.published(uri))
+    s.client.set_configuration({"kerncast": {"gpu": "h100", "server": {"command": []}, "trace": {"server": "off"}}})
+    s.client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
+    if "neovim" in s.client.client_name:
+        # Neovim 0.7 does not advertise workspace/configuration: nothing to pull, nothing changes
+        await asyncio.sleep(1.0)
+        assert len(s.published(uri)) == n
+    else:
+        await s.wait_for(lambda: len(s.published(uri)) > n)
+        found = await s.client.text_document_code_lens_async(
+            lsp.CodeLensParams(text_document=lsp.TextDocumentIdentifier(uri=uri)))
+        assert " on H100" in found[0].command.title
+        assert not [m for m in s.client.messages if "kerncast.server" in m.message]  # client-only keys
+        n = len(s.published(uri))
+        s.client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(
+            settings={"kerncast": {"gpu": "v100"}}))
+        await s.wait_for(lambda: len(s.published(uri)) > n)
+    s.close(uri)
+
+
 async def test_progress_only_where_supported(s: Session) -> None:
     uri = s.open("vector_add.cu")
     await s.diagnostics(uri)

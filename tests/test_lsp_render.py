@@ -1,0 +1,107 @@
+"""The server's conversions on their own: lens titles, hover markdown and code-action edits from report data.
+
+These read the JSON forms of KernelReport parts (time, power, energy, launch, occupancy), including parts that
+are missing, which must read "not available" rather than fail.
+"""
+
+from __future__ import annotations
+
+from kerncast.analysis.report import Finding, Fix
+from kerncast.server import actions, convert, hover
+from lsprotocol import types as lsp
+
+FULL = {
+    "name": "saxpy", "mangled": "_Z5saxpyifPKfPf", "line": 3, "registers": 16, "shared_bytes": 0,
+    "time": {"us": 12.3, "cycles": 16000.0, "model": "thesis-scheduler", "breakdown": {"schedule_us": 9.0,
+             "launch_overhead_us": 3.3}, "waves": 2, "bottleneck": "memory", "mwp_cwp_us": 14.0,
+             "mwp_cwp_class": "memory-bound", "roofline_us": [10.0, 13.5], "assumptions": []},
+    "power": {"watts": 87.4, "interval": [70.0, 101.0], "model": "xgboost-thesis@v100",
+              "explanation": [{"feature": "f_glob", "name": "global memory share", "value": 0.4, "watts": 12.5,
+                               "lime_watts": 10.0},
+                              {"feature": "f_sp", "name": "SP share", "value": 0.3, "watts": -4.0,
+                               "lime_watts": -3.0}]},
+    "energy": {"uj": 1100.0},
+    "launch": {"grid": [1024, 1, 1], "block": [256, 1, 1], "dynamic_shared_bytes": 0, "loops": 10,
+               "source": {"grid": "launch-site", "block": "launch-site", "dynamic_shared_bytes": "launch-site",
+                          "loops": "default", "params": {}}, "detail": {}, "params": {}, "assumptions": []},
+    "occupancy": {"occupancy": 1.0, "active_warps_per_sm": 64, "max_warps_per_sm": 64, "limiter": "warps"},
+    "findings": [], "notes": [],
+}
+
+
+def test_lens_title_with_every_number() -> None:
+    assert convert.kernel_summary(FULL, "v100") == "≈ 12.3 µs · 87 W · 1.1 mJ on V100 SXM2 @ <<<1024, 256>>>"
+
+
+def test_lens_title_says_what_is_unknown() -> None:
+    bare = {"name": "k", "mangled": "k", "line": 1}
+    assert convert.kernel_summary(bare, "v100") == (
+        "time not available · power not available · energy not available on V100 SXM2 @ launch unknown — "
+        "add // kerncast: grid=… block=…")
+    assumed = dict(FULL, launch=dict(FULL["launch"], source={"grid": "default", "block": "default"}))
+    assert "@ assumed <<<1024, 256>>> — add // kerncast:" in convert.kernel_summary(assumed, "v100")
+
+
+def test_hover_markdown_with_power_table() -> None:
+    text = hover.kernel_markdown(FULL, "v100", "sm_75")
+    assert text.startswith("### saxpy — on V100 SXM2 (sm_75)")
+    assert "**Time ≈ 12.3 µs** (thesis-scheduler), bottleneck **memory**" in text
+    assert "MWP-CWP estimate: 14 µs (memory-bound)" in text and "Roofline range: 10 µs – 13.5 µs" in text
+    assert "**Power ≈ 87 W** (90% interval 70–101 W), model: xgboost-thesis@v100" in text
+    assert "| global memory share | 0.4 | 12.5 | 10 | +████████████ |" in text
+    assert "| SP share | 0.3 | -4 | -3 | −████ |" in text
+    assert "**Energy ≈ 1.1 mJ**" in text
+    assert "| grid | 1024 | launch-site |" in text and "| loops | 10 | default |" in text
+
+
+def test_hover_markdown_with_nothing_predicted() -> None:
+    bare = {"name": "k", "mangled": "k", "line": 1, "notes": ["no power prediction: model missing"]}
+    text = hover.kernel_markdown(bare, "v100", None)
+    assert "**Time** _not available_" in text
+    assert "**Power** _not available_ (no power prediction: model missing)" in text
+    assert "**Launch** unknown — add // kerncast:" in text and "Occupancy: _not available_" in text
+
+
+def _doc(text: str, versioned: bool = True) -> actions.Doc:
+    return actions.Doc(uri="file:///t.cu", version=3, lines=text.splitlines(), versioned=versioned)
+
+
+def _apply(text: str, edits: list[lsp.TextEdit]) -> str:
+    lines = text.splitlines(keepends=True)
+    for e in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+        line = lines[e.range.start.line]
+        assert e.range.start.line == e.range.end.line
+        lines[e.range.start.line] = line[:e.range.start.character] + e.new_text + line[e.range.end.character:]
+    return "".join(lines)
+
+
+def test_pad_numeric_shared_array() -> None:
+    text = "__global__ void k()\n{\n    __shared__ float tile[32][32];\n    tile[threadIdx.x][0] = 0;\n}\n"
+    f = Finding("shared-bank-conflict", "warning", 4, 5, 4, 20, "m",
+                fix=Fix("pad-shared-array", "pad", {"declaration": "tile", "line": 3}))
+    edits = actions.pad_shared_array(_doc(text), f, f.fix.data)
+    assert _apply(text, edits).splitlines()[2] == "    __shared__ float tile[32][33];"
+
+
+def test_swap_index_order() -> None:
+    text = "    out[threadIdx.y][threadIdx.x] = a[i][threadIdx.x];\n"
+    f = Finding("uncoalesced-global", "warning", 1, 5, 1, 40, "m",
+                fix=Fix("swap-index-order", "swap", {"array": "a"}))
+    edits = actions.swap_index_order(_doc(text), f, f.fix.data)
+    assert _apply(text, edits) == "    out[threadIdx.y][threadIdx.x] = a[threadIdx.x][i];\n"
+
+
+def test_actions_are_versioned_only_for_clients_that_take_it() -> None:
+    text = "__global__ void k()\n{\n    __shared__ float tile[32][32];\n    x = tile[threadIdx.x][0];\n}\n"
+    from kerncast.analysis.report import FileReport, KernelReport
+
+    f = Finding("shared-bank-conflict", "warning", 4, 5, 4, 20, "m",
+                fix=Fix("pad-shared-array", "pad 'tile'", {"declaration": "tile", "line": 3}))
+    report = FileReport(file="/t.cu", gpu="v100", kernels=[KernelReport("k", "_Z1kv", 1, findings=[f])])
+    rng = lsp.Range(lsp.Position(3, 0), lsp.Position(3, 0))
+    versioned = actions.code_actions(report, _doc(text, True), rng, [], "v100")
+    plain = actions.code_actions(report, _doc(text, False), rng, [], "v100")
+    assert versioned[0].edit.document_changes[0].text_document.version == 3
+    assert versioned[0].edit.changes is None
+    assert plain[0].edit.document_changes is None and list(plain[0].edit.changes) == ["file:///t.cu"]
+    assert versioned[0].diagnostics[0].code == "shared-bank-conflict"
