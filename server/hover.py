@@ -86,6 +86,8 @@ def power_section(k: dict[str, Any]) -> list[str]:
         line += f" (90% interval {iv[0]:.0f}–{iv[1]:.0f} W)"
     if p.get("model"):
         line += f", model: {p['model']}"
+    if p.get("trained_on"):
+        line += f" (trained on {p['trained_on']})"
     out = [line]
     expl = [e for e in p.get("explanation") or [] if isinstance(e, dict)]
     if expl:
@@ -102,12 +104,20 @@ def power_section(k: dict[str, Any]) -> list[str]:
             shap = _num(e.get("watts")) if e.get("watts") is not None else "–"
             out.append(f"| {label} | {_num(e.get('value'))} | {shap} | {lime} | {sign}{_bar(w(e, 'watts'), largest)} |")
         out.append("")
+    for a in p.get("assumptions") or []:
+        out.append(f"- power model assumed: {a}")
     return out
 
 
 def energy_section(k: dict[str, Any]) -> list[str]:
     e = fmt_energy_uj(energy_uj(k.get("energy")))
-    return [f"**Energy ≈ {e}**" if e else f"**Energy** {NA}{_notes_about(k, 'energy')}"]
+    if not e:
+        return [f"**Energy** {NA}{_notes_about(k, 'energy')}"]
+    iv = (k.get("energy") or {}).get("interval")
+    if isinstance(iv, list | tuple) and len(iv) == 2 and all(isinstance(x, int | float) for x in iv):
+        return [f"**Energy ≈ {e}** (90% interval {fmt_energy_uj(iv[0])} – {fmt_energy_uj(iv[1])}; "
+                "power × predicted time)"]
+    return [f"**Energy ≈ {e}**"]
 
 
 def launch_section(k: dict[str, Any]) -> list[str]:

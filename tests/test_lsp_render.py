@@ -20,7 +20,7 @@ FULL = {
                                "lime_watts": 10.0},
                               {"feature": "f_sp", "name": "SP share", "value": 0.3, "watts": -4.0,
                                "lime_watts": -3.0}]},
-    "energy": {"uj": 1100.0},
+    "energy": {"uj": 1100.0, "interval": [880.0, 1250.0]},
     "launch": {"grid": [1024, 1, 1], "block": [256, 1, 1], "dynamic_shared_bytes": 0, "loops": 10,
                "source": {"grid": "launch-site", "block": "launch-site", "dynamic_shared_bytes": "launch-site",
                           "loops": "default", "params": {}}, "detail": {}, "params": {}, "assumptions": []},
@@ -50,7 +50,7 @@ def test_hover_markdown_with_power_table() -> None:
     assert "**Power ≈ 87 W** (90% interval 70–101 W), model: xgboost-thesis@v100" in text
     assert "| global memory share | 0.4 | 12.5 | 10 | +████████████ |" in text
     assert "| SP share | 0.3 | -4 | -3 | −████ |" in text
-    assert "**Energy ≈ 1.1 mJ**" in text
+    assert "**Energy ≈ 1.1 mJ** (90% interval 880 µJ – 1.25 mJ; power × predicted time)" in text
     assert "| grid | 1024 | launch-site |" in text and "| loops | 10 | default |" in text
 
 
