@@ -146,8 +146,10 @@ def stage_through_shared(doc: Doc, f: Finding, data: dict[str, Any]) -> list[lsp
 
 def use_soa(doc: Doc, f: Finding, data: dict[str, Any]) -> list[lsp.TextEdit]:
     line0 = _fix_line0(f, data)
-    ind = _indent(_line_text(doc, line0))
-    array = data.get("array") if isinstance(data.get("array"), str) else "items"
+    text = _line_text(doc, line0)
+    ind = _indent(text)
+    m = re.search(r"\b([A-Za-z_]\w*)\s*\[[^\[\]]+\]\s*(?:\.|->)", text)
+    array = data.get("array") if isinstance(data.get("array"), str) else m.group(1) if m else "items"
     note = [
         f"// kerncast: {array} is an array of structures: a warp reading one field strides by the struct size.",
         "// Store each field in its own array (structure of arrays) so consecutive threads read consecutive",

@@ -431,6 +431,19 @@ async def test_stage_through_shared_memory_action(s: Session) -> None:
     assert new[at + 6:] == old[10:]
 
 
+async def test_use_soa_action(s: Session) -> None:
+    uri = s.open("saxpy.cu")
+    diags = await s.diagnostics(uri)
+    assert {("uncoalesced-global", 20), ("uncoalesced-global", 21), ("uncoalesced-global", 22)} <= {
+        (d.code, d.range.start.line + 1) for d in diags}
+    acts = [a for a in await _actions(s, uri, 19) if "structure of arrays" in a.title]
+    assert len(acts) == 1
+    new = apply_workspace_edit(s.text(uri), acts[0].edit, uri, s.version(uri)).splitlines()
+    assert new[19].startswith("        // kerncast: p is an array of structures")
+    assert new[22] == s.text(uri).splitlines()[19]  # the flagged line follows the three-line note
+    s.close(uri)
+
+
 async def test_launch_annotation_action(s: Session) -> None:
     uri = s.open("nolaunch.cu")
     await s.diagnostics(uri)
