@@ -428,11 +428,13 @@ def clear_cache() -> None:
 
 
 def compile_cuda(path: str | Path, text: str | None = None,
-                 options: CompileOptions | None = None) -> CompileResult:
+                 options: CompileOptions | None = None, with_resources: bool = True) -> CompileResult:
     """Compile a `.cu` file (or `text`, an unsaved buffer of it) to PTX and collect ptxas resources.
 
     Compile errors, timeouts and ptxas failures become diagnostics; a missing nvcc, ptxas or host compiler
     raises ToolchainError. The returned object is shared with the cache: treat it as read-only.
+    `with_resources=False` skips ptxas (`resources` stays empty), for callers that run `ptxas_resources`
+    themselves, concurrently with their own work on the PTX.
     """
     options = options or CompileOptions()
     toolchain = find_toolchain(options.nvcc_path)
@@ -448,12 +450,13 @@ def compile_cuda(path: str | Path, text: str | None = None,
     else:
         from_buffer = not _matches_disk(original, text)
     include_dirs = [Path(os.path.abspath(d)) for d in options.include_dirs]
-    key = _cache_key(original, text, options, toolchain, include_dirs)
+    key = _cache_key(original, text, options, toolchain, include_dirs) + ("" if with_resources else "-ptx")
     with _cache_lock:
         if key in _cache:
             _cache.move_to_end(key)
             return _cache[key]
-    result, cacheable = _compile_uncached(original, text, from_buffer, options, toolchain, include_dirs)
+    result, cacheable = _compile_uncached(original, text, from_buffer, options, toolchain, include_dirs,
+                                          with_resources)
     if not cacheable:
         return result
     with _cache_lock:
@@ -515,7 +518,8 @@ def _nvcc_args(toolchain: Toolchain, options: CompileOptions, source: Path, out:
 
 
 def _compile_uncached(original: Path, text: str, from_buffer: bool, options: CompileOptions,
-                      toolchain: Toolchain, include_dirs: list[Path]) -> tuple[CompileResult, bool]:
+                      toolchain: Toolchain, include_dirs: list[Path],
+                      with_resources: bool = True) -> tuple[CompileResult, bool]:
     """Run nvcc then ptxas in a temporary directory that is always removed; False: do not cache (timeout)."""
     with tempfile.TemporaryDirectory(prefix="kerncast-nvcc-") as tmp:
         tmp_dir = Path(tmp)
@@ -546,6 +550,8 @@ def _compile_uncached(original: Path, text: str, from_buffer: bool, options: Com
         ptx = _retarget_file_directives(ptx, source, original)
     resources: dict[str, KernelResources] = {}
     cacheable = True
+    if not with_resources:
+        return CompileResult(True, ptx, resources, diagnostics, toolchain.version, options.arch), cacheable
     try:
         resources = ptxas_resources(ptx, options.arch, toolchain, timeout_s=options.timeout_s)
     except PtxasError as exc:

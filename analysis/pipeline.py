@@ -9,8 +9,10 @@ compile errors, malformed PTX) become file-level findings, never exceptions.
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,7 @@ from kerncast.analysis.ptx import PtxSyntaxError, parse_ptx
 from kerncast.analysis.ptx.model import Function, Module
 from kerncast.analysis.ptx.parser import kernel_shared_bytes
 from kerncast.analysis.report import FileReport, Finding, KernelReport, LoopInfo
-from kerncast.analysis.timing.stages import gpu_profile_finding, launch_stage, time_stage
+from kerncast.analysis.timing.stages import gpu_profile_finding, launch_stage, occupancy_stage, time_stage
 
 #: Files larger than this are refused with a clear message (the limit is a setting).
 DEFAULT_MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -69,7 +71,9 @@ class KernelContext:
     main_file: str | None
     cfg: Cfg
     loops: LoopForest
-    resources: Any = None  # kerncast.analysis.compile.KernelResources, when ptxas ran
+    #: ptxas running in the background: ({mangled name: KernelResources}, why not); see `resources_stage`
+    ptxas: Future[tuple[dict[str, Any], str | None]] | None = None
+    resources: Any = None  # this kernel's kerncast.analysis.compile.KernelResources, once ptxas has run
     gpu: Any = None  # kerncast.analysis.gpus.GpuProfile
     launch: Any = None  # kerncast.analysis.launch.Launch
     trip_counts: dict[int, Any] = field(default_factory=dict)
@@ -130,7 +134,7 @@ def analyze_file(path: str | os.PathLike[str], text: str | None = None,
         return report
     assert source is not None
     if p.suffix.lower() == ".ptx":
-        return _analyze_ptx(report, source, options, resources=None, cuda_source=None)
+        return _analyze_ptx(report, source, options, cuda_source=None)
     return _analyze_cuda(report, p, source, options)
 
 
@@ -141,7 +145,7 @@ def _analyze_cuda(report: FileReport, path: Path, source: str, options: Analysis
                            defines=list(options.defines), nvcc_path=options.nvcc_path,
                            timeout_s=options.timeout_s)
     try:
-        result = compile_cuda(path, text=source, options=copts)
+        result = compile_cuda(path, text=source, options=copts, with_resources=False)
     except ToolchainError as exc:
         report.findings.append(_input_finding(str(exc), code="toolchain-missing"))
         return report
@@ -154,26 +158,39 @@ def _analyze_cuda(report: FileReport, path: Path, source: str, options: Analysis
         if not any(f.severity == "error" for f in report.findings):
             report.findings.append(_input_finding("nvcc produced no PTX", code="compile-error"))
         return report
-    return _analyze_ptx(report, result.ptx, options, resources=result.resources, cuda_source=source)
+    return _analyze_ptx(report, result.ptx, options, cuda_source=source)
 
 
-def _ptxas_resources(ptx: str, options: AnalysisOptions, report: FileReport) -> dict[str, Any]:
-    """Registers and shared memory for a `.ptx` input, from ptxas when it can be found."""
+_PTXAS_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kerncast-ptxas")
+_TARGET_RE = re.compile(r"^\s*\.target\s+(sm_\d+[a-z]?)", re.MULTILINE)
+
+
+def _ptxas_target(ptx: str, options: AnalysisOptions) -> str:
+    """The PTX's own `.target` (ptxas refuses an older -arch), else the configured arch."""
+    m = _TARGET_RE.search(ptx)
+    return m.group(1) if m else options.arch
+
+
+def _ptxas_resources(ptx: str, options: AnalysisOptions) -> tuple[dict[str, Any], str | None]:
+    """Registers, shared memory and spills per kernel from ptxas, or ({}, why not)."""
     from kerncast.analysis.compile import ToolchainError, find_toolchain, ptxas_resources
 
-    target = options.arch
     try:
         toolchain = find_toolchain(options.nvcc_path)
-        return ptxas_resources(ptx, target, toolchain, timeout_s=options.timeout_s)
+        return ptxas_resources(ptx, _ptxas_target(ptx, options), toolchain, timeout_s=options.timeout_s), None
     except ToolchainError as exc:
-        report.notes.append(f"registers unknown: {exc}")
+        return {}, f"registers unknown: {exc}"
     except Exception as exc:  # noqa: BLE001 - ptxas failing on odd PTX must not stop the analysis
-        report.notes.append(f"registers unknown: ptxas failed ({exc})")
-    return {}
+        return {}, f"registers unknown: ptxas failed ({exc})"
 
 
-def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, resources: dict[str, Any] | None,
-                 cuda_source: str | None) -> FileReport:
+def start_ptxas(ptx: str, options: AnalysisOptions) -> Future[tuple[dict[str, Any], str | None]]:
+    """Run ptxas in the background: it takes as long as parsing and the memory analysis, which run meanwhile."""
+    return _PTXAS_POOL.submit(_ptxas_resources, ptx, options)
+
+
+def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_source: str | None) -> FileReport:
+    resources = start_ptxas(ptx, options)
     try:
         module = parse_ptx(ptx, report.file)
     except PtxSyntaxError as exc:
@@ -184,8 +201,6 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, resourc
     if not module.kernels:
         report.notes.append("no kernel (.entry) in this file")
         return report
-    if resources is None:
-        resources = _ptxas_resources(ptx, options, report)
     names = _display_names(module)
     main_file = _main_file(module, report.file) if cuda_source is not None else None
     gpu_problem = gpu_profile_finding(options.gpu)
@@ -193,10 +208,13 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, resourc
         report.findings.append(gpu_problem)
     for fn in module.kernels:
         fn.demangled = names.get(fn.name, fn.name)
-        ctx = _kernel_context(module, fn, options, cuda_source, main_file, resources.get(fn.name))
+        ctx = _kernel_context(module, fn, options, cuda_source, main_file, resources)
         for stage in STAGES:
             stage(ctx)
         report.kernels.append(ctx.report)
+    _, why_not = resources.result()
+    if why_not:
+        report.notes.append(why_not)
     return report
 
 
@@ -232,12 +250,12 @@ def line_in_main(ins_loc: Any, main_file: str | None) -> int | None:
 
 
 def _kernel_context(module: Module, fn: Function, options: AnalysisOptions, cuda_source: str | None,
-                    main_file: str | None, resources: Any) -> KernelContext:
+                    main_file: str | None, ptxas: Future[Any] | None) -> KernelContext:
     cfg = build_cfg(fn)
     loops = find_loops(cfg)
     line = fn.source_line if main_file is None else _first_main_line(fn, main_file)
     report = KernelReport(name=fn.display_name, mangled=fn.name, line=line)
-    return KernelContext(module, fn, report, options, cuda_source, main_file, cfg, loops, resources=resources)
+    return KernelContext(module, fn, report, options, cuda_source, main_file, cfg, loops, ptxas=ptxas)
 
 
 def _first_main_line(fn: Function, main_file: str) -> int | None:
@@ -249,20 +267,9 @@ def _first_main_line(fn: Function, main_file: str) -> int | None:
 
 
 def structure_stage(ctx: KernelContext) -> None:
-    """Resources from ptxas, instruction mix by thesis type, and loops with their source lines."""
+    """Static shared memory from the PTX declarations, instruction mix by thesis type, and loops."""
     r = ctx.report
-    res = ctx.resources
-    if res is not None:
-        r.registers = res.registers
-        r.shared_bytes = res.shared_bytes
-        r.spill_stores = res.spill_stores
-        r.spill_loads = res.spill_loads
-        r.stack_bytes = res.stack_bytes
-        r.local_bytes = getattr(res, "local_bytes", None)
-    else:
-        r.notes.append("registers unknown: ptxas did not run; shared memory counted from the PTX declarations")
-    if r.shared_bytes is None:
-        r.shared_bytes = kernel_shared_bytes(ctx.module, ctx.function)
+    r.shared_bytes = kernel_shared_bytes(ctx.module, ctx.function)
     mix: Counter[str] = Counter(classify(i).type for i in ctx.function.body)
     r.instruction_mix = dict(sorted(mix.items()))
     r.instruction_count = len(ctx.function.body)
@@ -273,6 +280,24 @@ def structure_stage(ctx: KernelContext) -> None:
     ]
 
 
+def resources_stage(ctx: KernelContext) -> None:
+    """Registers, shared memory, spills and stack from ptxas (waited for here, after the memory analysis)."""
+    r = ctx.report
+    table, _ = ctx.ptxas.result() if ctx.ptxas is not None else ({}, None)
+    res = table.get(ctx.function.name)
+    ctx.resources = res
+    if res is None:
+        r.notes.append("registers unknown: ptxas did not run; shared memory counted from the PTX declarations")
+        return
+    r.registers = res.registers
+    if res.shared_bytes is not None:
+        r.shared_bytes = res.shared_bytes
+    r.spill_stores = res.spill_stores
+    r.spill_loads = res.spill_loads
+    r.stack_bytes = res.stack_bytes
+    r.local_bytes = getattr(res, "local_bytes", None)
+
+
 from kerncast.analysis.memory.stage import memory_stage  # noqa: E402
 from kerncast.analysis.resource_findings import resource_stage  # noqa: E402
 
@@ -281,6 +306,8 @@ STAGES: list[Stage] = [
     structure_stage,
     launch_stage,
     memory_stage,
+    resources_stage,
+    occupancy_stage,
     time_stage,
     resource_stage,
 ]

@@ -42,7 +42,7 @@ def _kernel_settings(ctx: Any) -> Any:
 
 
 def launch_stage(ctx: Any) -> None:
-    """Launch configuration, trip counts, GPU profile and occupancy into the context and the report."""
+    """Launch configuration, trip counts and GPU profile into the context and the report."""
     from kerncast.analysis.launch import LaunchOverrides, infer_launch
     from kerncast.analysis.tripcount import trip_counts
 
@@ -65,12 +65,15 @@ def launch_stage(ctx: Any) -> None:
         ctx.report.notes.append(f"no time prediction: {problem}")
         return
     ctx.gpu = profile
-    _occupancy(ctx, profile)
 
 
-def _occupancy(ctx: Any, profile: Any) -> None:
+def occupancy_stage(ctx: Any) -> None:
+    """Occupancy of the launch on the GPU profile, from ptxas's registers (after `resources_stage`)."""
     from kerncast.analysis.occupancy import compute_occupancy
 
+    if ctx.gpu is None or ctx.launch is None:
+        return
+    profile = ctx.gpu
     tpb = ctx.launch.threads_per_block
     if not tpb:
         return
