@@ -15,6 +15,7 @@ can be computed exactly once `tid.x` is a number (`tid.x % 32`, `tid.x >> 5`, `(
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from math import gcd
 
@@ -214,15 +215,15 @@ def _concrete(name: str, vals: list[int], extra: object) -> int | None:
     return None
 
 
+_COMPARISONS: dict[str, Callable[[int, int], bool]] = {
+    "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
+    "ge": operator.ge, "lo": operator.lt, "ls": operator.le, "hi": operator.gt, "hs": operator.ge,
+}
+
+
 def _compare(extra: object, a: int, b: int) -> int | None:
     cmp = extra[2] if isinstance(extra, tuple) and len(extra) > 2 else "eq"
-    table: dict[str, Callable[[int, int], bool]] = {
-        "eq": lambda x, y: x == y, "ne": lambda x, y: x != y, "lt": lambda x, y: x < y,
-        "le": lambda x, y: x <= y, "gt": lambda x, y: x > y, "ge": lambda x, y: x >= y,
-        "lo": lambda x, y: x < y, "ls": lambda x, y: x <= y, "hi": lambda x, y: x > y,
-        "hs": lambda x, y: x >= y,
-    }
-    fn = table.get(str(cmp))
+    fn = _COMPARISONS.get(str(cmp))
     if fn is None:
         return None
     if cmp in ("lo", "ls", "hi", "hs") or (isinstance(extra, tuple) and not extra[1]):

@@ -22,7 +22,7 @@ from kerncast.analysis.memory.expr import Atoms, Poly, Value
 WARP = 32
 SECTOR = 32
 BANKS = 32
-MAX_SAMPLED_WARPS = 4
+MAX_SAMPLED_WARPS = 3
 
 
 @dataclass(slots=True)
