@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ev.add_argument("--repeats", type=int, default=5, help="grouped CV repetitions of the default model (5)")
     ev.add_argument("--thesis-repeats", type=int, default=3,
                     help="grouped CV repetitions of the thesis model (3; shuffled CV uses 2)")
-    ev.add_argument("--jobs", type=int, default=2, help="threads per model fit (default 2)")
+    ev.add_argument("--jobs", type=int, default=1, help="threads per model fit (default 1)")
 
 
 def _load(args):
