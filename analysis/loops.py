@@ -8,6 +8,7 @@ rare in nvcc output) are not loops; they are reported in `irreducible_edges` so 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kerncast.analysis.cfg import Cfg
@@ -112,3 +113,19 @@ def _collect_body(cfg: Cfg, header: int, latch: int, body: set[int]) -> None:
             continue
         body.add(b)
         stack.extend(p for p in cfg.blocks[b].preds if p not in body)
+
+
+def block_weights(cfg: Cfg, loops: LoopForest, trips: Mapping[int, float]) -> dict[int, float]:
+    """How often each reachable block runs per thread: the product of the trip counts of the loops around it.
+
+    `trips` is keyed by loop header block id; a loop missing from it counts once.
+    """
+    out: dict[int, float] = {}
+    for b in cfg.blocks:
+        if b.id in cfg.unreachable:
+            continue
+        w = 1.0
+        for lp in loops.enclosing(b.id):
+            w *= trips.get(lp.header, 1.0)
+        out[b.id] = w
+    return out

@@ -21,7 +21,7 @@ from kerncast.analysis.cfg import Cfg, build_cfg
 from kerncast.analysis.isa import classify
 from kerncast.analysis.loops import LoopForest, find_loops
 from kerncast.analysis.ptx import PtxSyntaxError, parse_ptx
-from kerncast.analysis.ptx.model import Function, Module
+from kerncast.analysis.ptx.model import Function, Module, SourceLoc
 from kerncast.analysis.ptx.parser import kernel_shared_bytes
 from kerncast.analysis.report import FileReport, Finding, KernelReport, LoopInfo
 from kerncast.analysis.timing.stages import gpu_profile_finding, launch_stage, occupancy_stage, time_stage
@@ -57,6 +57,8 @@ class AnalysisOptions:
     kernel_settings: dict[str, Any] = field(default_factory=dict)
     loops: int | None = None
     thresholds: Thresholds = field(default_factory=Thresholds)
+    #: LIME weights in power explanations (exact contributions are always there); the server adds them lazily
+    lime: bool = True
 
 
 @dataclass(slots=True)
@@ -202,20 +204,39 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
         report.notes.append("no kernel (.entry) in this file")
         return report
     names = _display_names(module)
+    if cuda_source is None:
+        _locate_in_ptx(module, report.file)
     main_file = _main_file(module, report.file) if cuda_source is not None else None
     gpu_problem = gpu_profile_finding(options.gpu)
     if gpu_problem is not None:
         report.findings.append(gpu_problem)
     for fn in module.kernels:
         fn.demangled = names.get(fn.name, fn.name)
-        ctx = _kernel_context(module, fn, options, cuda_source, main_file, resources)
-        for stage in STAGES:
+    contexts = [_kernel_context(module, fn, options, cuda_source, main_file, resources) for fn in module.kernels]
+    # Every kernel's stages that need no ptxas numbers run first, while ptxas works in the background.
+    split = STAGES.index(resources_stage) if resources_stage in STAGES else 0
+    for ctx in contexts:
+        for stage in STAGES[:split]:
+            stage(ctx)
+    for ctx in contexts:
+        for stage in STAGES[split:]:
             stage(ctx)
         report.kernels.append(ctx.report)
     _, why_not = resources.result()
     if why_not:
         report.notes.append(why_not)
     return report
+
+
+def _locate_in_ptx(module: Module, path: str) -> None:
+    """For a `.ptx` input the analysed file is the PTX itself: every instruction's line is its PTX line.
+
+    nvcc's `.loc` directives point into the `.cu` file the PTX came from, which is not the document the user
+    has open, so findings, loops and hotspots are placed on the PTX lines instead.
+    """
+    for fn in module.functions:
+        for ins in fn.body:
+            ins.loc = SourceLoc(path, ins.ptx_line, ins.ptx_column)
 
 
 def _display_names(module: Module) -> dict[str, str]:
@@ -253,13 +274,13 @@ def _kernel_context(module: Module, fn: Function, options: AnalysisOptions, cuda
                     main_file: str | None, ptxas: Future[Any] | None) -> KernelContext:
     cfg = build_cfg(fn)
     loops = find_loops(cfg)
-    line = fn.source_line if main_file is None else _first_main_line(fn, main_file)
+    line = fn.ptx_line if cuda_source is None else _first_main_line(fn, main_file)
     report = KernelReport(name=fn.display_name, mangled=fn.name, line=line)
     return KernelContext(module, fn, report, options, cuda_source, main_file, cfg, loops, ptxas=ptxas)
 
 
-def _first_main_line(fn: Function, main_file: str) -> int | None:
-    lines = [i.loc.line for i in fn.body if i.loc is not None and i.loc.file == main_file]
+def _first_main_line(fn: Function, main_file: str | None) -> int | None:
+    lines = [i.loc.line for i in fn.body if i.loc is not None and (main_file is None or i.loc.file == main_file)]
     return min(lines) if lines else fn.source_line
 
 
@@ -299,6 +320,7 @@ def resources_stage(ctx: KernelContext) -> None:
 
 
 from kerncast.analysis.memory.stage import memory_stage  # noqa: E402
+from kerncast.analysis.power.stage import power_stage  # noqa: E402
 from kerncast.analysis.resource_findings import resource_stage  # noqa: E402
 
 #: The stages, in data-flow order. Each later capability adds its stage here.
@@ -309,5 +331,6 @@ STAGES: list[Stage] = [
     resources_stage,
     occupancy_stage,
     time_stage,
+    power_stage,
     resource_stage,
 ]

@@ -9,14 +9,17 @@ Two definitions of the instruction classes (energymodel.md sections 1.2 and 2):
 * `thesis`: as the thesis text defines them: every ALU/SFU instruction is compute; global = loads, stores and
   atomics on `.global`; shared = loads and stores on `.shared`; control = branches, barriers, returns, exits.
 
-Dynamic ("_sm") counts follow the dataset: static count x PFEA waves W = ceil(ceil(nB/nSM*nT)/2048); loop trip
-counts are not applied here (the launch's loop information is not yet part of the coupling), which the
-caller's assumptions must state.
+Dynamic ("_sm") counts follow the dataset: per-thread count (each instruction weighted by its loops' trip counts,
+PFEA's nLoop) x PFEA waves W = ceil(ceil(nB/nSM*nT)/2048). The compute latency of an instruction is the GPU
+profile's latency row for its class (kerncast.analysis.isa).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+
+from kerncast.analysis.isa import classify as isa_classify
 
 _DATASET_COMP = {"add", "addc", "sub", "subc", "mul", "mul24", "mad", "mad24", "madc", "fma", "div", "and",
                  "sqrt", "mov", "setp", "cvt", "cvta"}
@@ -96,31 +99,38 @@ def _dims(v) -> int:
     return int(math.prod(int(x) for x in v))
 
 
-def extract_features(function, module, launch, gpu, resources=None, definition: str = "dataset") -> dict[str, float]:
+def extract_features(function, module, launch, gpu, resources=None, definition: str = "dataset",
+                     weights: Sequence[float] | None = None) -> dict[str, float]:
     """Table 5.4 features of `function` under `launch` on `gpu` (a GpuProfile), in the given definition.
 
     `launch` needs `.grid` and `.block` (int or (x, y, z)) and optionally `.dynamic_shared_bytes`;
     `resources` optionally `.registers` and `.shared_bytes` (from ptxas), else registers are unknown (NaN).
+    `weights[i]` is how often instruction `i` runs per thread (the trip counts of its loops, PFEA's nLoop);
+    without them every instruction counts once. Static ("_kernel") counts never use them.
     """
     nb, nt = _dims(launch.grid), _dims(launch.block)
     total = nb * nt
     nsm = gpu.sm_count
     waves = max(1, math.ceil(math.ceil(nb / nsm * nt) / PFEA_THREADS_PER_WAVE))
     counts = {"comp": 0, "glob": 0, "shar": 0, "misc": 0}
+    dyn = {"comp": 0.0, "glob": 0.0, "shar": 0.0, "misc": 0.0}
     comp_lat = 0.0
-    gload = gstore = branch = 0
-    for ins in function.body:
+    gload = gstore = branch = 0.0
+    latency = getattr(gpu, "latency", {})
+    for i, ins in enumerate(function.body):
         cls = classify(ins, definition)
         if cls is None:
             continue
+        w = float(weights[i]) if weights is not None else 1.0
         counts[cls] += 1
+        dyn[cls] += w
         if cls == "comp":
-            comp_lat += float(gpu.latency.get(ins.opcode, math.nan)) if hasattr(gpu, "latency") else math.nan
-        gload += _is_global_load(ins, definition)
-        gstore += _is_global_store(ins)
-        branch += ins.opcode in ("bra", "brx")
+            comp_lat += w * float(latency.get(isa_classify(ins).latency, math.nan))
+        gload += w * _is_global_load(ins, definition)
+        gstore += w * _is_global_store(ins)
+        branch += w * (ins.opcode in ("bra", "brx"))
     glob_sm = (gload + gstore) * waves  # dataset: simulated global count excludes params (energymodel.md s2)
-    total_inst = (counts["comp"] + glob_sm / max(waves, 1) + counts["shar"] + counts["misc"]) * waves
+    total_inst = (dyn["comp"] + glob_sm / max(waves, 1) + dyn["shar"] + dyn["misc"]) * waves
     regs = getattr(resources, "registers", None) if resources is not None else None
     smem = (getattr(resources, "shared_bytes", None) if resources is not None else None)
     if smem is None:
@@ -134,13 +144,13 @@ def extract_features(function, module, launch, gpu, resources=None, definition: 
     return {
         "grid_size": float(nb), "block_size": float(nt), "reg_thread": float(regs) if regs is not None else math.nan,
         "shmem_block": smem, "comp_inst_kernel": float(counts["comp"]),
-        "avg_comp_lat": comp_lat / counts["comp"] if counts["comp"] else 0.0,
+        "avg_comp_lat": comp_lat / dyn["comp"] if dyn["comp"] else 0.0,
         "glob_inst_kernel": float(counts["glob"]), "avg_glob_lat": glat,
         "shar_inst_kernel": float(counts["shar"]), "avg_shar_lat": 36.0 if counts["shar"] else 0.0,  # s2: 36/inst
         "misc_inst_kernel": float(counts["misc"]), "branch": float(branch * waves),
         "glob_load_sm": float(gload * waves), "glob_store_sm": float(gstore * waves),
-        "comp_inst_sm": float(counts["comp"] * waves), "glob_inst_sm": float(glob_sm),
-        "shar_inst_sm": float(counts["shar"] * waves), "misc_inst_sm": float(counts["misc"] * waves),
+        "comp_inst_sm": float(dyn["comp"] * waves), "glob_inst_sm": float(glob_sm),
+        "shar_inst_sm": float(dyn["shar"] * waves), "misc_inst_sm": float(dyn["misc"] * waves),
         "total_inst": float(total_inst), "inst_issue_cycles": float(round(total * total_inst / K20_ISSUE_DIVISOR)),
         "cache_penalty": (total * glob_sm * glat * 4 / (waves * l2)) if l2 > 0 else math.nan,
     }

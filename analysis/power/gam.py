@@ -26,26 +26,27 @@ N_BASIS = N_KNOTS + DEGREE - 1  # 5 basis functions per feature (as SplineTransf
 DEFAULT_ALPHA = 100.0  # section 8, step (6)
 
 
-def _quadratic_bspline(u: np.ndarray) -> np.ndarray:
-    """Cardinal quadratic B-spline on [0, 3)."""
-    out = np.zeros_like(u)
-    a = (u >= 0) & (u < 1)
-    b = (u >= 1) & (u < 2)
-    c = (u >= 2) & (u < 3)
-    out[a] = 0.5 * u[a] ** 2
-    out[b] = 0.5 * (-2 * u[b] ** 2 + 6 * u[b] - 3)
-    out[c] = 0.5 * (3 - u[c]) ** 2
-    return out
-
-
 def spline_basis(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
-    """(n, N_BASIS) quadratic B-spline basis of x (already clipped to [lo, hi]); zeros for a constant feature."""
-    if not hi > lo:
-        return np.zeros((x.shape[0], N_BASIS))
-    h = (hi - lo) / (N_KNOTS - 1)
-    # knot j of the extended uniform knot vector starts at lo - DEGREE*h + j*h
-    xe = np.where(x >= hi, hi - 1e-12 * (hi - lo), x)  # the right end belongs to the last interval
-    return np.column_stack([_quadratic_bspline((xe - (lo - DEGREE * h + j * h)) / h) for j in range(N_BASIS)])
+    """(n, N_BASIS) quadratic B-spline basis of x (already clipped to [lo, hi]); zeros for a constant feature.
+
+    The uniform quadratic basis on N_KNOTS knots over [lo, hi] (extended by DEGREE knots on each side), as
+    scikit-learn's SplineTransformer builds it.
+    """
+    return spline_basis_all(np.asarray(x, dtype=float)[:, None], np.array([lo], float), np.array([hi], float))[:, 0]
+
+
+def spline_basis_all(X: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """`spline_basis` of every column of X (n, k) in one vectorised pass: (n, k, N_BASIS)."""
+    live = hi > lo
+    span = np.where(live, hi - lo, 1.0)
+    h = span / (N_KNOTS - 1)
+    xe = np.where(hi <= X, hi - 1e-12 * span, X)
+    starts = (lo - DEGREE * h)[None, :, None] + np.arange(N_BASIS)[None, None, :] * h[None, :, None]
+    u = (xe[:, :, None] - starts) / h[None, :, None]
+    out = np.where((u >= 0) & (u < 1), 0.5 * u**2, 0.0)
+    out = np.where((u >= 1) & (u < 2), 0.5 * (-2 * u**2 + 6 * u - 3), out)
+    out = np.where((u >= 2) & (u < 3), 0.5 * (3 - u) ** 2, out)
+    return np.where(live[None, :, None], out, 0.0)
 
 
 @dataclass
@@ -65,8 +66,8 @@ class SplineGAM:
         return np.where(np.isnan(Xc), self.median, Xc)
 
     def _basis(self, X: np.ndarray) -> np.ndarray:
-        Xp = self._prepare(X)
-        return np.stack([spline_basis(Xp[:, j], self.lo[j], self.hi[j]) for j in range(X.shape[1])], axis=1)
+        """(n, k, N_BASIS) basis of every feature at once (the same numbers as `spline_basis` per column)."""
+        return spline_basis_all(self._prepare(X), self.lo, self.hi)
 
     def fit(self, X: np.ndarray, y: np.ndarray) -> SplineGAM:
         """Fit on (n, k) features X (NaN allowed) and target y."""

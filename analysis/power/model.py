@@ -46,6 +46,8 @@ class PowerPrediction:
     assumptions: list[str] = field(default_factory=list)
     explanation: list[Contribution] = field(default_factory=list)
     base_watts: float = 0.0
+    #: the feature values the prediction was made from (kept to add LIME weights later; not in the JSON)
+    features: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"watts": self.watts, "interval": list(self.interval), "model": self.model,

@@ -15,7 +15,7 @@ from typing import Any
 
 from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.isa import classify
-from kerncast.analysis.timing.scheduler import block_weights
+from kerncast.analysis.loops import block_weights
 
 _FMA = frozenset({"fma", "mad", "mad24", "madc", "dp4a", "dp2a"})
 _SYNC = frozenset({"bar", "barrier"})

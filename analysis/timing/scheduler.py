@@ -44,6 +44,7 @@ from typing import Any
 from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.deps import DepGraph, block_dependences
 from kerncast.analysis.isa import InstrClass, classify
+from kerncast.analysis.loops import block_weights
 from kerncast.analysis.ptx.model import Instruction
 
 #: Thesis section 4.4.4.2: "We assume the latency of v is 1 when it is perfectly pipelined."
@@ -189,19 +190,6 @@ class CfgSchedule:
     shared_count: float
     busy: dict[str, float] = field(default_factory=dict)
     blocks: dict[int, BlockSchedule] = field(default_factory=dict)
-
-
-def block_weights(cfg: Cfg, loops: Any, trips: Mapping[int, float]) -> dict[int, float]:
-    """How often each block runs per thread: the product of the trip counts of the loops around it."""
-    out: dict[int, float] = {}
-    for b in cfg.blocks:
-        if b.id in cfg.unreachable:
-            continue
-        w = 1.0
-        for lp in loops.enclosing(b.id):
-            w *= trips.get(lp.header, 1.0)
-        out[b.id] = w
-    return out
 
 
 def schedule_cfg(cfg: Cfg, loops: Any, n_threads: int, trips: Mapping[int, float], *, latency: LatencyFn,

@@ -1,0 +1,83 @@
+"""The pipeline's power stage: features -> power with its interval and explanation -> energy -> hotspots.
+
+It needs the launch (grid and block), the GPU profile and the predicted time; without them the kernel is
+reported without power and says why. LIME weights are optional here (`AnalysisOptions.lime`): they cost a few
+hundred model evaluations, so the language server leaves them out of the save path and fills them in on demand
+(`complete_lime`) when a hover or report asks for the explanation.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from kerncast.analysis.loops import block_weights
+from kerncast.analysis.power.energy import energy_hotspots, estimate_energy
+from kerncast.analysis.power.features import extract_features
+from kerncast.analysis.power.model import ModelsMissing, PowerPrediction, predict_power
+
+
+def _instruction_weights(ctx: Any) -> list[float]:
+    """Per instruction, how often one thread runs it: the trip counts of its loops (PFEA's nLoop)."""
+    trips = {h: float(s.value) for h, s in (ctx.trip_counts or {}).items() if isinstance(s.value, int | float)}
+    per_block = block_weights(ctx.cfg, ctx.loops, trips)
+    return [per_block.get(b, 0.0) for b in ctx.cfg.block_of]
+
+
+def _line_range(ctx: Any, line: int) -> int:
+    """The end column (exclusive, 1-based) of a line of the analysed CUDA source, or a large one for PTX."""
+    if ctx.cuda_source is None:
+        return 1000
+    lines = ctx.cuda_source.splitlines()
+    return len(lines[line - 1]) + 1 if 0 < line <= len(lines) else 1000
+
+
+def power_stage(ctx: Any) -> None:
+    """Predict power (W, 90% interval, explanation), energy (µJ) and energy hotspots for one kernel."""
+    launch, gpu, time = ctx.launch, ctx.gpu, ctx.time
+    report = ctx.report
+    if gpu is None or launch is None or not launch.blocks or not launch.threads_per_block:
+        report.notes.append("no power prediction: the GPU profile or the launch size is unknown")
+        return
+    weights = _instruction_weights(ctx)
+    shape = SimpleNamespace(grid=launch.grid.value, block=launch.block.value,
+                            dynamic_shared_bytes=launch.dynamic_shared_bytes.value or 0)
+    features = extract_features(ctx.function, ctx.module, shape, gpu, ctx.resources, weights=weights)
+    try:
+        pred = predict_power(features, gpu, explain=True, lime=getattr(ctx.options, "lime", True))
+    except (ModelsMissing, ValueError) as exc:
+        report.notes.append(f"no power prediction: {exc}")
+        return
+    pred.assumptions.append("loop trip counts as in the time prediction (see the launch and loops)")
+    pred.features = features
+    ctx.power = pred
+    report.power = pred
+    if time is None:
+        report.notes.append("no energy: the time could not be predicted")
+        return
+    report.energy = estimate_energy(pred, time.us)
+    threshold = ctx.options.thresholds.energy_hotspot_share
+    from kerncast.analysis.pipeline import line_in_main
+
+    findings = energy_hotspots(ctx.function, pred, time.us, threshold, weights=weights,
+                               line_of=lambda ins: line_in_main(ins.loc, ctx.main_file))
+    for f in findings:
+        f.end_column = _line_range(ctx, f.line)
+    report.findings.extend(findings)
+
+
+def complete_lime(prediction: PowerPrediction | None) -> bool:
+    """Fill in the LIME weights of a prediction made without them; True when it changed anything."""
+    if prediction is None or not prediction.explanation:
+        return False
+    if all(c.lime_watts is not None for c in prediction.explanation):
+        return False
+    features = getattr(prediction, "features", None)
+    if not features:
+        return False
+    gpu = prediction.model.rsplit("@", 1)[-1]
+    full = predict_power(features, gpu, explain=True, lime=True)
+    lime = {c.feature: c.lime_watts for c in full.explanation}
+    for c in prediction.explanation:
+        c.lime_watts = lime.get(c.feature)
+    return True
