@@ -239,6 +239,7 @@ def parse_settings(data: Any) -> tuple[Settings, list[str]]:
         max_file_bytes=r.number("maxFileBytes", data.get("maxFileBytes"), DEFAULTS["maxFileBytes"], 1,
                                 integer=True),
         kernel_settings=kernels, loops=loops, thresholds=thresholds,
+        lime=False,  # LIME weights are added when a hover or report asks for them (KerncastServer.with_lime)
     )
     settings = Settings(options=options, analyze_on_change=r.boolean("analyzeOnChange"),
                         raw={k: data[k] for k in known if k in data})

@@ -313,18 +313,48 @@ def did_close(ls: KerncastServer, params: lsp.DidCloseTextDocumentParams) -> Non
     ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
-def _hover_markdown(result: Result, pos: lsp.Position) -> str | None:
+def _hovered_kernel(result: Result, pos: lsp.Position) -> dict[str, Any] | None:
+    """The kernel whose name or `<<<>>>` launch is under the cursor."""
     data, lines = result.data, result.lines
-    gpu, arch = data.get("gpu") or "?", data.get("arch")
     by_name = {convert.base_name(k["name"]): k for k in data.get("kernels") or []}
     for k in data.get("kernels") or []:
         anchor = convert.kernel_anchor(lines, k)
         if anchor and anchor.line == pos.line and anchor.start <= pos.character <= anchor.end:
-            return hover.kernel_markdown(k, gpu, arch)
+            return k
     if 0 <= pos.line < len(lines):
         for name, start, end in convert.launch_calls(lines[pos.line]):
             if start <= pos.character <= end + 1 and name in by_name:
-                return hover.kernel_markdown(by_name[name], gpu, arch)
+                return by_name[name]
+    return None
+
+
+def _add_lime(result: Result, name: str) -> None:
+    """Fill in the LIME weights of one kernel's power explanation (blocking; run in the executor)."""
+    from kerncast.analysis.power.stage import complete_lime
+
+    for i, kr in enumerate(result.report.kernels):
+        if kr.name == name and complete_lime(kr.power):  # type: ignore[arg-type]
+            result.data["kernels"][i] = kr.to_json()
+
+
+async def with_lime(ls: KerncastServer, result: Result, kernel: dict[str, Any]) -> dict[str, Any]:
+    """The kernel's data with LIME weights, computed off the event loop the first time they are asked for."""
+    expl = (kernel.get("power") or {}).get("explanation") or []
+    if not any(e.get("lime_watts") is None for e in expl):
+        return kernel
+    try:
+        await asyncio.get_running_loop().run_in_executor(ls.executor, _add_lime, result, kernel["name"])
+    except Exception:  # noqa: BLE001 - without LIME the exact contributions still explain the prediction
+        log.exception("LIME explanation failed")
+    return next((k for k in result.data["kernels"] if k.get("name") == kernel["name"]), kernel)
+
+
+def _hover_markdown(result: Result, pos: lsp.Position) -> str | None:
+    data, lines = result.data, result.lines
+    gpu, arch = data.get("gpu") or "?", data.get("arch")
+    k = _hovered_kernel(result, pos)
+    if k is not None:
+        return hover.kernel_markdown(k, gpu, arch)
     found = []
     for f in convert.all_findings(result.report):
         rng = convert.finding_range(f, lines)
@@ -334,11 +364,14 @@ def _hover_markdown(result: Result, pos: lsp.Position) -> str | None:
 
 
 @server.feature(lsp.TEXT_DOCUMENT_HOVER)
-def on_hover(ls: KerncastServer, params: lsp.HoverParams) -> lsp.Hover | None:
+async def on_hover(ls: KerncastServer, params: lsp.HoverParams) -> lsp.Hover | None:
     result = ls.result_for(params.text_document.uri)
     if result is None:
         return None
     try:
+        k = _hovered_kernel(result, params.position)
+        if k is not None:
+            await with_lime(ls, result, k)
         text = _hover_markdown(result, params.position)
     except Exception:  # noqa: BLE001 - a hover never takes the server down
         log.exception("hover failed")
@@ -425,6 +458,7 @@ async def show_report(ls: KerncastServer, *args: Any) -> dict[str, Any] | None:
     k = _kernel_at(result, target)
     if k is None:
         return {"markdown": hover.file_markdown(data)}
+    k = await with_lime(ls, result, k)
     return {"markdown": hover.kernel_markdown(k, data.get("gpu") or "?", data.get("arch"), full=True),
             "kernel": k.get("name")}
 

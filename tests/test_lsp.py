@@ -308,6 +308,13 @@ async def test_hover_on_kernel_name_and_launch(s: Session) -> None:
     for part in ("Time", "MWP-CWP", "Roofline", "Power", "Energy", "Launch", "Registers/thread", "Occupancy"):
         assert part in text, part
     assert "| grid |" in text  # launch table: value and where it came from
+    # power with its interval and model, and the explanation table: exact (SHAP) and LIME weights in watts,
+    # the LIME ones computed when the hover asks for them
+    assert re.search(r"\*\*Power ≈ \d+ W\*\* \(90% interval \d+–\d+ W\), model: \S+@v100", text), text
+    assert re.search(r"\*\*Energy ≈ [\d.]+ (nJ|µJ|mJ|J)\*\*", text), text
+    assert "| feature | value | SHAP W | LIME W | |" in text
+    rows = [r for r in text.splitlines() if r.startswith("| ") and r.count("|") == 6 and "feature" not in r]
+    assert rows and all(re.fullmatch(r"-?[\d.]+(e[+-]?\d+)?", r.split("|")[4].strip()) for r in rows), rows
     launch_line = s.line_of(uri, "transposeNaive<<<")
     hov2 = await s.hover(uri, launch_line, 8)
     assert hov2 is not None and hov2.contents.value.startswith("### transposeNaive")
@@ -342,6 +349,7 @@ async def test_code_lenses(s: Session) -> None:
         assert lens.command is not None
         assert LENS_RE.match(lens.command.title), lens.command.title
         assert lens.command.title.startswith("≈ ")  # the time is predicted for every kernel here
+        assert "not available" not in lens.command.title  # and so are power and energy
         assert "<<<64x64, 32x8>>>" in lens.command.title  # the launch of main(): dim3 grid(2048/32, 2048/32)
         assert lens.command.command == "kerncast.showReport"
         assert lens.command.arguments[0] == uri

@@ -60,7 +60,7 @@ def power_stage(ctx: Any) -> None:
     from kerncast.analysis.pipeline import line_in_main
 
     findings = energy_hotspots(ctx.function, pred, time.us, threshold, weights=weights,
-                               line_of=lambda ins: line_in_main(ins.loc, ctx.main_file))
+                               line_of=lambda ins: line_in_main(ins.loc, ctx.main_file), idle_w=gpu.idle_w)
     for f in findings:
         f.end_column = _line_range(ctx, f.line)
     report.findings.extend(findings)
