@@ -27,28 +27,28 @@ SEVERITY = {
 # ------------------------------------------------------------------------------------------------ numbers
 
 
-def fmt_time(us: Any) -> str | None:
-    if not isinstance(us, int | float):
+def _scaled(value: Any, units: tuple[str, str, str, str]) -> str | None:
+    """`value` (in the second unit) with three significant digits in the unit that fits: milli, base, kilo, mega."""
+    if not isinstance(value, int | float):
         return None
-    if us >= 1e6:
-        return f"{us / 1e6:.3g} s"
-    if us >= 1e3:
-        return f"{us / 1e3:.3g} ms"
-    if us >= 1:
-        return f"{us:.3g} µs"
-    return f"{us * 1e3:.3g} ns"
+    small, base, kilo, mega = units
+    if value >= 1e6:
+        return f"{value / 1e6:.3g} {mega}"
+    if value >= 1e3:
+        return f"{value / 1e3:.3g} {kilo}"
+    if value >= 1:
+        return f"{value:.3g} {base}"
+    return f"{value * 1e3:.3g} {small}"
+
+
+def fmt_time(us: Any) -> str | None:
+    """A time given in µs, e.g. `12.3 µs`, `4.1 ms`."""
+    return _scaled(us, ("ns", "µs", "ms", "s"))
 
 
 def fmt_energy_uj(uj: Any) -> str | None:
-    if not isinstance(uj, int | float):
-        return None
-    if uj >= 1e6:
-        return f"{uj / 1e6:.3g} J"
-    if uj >= 1e3:
-        return f"{uj / 1e3:.3g} mJ"
-    if uj >= 1:
-        return f"{uj:.3g} µJ"
-    return f"{uj * 1e3:.3g} nJ"
+    """An energy given in µJ, e.g. `850 µJ`, `1.1 mJ`."""
+    return _scaled(uj, ("nJ", "µJ", "mJ", "J"))
 
 
 def fmt_watts(w: Any) -> str | None:

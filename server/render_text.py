@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from kerncast.analysis.report import FileReport, Finding, KernelReport
+from kerncast.server.convert import fmt_energy_uj, fmt_time
 
 
 def _fmt_bytes(n: int | None) -> str:
@@ -53,16 +54,17 @@ def _kernel_lines(k: KernelReport) -> list[str]:
     t = data.get("time")
     if t:
         lo, hi = t.get("roofline_us") or (None, None)
-        roof = f", roofline {lo:.3g}-{hi:.3g} µs" if lo is not None and hi is not None else ""
-        mwp = f", MWP-CWP {t['mwp_cwp_us']:.3g} µs" if t.get("mwp_cwp_us") is not None else ""
-        out.append(f"  time: {t['us']:.3g} µs ({t.get('model')}; bottleneck {t.get('bottleneck')}){mwp}{roof}")
+        roof = f", roofline {fmt_time(lo)} to {fmt_time(hi)}" if lo is not None and hi is not None else ""
+        mwp = f", MWP-CWP {fmt_time(t['mwp_cwp_us'])}" if t.get("mwp_cwp_us") is not None else ""
+        out.append(f"  time: {fmt_time(t['us'])} ({t.get('model')}; bottleneck {t.get('bottleneck')}){mwp}{roof}")
     p = data.get("power")
     if p:
         lo, hi = p.get("interval", (None, None))
-        out.append(f"  power: {p['watts']:.0f} W (90% interval {lo:.0f}-{hi:.0f} W; {p.get('model')})")
+        out.append(f"  power: {p['watts']:.0f} W (90% interval {lo:.0f}-{hi:.0f} W; {p.get('model')}, "
+                   f"trained on {p.get('trained_on')})")
     e = data.get("energy")
     if e:
-        out.append(f"  energy: {e['uj']:.3g} µJ")
+        out.append(f"  energy: {fmt_energy_uj(e['uj'])} (power x predicted time)")
     out.extend(_finding_line(f) for f in k.findings)
     out.extend(f"  note: {n}" for n in k.notes)
     return out
