@@ -244,10 +244,13 @@ class HarnessSession:
                 self._proc.stdin.close()
             self._proc.wait(timeout=10)
         except (OSError, subprocess.TimeoutExpired):
-            if os.name == "posix":
-                os.killpg(self._proc.pid, signal.SIGKILL)
-            else:
-                self._proc.kill()
+            try:
+                if os.name == "posix":
+                    os.killpg(self._proc.pid, signal.SIGKILL)
+                else:
+                    self._proc.kill()
+            except ProcessLookupError:  # it exited meanwhile (e.g. no GPU): nothing left to stop
+                pass
             self._proc.wait()
 
 
