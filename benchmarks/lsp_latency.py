@@ -3,7 +3,8 @@
 Starts `kerncast lsp` over stdio with a real LSP client (pygls), opens each example, then saves it several
 times with a one-line edit (so no cached result is reused) and times didSave -> publishDiagnostics of that
 version. The baseline is `nvcc -ptx -arch=<arch>` of the same file, run the same number of times. Prints the
-medians, the ratio (server / nvcc) and the server's resident memory (VmRSS, and the peak VmHWM).
+medians, the ratio (server / nvcc) and the server's resident memory (VmRSS, and the peak VmHWM) after it has
+also produced a full report (LIME explanation included) of one kernel of each file.
 
     .venv/bin/python benchmarks/lsp_latency.py [--repeat 5] [--arch sm_75] [FILE.cu ...]
 """
@@ -97,6 +98,9 @@ async def measure(files: list[Path], arch: str, repeat: int) -> int:
                 lat.append(client.arrivals[(uri, version)] - start)
             base = nvcc_times(path, arch, repeat)
             rows.append((src.name, statistics.median(lat), statistics.median(base)))
+            # open a kernel's full report, as a user does: it adds a LIME explanation (memory below)
+            await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+                command="kerncast.showReport", arguments=[uri, {"line": 0, "character": 0}]))
             client.text_document_did_close(lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri=uri)))
     rss, hwm = rss_kib(pid)
     await client.shutdown_async(None)
