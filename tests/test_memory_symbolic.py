@@ -79,6 +79,9 @@ def test_unit_stride_is_coalesced_and_stride_two_is_not() -> None:
     assert [f.code for f in strided.findings] == ["uncoalesced-global"]
     assert strided.global_requests() == (0.0, 1.0)
     assert strided.average_sectors_per_request() == 8
+    # what the time models read: sectors of the uncoalesced requests (MWP-CWP), traffic over the ideal (penalties)
+    assert strided.uncoalesced_sectors_per_request() == 8 and strided.global_sector_factor() == 2
+    assert clean.uncoalesced_sectors_per_request() is None and clean.global_sector_factor() == 1
 
 
 def test_symbolic_stride_reports_the_condition_and_known_value_resolves_it() -> None:

@@ -290,11 +290,11 @@ class _Memory:
     def unknown_requests(self) -> float:
         return self.unknown
 
-    def average_sectors_per_request(self) -> float:
-        return 4.0 + 28.0 * self.uncoal / (self.coal + self.uncoal)
+    def uncoalesced_sectors_per_request(self) -> float | None:
+        return 32.0 if self.uncoal else None
 
     def global_sector_factor(self) -> float:
-        return self.average_sectors_per_request() / 4.0
+        return (4.0 * self.coal + 32.0 * self.uncoal) / (4.0 * (self.coal + self.uncoal))
 
     def shared_wavefronts_per_request(self) -> None:
         return None

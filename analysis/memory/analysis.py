@@ -144,6 +144,19 @@ class MemoryAnalysis:
             return None
         return sum(a.sectors_per_request * a.executions for a in known) / w  # type: ignore[operator]
 
+    def uncoalesced_sectors_per_request(self) -> float | None:
+        """32-byte sectors per request of the uncoalesced global accesses only, weighted by executions.
+
+        This is Hong & Kim's #Uncoal_per_mw (transactions per uncoalesced memory warp) for MWP-CWP; None when no
+        access is uncoalesced.
+        """
+        unc = [a for a in self._global() if a.known and a.sectors_per_request is not None
+               and a.excess_percent > self.uncoalesced_percent]
+        w = sum(a.executions for a in unc)
+        if not unc or w <= 0:
+            return None
+        return sum(a.sectors_per_request * a.executions for a in unc) / w  # type: ignore[operator]
+
     def global_sector_factor(self) -> float | None:
         """Sectors moved per sector needed, over known global accesses weighted by executions (1 = ideal).
 

@@ -75,13 +75,13 @@ class MemoryFacts:
     known: bool = False
     all_addresses_known: bool = False  # no global request of unknown pattern (a gather may be scattered)
     uncoalesced_fraction: float = 0.0
-    sectors_per_request: float | None = None
+    sectors_per_request: float | None = None  # of the uncoalesced requests (Hong & Kim's #Uncoal_per_mw)
     sector_factor: float = 1.0  # sectors moved per sector needed (global), 1 when coalesced or unknown
     shared_wavefronts: float = 1.0
 
 
 def memory_facts(memory: Any) -> MemoryFacts:
-    """Read request counts from a memory analysis (`global_requests()`, `average_sectors_per_request()`,
+    """Read request counts from a memory analysis (`global_requests()`, `uncoalesced_sectors_per_request()`,
     `shared_wavefronts_per_request()`); anything missing or failing leaves the coalesced default."""
     if memory is None:
         return MemoryFacts()
@@ -95,7 +95,7 @@ def memory_facts(memory: Any) -> MemoryFacts:
     except Exception:  # noqa: BLE001 - a partial analysis must not stop the prediction
         facts.known = False
     try:
-        s = memory.average_sectors_per_request()
+        s = memory.uncoalesced_sectors_per_request()
         facts.sectors_per_request = float(s) if s else None
     except Exception:  # noqa: BLE001
         pass
