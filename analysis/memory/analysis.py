@@ -474,6 +474,9 @@ class _Compiled:
         self.terms = terms
 
     def __call__(self, ints: dict[int, int]) -> Value:
+        v = self.int_value(ints)
+        if v is not None:
+            return E.const(v)
         acc: dict[tuple[int, ...], int] = {}
         extra_terms: Value = E.ZERO
         for other, c, lanes, ops in self.terms:
@@ -482,21 +485,66 @@ class _Compiled:
             if not c:
                 continue
             if ops:
-                term: Value = E.const(c)
-                for name, args, ex in ops:
-                    vals = tuple(f(ints) for f in args)
-                    term = E.mul(term, E.apply_op(self.atoms, name, vals, ex))
-                    if term is None:
+                k = self._concrete_ops(c, ops, ints)
+                if k is None:  # an operation without an integer value here: the generic, symbolic way
+                    term = self._symbolic_ops(other, c, ops, ints)
+                    extra_terms = E.add(extra_terms, term) if term is not None else None
+                    if extra_terms is None:
                         return None
-                if other:
-                    term = E.mul(term, ((other, 1),))
-                extra_terms = E.add(extra_terms, term)
-                if extra_terms is None:
-                    return None
-                continue
-            acc[other] = acc.get(other, 0) + c
+                    continue
+                c = k
+            if c:
+                acc[other] = acc.get(other, 0) + c
         base = tuple(sorted((m, c) for m, c in acc.items() if c))
         return E.add(base, extra_terms) if extra_terms else base
+
+    def int_value(self, ints: dict[int, int]) -> int | None:
+        """The value in this lane when it is an integer with no uniform symbol left, computed without building
+        polynomials; None otherwise (then `__call__` gives the symbolic value)."""
+        total = 0
+        for other, c, lanes, ops in self.terms:
+            if other:
+                return None
+            for a in lanes:
+                c *= ints[a]
+            if c and ops:
+                c = self._concrete_ops(c, ops, ints)
+                if c is None:
+                    return None
+            total += c
+        return total
+
+    @staticmethod
+    def _concrete_ops(c: int, ops: tuple[Any, ...], ints: dict[int, int]) -> int | None:
+        """`c` times every operation's integer value when all operands are integers in this lane (the common
+        case, kept free of polynomial arithmetic); None when one is not."""
+        for name, args, ex in ops:
+            vals = []
+            for f in args:
+                v = f.int_value(ints)
+                if v is None:
+                    v = E.as_const(f(ints))
+                    if v is None:
+                        return None
+                vals.append(v)
+            r = E.concrete_op(name, vals, ex)
+            if r is None:
+                return None
+            c *= r
+            if not c:
+                return 0
+        return c
+
+    def _symbolic_ops(self, other: tuple[int, ...], c: int, ops: tuple[Any, ...], ints: dict[int, int]) -> Value:
+        term: Value = E.const(c)
+        for name, args, ex in ops:
+            vals = tuple(f(ints) for f in args)
+            term = E.mul(term, E.apply_op(self.atoms, name, vals, ex))
+            if term is None:
+                return None
+        if other:
+            term = E.mul(term, ((other, 1),))
+        return term
 
 
 def _decompose(atoms: Atoms, v: Value, lane_ids: frozenset[int], depth: int = 0) -> _Compiled | None:

@@ -221,6 +221,11 @@ _COMPARISONS: dict[str, Callable[[int, int], bool]] = {
 }
 
 
+def concrete_op(name: str, vals: list[int], extra: object) -> int | None:
+    """An operation on integers (`shr`, `rem`, `and`, `cmp`, `sel`, ...); None where it has no integer value."""
+    return _concrete(name, vals, extra)
+
+
 def _compare(extra: object, a: int, b: int) -> int | None:
     cmp = extra[2] if isinstance(extra, tuple) and len(extra) > 2 else "eq"
     fn = _COMPARISONS.get(str(cmp))
