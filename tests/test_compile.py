@@ -68,7 +68,7 @@ def test_example_compiles_with_ptx_header_and_resources(compile_example, example
         assert res.mangled == mangled
         assert res.shared_bytes == shared
         assert res.barriers == barriers
-        assert 1 <= res.registers <= 255
+        assert res.registers >= 1 and res.registers <= 255  # ptxas's per-thread limit
         assert (res.stack_bytes, res.spill_stores, res.spill_loads) == (0, 0, 0)
 
 
