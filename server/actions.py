@@ -79,15 +79,21 @@ def _old_new(doc: Doc, line0: int, data: dict[str, Any]) -> lsp.TextEdit | None:
     return None
 
 
+def _array_site(doc: Doc, f: Finding, data: dict[str, Any],
+                keys: tuple[str, ...]) -> tuple[int, lsp.TextEdit | None, str, str]:
+    """The fix's line, its ready-made edit (when the finding carries old/new text), the line's text, and a
+    pattern for the array's name (the first of `keys` the fix data names, else any identifier)."""
+    line0 = _fix_line0(f, data)
+    name = next((data[k] for k in keys if isinstance(data.get(k), str) and data[k]), None)
+    head = re.escape(name) if name else r"[A-Za-z_]\w*"
+    return line0, _old_new(doc, line0, data), _line_text(doc, line0), head
+
+
 def pad_shared_array(doc: Doc, f: Finding, data: dict[str, Any]) -> list[lsp.TextEdit]:
     """`__shared__ float tile[32][32];` -> `[32][33]` (a named size becomes `SIZE + 1`)."""
-    line0 = _fix_line0(f, data)
-    edit = _old_new(doc, line0, data)
+    line0, edit, text, head = _array_site(doc, f, data, ("declaration", "name", "array"))
     if edit is not None:
         return [edit]
-    text = _line_text(doc, line0)
-    name = data.get("declaration") or data.get("name") or data.get("array")
-    head = re.escape(name) if isinstance(name, str) and name else r"[A-Za-z_]\w*"
     m = re.search(rf"\b{head}\s*((?:\[[^\[\]]+\]\s*)+)", text)
     if m is None:
         return []
@@ -101,13 +107,9 @@ def pad_shared_array(doc: Doc, f: Finding, data: dict[str, Any]) -> list[lsp.Tex
 
 def swap_index_order(doc: Doc, f: Finding, data: dict[str, Any]) -> list[lsp.TextEdit]:
     """`a[i][j]` -> `a[j][i]` on the flagged line."""
-    line0 = _fix_line0(f, data)
-    edit = _old_new(doc, line0, data)
+    line0, edit, text, head = _array_site(doc, f, data, ("array", "declaration", "name"))
     if edit is not None:
         return [edit]
-    text = _line_text(doc, line0)
-    name = data.get("array") or data.get("declaration") or data.get("name")
-    head = re.escape(name) if isinstance(name, str) and name else r"[A-Za-z_]\w*"
     m = re.search(rf"\b{head}\s*\[([^\[\]]+)\]\s*\[([^\[\]]+)\]", text)
     if m is None:
         return []
