@@ -95,3 +95,16 @@ class _Profile:
 ])
 def test_issue_cycles(sp, sched, expected):
     assert issue_cycles(_Profile(sp, sched)) == expected
+
+
+def test_departure_delays_scale_with_bytes_per_sm_cycle():
+    from types import SimpleNamespace
+
+    from kerncast.analysis.gpus import load_profile
+    from kerncast.analysis.timing.mwp_cwp import departure_scale
+
+    gtx280 = SimpleNamespace(mem_bandwidth_gbs=141.7, sm_count=30, core_clock_mhz=1300.0)
+    assert departure_scale(gtx280) == pytest.approx(1.0)
+    v100 = load_profile("v100")
+    expected = (141.7 / (30 * 1300.0)) / (v100.mem_bandwidth_gbs / (v100.sm_count * v100.core_clock_mhz))
+    assert departure_scale(v100) == pytest.approx(expected) and departure_scale(v100) < 1.0

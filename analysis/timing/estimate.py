@@ -16,7 +16,7 @@ from kerncast.analysis.deps import block_dependences
 from kerncast.analysis.isa import classify
 from kerncast.analysis.timing.constants import timing_constants
 from kerncast.analysis.timing.counts import dynamic_counts
-from kerncast.analysis.timing.mwp_cwp import mwp_cwp, mwp_cwp_params
+from kerncast.analysis.timing.mwp_cwp import departure_scale, mwp_cwp, mwp_cwp_params
 from kerncast.analysis.timing.penalties import thesis_penalties
 from kerncast.analysis.timing.roofline import roofline_inputs, roofline_range
 from kerncast.analysis.timing.scheduler import (
@@ -178,6 +178,8 @@ def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per
                      "roofline range, sectors moved per sector needed "
                      f"({mem.sector_factor:.2f}x) for the global memory and cache penalties, shared wavefronts "
                      f"per request ({mem.shared_wavefronts:.2f}) for the shared penalty")
+    notes.append(f"MWP-CWP: Hong & Kim's GTX280 departure delays scaled by DRAM bytes per SM cycle "
+                 f"(x{departure_scale(profile):.2f} on {profile.name})")
     hk = mwp_cwp(mwp_cwp_params(profile, counts, blocks=blocks, threads_per_block=threads_per_block,
                                 active_blocks_per_sm=blocks_per_sm, uncoalesced_fraction=mem.uncoalesced_fraction,
                                 uncoal_per_mw=mem.sectors_per_request))

@@ -129,6 +129,15 @@ def issue_cycles(profile: Any) -> float:
     return max(1.0, profile.warp_size / lanes) / sched
 
 
+def departure_scale(profile: Any) -> float:
+    """Hong & Kim's departure delays (measured on a GTX280) scaled to a profile's GPU by DRAM bytes per SM per
+    cycle: a transaction leaves the SM when the SM's share of the bandwidth has moved the previous one."""
+    const = timing_constants()["mwp_cwp"]
+    ref = const["reference_bandwidth_gbs"] / (const["reference_sm_count"] * const["reference_clock_mhz"])
+    gpu = profile.mem_bandwidth_gbs / (profile.sm_count * profile.core_clock_mhz)
+    return ref / gpu if gpu > 0 else 1.0
+
+
 def mwp_cwp_params(profile: Any, counts: DynamicCounts, *, blocks: int, threads_per_block: int,
                    active_blocks_per_sm: int, uncoalesced_fraction: float = 0.0,
                    uncoal_per_mw: float | None = None) -> MwpCwpParams:
@@ -140,10 +149,11 @@ def mwp_cwp_params(profile: Any, counts: DynamicCounts, *, blocks: int, threads_
     mem = counts.global_insts
     avg_bytes = counts.global_bytes / mem if mem else float(profile.access_size)
     total_threads = blocks * threads_per_block
+    scale = departure_scale(profile)
     return MwpCwpParams(
         mem_ld=float(profile.global_latency(total_threads)),
-        departure_del_uncoal=float(const["departure_del_uncoal"]),
-        departure_del_coal=float(const["departure_del_coal"]),
+        departure_del_uncoal=float(const["departure_del_uncoal"]) * scale,
+        departure_del_coal=float(const["departure_del_coal"]) * scale,
         threads_per_block=threads_per_block, blocks=blocks, active_blocks_per_sm=active, active_sms=active_sms,
         comp_insts=counts.compute, uncoal_mem_insts=mem * uncoalesced_fraction,
         coal_mem_insts=mem * (1.0 - uncoalesced_fraction), synch_insts=counts.sync_insts,
