@@ -434,19 +434,15 @@ class ConstEnv:
 
     def _matching(self, j: int) -> int:
         """Index of the bracket closing the one at token j (or the last token if unbalanced)."""
-        depth = 0
-        for k in range(j, len(self.tokens)):
-            t = self.tokens[k].text
-            if t in _BRACKETS:
-                depth += 1
-            elif t in (")", "]", "}"):
-                depth -= 1
-                if depth == 0:
-                    return k
-        return len(self.tokens) - 1
+        return self._scan(j, closing=True)
 
     def _expression_end(self, j: int) -> int:
-        """Index of the `,` or `;` ending an initialiser expression that starts at token j."""
+        """Index of the `,` or `;` (or unmatched closing bracket) ending an expression that starts at token j."""
+        return self._scan(j, closing=False)
+
+    def _scan(self, j: int, *, closing: bool) -> int:
+        """Walk brackets from token j: stop where depth returns to 0 (`closing`), or at a `,`/`;` at depth 0 or a
+        closer that goes below it (an expression's end)."""
         depth = 0
         for k in range(j, len(self.tokens)):
             t = self.tokens[k].text
@@ -454,11 +450,11 @@ class ConstEnv:
                 depth += 1
             elif t in (")", "]", "}"):
                 depth -= 1
-                if depth < 0:
+                if depth < 0 or (closing and depth == 0):
                     return k
-            elif depth == 0 and t in (",", ";"):
+            elif not closing and depth == 0 and t in (",", ";"):
                 return k
-        return len(self.tokens)
+        return len(self.tokens) - 1 if closing else len(self.tokens)
 
     def _first_mutation(self, decl: Declaration, uses: list[int]) -> int | None:
         """The line of the first assignment, increment or address-of of `decl` inside its scope, if any."""

@@ -21,7 +21,7 @@ from kerncast.analysis.cfg import Cfg, build_cfg
 from kerncast.analysis.isa import classify
 from kerncast.analysis.loops import LoopForest, find_loops
 from kerncast.analysis.ptx import PtxSyntaxError, parse_ptx
-from kerncast.analysis.ptx.model import Function, Module, SourceLoc
+from kerncast.analysis.ptx.model import Function, Module, SourceLoc, line_in_file
 from kerncast.analysis.ptx.parser import kernel_shared_bytes
 from kerncast.analysis.report import FileReport, Finding, KernelReport, LoopInfo
 from kerncast.analysis.timing.stages import gpu_profile_finding, launch_stage, occupancy_stage, time_stage
@@ -100,17 +100,14 @@ def read_input(path: Path, text: str | None, max_bytes: int) -> tuple[str | None
             size = path.stat().st_size
         except OSError as exc:
             return None, _input_finding(f"cannot read {path}: {exc.strerror or exc}")
-        if size > max_bytes:
-            return None, _input_finding(
-                f"{path.name} is {size / 1e6:.1f} MB, above the {max_bytes / 1e6:.1f} MB analysis limit "
-                "(setting maxFileBytes); Kerncast skipped it")
-        raw = path.read_bytes()
+        raw = b"" if size > max_bytes else path.read_bytes()
     else:
         raw = text.encode("utf-8", errors="surrogatepass")
-        if len(raw) > max_bytes:
-            return None, _input_finding(
-                f"{path.name} is {len(raw) / 1e6:.1f} MB, above the {max_bytes / 1e6:.1f} MB analysis limit "
-                "(setting maxFileBytes); Kerncast skipped it")
+        size = len(raw)
+    if size > max_bytes:
+        return None, _input_finding(
+            f"{path.name} is {size / 1e6:.1f} MB, above the {max_bytes / 1e6:.1f} MB analysis limit "
+            "(setting maxFileBytes); Kerncast skipped it")
     if b"\x00" in raw:
         return None, _input_finding(f"{path.name} looks like a binary file (it contains NUL bytes); "
                                     "Kerncast analyses CUDA C++ (.cu) and PTX (.ptx) text")
@@ -261,15 +258,6 @@ def _main_file(module: Module, path: str) -> str | None:
     return counts.most_common(1)[0][0] if counts else None
 
 
-def line_in_main(ins_loc: Any, main_file: str | None) -> int | None:
-    """The analysed file's line of an instruction, or None if it comes from another file (a header)."""
-    if ins_loc is None:
-        return None
-    if main_file is not None and ins_loc.file != main_file:
-        return None
-    return ins_loc.line
-
-
 def _kernel_context(module: Module, fn: Function, options: AnalysisOptions, cuda_source: str | None,
                     main_file: str | None, ptxas: Future[Any] | None) -> KernelContext:
     cfg = build_cfg(fn)
@@ -280,7 +268,7 @@ def _kernel_context(module: Module, fn: Function, options: AnalysisOptions, cuda
 
 
 def _first_main_line(fn: Function, main_file: str | None) -> int | None:
-    lines = [i.loc.line for i in fn.body if i.loc is not None and (main_file is None or i.loc.file == main_file)]
+    lines = [ln for i in fn.body if (ln := line_in_file(i.loc, main_file)) is not None]
     return min(lines) if lines else fn.source_line
 
 

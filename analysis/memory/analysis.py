@@ -22,7 +22,7 @@ from kerncast.analysis.memory.expr import Atoms, Value
 from kerncast.analysis.memory.render import Renderer, kernel_param_names
 from kerncast.analysis.memory.symbolic import SymbolicResult, analyze_symbolic
 from kerncast.analysis.memory.warp import RequestCost, branch_outcome, global_cost, shared_cost, warp_lanes
-from kerncast.analysis.ptx.model import Function, Module
+from kerncast.analysis.ptx.model import Function, Module, line_in_file
 from kerncast.analysis.report import Finding
 
 MAX_ENUMERATED_ITERATIONS = 64
@@ -601,11 +601,7 @@ def _line(ins: Any, main_file: str | None) -> tuple[int | None, int, str | None]
     loc = ins.loc
     if loc is None:  # PTX without line info: a PTX input's own lines are the analysed file's lines
         return (ins.ptx_line or None, ins.ptx_column, None) if main_file is None else (None, 0, None)
-    if loc.line <= 0:
-        return None, 0, None
-    if main_file is not None and loc.file != main_file:
-        return None, loc.column, loc.file
-    return loc.line, loc.column, loc.file
+    return line_in_file(loc, main_file), loc.column, loc.file
 
 
 def _access(k: _Kernel, ins: Any) -> AccessInfo | None:

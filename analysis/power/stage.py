@@ -15,6 +15,7 @@ from kerncast.analysis.loops import block_weights
 from kerncast.analysis.power.energy import energy_hotspots, estimate_energy
 from kerncast.analysis.power.features import extract_features
 from kerncast.analysis.power.model import ModelsMissing, PowerPrediction, predict_power
+from kerncast.analysis.ptx.model import line_in_file
 
 
 def _instruction_weights(ctx: Any) -> list[float]:
@@ -57,10 +58,8 @@ def power_stage(ctx: Any) -> None:
         return
     report.energy = estimate_energy(pred, time.us)
     threshold = ctx.options.thresholds.energy_hotspot_share
-    from kerncast.analysis.pipeline import line_in_main
-
     findings = energy_hotspots(ctx.function, pred, time.us, threshold, weights=weights,
-                               line_of=lambda ins: line_in_main(ins.loc, ctx.main_file), idle_w=gpu.idle_w)
+                               line_of=lambda ins: line_in_file(ins.loc, ctx.main_file), idle_w=gpu.idle_w)
     for f in findings:
         f.end_column = _line_range(ctx, f.line)
     report.findings.extend(findings)

@@ -41,6 +41,17 @@ class SourceLoc:
     column: int = 0
 
 
+def line_in_file(loc: SourceLoc | None, main_file: str | None) -> int | None:
+    """The line of `loc` when it lies in `main_file` (any file when None); None for other files (headers).
+
+    Findings, loops and hotspots are placed with this, so lines of included headers never land on the
+    analysed document.
+    """
+    if loc is None or (main_file is not None and loc.file != main_file):
+        return None
+    return loc.line
+
+
 # ---------------------------------------------------------------------------------------------- operands
 
 
