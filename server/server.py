@@ -158,8 +158,7 @@ class KerncastServer(LanguageServer):
         token = await self.begin_progress(os.path.basename(path))
         try:
             loop = asyncio.get_running_loop()
-            report = await loop.run_in_executor(self.executor, _analyse_blocking, path, text, settings)
-            data = await loop.run_in_executor(self.executor, report.to_json)
+            report, data = await loop.run_in_executor(self.executor, _analyse_blocking, path, text, settings)
         finally:
             self.end_progress(token)
         return Result(version, key, report, data, text.splitlines())
@@ -236,8 +235,10 @@ class KerncastServer(LanguageServer):
         return actions.Doc(uri=uri, version=result.version, lines=result.lines, versioned=self.versioned_edits)
 
 
-def _analyse_blocking(path: str, text: str, settings: config.Settings) -> FileReport:
-    return analyze_file(path, text=text, options=settings.options)
+def _analyse_blocking(path: str, text: str, settings: config.Settings) -> tuple[FileReport, dict[str, Any]]:
+    """The analysis and its JSON form, both off the event loop in one executor job."""
+    report = analyze_file(path, text=text, options=settings.options)
+    return report, report.to_json()
 
 
 async def _quietly(awaitable: Any) -> None:
@@ -349,12 +350,11 @@ async def with_lime(ls: KerncastServer, result: Result, kernel: dict[str, Any]) 
     return next((k for k in result.data["kernels"] if k.get("name") == kernel["name"]), kernel)
 
 
-def _hover_markdown(result: Result, pos: lsp.Position) -> str | None:
+def _hover_markdown(result: Result, pos: lsp.Position, k: dict[str, Any] | None) -> str | None:
+    """Markdown for the kernel `k` under the cursor, else for the findings on the cursor's line, else None."""
     data, lines = result.data, result.lines
-    gpu, arch = data.get("gpu") or "?", data.get("arch")
-    k = _hovered_kernel(result, pos)
     if k is not None:
-        return hover.kernel_markdown(k, gpu, arch)
+        return hover.kernel_markdown(k, data.get("gpu") or "?", data.get("arch"))
     found = []
     for f in convert.all_findings(result.report):
         rng = convert.finding_range(f, lines)
@@ -371,8 +371,8 @@ async def on_hover(ls: KerncastServer, params: lsp.HoverParams) -> lsp.Hover | N
     try:
         k = _hovered_kernel(result, params.position)
         if k is not None:
-            await with_lime(ls, result, k)
-        text = _hover_markdown(result, params.position)
+            k = await with_lime(ls, result, k)
+        text = _hover_markdown(result, params.position, k)
     except Exception:  # noqa: BLE001 - a hover never takes the server down
         log.exception("hover failed")
         return None

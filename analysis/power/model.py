@@ -46,8 +46,9 @@ class PowerPrediction:
     assumptions: list[str] = field(default_factory=list)
     explanation: list[Contribution] = field(default_factory=list)
     base_watts: float = 0.0
-    #: the feature values the prediction was made from (kept to add LIME weights later; not in the JSON)
+    #: the feature values and GPU id the prediction was made from (kept to add LIME weights later; not in the JSON)
     features: dict[str, float] = field(default_factory=dict)
+    gpu: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {"watts": self.watts, "interval": list(self.interval), "model": self.model,
@@ -140,7 +141,7 @@ def predict_power(features: dict[str, float], gpu, explain: bool = True, role: s
     trained = "+".join(f"{t['dataset']}({t['gpu']})" for t in model.metadata.get("trained_on", []))
     gpu_id = gpu if isinstance(gpu, str) else gpu.id
     pred = PowerPrediction(watts=watts, interval=(float(lo), float(hi)), model=f"{model.recipe}@{gpu_id}",
-                           trained_on=trained, assumptions=assumptions)
+                           trained_on=trained, assumptions=assumptions, features=dict(features), gpu=gpu_id)
     base, contrib = model.contributions(table)
     pred.base_watts = float(base[0])
     if explain:

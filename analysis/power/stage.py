@@ -13,8 +13,9 @@ from typing import Any
 
 from kerncast.analysis.loops import block_weights
 from kerncast.analysis.power.energy import energy_hotspots, estimate_energy
+from kerncast.analysis.power.explain import lime_contributions
 from kerncast.analysis.power.features import extract_features
-from kerncast.analysis.power.model import ModelsMissing, PowerPrediction, predict_power
+from kerncast.analysis.power.model import ModelsMissing, PowerPrediction, feature_row, predict_power
 from kerncast.analysis.ptx.model import line_in_file
 
 
@@ -50,7 +51,6 @@ def power_stage(ctx: Any) -> None:
         report.notes.append(f"no power prediction: {exc}")
         return
     pred.assumptions.append("loop trip counts as in the time prediction (see the launch and loops)")
-    pred.features = features
     ctx.power = pred
     report.power = pred
     if time is None:
@@ -66,17 +66,16 @@ def power_stage(ctx: Any) -> None:
 
 
 def complete_lime(prediction: PowerPrediction | None) -> bool:
-    """Fill in the LIME weights of a prediction made without them; True when it changed anything."""
-    if prediction is None or not prediction.explanation:
+    """Fill in the LIME weights of a prediction made without them; True when it changed anything.
+
+    Only LIME runs here: the prediction, its interval and its exact contributions are kept as they are.
+    """
+    if prediction is None or not prediction.explanation or not prediction.features or not prediction.gpu:
         return False
     if all(c.lime_watts is not None for c in prediction.explanation):
         return False
-    features = getattr(prediction, "features", None)
-    if not features:
-        return False
-    gpu = prediction.model.rsplit("@", 1)[-1]
-    full = predict_power(features, gpu, explain=True, lime=True)
-    lime = {c.feature: c.lime_watts for c in full.explanation}
+    model, _, table, _ = feature_row(prediction.features, prediction.gpu)
+    lime = lime_contributions(model, table)
     for c in prediction.explanation:
         c.lime_watts = lime.get(c.feature)
     return True
