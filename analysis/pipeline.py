@@ -24,7 +24,7 @@ from kerncast.analysis.ptx import PtxSyntaxError, parse_ptx
 from kerncast.analysis.ptx.model import Function, Module, SourceLoc, line_in_file
 from kerncast.analysis.ptx.parser import kernel_shared_bytes
 from kerncast.analysis.report import FileReport, Finding, KernelReport, LoopInfo
-from kerncast.analysis.timing.stages import gpu_profile_finding, launch_stage, occupancy_stage, time_stage
+from kerncast.analysis.timing.stages import launch_stage, load_gpu, occupancy_stage, time_stage
 
 #: Files larger than this are refused with a clear message (the limit is a setting).
 DEFAULT_MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -204,12 +204,14 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
     if cuda_source is None:
         _locate_in_ptx(module, report.file)
     main_file = _main_file(module, report.file) if cuda_source is not None else None
-    gpu_problem = gpu_profile_finding(options.gpu)
+    gpu, gpu_problem = load_gpu(options.gpu)
     if gpu_problem is not None:
         report.findings.append(gpu_problem)
     for fn in module.kernels:
         fn.demangled = names.get(fn.name, fn.name)
     contexts = [_kernel_context(module, fn, options, cuda_source, main_file, resources) for fn in module.kernels]
+    for ctx in contexts:
+        ctx.gpu = gpu
     # Every kernel's stages that need no ptxas numbers run first, while ptxas works in the background.
     split = STAGES.index(resources_stage) if resources_stage in STAGES else 0
     for ctx in contexts:

@@ -2,7 +2,7 @@
 
 `launch_stage` infers the launch (flags, settings, annotations, `<<<>>>` sites, `.reqntid`, defaults), the
 loops' trip counts, the GPU profile and the occupancy; `time_stage` predicts the time. Neither raises: a bad
-GPU profile becomes a file-level finding (`gpu_profile_finding`) and a note on each kernel, and the kernel is
+GPU profile becomes a file-level finding (`load_gpu`) and a note on each kernel, and the kernel is
 reported without a time.
 """
 
@@ -14,22 +14,18 @@ from kerncast.analysis.report import Finding
 from kerncast.analysis.timing.estimate import predict_time
 
 
-def _profile(gpu: str) -> tuple[Any, str | None]:
+def load_gpu(gpu: str) -> tuple[Any, Finding | None]:
+    """The GPU profile, or None and a file-level error when it cannot be loaded (unknown id, broken file).
+
+    The pipeline calls this once per file and hands the profile to every kernel's context.
+    """
     from kerncast.analysis.gpus import ProfileError, load_profile
 
     try:
         return load_profile(gpu), None
     except ProfileError as exc:
-        return None, str(exc)
-
-
-def gpu_profile_finding(gpu: str) -> Finding | None:
-    """A file-level error when the chosen GPU profile cannot be loaded (unknown id, broken file)."""
-    _, problem = _profile(gpu)
-    if problem is None:
-        return None
-    return Finding("gpu-profile-error", "error", 1, 1, 1, 1,
-                   f"GPU profile: {problem}; the kernels are analysed without a time prediction")
+        return None, Finding("gpu-profile-error", "error", 1, 1, 1, 1,
+                             f"GPU profile: {exc}; the kernels are analysed without a time prediction")
 
 
 def _kernel_settings(ctx: Any) -> Any:
@@ -42,7 +38,7 @@ def _kernel_settings(ctx: Any) -> Any:
 
 
 def launch_stage(ctx: Any) -> None:
-    """Launch configuration, trip counts and GPU profile into the context and the report."""
+    """Launch configuration and trip counts into the context and the report."""
     from kerncast.analysis.launch import LaunchOverrides, infer_launch
     from kerncast.analysis.tripcount import trip_counts
 
@@ -60,11 +56,8 @@ def launch_stage(ctx: Any) -> None:
         if count is not None:
             info.trip_count = count.value
             info.trip_source = count.source
-    profile, problem = _profile(ctx.options.gpu)
-    if profile is None:
-        ctx.report.notes.append(f"no time prediction: {problem}")
-        return
-    ctx.gpu = profile
+    if ctx.gpu is None:
+        ctx.report.notes.append(f"no time prediction: the GPU profile {ctx.options.gpu!r} could not be loaded")
 
 
 def occupancy_stage(ctx: Any) -> None:
