@@ -13,14 +13,17 @@ from kerncast.server.render_text import render_file_report
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="a CUDA C++ (.cu) or PTX (.ptx) file")
-    parser.add_argument("--gpu", default="v100", help="GPU profile id (see `kerncast gpus`); default v100")
-    parser.add_argument("--arch", default="sm_75", help="nvcc/ptxas target, e.g. sm_80; default sm_75")
+    defaults = AnalysisOptions()
+    parser.add_argument("--gpu", default=defaults.gpu,
+                        help=f"GPU profile id (see `kerncast gpus`); default {defaults.gpu}")
+    parser.add_argument("--arch", default=defaults.arch, help=f"nvcc/ptxas target, e.g. sm_80; default {defaults.arch}")
     parser.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR",
                         help="extra include directory for nvcc (repeatable)")
     parser.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]",
                         help="preprocessor definition for nvcc (repeatable)")
     parser.add_argument("--nvcc", dest="nvcc_path", default=None, help="path of the nvcc to use")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds allowed for nvcc; default 120")
+    parser.add_argument("--timeout", type=float, default=defaults.timeout_s,
+                        help=f"seconds allowed for nvcc; default {defaults.timeout_s:g}")
     parser.add_argument("--format", choices=("text", "json", "sarif"), default="text", help="output format")
     add_launch_arguments(parser)
 

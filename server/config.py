@@ -14,18 +14,24 @@ from typing import Any
 from kerncast.analysis.launch import LaunchOverrides, parse_dim
 from kerncast.analysis.pipeline import DEFAULT_MAX_FILE_BYTES, AnalysisOptions, Thresholds
 
+_OPTIONS = AnalysisOptions()
+_THRESHOLDS = Thresholds()
+
+#: Every setting's default, taken from the library's own defaults so that the editor and the CLI agree.
 DEFAULTS: dict[str, Any] = {
-    "gpu": "v100",
-    "arch": "sm_75",
+    "gpu": _OPTIONS.gpu,
+    "arch": _OPTIONS.arch,
     "nvccPath": None,
     "includeDirs": [],
     "defines": [],
     "launch": {},
     "loops": None,
-    "thresholds": {"uncoalescedExcessPercent": 25.0, "bankConflictWays": 2, "energyHotspotShare": 0.2,
-                   "lowOccupancy": 0.25},
+    "thresholds": {"uncoalescedExcessPercent": _THRESHOLDS.uncoalesced_excess_percent,
+                   "bankConflictWays": _THRESHOLDS.bank_conflict_ways,
+                   "energyHotspotShare": _THRESHOLDS.energy_hotspot_share,
+                   "lowOccupancy": _THRESHOLDS.low_occupancy},
     "analyzeOnChange": True,
-    "timeoutSeconds": 120.0,
+    "timeoutSeconds": _OPTIONS.timeout_s,
     "maxFileBytes": DEFAULT_MAX_FILE_BYTES,
 }
 
