@@ -18,6 +18,18 @@ class JsonReportable(Protocol):
     def to_json(self) -> dict[str, Any]: ...
 
 
+def source_line_range(lines: list[str], line: int, column: int = 0) -> tuple[int, int]:
+    """(start, end) columns, 1-based and end exclusive, of a finding on `line` of the analysed source: from
+    `column` (or the first non-blank character when 0) to the end of the line's text."""
+    if 1 <= line <= len(lines):
+        text = lines[line - 1]
+        start = column if column > 0 else len(text) - len(text.lstrip()) + 1
+        end = len(text.rstrip()) + 1
+        return start, max(end, start + 1)
+    col = max(column, 1)
+    return col, col + 1
+
+
 @dataclass(slots=True)
 class Fix:
     """A structured fix hint that the server can turn into a code action.

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from kerncast.analysis.memory import expr as E
 from kerncast.analysis.memory.render import cuda_symbol_name
-from kerncast.analysis.report import Finding, Fix, Related
+from kerncast.analysis.report import Finding, Fix, Related, source_line_range
 
 if TYPE_CHECKING:
     from kerncast.analysis.memory.analysis import AccessInfo, BranchInfo, MemoryAnalysis, _Kernel
@@ -34,13 +34,7 @@ class _Source:
         self.lines = text.splitlines() if text else []
 
     def range(self, line: int, column: int) -> tuple[int, int]:
-        if 1 <= line <= len(self.lines):
-            text = self.lines[line - 1]
-            start = column if column > 0 else len(text) - len(text.lstrip()) + 1
-            end = len(text.rstrip()) + 1
-            return start, max(end, start + 1)
-        col = max(column, 1)
-        return col, col + 1
+        return source_line_range(self.lines, line, column)
 
     def shared_declaration(self, name: str) -> tuple[int, int, str] | None:
         """(line, column, text) of `__shared__ T name[...]...` in the source."""

@@ -17,6 +17,7 @@ from kerncast.analysis.power.explain import lime_contributions
 from kerncast.analysis.power.features import extract_features
 from kerncast.analysis.power.model import ModelsMissing, PowerPrediction, feature_row, predict_power
 from kerncast.analysis.ptx.model import line_in_file
+from kerncast.analysis.report import source_line_range
 
 
 def _instruction_weights(ctx: Any) -> list[float]:
@@ -24,14 +25,6 @@ def _instruction_weights(ctx: Any) -> list[float]:
     trips = {h: float(s.value) for h, s in (ctx.trip_counts or {}).items() if isinstance(s.value, int | float)}
     per_block = block_weights(ctx.cfg, ctx.loops, trips)
     return [per_block.get(b, 0.0) for b in ctx.cfg.block_of]
-
-
-def _line_range(ctx: Any, line: int) -> int:
-    """The end column (exclusive, 1-based) of a line of the analysed CUDA source, or a large one for PTX."""
-    if ctx.cuda_source is None:
-        return 1000
-    lines = ctx.cuda_source.splitlines()
-    return len(lines[line - 1]) + 1 if 0 < line <= len(lines) else 1000
 
 
 def power_stage(ctx: Any) -> None:
@@ -60,8 +53,9 @@ def power_stage(ctx: Any) -> None:
     threshold = ctx.options.thresholds.energy_hotspot_share
     findings = energy_hotspots(ctx.function, pred, time.us, threshold, weights=weights,
                                line_of=lambda ins: line_in_file(ins.loc, ctx.main_file), idle_w=gpu.idle_w)
+    lines = ctx.cuda_source.splitlines() if ctx.cuda_source is not None else []
     for f in findings:
-        f.end_column = _line_range(ctx, f.line)
+        f.column, f.end_column = source_line_range(lines, f.line) if lines else (1, 1000)
     report.findings.extend(findings)
 
 
