@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kerncast.analysis.report import Finding, KernelReport
+from kerncast.analysis.report import Finding, KernelReport, source_line_range
 
 _ADVICE = {
     "registers": "registers limit the resident warps: lower the registers per thread with "
@@ -74,6 +74,9 @@ def resource_stage(ctx: Any) -> None:
     """Pipeline stage: add `low-occupancy` and `register-spill` findings to the kernel's report."""
     report: KernelReport = ctx.report
     threshold = getattr(getattr(ctx.options, "thresholds", None), "low_occupancy", 0.25)
+    lines = ctx.cuda_source.splitlines() if getattr(ctx, "cuda_source", None) else []
     for finding in (low_occupancy(report, threshold), register_spill(report)):
         if finding is not None:
+            if lines:  # the whole kernel definition line, as the CLI and the editor both show it
+                finding.column, finding.end_column = source_line_range(lines, finding.line)
             report.findings.append(finding)
