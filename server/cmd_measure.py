@@ -7,35 +7,17 @@ GPU it prints one line saying so and exits with status 2.
 from __future__ import annotations
 
 import argparse
-import csv
-import datetime as dt
-import importlib.util
 import json
 import sys
-import tempfile
 from pathlib import Path
 
-from kerncast.analysis.calibration.build import build_executable
 from kerncast.analysis.calibration.errors import CalibrationError, NoGpuError
-from kerncast.analysis.calibration.measure import (
-    HarnessSession,
-    LaunchSpec,
-    Measurement,
-    harness_flags,
-    kernel_parameter_names,
-    measure,
-    parse_dims,
-    summarize_run,
-    write_harness,
-)
-from kerncast.analysis.calibration.nvml import GpuInfo, PowerSampler, probe_gpu
+from kerncast.analysis.calibration.measure import LaunchSpec, Measurement, parse_dims
+from kerncast.analysis.calibration.runs import append_csv, measure_kernel
 from kerncast.analysis.calibration.stats import StopRule
 
 EXIT_NO_GPU = 2
 EXIT_FAILED = 1
-#: columns of validation/<gpu>/measurements.csv (see validation/README.md)
-CSV_COLUMNS = ("gpu", "kernel", "source_file", "grid", "block", "dynamic_shared_bytes", "time_us", "power_w",
-               "repetitions", "date", "driver")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -78,31 +60,9 @@ def _rule(args: argparse.Namespace) -> StopRule:
     return StopRule(cv_target=args.cv, min_seconds=args.min_seconds)
 
 
-def _probe(device: int) -> GpuInfo | None:
-    if importlib.util.find_spec("pynvml") is None:
-        return None
-    return probe_gpu(device)
-
-
 def run_measurement(args: argparse.Namespace) -> Measurement:
-    """Build the harness for the kernel, run it until stable and return the measurement."""
-    source = args.file.read_text(encoding="utf-8", errors="replace")
-    spec = _spec(args)
-    names = kernel_parameter_names(source, spec.kernel)
-    flags = harness_flags(spec, names)
-    info = _probe(args.device)
-    with tempfile.TemporaryDirectory(prefix="kerncast-measure-") as tmp:
-        harness = write_harness(args.file, spec.kernel, Path(tmp))
-        exe = build_executable(harness, Path(tmp), info.compute_capability if info else None, args.nvcc,
-                               extra=["-DKERNCAST_MEASURE", "-lineinfo"])
-        session = HarnessSession(exe, flags, timeout_s=120.0)
-        try:
-            ready = session.read("ready")
-            sampler = PowerSampler.open(str(ready.get("pci_bus_id", "")) or None, index=args.device)
-            samples, stable = measure(session, _rule(args), sampler)
-        finally:
-            session.close()
-    return summarize_run(ready, spec, str(args.file), samples, stable, sampler)
+    """Measure the kernel the arguments name."""
+    return measure_kernel(args.file, _spec(args), _rule(args), args.nvcc)
 
 
 def format_text(m: Measurement) -> str:
@@ -115,20 +75,6 @@ def format_text(m: Measurement) -> str:
             f"  time:  {m.time_us:.3f} us median over {m.repetitions} launches, "
             f"robust CV {100 * m.robust_cv:.2f} %{stable}\n"
             f"  power: {power}")
-
-
-def append_csv(path: Path, m: Measurement, today: dt.date | None = None) -> None:
-    """Append one row to a measurements.csv, writing the header when the file is new or empty."""
-    row = m.as_dict()
-    row["date"] = (today or dt.date.today()).isoformat()
-    row["power_w"] = "" if m.power_w is None else f"{m.power_w:.2f}"
-    row["time_us"] = f"{m.time_us:.4f}"
-    new = not path.exists() or path.stat().st_size == 0
-    with path.open("a", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS, extrasaction="ignore")
-        if new:
-            writer.writeheader()
-        writer.writerow(row)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -172,7 +172,7 @@ def test_measurements_csv_rows(tmp_path) -> None:
     import datetime as dt
 
     from kerncast.analysis.calibration.measure import Measurement
-    from kerncast.server.cmd_measure import CSV_COLUMNS, append_csv
+    from kerncast.analysis.calibration.runs import CSV_COLUMNS, append_csv
 
     m = Measurement(gpu="NVIDIA H100 80GB HBM3", driver="12080", kernel="saxpy", source_file="examples/saxpy.cu",
                     grid=(4, 1, 1), block=(256, 1, 1), dynamic_shared_bytes=0, time_us=3.25, robust_cv=0.01,
