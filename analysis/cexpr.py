@@ -151,6 +151,11 @@ class LineIndex:
         """1-based column of an offset."""
         return offset - self._starts[self.line(offset) - 1] + 1
 
+    def offset(self, line: int, column: int) -> int:
+        """The offset of a 1-based (line, column); lines past the end clamp to the last line."""
+        start = self._starts[min(max(line, 1), len(self._starts)) - 1]
+        return start + max(column, 1) - 1
+
 
 # ------------------------------------------------------------------------------------------ values
 
@@ -294,6 +299,7 @@ class ConstEnv:
     MAX_EXPANSION_DEPTH = 64
 
     def __init__(self, source: str) -> None:
+        self.source = source
         masked, self.comments = mask_source(source)
         self.masked = masked
         self.lines = LineIndex(source)

@@ -14,7 +14,19 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from kerncast.analysis.cexpr import ConstEnv, Folded, Token
+from kerncast.analysis.source_model import (
+    Annotation,
+    KernelDefinition,
+    LaunchSite,
+    SourceFacts,
+    find_annotations,
+    find_kernel_definitions,
+    find_launch_sites,
+    parse_count,
+    parse_dim,
+    scan_source,
+    with_includes,
+)
 
 SOURCES = ("cli", "setting", "annotation", "launch-site", "ptx", "default")
 
@@ -40,29 +52,6 @@ class Sourced:
 
 
 # ------------------------------------------------------------------------------------------ user input
-
-
-def parse_dim(text: str) -> Dim:
-    """Parse a launch dimension: `1024`, `32,8`, `32x8x1` -> (x, y, z); missing dimensions are 1.
-
-    Raises ValueError with a message fit to show a user (the CLI prints it as is).
-    """
-    parts = [p.strip() for p in re.split(r"[,xX*]", str(text).strip())]
-    if not 1 <= len(parts) <= 3 or not all(re.fullmatch(r"\d+", p) for p in parts):
-        raise ValueError(f"expected 1 to 3 positive integers separated by ',' or 'x' (e.g. 256 or 32,8), "
-                         f"got {text!r}")
-    values = [int(p) for p in parts] + [1] * (3 - len(parts))
-    if any(v <= 0 for v in values):
-        raise ValueError(f"launch dimensions must be positive, got {text!r}")
-    return (values[0], values[1], values[2])
-
-
-def parse_count(text: str, what: str) -> int:
-    """Parse a non-negative integer flag value (`--smem`, `--loops`); ValueError names the flag."""
-    value = str(text).strip()
-    if not re.fullmatch(r"\d+", value):
-        raise ValueError(f"{what} must be a non-negative integer, got {text!r}")
-    return int(value)
 
 
 def parse_param(text: str) -> tuple[str, int]:
@@ -104,414 +93,6 @@ class LaunchOverrides:
             loops=None if loops is None else parse_count(str(loops), "--loops"),
             params=dict(parse_param(p) for p in params or ()), source=source,
         )
-
-
-# ------------------------------------------------------------------------------------------ source facts
-
-
-@dataclass
-class LaunchSite:
-    """One `kernel<<<grid, block, smem, stream>>>(args)` call in a source file.
-
-    `kernel` is the name as written (qualified names keep their `::`), `template_args` the raw texts of its
-    explicit template arguments and `template_values` their folded values. `grid`/`block` are folded to
-    `(x, y, z)` and `smem` to bytes (a missing smem argument folds to 0, as CUDA defines).
-    """
-
-    kernel: str
-    line: int
-    column: int
-    statement_offset: int
-    template_args: list[str]
-    template_values: list[Folded]
-    grid_expr: str
-    block_expr: str
-    smem_expr: str | None
-    stream_expr: str | None
-    grid: Folded
-    block: Folded
-    smem: Folded
-    args: list[str]
-    arg_values: list[Folded]
-
-    @property
-    def base_name(self) -> str:
-        return self.kernel.rsplit("::", 1)[-1]
-
-    @property
-    def config_text(self) -> str:
-        inner = ", ".join(e for e in (self.grid_expr, self.block_expr, self.smem_expr, self.stream_expr) if e)
-        return f"<<<{inner}>>>"
-
-    def same_config(self, other: LaunchSite) -> bool:
-        return (self.grid.as_dim3(), self.block.as_dim3(), self.smem.value) == \
-               (other.grid.as_dim3(), other.block.as_dim3(), other.smem.value)
-
-
-@dataclass
-class KernelDefinition:
-    """A `__global__` function: name, parameter names in order, template parameter text, header lines."""
-
-    name: str
-    line: int
-    start_offset: int
-    name_offset: int
-    params: list[str | None]
-    template_params: str | None
-    is_definition: bool
-
-    @property
-    def base_name(self) -> str:
-        return self.name.rsplit("::", 1)[-1]
-
-
-@dataclass
-class Annotation:
-    """A `// kerncast: key=value ...` comment and what it applies to.
-
-    `target` is "launch" or "kernel" with `target_name` and `target_line`, or None when no launch or kernel
-    definition follows it. Keys it could not read are listed in `errors`, never applied.
-    """
-
-    line: int
-    text: str
-    offset: int
-    end_offset: int
-    grid: Dim | None = None
-    block: Dim | None = None
-    smem: int | None = None
-    loops: int | None = None
-    params: dict[str, int] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
-    target: str | None = None
-    target_name: str | None = None
-    target_line: int | None = None
-
-
-_ANNOTATION_RE = re.compile(r"^(?://|/\*)\s*kerncast\s*:(.*?)(?:\*/)?\s*$", re.S)
-
-
-@dataclass
-class SourceFacts:
-    """Everything launch inference reads from one source file, scanned once."""
-
-    env: ConstEnv
-    sites: list[LaunchSite]
-    kernels: list[KernelDefinition]
-    annotations: list[Annotation]
-
-
-_SCAN_CACHE: dict[str, SourceFacts] = {}
-_SCAN_CACHE_SIZE = 4
-
-
-def scan_source(cuda_source: str) -> SourceFacts:
-    """Scan a CUDA source for launch sites, kernel definitions and annotations (with their targets).
-
-    The last few scans are kept, because a file's kernels are inferred one after another from one text.
-    """
-    cached = _SCAN_CACHE.get(cuda_source)
-    if cached is not None:
-        return cached
-    facts = _scan(cuda_source)
-    if len(_SCAN_CACHE) >= _SCAN_CACHE_SIZE:
-        _SCAN_CACHE.pop(next(iter(_SCAN_CACHE)))
-    _SCAN_CACHE[cuda_source] = facts
-    return facts
-
-
-def _scan(cuda_source: str) -> SourceFacts:
-    env = ConstEnv(cuda_source)
-    sites = _launch_sites(env)
-    kernels = _kernel_definitions(env)
-    annotations = _annotations(env)
-    _attach_annotations(env, annotations, sites, kernels)
-    return SourceFacts(env, sites, kernels, annotations)
-
-
-def find_launch_sites(cuda_source: str) -> list[LaunchSite]:
-    """Every `<<<...>>>` launch in the source, in order, with folded values (unknown ones with reasons)."""
-    try:
-        return _launch_sites(ConstEnv(cuda_source))
-    except (ValueError, IndexError, RecursionError):
-        return []
-
-
-def find_annotations(cuda_source: str) -> list[Annotation]:
-    """Every `// kerncast:` annotation with its line, values, errors and the launch or kernel it applies to."""
-    try:
-        return scan_source(cuda_source).annotations
-    except (ValueError, IndexError, RecursionError):
-        return []
-
-
-def find_kernel_definitions(cuda_source: str) -> list[KernelDefinition]:
-    """Every `__global__` function declared or defined in the source, with its parameter names."""
-    try:
-        return _kernel_definitions(ConstEnv(cuda_source))
-    except (ValueError, IndexError, RecursionError):
-        return []
-
-
-def _text(env: ConstEnv, tokens: list[Token]) -> str:
-    """The source text of a token run, with whitespace collapsed."""
-    if not tokens:
-        return ""
-    last = tokens[-1]
-    return re.sub(r"\s+", " ", env.code[tokens[0].offset:last.offset + len(last.text)]).strip()
-
-
-def _split_top(tokens: list[Token]) -> list[list[Token]]:
-    """Split tokens at commas outside (), [] and {}."""
-    parts: list[list[Token]] = [[]]
-    depth = 0
-    for tok in tokens:
-        if tok.text in ("(", "[", "{"):
-            depth += 1
-        elif tok.text in (")", "]", "}"):
-            depth -= 1
-        elif tok.text == "," and depth == 0:
-            parts.append([])
-            continue
-        parts[-1].append(tok)
-    return [] if parts == [[]] else parts
-
-
-def _group_end(tokens: list[Token], k: int) -> int:
-    """Index of the token closing the bracket that opens at k (len(tokens) if unbalanced)."""
-    depth = 0
-    for j in range(k, len(tokens)):
-        if tokens[j].text in ("(", "[", "{"):
-            depth += 1
-        elif tokens[j].text in (")", "]", "}"):
-            depth -= 1
-            if depth == 0:
-                return j
-    return len(tokens)
-
-
-def _statement_start(tokens: list[Token], k: int) -> int:
-    """Index of the first token of the statement that contains token k."""
-    j = k
-    while j > 0 and tokens[j - 1].text not in (";", "{", "}"):
-        j -= 1
-    return j
-
-
-def _launch_sites(env: ConstEnv) -> list[LaunchSite]:
-    toks = env.tokens
-    sites = []
-    for k, tok in enumerate(toks):
-        if tok.text == "<<<":
-            site = _launch_site_at(env, k)
-            if site is not None:
-                sites.append(site)
-    return sites
-
-
-def _launch_site_at(env: ConstEnv, k: int) -> LaunchSite | None:
-    """Read the launch whose `<<<` is token k: kernel name before it, config inside, arguments after."""
-    toks = env.tokens
-    j = k - 1
-    template: list[Token] = []
-    if j >= 0 and toks[j].text in (">", ">>"):
-        depth = 0
-        end = j
-        while j >= 0:
-            depth += {">": 1, ">>": 2, "<": -1, "<<": -2}.get(toks[j].text, 0)
-            if depth <= 0:
-                break
-            j -= 1
-        if j < 0:
-            return None
-        template = toks[j + 1:end]
-        j -= 1
-    if j < 0 or toks[j].kind != "id":
-        return None
-    name_index = j
-    while name_index >= 2 and toks[name_index - 1].text == "::" and toks[name_index - 2].kind == "id":
-        name_index -= 2
-    name = "".join(t.text for t in toks[name_index:j + 1])
-    close = k + 1
-    depth = 0
-    while close < len(toks) and not (toks[close].text == ">>>" and depth == 0):
-        depth += {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}.get(toks[close].text, 0)
-        close += 1
-    if close >= len(toks):
-        return None
-    config = _split_top(toks[k + 1:close])
-    if len(config) < 2:
-        return None
-    args: list[list[Token]] = []
-    if close + 1 < len(toks) and toks[close + 1].text == "(":
-        args = _split_top(toks[close + 2:_group_end(toks, close + 1)])
-    offset = toks[k].offset
-
-    def fold(part: list[Token]) -> Folded:
-        return env.fold_tokens(part, offset)
-
-    smem_tokens = config[2] if len(config) > 2 else None
-    template_parts = _split_top(template)
-    return LaunchSite(
-        kernel=name, line=env.lines.line(toks[name_index].offset), column=env.lines.column(toks[name_index].offset),
-        statement_offset=toks[_statement_start(toks, name_index)].offset,
-        template_args=[_text(env, t) for t in template_parts],
-        template_values=[fold(t) for t in template_parts],
-        grid_expr=_text(env, config[0]), block_expr=_text(env, config[1]),
-        smem_expr=_text(env, smem_tokens) if smem_tokens else None,
-        stream_expr=_text(env, config[3]) if len(config) > 3 else None,
-        grid=_as_dim(fold(config[0])), block=_as_dim(fold(config[1])),
-        smem=fold(smem_tokens) if smem_tokens else Folded(0),
-        args=[_text(env, a) for a in args], arg_values=[fold(a) for a in args],
-    )
-
-
-def _as_dim(folded: Folded) -> Folded:
-    """A folded grid or block as an (x, y, z) triple of positive sizes."""
-    dim = folded.as_dim3()
-    if dim is None:
-        return folded
-    if any(v <= 0 for v in dim):
-        return Folded(None, f"folds to {dim}, which is not a valid launch size")
-    return Folded(dim)
-
-
-_SPECIFIERS = frozenset({"static", "inline", "__forceinline__", "__noinline__", "extern", "__host__",
-                         "__device__", "__global__", "void", '"C"', '" "'})
-
-
-def _kernel_definitions(env: ConstEnv) -> list[KernelDefinition]:
-    toks = env.tokens
-    kernels = []
-    for k, tok in enumerate(toks):
-        if tok.text != "__global__":
-            continue
-        j = k + 1
-        while j < len(toks) and not (toks[j].kind == "id" and j + 1 < len(toks) and toks[j + 1].text == "("
-                                     and toks[j].text not in ("__launch_bounds__", "__attribute__",
-                                                              "__declspec", "alignas")):
-            if toks[j].text in (";", "{", "}"):
-                break
-            j += 1 if toks[j].text != "(" else _group_end(toks, j) - j + 1
-        if j + 1 >= len(toks) or toks[j].kind != "id" or toks[j + 1].text != "(":
-            continue
-        close = _group_end(toks, j + 1)
-        after = close + 1
-        while after < len(toks) and toks[after].kind == "id":  # noexcept, const, attributes ...
-            after += 1
-        start, template = _header_start(env, k)
-        kernels.append(KernelDefinition(
-            name=toks[j].text, line=env.lines.line(toks[j].offset), start_offset=start,
-            name_offset=toks[j].offset, params=_param_names(toks[j + 2:close]), template_params=template,
-            is_definition=after < len(toks) and toks[after].text == "{"))
-    return kernels
-
-
-def _header_start(env: ConstEnv, k: int) -> tuple[int, str | None]:
-    """Offset where the declaration holding `__global__` (token k) begins, and its template parameters."""
-    toks = env.tokens
-    j = k
-    while j > 0 and toks[j - 1].kind in ("id", "str") and toks[j - 1].text in _SPECIFIERS | {"extern"}:
-        j -= 1
-    if j > 0 and toks[j - 1].text in (">", ">>"):
-        depth = 0
-        i = j - 1
-        while i >= 0:
-            depth += {">": 1, ">>": 2, "<": -1, "<<": -2}.get(toks[i].text, 0)
-            if depth <= 0:
-                break
-            i -= 1
-        if i > 0 and toks[i - 1].text == "template":
-            return toks[i - 1].offset, _text(env, toks[i + 1:j - 1])
-    return toks[j].offset, None
-
-
-def _param_names(tokens: list[Token]) -> list[str | None]:
-    """Names of the parameters in a parameter list (None for an unnamed one); `(void)` has none."""
-    parts: list[list[Token]] = [[]]
-    depth = 0
-    for tok in tokens:
-        depth += {"(": 1, "[": 1, "{": 1, "<": 1, ")": -1, "]": -1, "}": -1, ">": -1, ">>": -2}.get(tok.text, 0)
-        if tok.text == "," and depth == 0:
-            parts.append([])
-        else:
-            parts[-1].append(tok)
-    if parts == [[]] or [t.text for t in parts[0]] == ["void"] and len(parts) == 1:
-        return []
-    names: list[str | None] = []
-    for part in parts:
-        cut = next((i for i, t in enumerate(part) if t.text in ("=", "[")), len(part))
-        ids = [t for t in part[:cut] if t.kind == "id"]
-        is_named = len(ids) >= 2 and ids[-1].text not in _TYPE_LIKE
-        names.append(ids[-1].text if is_named else None)
-    return names
-
-
-_TYPE_LIKE = frozenset({"int", "float", "double", "char", "short", "long", "unsigned", "signed", "bool",
-                        "const", "volatile", "__restrict__", "restrict", "size_t", "void"})
-
-
-def _annotations(env: ConstEnv) -> list[Annotation]:
-    out = []
-    for comment in env.comments:
-        m = _ANNOTATION_RE.match(comment.text)
-        if m is None:
-            continue
-        ann = Annotation(line=env.lines.line(comment.start), text=comment.text.strip(), offset=comment.start,
-                         end_offset=comment.end)
-        _read_annotation(env, ann, m.group(1))
-        out.append(ann)
-    return out
-
-
-def _read_annotation(env: ConstEnv, ann: Annotation, body: str) -> None:
-    """Fill an annotation's values from `key=value` items; unreadable items go to `errors`."""
-    for item in body.split():
-        key, sep, value = item.partition("=")
-        key = key.strip().lower() if key.strip().lower() in ("grid", "block", "smem", "loops") else key.strip()
-        if not sep or not value:
-            ann.errors.append(f"'{item}' is not key=value")
-            continue
-        try:
-            if key in ("grid", "block"):
-                setattr(ann, key, parse_dim(value))
-            elif key in ("smem", "loops"):
-                setattr(ann, key, parse_count(value, key))
-            elif re.fullmatch(r"[A-Za-z_]\w*|\d+", key):
-                folded = env.fold(value, ann.offset)
-                if folded.as_int() is None:
-                    raise ValueError(f"{key}={value}: {folded.reason or 'not an integer'}")
-                ann.params[key] = folded.as_int() or 0
-            else:
-                raise ValueError(f"'{key}' is not a launch field or parameter name")
-        except ValueError as exc:
-            ann.errors.append(str(exc))
-
-
-def _attach_annotations(env: ConstEnv, annotations: list[Annotation], sites: list[LaunchSite],
-                        kernels: list[KernelDefinition]) -> None:
-    """Bind each annotation to the launch or kernel definition that follows it (or shares its line).
-
-    An annotation on a line of its own applies to the next statement if that statement is a launch, or to
-    the next declaration if it is a kernel's (its `template` line included). Only comments, blank lines and
-    other annotations may stand between; anything else leaves the annotation without a target.
-    """
-    offsets = [t.offset for t in env.tokens]
-    for ann in annotations:
-        line_start = env.masked.rfind("\n", 0, ann.offset) + 1
-        trailing = env.masked[line_start:ann.offset].strip() != ""
-        if trailing:
-            site = next((s for s in sites if s.line == ann.line), None)
-            kern = next((d for d in kernels if env.lines.line(d.name_offset) == ann.line), None)
-        else:
-            nxt = next((o for o in offsets if o >= ann.end_offset), None)
-            site = next((s for s in sites if s.statement_offset == nxt), None) if nxt is not None else None
-            kern = next((d for d in kernels if nxt is not None and d.start_offset <= nxt <= d.name_offset),
-                        None)
-        if site is not None:
-            ann.target, ann.target_name, ann.target_line = "launch", site.kernel, site.line
-        elif kern is not None:
-            ann.target, ann.target_name, ann.target_line = "kernel", kern.name, kern.line
 
 
 # ------------------------------------------------------------------------------------------ the launch
@@ -661,30 +242,33 @@ def _merged_annotation(annotations: list[Annotation], target: str, line: int | N
 def infer_launch(kernel_name: str, cuda_source: str | None, overrides: LaunchOverrides | None = None,
                  settings: LaunchOverrides | None = None, kernel_params: list[str] | None = None,
                  reqntid: tuple[int, ...] | None = None, default_block: Dim | None = DEFAULT_BLOCK,
-                 default_grid: Dim | None = DEFAULT_GRID, default_loops: int = DEFAULT_LOOPS) -> Launch:
+                 default_grid: Dim | None = DEFAULT_GRID, default_loops: int = DEFAULT_LOOPS,
+                 source_path: str | None = None, include_dirs: list[str] | None = None) -> Launch:
     """The launch of `kernel_name` (its demangled display name), each field from the best source there is.
 
     Precedence per field: CLI overrides > settings > an annotation above the launch > an annotation above
     the kernel definition > the `<<<>>>` site in the same file > PTX `.reqntid` (block only) > the default.
     An annotation above the launch wins over one above the kernel because it is the more specific of the
     two. Never raises: a source that cannot be scanned is recorded as an assumption and the defaults apply.
+    With `source_path`, kernels defined in `#include`d `.cu`/`.cuh` files (beside it or in `include_dirs`)
+    are known too, so their parameters can be given by name.
     """
     assumptions: list[str] = []
     facts = None
     if cuda_source:
         try:
-            facts = scan_source(cuda_source)
+            facts = with_includes(scan_source(cuda_source), source_path, include_dirs)
         except (ValueError, IndexError, RecursionError) as exc:
             assumptions.append(f"the CUDA source could not be scanned for launches ({exc})")
     site = _choose_site(kernel_name, facts, assumptions)
     base, _ = split_kernel_name(kernel_name)
-    kdef = next((d for d in facts.kernels if d.base_name == base and d.is_definition), None) if facts else None
-    kdef = kdef or (next((d for d in facts.kernels if d.base_name == base), None) if facts else None)
+    kdef = facts.kernel(base) if facts else None
     names: list[str | None] = list(kernel_params) if kernel_params is not None else \
         (list(kdef.params) if kdef else [])
     annotations = facts.annotations if facts else []
+    kernel_line = kdef.line if kdef and kdef.file is None else None  # an included kernel's lines are not ours
     layers = _layers(overrides, settings, _merged_annotation(annotations, "launch", site.line if site else None),
-                     _merged_annotation(annotations, "kernel", kdef.line if kdef else None), site, assumptions)
+                     _merged_annotation(annotations, "kernel", kernel_line), site, assumptions)
     grid = _pick("grid", layers, assumptions) or _default(
         "grid", default_grid, assumptions, "blocks", "--grid or a // kerncast: grid=... annotation")
     block = _pick("block", layers, assumptions)
@@ -796,3 +380,9 @@ def _param_key(key: str, names: list[str | None]) -> str | None:
     if names and key not in names:
         return None
     return key
+
+
+#: the source scanning lives in `source_model`; these names stay importable from here
+__all__ = ["Annotation", "KernelDefinition", "Launch", "LaunchOverrides", "LaunchSite", "Sourced", "SourceFacts",
+           "find_annotations", "find_kernel_definitions", "find_launch_sites", "infer_launch", "parse_count",
+           "parse_dim", "parse_param", "scan_source", "split_kernel_name"]

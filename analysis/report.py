@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kerncast.analysis.rules import is_code
+
 SEVERITIES = ("error", "warning", "information", "hint")
 
 
@@ -30,21 +32,43 @@ def source_line_range(lines: list[str], line: int, column: int = 0) -> tuple[int
     return col, col + 1
 
 
+@dataclass(frozen=True, slots=True)
+class TextEdit:
+    """Replace the text from (line, column) to (end_line, end_column) of the analysed file by `new_text`.
+
+    1-based lines and columns, end exclusive, as findings use them; an empty range inserts. Edits are built
+    by the rule that found the problem (clangd's fix-its), so the server only converts them.
+    """
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    new_text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"line": self.line, "column": self.column, "end_line": self.end_line,
+                "end_column": self.end_column, "new_text": self.new_text}
+
+
 @dataclass(slots=True)
 class Fix:
-    """A structured fix hint that the server can turn into a code action.
+    """A fix attached to a finding: its kind (a `rules.FixKind`), a title, the concrete edits and their
+    applicability (`safe`, `unsafe`, or `snippet` for a template that is offered as text, never as a fix).
 
-    `kind` is one of `pad-shared-array`, `swap-index-order`, `stage-through-shared-memory`, `use-soa`,
-    `add-launch-annotation`, `switch-gpu`; `data` carries what the edit needs (a declaration's line and text,
-    the replacement, ...).
+    `data` keeps facts a reader may want (the array, the padding chosen); the edits alone say what changes.
+    A fix without edits is advice only and no code action is offered for it.
     """
 
     kind: str
     description: str
     data: dict[str, Any] = field(default_factory=dict)
+    edits: list[TextEdit] = field(default_factory=list)
+    applicability: str = "safe"
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "description": self.description, "data": self.data}
+        return {"kind": str(self.kind), "description": self.description, "data": self.data,
+                "applicability": self.applicability, "edits": [e.to_json() for e in self.edits]}
 
 
 @dataclass(slots=True)
@@ -82,10 +106,12 @@ class Finding:
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:
             raise ValueError(f"unknown severity {self.severity!r}")
+        if not is_code(self.code):
+            raise ValueError(f"finding code {self.code!r} has no rule in kerncast.analysis.rules")
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "code": self.code, "severity": self.severity, "line": self.line, "column": self.column,
+            "code": str(self.code), "severity": self.severity, "line": self.line, "column": self.column,
             "end_line": self.end_line, "end_column": self.end_column, "message": self.message,
         }
         if self.detail:
