@@ -24,6 +24,7 @@ from kerncast.analysis.ptx import PtxSyntaxError, parse_ptx
 from kerncast.analysis.ptx.model import Function, Module, SourceLoc, line_in_file
 from kerncast.analysis.ptx.parser import kernel_shared_bytes
 from kerncast.analysis.report import FileReport, Finding, KernelReport, LoopInfo
+from kerncast.analysis.rules import Code
 from kerncast.analysis.timing.stages import launch_stage, load_gpu, occupancy_stage, time_stage
 
 #: Files larger than this are refused with a clear message (the limit is a setting).
@@ -84,12 +85,14 @@ class KernelContext:
     time: Any = None
     power: Any = None
     extras: dict[str, Any] = field(default_factory=dict)
+    #: the analysed file's path: `#include`d `.cu` files are found beside it
+    source_path: str | None = None
 
 
 Stage = Callable[[KernelContext], None]
 
 
-def _input_finding(message: str, code: str = "input-error") -> Finding:
+def _input_finding(message: str, code: str = Code.INPUT_ERROR) -> Finding:
     return Finding(code, "error", 1, 1, 1, 1, message)
 
 
@@ -146,16 +149,16 @@ def _analyze_cuda(report: FileReport, path: Path, source: str, options: Analysis
     try:
         result = compile_cuda(path, text=source, options=copts, with_resources=False)
     except ToolchainError as exc:
-        report.findings.append(_input_finding(str(exc), code="toolchain-missing"))
+        report.findings.append(_input_finding(str(exc), code=Code.TOOLCHAIN_MISSING))
         return report
     report.toolkit = result.toolkit
     for d in result.diagnostics:
         sev = "error" if d.severity == "error" else "warning"
-        report.findings.append(Finding("compile-error" if sev == "error" else "compile-warning", sev,
+        report.findings.append(Finding(Code.COMPILE_ERROR if sev == "error" else Code.COMPILE_WARNING, sev,
                                        d.line, d.column, d.line, d.column + 1, d.message))
     if not result.ok or result.ptx is None:
         if not any(f.severity == "error" for f in report.findings):
-            report.findings.append(_input_finding("nvcc produced no PTX", code="compile-error"))
+            report.findings.append(_input_finding("nvcc produced no PTX", code=Code.COMPILE_ERROR))
         return report
     return _analyze_ptx(report, result.ptx, options, cuda_source=source)
 
@@ -194,7 +197,7 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
         module = parse_ptx(ptx, report.file)
     except PtxSyntaxError as exc:
         line = exc.line if cuda_source is None else 1
-        report.findings.append(Finding("ptx-syntax-error", "error", line, exc.column, line, exc.column + 1,
+        report.findings.append(Finding(Code.PTX_SYNTAX_ERROR, "error", line, exc.column, line, exc.column + 1,
                                        f"malformed PTX: {exc.message}"))
         return report
     if not module.kernels:
@@ -212,6 +215,7 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
     contexts = [_kernel_context(module, fn, options, cuda_source, main_file, resources) for fn in module.kernels]
     for ctx in contexts:
         ctx.gpu = gpu
+        ctx.source_path = report.file
     # Every kernel's stages that need no ptxas numbers run first, while ptxas works in the background.
     split = STAGES.index(resources_stage) if resources_stage in STAGES else 0
     for ctx in contexts:

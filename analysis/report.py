@@ -102,6 +102,12 @@ class Finding:
     fix: Fix | None = None
     related: list[Related] = field(default_factory=list)
     kernel: str | None = None
+    #: further fixes besides `fix` (e.g. a snippet beside a rewrite); see `fixes()`
+    extra_fixes: list[Fix] = field(default_factory=list)
+
+    def fixes(self) -> list[Fix]:
+        """Every fix of the finding, the first (`fix`) first."""
+        return ([self.fix] if self.fix is not None else []) + list(self.extra_fixes)
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:
@@ -118,6 +124,8 @@ class Finding:
             out["detail"] = self.detail
         if self.fix is not None:
             out["fix"] = self.fix.to_json()
+        if self.extra_fixes:
+            out["fixes"] = [f.to_json() for f in self.fixes()]
         if self.related:
             out["related"] = [r.to_json() for r in self.related]
         if self.kernel is not None:

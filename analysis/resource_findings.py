@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kerncast.analysis.report import Finding, KernelReport, source_line_range
+from kerncast.analysis.rules import Code
 
 _ADVICE = {
     "registers": "registers limit the resident warps: lower the registers per thread with "
@@ -52,7 +53,7 @@ def low_occupancy(report: KernelReport, threshold: float) -> Finding | None:
               "active_blocks_per_sm": occ.get("active_blocks_per_sm"), "registers_per_thread": report.registers,
               "shared_bytes_per_block": report.shared_bytes, "block": block_text,
               "advice": _ADVICE.get(limiter, _ADVICE["warps"])}
-    return Finding("low-occupancy", "warning", line, 1, line, 1, message, detail=detail, kernel=report.name)
+    return Finding(Code.LOW_OCCUPANCY, "warning", line, 1, line, 1, message, detail=detail, kernel=report.name)
 
 
 def register_spill(report: KernelReport) -> Finding | None:
@@ -67,7 +68,7 @@ def register_spill(report: KernelReport) -> Finding | None:
               "stack_bytes": report.stack_bytes,
               "advice": "keep fewer values live (split the kernel, recompute cheap values, avoid dynamically "
                         "indexed local arrays), or allow more registers (__launch_bounds__ with fewer threads)"}
-    return Finding("register-spill", "warning", line, 1, line, 1, message, detail=detail, kernel=report.name)
+    return Finding(Code.REGISTER_SPILL, "warning", line, 1, line, 1, message, detail=detail, kernel=report.name)
 
 
 def resource_stage(ctx: Any) -> None:

@@ -15,6 +15,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "analyze": ("cmd_analyze", "analyse a .cu or .ptx file and print each kernel's report"),
     "power": ("cmd_power", "train and evaluate the power models"),
     "gpus": ("cmd_gpus", "list the GPU profiles and what is calibrated"),
+    "rules": ("cmd_rules", "list the finding codes, or explain one (kerncast rules CODE)"),
     "calibrate": ("cmd_calibrate", "measure the local NVIDIA GPU with microbenchmarks and write its profile"),
     "measure": ("cmd_measure", "run one kernel on the local GPU and print its measured time and power"),
     "lsp": ("cmd_lsp", "start the language server on stdio"),

@@ -6,11 +6,12 @@ of a report may be missing (`None`): it then reads "not available", never raises
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from kerncast.analysis.report import FileReport, Finding
+from kerncast.analysis.rules import rule
+from kerncast.analysis.source_model import KernelDefinition, SourceFacts, scan_source
 from lsprotocol import types as lsp
 from pygls import uris
 
@@ -151,38 +152,98 @@ class Anchor:
     end: int
 
 
-def kernel_anchor(lines: list[str], k: dict[str, Any]) -> Anchor | None:
-    """The kernel's name token on or just before its reported line (definition header), else the line itself."""
+def source_model(lines: list[str]) -> SourceFacts | None:
+    """The library's source model of the document's text (cached there by text); None if it cannot be read."""
+    try:
+        return scan_source("\n".join(lines))
+    except (ValueError, IndexError, RecursionError):
+        return None
+
+
+def _name_in_line(text: str, name: str) -> int:
+    """Column of `name` as a whole word in a line of text (-1 if absent)."""
+    start = 0
+    while name:
+        at = text.find(name, start)
+        if at < 0:
+            return -1
+        before = text[at - 1] if at > 0 else " "
+        after = text[at + len(name)] if at + len(name) < len(text) else " "
+        if not (before.isalnum() or before in "_$") and not (after.isalnum() or after in "_$"):
+            return at
+        start = at + 1
+    return -1
+
+
+def kernel_definition(lines: list[str], k: dict[str, Any]) -> KernelDefinition | None:
+    """The source model's definition of a reported kernel: of its name, the last one at or above its line."""
+    facts = source_model(lines)
+    if facts is None:
+        return None
+    base = base_name(str(k.get("name") or ""))
+    named = [d for d in facts.kernels if d.base_name == base]
     reported = k.get("line")
+    if isinstance(reported, int) and reported >= 1:
+        above = [d for d in named if d.line <= reported]
+        if above:
+            return max(above, key=lambda d: d.line)
+    return next((d for d in named if d.is_definition), named[0] if named else None)
+
+
+def kernel_anchor(lines: list[str], k: dict[str, Any]) -> Anchor | None:
+    """Where the kernel's name is written: its definition in the source model, else (PTX) the `.entry` line
+    that names it, else the start of its reported line."""
+    kdef = kernel_definition(lines, k)
+    facts = source_model(lines) if kdef is not None else None
+    if kdef is not None and facts is not None:
+        line, col = facts.position(kdef.name_offset)
+        return Anchor(line - 1, col - 1, col - 1 + len(kdef.name))
     names = [n for n in (k.get("mangled"), base_name(str(k.get("name") or ""))) if n]
-    patterns = [re.compile(rf"(?<![\w$]){re.escape(n)}(?![\w$])") for n in names]
-    if not isinstance(reported, int) or reported < 1:
-        # no line information (PTX without .loc): the `.entry` or `__global__` line that names the kernel
-        for ln, text in enumerate(lines):
-            if ".entry" in text or "__global__" in text:
-                for pat in patterns:
-                    m = pat.search(text)
-                    if m:
-                        return Anchor(ln, m.start(), m.end())
+    for ln, text in enumerate(lines):
+        if ".entry" in text:
+            for n in names:
+                at = _name_in_line(text, n)
+                if at >= 0:
+                    return Anchor(ln, at, at + len(n))
+    reported = k.get("line")
+    if not isinstance(reported, int) or reported < 1 or not lines:
         return None
     last = min(reported - 1, len(lines) - 1)
-    if last < 0:
-        return None
-    for ln in range(last, max(-1, last - 20), -1):
-        for pat in patterns:
-            m = pat.search(lines[ln])
-            if m:
-                return Anchor(ln, m.start(), m.end())
     text = lines[last]
     return Anchor(last, len(text) - len(text.lstrip()), len(text.rstrip()))
 
 
-LAUNCH_RE = re.compile(r"([A-Za-z_][\w:]*)\s*(?:<[^<>;]*>\s*)?<<<")
+def signature_end(lines: list[str], k: dict[str, Any], anchor: Anchor) -> lsp.Position:
+    """After the `)` that closes the kernel's parameter list (the end of the anchor's line without one)."""
+    kdef = kernel_definition(lines, k)
+    facts = source_model(lines) if kdef is not None else None
+    if kdef is not None and facts is not None and kdef.params_end_offset >= 0:
+        line, col = facts.position(kdef.params_end_offset)
+        return lsp.Position(line - 1, col)
+    text = lines[anchor.line] if 0 <= anchor.line < len(lines) else ""
+    return lsp.Position(anchor.line, len(text.rstrip()))
 
 
-def launch_calls(line_text: str) -> list[tuple[str, int, int]]:
-    """`kernel<<<` calls on a line: (base name, start, end of the whole call head)."""
-    return [(m.group(1).split("::")[-1], m.start(), m.end()) for m in LAUNCH_RE.finditer(line_text)]
+def launch_calls(lines: list[str], line0: int) -> list[tuple[str, int, int]]:
+    """The launches on a line, from the source model: (base name, start of the name, end of `<<<`)."""
+    facts = source_model(lines)
+    if facts is None:
+        return []
+    out = []
+    for site in facts.sites:
+        if site.line == line0 + 1 and site.config_offset >= 0:
+            end_line, end_col = facts.position(site.config_offset)
+            end = end_col - 1 + 3 if end_line == site.line else len(lines[line0])
+            out.append((site.base_name, site.column - 1, end))
+    return out
+
+
+def _word_end(text: str, col0: int) -> int:
+    """End of the identifier-like word (letters, digits, `_`, `$`, `.`) that starts at col0."""
+    end = col0
+    while end < len(text) and (text[end].isalnum() or text[end] in "_$."):
+        end += 1
+    return end
 
 
 def line_range(lines: list[str], line0: int) -> lsp.Range:
@@ -205,9 +266,7 @@ def finding_range(f: Finding | dict[str, Any], lines: list[str]) -> lsp.Range:
     if (end_line0, end_col0) <= (line0, col0) or col0 >= len(text.rstrip()) and end_line0 == line0:
         return line_range(lines, line0)
     if end_line0 == line0 and end_col0 - col0 <= 1:
-        m = re.compile(r"[\w$.]+").match(text, col0)
-        if m:
-            end_col0 = m.end()
+        end_col0 = max(end_col0, _word_end(text, col0))
     if lines and end_line0 >= len(lines):
         end_line0, end_col0 = len(lines) - 1, len(lines[-1])
     return lsp.Range(lsp.Position(line0, col0), lsp.Position(end_line0, end_col0))
@@ -231,7 +290,8 @@ def to_diagnostic(f: Finding, uri: str, lines: list[str]) -> lsp.Diagnostic:
     message = f.message if f.kernel is None or f.kernel in f.message else f"{f.message} (kernel {f.kernel})"
     return lsp.Diagnostic(
         range=finding_range(f, lines), message=message, severity=SEVERITY.get(f.severity),
-        code=f.code, source=SOURCE, related_information=related or None,
+        code=str(f.code), code_description=lsp.CodeDescription(href=rule(f.code).href), source=SOURCE,
+        related_information=related or None,
     )
 
 

@@ -1,10 +1,12 @@
-"""Code lenses above each kernel and inlay hints at the end of its signature line: the same short numbers."""
+"""Code lenses above each kernel and inlay hints after its parameter list: the same short numbers.
+
+Where a kernel's name and signature are comes from the library's source model (see `convert.kernel_anchor`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from kerncast.server.convert import kernel_anchor, kernel_summary
+from kerncast.server.convert import kernel_anchor, kernel_summary, signature_end
 from lsprotocol import types as lsp
 
 SHOW_REPORT = "kerncast.showReport"
@@ -23,31 +25,13 @@ def code_lenses(report: dict[str, Any], uri: str, lines: list[str]) -> list[lsp.
     return out
 
 
-def _signature_end(lines: list[str], line0: int) -> lsp.Position:
-    """End of the kernel's signature: the line that closes its parameter list (or the anchor line)."""
-    depth = 0
-    seen = False
-    for ln in range(line0, min(len(lines), line0 + 12)):
-        for ch in lines[ln]:
-            if ch == "(":
-                depth += 1
-                seen = True
-            elif ch == ")":
-                depth -= 1
-        if seen and depth <= 0:
-            text = lines[ln].rstrip("\r\n")
-            return lsp.Position(ln, len(text.rstrip()))
-    text = lines[line0].rstrip("\r\n") if line0 < len(lines) else ""
-    return lsp.Position(line0, len(text.rstrip()))
-
-
 def inlay_hints(report: dict[str, Any], lines: list[str], rng: lsp.Range) -> list[lsp.InlayHint]:
     out = []
     for k in report.get("kernels") or []:
         anchor = kernel_anchor(lines, k)
         if anchor is None:
             continue
-        pos = _signature_end(lines, anchor.line)
+        pos = signature_end(lines, k, anchor)
         if not rng.start.line <= pos.line <= rng.end.line:
             continue
         summary = kernel_summary(k, report.get("gpu") or "?")

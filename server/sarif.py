@@ -2,7 +2,8 @@
 
 The results are the same findings the language server publishes as diagnostics (file-level findings, then each
 kernel's), with the same codes as rule ids, levels from the severities, 1-based regions (end column exclusive,
-as SARIF defines) and related locations.
+as SARIF defines), related locations, and the fixes' edits as SARIF fixes. The rule table is the whole rule
+registry, so every code Kerncast can emit is named in every log.
 """
 
 from __future__ import annotations
@@ -11,28 +12,30 @@ import os
 from pathlib import Path
 from typing import Any
 
-from kerncast.analysis.report import FileReport, Finding
+from kerncast.analysis.report import FileReport, Finding, Fix
+from kerncast.analysis.rules import RULES
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFO_URI = "https://github.com/kerncast/kerncast"
 
 LEVEL = {"error": "error", "warning": "warning", "information": "note", "hint": "note"}
 
-#: rule id -> short description
-RULES = {
-    "compile-error": "nvcc reported an error; the file could not be analysed",
-    "compile-warning": "nvcc reported a warning",
-    "ptx-syntax-error": "the PTX could not be parsed",
-    "input-error": "the file could not be analysed (missing, empty, binary or above the size limit)",
-    "toolchain-missing": "nvcc or ptxas could not be found",
-    "gpu-profile-error": "the GPU profile could not be loaded",
-    "uncoalesced-global": "a global memory access moves more 32-byte sectors per request than needed",
-    "shared-bank-conflict": "a shared memory access is serialised by bank conflicts",
-    "divergent-branch": "the lanes of a warp take different paths at a branch",
-    "energy-hotspot": "a source line takes a large share of the kernel's predicted energy",
-    "low-occupancy": "few warps are resident per SM (occupancy below the threshold)",
-    "register-spill": "ptxas spilled registers to local memory",
-}
+def sarif_rules() -> list[dict[str, Any]]:
+    """Every rule of the registry as a SARIF `reportingDescriptor`, in the registry's order."""
+    out = []
+    for r in RULES.values():
+        props: dict[str, Any] = {"fixes": [{"kind": str(x.kind), "applicability": x.applicability,
+                                            "summary": x.summary} for x in r.fixes]}
+        if r.ncu_rule:
+            props["nsightComputeRule"] = r.ncu_rule
+        if r.ncu_metric:
+            props["nsightComputeMetric"] = r.ncu_metric
+        out.append({"id": r.code.value, "name": r.name, "shortDescription": {"text": r.title},
+                    "fullDescription": {"text": r.explanation},
+                    "help": {"text": f"{r.explanation} Example: {r.example} What to do: {r.remedy}"},
+                    "helpUri": r.href, "defaultConfiguration": {"level": LEVEL[r.severity]},
+                    "properties": props})
+    return out
 
 
 def _artifact_uri(file: str) -> tuple[str, str | None]:
@@ -69,7 +72,7 @@ def _findings(report: FileReport) -> list[Finding]:
 
 def _result(f: Finding, rule_index: int, uri: str, base: str | None) -> dict[str, Any]:
     res: dict[str, Any] = {
-        "ruleId": f.code, "ruleIndex": rule_index, "level": LEVEL.get(f.severity, "warning"),
+        "ruleId": str(f.code), "ruleIndex": rule_index, "level": LEVEL.get(f.severity, "warning"),
         "message": {"text": f.message},
         "locations": [_location(uri, base, f.line, f.column, f.end_line, f.end_column)],
     }
@@ -91,7 +94,22 @@ def _result(f: Finding, rule_index: int, uri: str, base: str | None) -> dict[str
         props["fix"] = f.fix.to_json()
     if props:
         res["properties"] = props
+    fixes = [_sarif_fix(x, uri, base) for x in f.fixes() if x.edits and x.applicability != "snippet"]
+    if fixes:
+        res["fixes"] = fixes
     return res
+
+
+def _sarif_fix(fix: Fix, uri: str, base: str | None) -> dict[str, Any]:
+    """A fix's edits as SARIF replacements (1-based regions, end column exclusive, as the edits are)."""
+    artifact: dict[str, Any] = {"uri": uri}
+    if base:
+        artifact["uriBaseId"] = base
+    replacements = [{"deletedRegion": {"startLine": e.line, "startColumn": e.column, "endLine": e.end_line,
+                                       "endColumn": e.end_column},
+                     "insertedContent": {"text": e.new_text}} for e in fix.edits]
+    return {"description": {"text": f"{fix.description} ({fix.applicability})"},
+            "artifactChanges": [{"artifactLocation": artifact, "replacements": replacements}]}
 
 
 def _version() -> str:
@@ -106,11 +124,8 @@ def _version() -> str:
 def to_sarif(report: FileReport) -> dict[str, Any]:
     """The SARIF 2.1.0 log (one run) of one analysed file."""
     findings = _findings(report)
-    codes = list(dict.fromkeys(f.code for f in findings))
-    rules = [{"id": c, "name": "".join(w.capitalize() for w in c.split("-")),
-              "shortDescription": {"text": RULES.get(c, c)},
-              "helpUri": f"{INFO_URI}#{c}"} for c in codes]
-    index = {c: i for i, c in enumerate(codes)}
+    rules = sarif_rules()
+    index = {r["id"]: i for i, r in enumerate(rules)}
     uri, base = _artifact_uri(report.file)
     artifact: dict[str, Any] = {"location": {"uri": uri}}
     if base:
@@ -118,7 +133,7 @@ def to_sarif(report: FileReport) -> dict[str, Any]:
     run: dict[str, Any] = {
         "tool": {"driver": {"name": "Kerncast", "version": _version(), "informationUri": INFO_URI, "rules": rules}},
         "artifacts": [artifact],
-        "results": [_result(f, index[f.code], uri, base) for f in findings],
+        "results": [_result(f, index[str(f.code)], uri, base) for f in findings],
         "properties": {"gpu": report.gpu, "arch": report.arch, "toolkit": report.toolkit,
                        "kernels": [k.name for k in report.kernels]},
     }

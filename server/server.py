@@ -323,7 +323,7 @@ def _hovered_kernel(result: Result, pos: lsp.Position) -> dict[str, Any] | None:
         if anchor and anchor.line == pos.line and anchor.start <= pos.character <= anchor.end:
             return k
     if 0 <= pos.line < len(lines):
-        for name, start, end in convert.launch_calls(lines[pos.line]):
+        for name, start, end in convert.launch_calls(lines, pos.line):
             if start <= pos.character <= end + 1 and name in by_name:
                 return by_name[name]
     return None

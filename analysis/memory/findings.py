@@ -8,12 +8,15 @@ speaks for them. Unknown addresses (gathers) are never warnings, only an informa
 
 from __future__ import annotations
 
-import re
+from math import ceil
 from typing import TYPE_CHECKING, Any
 
 from kerncast.analysis.memory import expr as E
+from kerncast.analysis.memory import fixes as F
 from kerncast.analysis.memory.render import cuda_symbol_name
 from kerncast.analysis.report import Finding, Fix, Related, source_line_range
+from kerncast.analysis.rules import Code
+from kerncast.analysis.source_model import SourceFacts, scan_source
 
 if TYPE_CHECKING:
     from kerncast.analysis.memory.analysis import AccessInfo, BranchInfo, MemoryAnalysis, _Kernel
@@ -28,22 +31,19 @@ def _fmt(x: float | None) -> str:
 
 
 class _Source:
-    """Lines of the analysed CUDA file, for exact ranges and declaration look-ups."""
+    """Lines of the analysed CUDA file for exact ranges, and its source model for declarations and fixes."""
 
     def __init__(self, text: str | None) -> None:
         self.lines = text.splitlines() if text else []
+        self.facts: SourceFacts | None = None
+        if text:
+            try:
+                self.facts = scan_source(text)
+            except (ValueError, IndexError, RecursionError):
+                self.facts = None
 
     def range(self, line: int, column: int) -> tuple[int, int]:
         return source_line_range(self.lines, line, column)
-
-    def shared_declaration(self, name: str) -> tuple[int, int, str] | None:
-        """(line, column, text) of `__shared__ T name[...]...` in the source."""
-        pat = re.compile(rf"__shared__[^;]*?\b{re.escape(name)}\s*((?:\[[^\]]*\])+)")
-        for i, text in enumerate(self.lines, start=1):
-            m = pat.search(text)
-            if m:
-                return i, m.start() + 1, m.group(0)
-        return None
 
 
 def _location(k: _Kernel, line: int | None, column: int, file: str | None, src: _Source,
@@ -88,18 +88,18 @@ def build_findings(k: _Kernel, res: MemoryAnalysis, thresholds: Any, cuda_source
             continue
         if a.space == "global" and a.known and a.sectors_per_request is not None:
             excess = a.excess_percent
-            extra = a.sectors_per_request - (a.ideal_sectors or 0)
-            if excess > unc_pct and extra >= 1:
-                f = _uncoalesced(k, a, res, loc, shape, excess)
+            extra = a.sectors_per_request - unit_stride_sectors(a)
+            if extra >= 1 and extra / a.sectors_per_request * 100.0 > unc_pct:
+                f = _uncoalesced(k, a, res, loc, shape, excess, src)
                 put(f.code, extra * a.executions, f)
         elif a.space == "shared" and a.known and a.wavefronts is not None and a.ideal_wavefronts:
             ways = a.wavefronts / a.ideal_wavefronts
             if ways >= ways_min:
-                f = _bank_conflict(k, a, loc, shape, ways, src)
+                f = _bank_conflict(k, a, loc, shape, ways, src, ways_min)
                 put(f.code, (a.wavefronts - a.ideal_wavefronts) * a.executions, f)
         elif a.space in ("global", "shared") and not a.known and a.active_lanes:
             line, col, end, prefix = loc
-            f = Finding("unknown-access", "information", line, col, line, end,
+            f = Finding(Code.UNKNOWN_ACCESS, "information", line, col, line, end,
                         f"{prefix}{a.space} {a.kind} through an address that depends on loaded data (a gather): "
                         "Kerncast cannot tell how the lanes of a warp spread over memory",
                         detail={"space": a.space, "width_bytes": a.width_bytes, "assumed_block": shape},
@@ -117,8 +117,19 @@ def build_findings(k: _Kernel, res: MemoryAnalysis, thresholds: Any, cuda_source
     return [f for _, f in ordered]
 
 
+def unit_stride_sectors(a: AccessInfo) -> float:
+    """Sectors a unit-stride access of the same width needs for the lanes that make the request.
+
+    A warp whose lanes read only a few distinct addresses (a broadcast, a row broadcast under a 16x16 block)
+    needs fewer sectors than that: such a load moves fewer bytes than a perfectly coalesced one and is not
+    reported, even though it exceeds its own ideal (the distinct bytes it touches).
+    """
+    lanes = a.active_lanes if a.active_lanes else 32.0
+    return max(1.0, float(ceil(lanes * a.width_bytes / 32.0)))
+
+
 def _uncoalesced(k: _Kernel, a: AccessInfo, res: MemoryAnalysis, loc: tuple[int, int, int, str], shape: Any,
-                 excess: float) -> Finding:
+                 excess: float, src: _Source) -> Finding:
     line, col, end, prefix = loc
     msg = (f"{prefix}uncoalesced global {a.kind}: {_fmt(a.sectors_per_request)} sectors per request, ideal "
            f"{_fmt(a.ideal_sectors)} ({excess:.0f}% excessive)")
@@ -129,14 +140,16 @@ def _uncoalesced(k: _Kernel, a: AccessInfo, res: MemoryAnalysis, loc: tuple[int,
     if a.executions > 1:
         msg += f"; runs {_fmt(a.executions)} times per thread"
     detail = {"sectors_per_request": a.sectors_per_request, "ideal_sectors": a.ideal_sectors,
+              "unit_stride_sectors": unit_stride_sectors(a),
               "excessive_percent": round(excess, 1), "lane_stride_bytes": a.lane_stride_bytes,
               "width_bytes": a.width_bytes, "executions": a.executions, "assumed_block": shape,
               "waste_sectors": round(((a.sectors_per_request or 0) - (a.ideal_sectors or 0)) * a.executions, 2),
               "ncu_metric": "memory_l2_theoretical_sectors_global_excessive"}
     if a.condition:
         detail["condition"] = a.condition
-    return Finding("uncoalesced-global", "warning", line, col, line, end, msg, detail=detail,
-                   fix=_global_fix(k, a, res), kernel=k.fn.display_name)
+    fixes = _global_fixes(k, a, res, src, line if a.line is not None else None)
+    return Finding(Code.UNCOALESCED_GLOBAL, "warning", line, col, line, end, msg, detail=detail,
+                   fix=fixes[0] if fixes else None, extra_fixes=fixes[1:], kernel=k.fn.display_name)
 
 
 def _lane_coeffs(k: _Kernel, index: int) -> dict[str, E.Value]:
@@ -158,29 +171,53 @@ def _lane_coeffs(k: _Kernel, index: int) -> dict[str, E.Value]:
     return out
 
 
-def _global_fix(k: _Kernel, a: AccessInfo, res: MemoryAnalysis) -> Fix:
+def _const_coeffs(k: _Kernel, index: int) -> F.LaneCoefficients:
+    co = _lane_coeffs(k, index)
+    return F.LaneCoefficients(E.as_const(co["x"]) if "x" in co else 0, E.as_const(co["y"]) if "y" in co else 0)
+
+
+def _kernel_definition(k: _Kernel, src: _Source, line: int | None) -> Any:
+    """The definition of the kernel that makes an access on `line` (None: not in the analysed file)."""
+    if src.facts is None or line is None:
+        return None
+    fn = src.facts.function_at_line(line)
+    if fn is None or not fn.is_kernel:
+        return None
+    return next((d for d in src.facts.kernels if d.name_offset == fn.name_offset), None)
+
+
+def _global_fixes(k: _Kernel, a: AccessInfo, res: MemoryAnalysis, src: _Source, line: int | None) -> list[Fix]:
+    """The fixes of an uncoalesced access: a rewrite or relabelling where one is known, else a snippet."""
     w = a.width_bytes
     co = _lane_coeffs(k, a.index)
     unit = E.const(w)
     stride = a.lane_stride_bytes
+    kdef = _kernel_definition(k, src, line)
+    array = next((cuda_symbol_name(n) for n in a.arrays), None)
+    snippet_line = line
     if co.get("y") == unit or co.get("k") == unit:
         transposed = any(o.space == "global" and o.index != a.index and _lane_coeffs(k, o.index).get("x") == unit
                          and co.get("y") == unit and _lane_coeffs(k, o.index).get("y") is not None
                          for o in res.accesses)
-        if transposed:
-            return Fix("stage-through-shared-memory", "transpose through a shared-memory tile: read a tile with "
-                       "coalesced loads, __syncthreads(), then write it out with threadIdx.x as the fastest index",
-                       {"tile": "[32][33]"})
-        which = "threadIdx.y" if co.get("y") == unit else "the loop variable"
-        return Fix("swap-index-order", f"swap the index order so that threadIdx.x (not {which}) selects "
-                   "consecutive elements", {"fastest_index": "threadIdx.x", "current_unit_stride": which})
+        if transposed and kdef is not None and src.facts is not None:
+            fix = F.tiled_transpose(src.facts, kdef, k.block)
+            if fix is not None:
+                return [fix]
+        square = k.block is not None and k.block[0] == k.block[1] and k.block[2] == 1
+        others_coalesced = any(o.space == "global" and o.index != a.index and
+                               _lane_coeffs(k, o.index).get("x") == E.const(o.width_bytes) for o in res.accesses)
+        if co.get("y") == unit and square and not others_coalesced and kdef is not None and src.facts is not None:
+            fix = F.swap_thread_indices(src.facts, kdef)
+            if fix is not None:
+                return [fix]
+        if src.facts is not None and snippet_line is not None:
+            return [F.stage_snippet(src.facts, snippet_line, array)]
+    if src.facts is None or snippet_line is None:
+        return []
     if isinstance(stride, int) and stride > w and (stride % w or (stride // w) & (stride // w - 1)
                                                    or _has_sibling_fields(k, a, res)):
-        return Fix("use-soa", f"store the fields as separate arrays (structure of arrays): each lane now reads "
-                   f"{w} of every {stride} bytes", {"struct_stride_bytes": stride, "field_bytes": w})
-    return Fix("stage-through-shared-memory", "load a tile with coalesced accesses (threadIdx.x on consecutive "
-               "elements) into shared memory, __syncthreads(), then read the strided pattern from shared memory",
-               {"lane_stride_bytes": stride})
+        return [F.soa_snippet(src.facts, snippet_line, array)]
+    return [F.stage_snippet(src.facts, snippet_line, array)]
 
 
 def _has_sibling_fields(k: _Kernel, a: AccessInfo, res: MemoryAnalysis) -> bool:
@@ -196,7 +233,7 @@ def _has_sibling_fields(k: _Kernel, a: AccessInfo, res: MemoryAnalysis) -> bool:
 
 
 def _bank_conflict(k: _Kernel, a: AccessInfo, loc: tuple[int, int, int, str], shape: Any, ways: float,
-                   src: _Source) -> Finding:
+                   src: _Source, ways_min: float) -> Finding:
     line, col, end, prefix = loc
     name = cuda_symbol_name(a.arrays[0]) if a.arrays else None
     msg = (f"{prefix}{_fmt(ways)}-way bank conflict: {_fmt(a.wavefronts)} wavefronts instead of "
@@ -210,22 +247,18 @@ def _bank_conflict(k: _Kernel, a: AccessInfo, loc: tuple[int, int, int, str], sh
               "assumed_block": shape, "ncu_metric": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared"}
     related: list[Related] = []
     fix: Fix | None = None
-    decl = src.shared_declaration(name) if name else None
-    stride = a.lane_stride_bytes
-    if decl is not None:
-        dline, dcol, dtext = decl
-        related.append(Related(dline, dcol, dline, dcol + len(dtext), f"shared array '{name}' declared here"))
-        dims = re.findall(r"\[([^\]]*)\]", dtext)
-        if len(dims) >= 2 and isinstance(stride, int) and stride % 8 == 0:
-            last = dims[-1]
-            new_text = dtext[: dtext.rfind("[")] + f"[{last.strip()} + 1]"
-            fix = Fix("pad-shared-array", f"pad the last dimension of '{name}' by one element so that a column "
-                      "walk spreads over all 32 banks", {"declaration": name, "line": dline, "column": dcol,
-                                                         "old_text": dtext, "new_text": new_text})
-    if fix is None:
-        fix = Fix("swap-index-order", "let consecutive threads access consecutive 4-byte words (e.g. sequential "
-                  "addressing in a reduction)", {"declaration": name, "lane_stride_bytes": stride})
-    return Finding("shared-bank-conflict", "warning", line, col, line, end, msg, detail=detail, fix=fix,
+    facts = src.facts
+    # the array as the function making the access sees it, not the first array of that name in the file
+    owner = facts.function_at_line(a.line) if facts is not None and a.line is not None else None
+    decl = facts.array(name, owner) if facts is not None and name and owner is not None else None
+    if decl is not None and facts is not None:
+        dline, dcol = facts.position(decl.offset)
+        dend_line, dend_col = facts.position(decl.end_offset)
+        related.append(Related(dline, dcol, dend_line, dend_col, f"shared array '{name}' declared here"))
+        fix = F.pad_shared_array(facts, decl, _const_coeffs(k, a.index), k.block, a.width_bytes, ways_min)
+    if fix is None and facts is not None and a.line is not None:
+        fix = F.sequential_snippet(facts, a.line, name)
+    return Finding(Code.SHARED_BANK_CONFLICT, "warning", line, col, line, end, msg, detail=detail, fix=fix,
                    related=related, kernel=k.fn.display_name)
 
 
@@ -240,5 +273,5 @@ def _divergent(k: _Kernel, b: BranchInfo, loc: tuple[int, int, int, str], shape:
     detail = {"divergent_share": round(b.share or 0, 3), "depends_on": b.depends_on, "condition": b.condition,
               "executions": b.executions, "assumed_block": shape,
               "ncu_metric": "smsp__thread_inst_executed_per_inst_executed.ratio"}
-    return Finding("divergent-branch", "warning", line, col, line, end, msg, detail=detail,
+    return Finding(Code.DIVERGENT_BRANCH, "warning", line, col, line, end, msg, detail=detail,
                    kernel=k.fn.display_name)

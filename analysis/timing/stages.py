@@ -48,7 +48,7 @@ def launch_stage(ctx: Any) -> None:
     reqntid = ctx.function.directives.get("reqntid")
     launch = infer_launch(ctx.function.display_name, ctx.cuda_source, overrides=overrides,
                           settings=_kernel_settings(ctx), reqntid=tuple(reqntid) if reqntid else None,
-                          source_path=ctx.report.file, include_dirs=list(ctx.options.include_dirs))
+                          source_path=getattr(ctx, "source_path", None), include_dirs=list(ctx.options.include_dirs))
     ctx.launch = launch
     ctx.report.launch = launch
     ctx.trip_counts = trip_counts(ctx.function, ctx.cfg, ctx.loops, launch)

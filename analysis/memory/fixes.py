@@ -1,0 +1,228 @@
+"""The memory rules' fix builders: concrete text edits, or a snippet where no complete rewrite is known.
+
+Each builder gets the source model and the warp-level facts of the access that was found, and returns a
+`Fix` whose edits change only what the fix is about: the array declared in the function that makes the
+access, the thread coordinates of one kernel, or one kernel's whole body. A fix is offered only when the
+builder can tell that it removes the finding (the padding is chosen by replaying the warp's lanes against
+the padded layout; a rewrite is offered only for a pattern whose rewrite is known to compute the same result).
+Where that is not known the builder returns a snippet: comment lines to adapt, never a declaration.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from kerncast.analysis.edits import insert_lines_above, line_indent, replace
+from kerncast.analysis.report import Fix
+from kerncast.analysis.rules import Code, FixKind, rule
+from kerncast.analysis.source_model import ArrayDeclaration, KernelDefinition, SourceFacts
+
+BANKS = 32
+WARP = 32
+MAX_PADDING = 32
+
+
+@dataclass(frozen=True, slots=True)
+class LaneCoefficients:
+    """Bytes the address moves per step of threadIdx.x and threadIdx.y (None when not a constant)."""
+
+    x: int | None
+    y: int | None
+
+
+def _fix(code: Code, kind: FixKind, description: str, data: dict, edits: list) -> Fix:
+    return Fix(kind, description, data, edits, rule(code).fix(kind).applicability)
+
+
+# ------------------------------------------------------------------------------------------ padding
+
+
+def _wavefronts(cx: int, cy: int, block: tuple[int, int, int], width: int) -> tuple[int, int]:
+    """(wavefronts, ideal) of one warp's request whose byte offsets are cx*threadIdx.x + cy*threadIdx.y."""
+    bx, by = block[0], block[1]
+    lanes = [(t % bx, (t // bx) % by) for t in range(min(WARP, bx * by))]
+    per_phase = max(1, WARP * 4 // max(width, 4))
+    actual = ideal = 0
+    for p in range(0, len(lanes), per_phase):
+        banks: dict[int, set[int]] = {}
+        words: set[int] = set()
+        for tx, ty in lanes[p:p + per_phase]:
+            first = (cx * tx + cy * ty) // 4
+            for w in range(first, first + max(1, width // 4)):
+                banks.setdefault(w % BANKS, set()).add(w)
+                words.add(w)
+        actual += max(len(s) for s in banks.values())
+        ideal += max(1, -(-len(words) // BANKS))
+    return actual, ideal
+
+
+def _padded(c: int, row_bytes: int, extra_bytes: int) -> int:
+    """A byte coefficient after each row grows by `extra_bytes`: whole rows stretch, the rest stays."""
+    rows, rest = divmod(c, row_bytes)
+    return rows * (row_bytes + extra_bytes) + rest
+
+
+def pad_shared_array(facts: SourceFacts, decl: ArrayDeclaration, co: LaneCoefficients,
+                     block: tuple[int, int, int] | None, width: int, ways_min: float) -> Fix | None:
+    """Grow the last dimension of a 2-D (or deeper) shared array by the fewest elements that leave no
+    conflict for this access; None when the sizes cannot be folded or no padding up to 32 helps."""
+    if len(decl.dims) < 2 or co.x is None or co.x <= 0 or co.y is None or co.y < 0:
+        return None
+    last = decl.dims[-1]
+    size = facts.env.fold(last.text, decl.offset).as_int()
+    if size is None or size <= 0:
+        return None
+    row_bytes = size * width
+    shape = block or (WARP, 1, 1)
+    before, _ = _wavefronts(co.x, co.y, shape, width)
+    for pad in range(1, MAX_PADDING + 1):
+        actual, ideal = _wavefronts(_padded(co.x, row_bytes, pad * width), _padded(co.y, row_bytes, pad * width),
+                                    shape, width)
+        if actual < before and actual / ideal < ways_min:
+            text = last.text.strip()
+            new = str(size + pad) if text.isdigit() else f"{text} + {pad}"
+            return _fix(Code.SHARED_BANK_CONFLICT, FixKind.PAD_SHARED_ARRAY,
+                        f"pad the last dimension of '{decl.name}' by {pad} element{'s' if pad > 1 else ''} so "
+                        "that the lanes of a warp spread over all 32 banks",
+                        {"array": decl.name, "padding": pad, "line": facts.position(decl.offset)[0]},
+                        [replace(facts, last.start, last.end, new)])
+    return None
+
+
+# ------------------------------------------------------------------------------------------ thread swap
+
+
+def swap_thread_indices(facts: SourceFacts, kdef: KernelDefinition) -> Fix | None:
+    """Exchange threadIdx.x and threadIdx.y throughout the kernel's body.
+
+    With a square block this relabels the threads of each block: every block still covers the same
+    elements, and only which lane of a warp handles which element changes. It is `unsafe` because code that
+    relies on warp membership (shuffles, votes) would see different partners.
+    """
+    if kdef.body_start is None or kdef.body_end is None or kdef.file is not None:
+        return None
+    toks = facts.env.tokens
+    edits = []
+    for i in range(len(toks) - 2):
+        t = toks[i]
+        if t.offset <= kdef.body_start or t.offset >= kdef.body_end:
+            continue
+        if t.text == "threadIdx" and toks[i + 1].text == "." and toks[i + 2].text in ("x", "y"):
+            axis = toks[i + 2]
+            edits.append(replace(facts, axis.offset, axis.offset + 1, "y" if axis.text == "x" else "x"))
+    if not edits:
+        return None
+    return _fix(Code.UNCOALESCED_GLOBAL, FixKind.SWAP_THREAD_INDICES,
+                f"exchange threadIdx.x and threadIdx.y in {kdef.name} so that consecutive lanes touch "
+                "consecutive elements (the square block covers the same elements)",
+                {"kernel": kdef.name}, edits)
+
+
+# ------------------------------------------------------------------------------------------ transpose
+
+
+_NAIVE_TRANSPOSE = re.compile(
+    r"^\{ int (?P<x>\w+) = blockIdx \. x \* (?P<t>\w+) \+ threadIdx \. x ; "
+    r"int (?P<y>\w+) = blockIdx \. y \* (?P=t) \+ threadIdx \. y ; "
+    r"for \( int (?P<j>\w+) = 0 ; (?P=j) < (?P=t) ; (?P=j) \+= (?P<r>\w+) \) (?P<brace>\{ )?"
+    r"(?P<out>\w+) \[ (?P=x) \* (?P<h>\w+) \+ \( (?P=y) \+ (?P=j) \) \] = "
+    r"(?P<inp>\w+) \[ \( (?P=y) \+ (?P=j) \) \* (?P<w>\w+) \+ (?P=x) \] ; (?(brace)\} )\}$")
+
+
+def _element_type(facts: SourceFacts, kdef: KernelDefinition, param: str) -> str | None:
+    """`float` for a parameter declared `const float *param` in the kernel's signature."""
+    toks = [t for t in facts.env.tokens if kdef.name_offset < t.offset < kdef.params_end_offset]
+    for i, t in enumerate(toks):
+        if t.text == param and i >= 2 and toks[i - 1].text == "*":
+            ids = [u.text for u in toks[:i - 1] if u.kind == "id" and u.text not in ("const", "__restrict__")]
+            return ids[-1] if ids else None
+    return None
+
+
+def tiled_transpose(facts: SourceFacts, kdef: KernelDefinition,
+                    block: tuple[int, int, int] | None) -> Fix | None:
+    """Rewrite a naive transpose body (`out[x * h + (y + j)] = in[(y + j) * w + x]` over a T x R block) as
+    the tiled one: coalesced loads into a padded T x (T + 1) shared tile, `__syncthreads()`, coalesced
+    stores of the transposed tile. Same element mapping, same block and grid; None for any other body."""
+    if kdef.body_start is None or kdef.body_end is None or kdef.file is not None:
+        return None
+    body = " ".join(t.text for t in facts.env.tokens if kdef.body_start <= t.offset <= kdef.body_end)
+    m = _NAIVE_TRANSPOSE.match(body)
+    if m is None:
+        return None
+    g = m.groupdict()
+    tile_size = facts.env.fold(g["t"], kdef.body_start).as_int()
+    rows = facts.env.fold(g["r"], kdef.body_start).as_int()
+    if tile_size is None or rows is None or block is None or (block[0], block[1]) != (tile_size, rows):
+        return None
+    elem = _element_type(facts, kdef, g["out"])
+    if elem is None or elem != _element_type(facts, kdef, g["inp"]):
+        return None
+    used = {t.text for t in facts.env.tokens if kdef.name_offset <= t.offset <= kdef.body_end}
+    tile = next(n for n in ("tile", "transpose_tile", "kc_tile") if n not in used)
+    x, y, j, t, r = g["x"], g["y"], g["j"], g["t"], g["r"]
+    ind = line_indent(facts, facts.position(kdef.body_start)[0] + 1) or "    "
+    lines = [
+        f"__shared__ {elem} {tile}[{t}][{t} + 1];  // one padding column: no bank conflicts",
+        f"int {x} = blockIdx.x * {t} + threadIdx.x;",
+        f"int {y} = blockIdx.y * {t} + threadIdx.y;",
+        f"for (int {j} = 0; {j} < {t}; {j} += {r})",
+        f"    {tile}[threadIdx.y + {j}][threadIdx.x] = {g['inp']}[({y} + {j}) * {g['w']} + {x}];",
+        "__syncthreads();",
+        f"{x} = blockIdx.y * {t} + threadIdx.x;",
+        f"{y} = blockIdx.x * {t} + threadIdx.y;",
+        f"for (int {j} = 0; {j} < {t}; {j} += {r})",
+        f"    {g['out']}[({y} + {j}) * {g['h']} + {x}] = {tile}[threadIdx.x][threadIdx.y + {j}];",
+    ]
+    new_body = "{\n" + "".join(f"{ind}{s}\n" for s in lines) + "}"
+    return _fix(Code.UNCOALESCED_GLOBAL, FixKind.TILED_TRANSPOSE,
+                f"rewrite {kdef.name} as a tiled transpose: coalesced loads into a padded shared tile, "
+                "__syncthreads(), coalesced stores of the transposed tile",
+                {"kernel": kdef.name, "tile": f"[{t}][{t} + 1]"},
+                [replace(facts, kdef.body_start, kdef.body_end + 1, new_body)])
+
+
+# ------------------------------------------------------------------------------------------ snippets
+
+
+def _snippet(facts: SourceFacts, code: Code, kind: FixKind, line: int, title: str, text: list[str]) -> Fix:
+    """Comment lines above the finding's line: a template to adapt, which declares nothing."""
+    return _fix(code, kind, f"snippet: {title}", {"line": line},
+                [insert_lines_above(facts, line, [f"// kerncast snippet: {s}" if i == 0 else f"//   {s}"
+                                                   for i, s in enumerate(text)])])
+
+
+def stage_snippet(facts: SourceFacts, line: int, array: str | None) -> Fix:
+    src = array or "in"
+    return _snippet(facts, Code.UNCOALESCED_GLOBAL, FixKind.STAGE_THROUGH_SHARED, line,
+                    "stage the strided access through shared memory", [
+                        "stage the strided access through shared memory: each block loads a tile with",
+                        "coalesced reads (consecutive threadIdx.x, consecutive addresses), then reads it in any order:",
+                        "__shared__ float tile[32][33];  // one padding column against bank conflicts",
+                        f"tile[threadIdx.y][threadIdx.x] = {src}[(row0 + threadIdx.y) * width + col0 + threadIdx.x];",
+                        "__syncthreads();",
+                        "... then use tile[threadIdx.x][threadIdx.y] instead of the strided global access",
+                    ])
+
+
+def soa_snippet(facts: SourceFacts, line: int, array: str | None) -> Fix:
+    a = array or "items"
+    return _snippet(facts, Code.UNCOALESCED_GLOBAL, FixKind.USE_SOA, line,
+                    "store the fields as separate arrays (structure of arrays)", [
+                        f"{a} is an array of structures: a warp reading one field strides by the struct size.",
+                        "Store each field in its own array (structure of arrays) so that consecutive threads",
+                        f"read consecutive addresses: struct {{ float *x, *y, *z; }} {a}; ... {a}.x[i]",
+                    ])
+
+
+def sequential_snippet(facts: SourceFacts, line: int, array: str | None) -> Fix:
+    a = array or "sdata"
+    return _snippet(facts, Code.SHARED_BANK_CONFLICT, FixKind.SEQUENTIAL_ADDRESSING, line,
+                    "sequential addressing", [
+                        "let consecutive threads access consecutive words (sequential addressing):",
+                        "for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {",
+                        f"    if (tid < s) {a}[tid] += {a}[tid + s];",
+                        "    __syncthreads();",
+                        "}",
+                    ])
