@@ -2,7 +2,7 @@
 
 Without a code: one line per rule (code, default severity, title). With a code: the rule's explanation, an
 example, what to do, the Nsight Compute rule and metric that confirm it, its documentation and its fixes with
-their applicability. `--format json` prints the same as data.
+their applicability. `--format json` prints the same as data, `--format markdown` the README's table.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import json
 import sys
 from typing import Any
 
-from kerncast.analysis.rules import RULES, Rule
+from kerncast.analysis.rules import RULES, Rule, markdown_table
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of `kerncast rules`."""
     parser.add_argument("code", nargs="?", help="show one rule in full (e.g. shared-bank-conflict)")
-    parser.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    parser.add_argument("--format", choices=("text", "json", "markdown"), default="text", help="output format")
 
 
 def rule_json(r: Rule) -> dict[str, Any]:
@@ -50,6 +50,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.format == "json":
         print(json.dumps([rule_json(r) for r in RULES.values()], indent=2))
+        return 0
+    if args.format == "markdown":  # the README's findings table
+        sys.stdout.write(markdown_table())
         return 0
     width = max(len(c) for c in RULES)
     for r in RULES.values():

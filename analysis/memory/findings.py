@@ -95,7 +95,7 @@ def build_findings(k: _Kernel, res: MemoryAnalysis, thresholds: Any, cuda_source
         elif a.space == "shared" and a.known and a.wavefronts is not None and a.ideal_wavefronts:
             ways = a.wavefronts / a.ideal_wavefronts
             if ways >= ways_min:
-                f = _bank_conflict(k, a, loc, shape, ways, src, ways_min)
+                f = _bank_conflict(k, a, res, loc, shape, ways, src, ways_min)
                 put(f.code, (a.wavefronts - a.ideal_wavefronts) * a.executions, f)
         elif a.space in ("global", "shared") and not a.known and a.active_lanes:
             line, col, end, prefix = loc
@@ -232,8 +232,8 @@ def _has_sibling_fields(k: _Kernel, a: AccessInfo, res: MemoryAnalysis) -> bool:
     return False
 
 
-def _bank_conflict(k: _Kernel, a: AccessInfo, loc: tuple[int, int, int, str], shape: Any, ways: float,
-                   src: _Source, ways_min: float) -> Finding:
+def _bank_conflict(k: _Kernel, a: AccessInfo, res: MemoryAnalysis, loc: tuple[int, int, int, str], shape: Any,
+                   ways: float, src: _Source, ways_min: float) -> Finding:
     line, col, end, prefix = loc
     name = cuda_symbol_name(a.arrays[0]) if a.arrays else None
     msg = (f"{prefix}{_fmt(ways)}-way bank conflict: {_fmt(a.wavefronts)} wavefronts instead of "
@@ -255,7 +255,11 @@ def _bank_conflict(k: _Kernel, a: AccessInfo, loc: tuple[int, int, int, str], sh
         dline, dcol = facts.position(decl.offset)
         dend_line, dend_col = facts.position(decl.end_offset)
         related.append(Related(dline, dcol, dend_line, dend_col, f"shared array '{name}' declared here"))
-        fix = F.pad_shared_array(facts, decl, _const_coeffs(k, a.index), k.block, a.width_bytes, ways_min)
+        others = [(_const_coeffs(k, o.index), o.width_bytes) for o in res.accesses
+                  if o.space == "shared" and o.index != a.index and o.arrays[:1] == a.arrays[:1]]
+        fix = F.pad_shared_array(facts, decl, _const_coeffs(k, a.index), k.block, a.width_bytes, ways_min, others)
+        if fix is None and len(decl.dims) >= 2 and a.line is not None:
+            fix = F.swizzle_snippet(facts, a.line, decl.name)
     if fix is None and facts is not None and a.line is not None:
         fix = F.sequential_snippet(facts, a.line, name)
     return Finding(Code.SHARED_BANK_CONFLICT, "warning", line, col, line, end, msg, detail=detail, fix=fix,

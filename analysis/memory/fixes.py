@@ -64,10 +64,15 @@ def _padded(c: int, row_bytes: int, extra_bytes: int) -> int:
 
 
 def pad_shared_array(facts: SourceFacts, decl: ArrayDeclaration, co: LaneCoefficients,
-                     block: tuple[int, int, int] | None, width: int, ways_min: float) -> Fix | None:
+                     block: tuple[int, int, int] | None, width: int, ways_min: float,
+                     others: list[tuple[LaneCoefficients, int]] | None = None) -> Fix | None:
     """Grow the last dimension of a 2-D (or deeper) shared array by the fewest elements that leave no
-    conflict for this access; None when the sizes cannot be folded or no padding up to 32 helps."""
-    if len(decl.dims) < 2 or co.x is None or co.x <= 0 or co.y is None or co.y < 0:
+    conflict for this access and none for the kernel's `others` accesses to the same array (their lane
+    coefficients and widths); None when the sizes cannot be folded or no padding up to 32 does that."""
+    if len(decl.dims) < 2:
+        return None
+    accesses = [(co, width), *(others or [])]
+    if any(c.x is None or c.y is None or c.x < 0 or c.y < 0 for c, _ in accesses):
         return None
     last = decl.dims[-1]
     size = facts.env.fold(last.text, decl.offset).as_int()
@@ -75,11 +80,11 @@ def pad_shared_array(facts: SourceFacts, decl: ArrayDeclaration, co: LaneCoeffic
         return None
     row_bytes = size * width
     shape = block or (WARP, 1, 1)
-    before, _ = _wavefronts(co.x, co.y, shape, width)
+    before, _ = _wavefronts(co.x or 0, co.y or 0, shape, width)
     for pad in range(1, MAX_PADDING + 1):
-        actual, ideal = _wavefronts(_padded(co.x, row_bytes, pad * width), _padded(co.y, row_bytes, pad * width),
-                                    shape, width)
-        if actual < before and actual / ideal < ways_min:
+        after = [_wavefronts(_padded(c.x or 0, row_bytes, pad * width), _padded(c.y or 0, row_bytes, pad * width),
+                             shape, w) for c, w in accesses]
+        if after[0][0] < before and all(actual / ideal < ways_min for actual, ideal in after):
             text = last.text.strip()
             new = str(size + pad) if text.isdigit() else f"{text} + {pad}"
             return _fix(Code.SHARED_BANK_CONFLICT, FixKind.PAD_SHARED_ARRAY,
@@ -225,4 +230,13 @@ def sequential_snippet(facts: SourceFacts, line: int, array: str | None) -> Fix:
                         f"    if (tid < s) {a}[tid] += {a}[tid + s];",
                         "    __syncthreads();",
                         "}",
+                    ])
+
+
+def swizzle_snippet(facts: SourceFacts, line: int, array: str) -> Fix:
+    return _snippet(facts, Code.SHARED_BANK_CONFLICT, FixKind.SWIZZLE, line,
+                    f"swizzle the columns of '{array}'", [
+                        f"no padding of '{array}' leaves every access of this kernel conflict-free; an XOR",
+                        "swizzle spreads both the row and the column walks over the banks. Index every access as",
+                        f"{array}[r][c ^ (r % 32)] instead of {array}[r][c] (reads and writes alike).",
                     ])

@@ -1,0 +1,216 @@
+"""A quick fix is a promise: every code action Kerncast offers on the corpus and the examples is applied as the
+server sends it, the file is compiled again with the real nvcc and analysed again. A quick fix must remove its
+finding, add no nvcc warning and no other finding; a snippet must add neither a warning nor a finding.
+The tiled transpose rewrite is also run on the host (an emulation of the kernel body over a small grid) and
+must write every output element from the same input element as the naive kernel.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from kerncast.analysis.pipeline import analyze_file
+from kerncast.analysis.report import FileReport, Finding
+from kerncast.server import actions
+from lsprotocol import types as lsp
+
+REPO = Path(__file__).resolve().parent.parent
+FILES = sorted((REPO / "tests" / "kernels").glob("*.cu")) + sorted((REPO / "examples").glob("*.cu"))
+
+
+def apply_edits(text: str, edits: list[lsp.TextEdit]) -> str:
+    """Apply LSP edits (0-based, possibly spanning lines) the way an editor does: last edit first."""
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for ln in lines:
+        starts.append(starts[-1] + len(ln))
+
+    def offset(p: lsp.Position) -> int:
+        return starts[p.line] + p.character
+
+    for e in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+        a, b = offset(e.range.start), offset(e.range.end)
+        text = text[:a] + e.new_text + text[b:]
+    return text
+
+
+def _offered(report: FileReport, text: str, uri: str) -> list[tuple[Finding, lsp.CodeAction]]:
+    """Every fix action the server offers, with the finding it was offered for."""
+    doc = actions.Doc(uri=uri, version=1, lines=text.splitlines(), versioned=False)
+    whole = lsp.Range(lsp.Position(0, 0), lsp.Position(len(doc.lines), 0))
+    out = []
+    for f in report.all_findings():
+        for a in actions.code_actions(FileReport(report.file, report.gpu, findings=[f]), doc, whole, [], "v100"):
+            if a.edit is not None:
+                out.append((f, a))
+    return out
+
+
+def _counts(report: FileReport) -> Counter[tuple[str | None, str]]:
+    """Findings by kernel and code. nvcc warnings are compared on their own; an energy hotspot that is only
+    information is a share of the kernel's energy, not a problem: a rewrite that spreads the work over more
+    lines moves it, so it is left out (a hotspot at warning level is counted)."""
+    return Counter((f.kernel, str(f.code)) for f in report.all_findings()
+                   if str(f.code) != "compile-warning"
+                   and not (str(f.code) == "energy-hotspot" and f.severity == "information"))
+
+
+def _warnings(report: FileReport) -> Counter[str]:
+    """nvcc's warnings, without their line numbers (a rewrite moves lines)."""
+    return Counter(re.sub(r"\d+", "N", f.message) for f in report.findings if str(f.code) == "compile-warning")
+
+
+@pytest.fixture(scope="module")
+def offered(nvcc_available, tmp_path_factory) -> list[tuple[Path, FileReport, Finding, lsp.CodeAction]]:
+    out = []
+    for path in FILES:
+        report = analyze_file(path)
+        assert report.ok, (path.name, [f.message for f in report.findings])
+        uri = path.as_uri()
+        for f, a in _offered(report, path.read_text(), uri):
+            out.append((path, report, f, a))
+    return out
+
+
+def test_the_corpus_offers_fixes_of_each_kind(offered) -> None:
+    kinds = Counter((a.kind, f.fix.kind if f.fix else None) for _, _, f, a in offered)
+    print("offered:", dict(kinds))
+    quick = {str(f.fixes()[0].kind) for _, _, f, a in offered if a.kind == lsp.CodeActionKind.QuickFix}
+    assert {"pad-shared-array", "tiled-transpose", "swap-thread-indices"} <= quick
+    assert any(a.kind == actions.SNIPPET_KIND for _, _, _, a in offered)
+    for _, _, _, a in offered:  # snippets are titled as such and never offered as a fix
+        assert (a.kind == actions.SNIPPET_KIND) == a.title.startswith("Kerncast: snippet:"), a.title
+        assert a.kind != actions.SNIPPET_KIND or not a.diagnostics and not a.is_preferred
+
+
+def test_every_offered_action_keeps_its_promise(offered, tmp_path) -> None:
+    checked = 0
+    for i, (path, before, f, a) in enumerate(offered):
+        uri = path.as_uri()
+        new_text = apply_edits(path.read_text(), a.edit.changes[uri])
+        fixed = tmp_path / str(i) / path.name
+        fixed.parent.mkdir()
+        fixed.write_text(new_text)
+        after = analyze_file(fixed)
+        what = f"{path.name}: {a.title}"
+        assert after.ok, (what, [x.message for x in after.findings])
+        assert _warnings(after) - _warnings(before) == Counter(), (what, "new nvcc warning")
+        expected = _counts(before)
+        if a.kind == lsp.CodeActionKind.QuickFix:
+            key = (f.kernel, str(f.code))
+            assert _counts(after)[key] == expected[key] - 1, (what, "the finding is still there")
+            expected[key] -= 1
+        assert _counts(after) == +expected, (what, "other findings changed", _counts(after) - expected,
+                                              expected - _counts(after))
+        checked += 1
+    print(f"{checked} actions applied, recompiled and re-analysed")
+    assert checked >= 6
+
+
+def test_only_a_sole_safe_fix_is_preferred(offered) -> None:
+    for _, _, f, a in offered:
+        safe = [x for x in f.fixes() if x.applicability == "safe" and x.edits]
+        if a.is_preferred:
+            assert len(safe) == 1 and a.kind == lsp.CodeActionKind.QuickFix, a.title
+    assert any(a.is_preferred for _, _, _, a in offered)  # the padding and the rewrite are sole safe fixes
+    assert not any(a.is_preferred for _, _, f, a in offered if "swap" in str(f.fixes()[0].kind))
+
+
+# ------------------------------------------------------------------------------------------ host emulation
+
+
+def _defines(text: str) -> dict[str, int]:
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"#define\s+(\w+)\s+(\d+)\s*$", text, re.M)}
+
+
+def _body(text: str, kernel: str) -> list[str]:
+    """The lines of a kernel's body (between its braces), in the simple layout of the transposes."""
+    lines = text.splitlines()
+    start = next(i for i, ln in enumerate(lines) if f"void {kernel}(" in ln)
+    open_at = next(i for i in range(start, len(lines)) if lines[i].strip() == "{")
+    depth, i = 0, open_at
+    for i in range(open_at, len(lines)):
+        depth += lines[i].count("{") - lines[i].count("}")
+        if depth == 0:
+            break
+    return lines[open_at + 1:i]
+
+
+def _to_python(body: list[str], consts: dict[str, int]) -> str:
+    """A generator function emulating one thread: C statements to Python, `__syncthreads()` to `yield`."""
+    out = ["def thread(threadIdx, blockIdx, shared, out, inp, width, height):", "    yield None"]
+    body = textwrap.dedent("\n".join(body)).splitlines()
+    for raw in body:
+        text = re.sub(r"//.*", "", raw).rstrip()
+        if not text.strip() or text.strip() in ("{", "}"):
+            continue
+        indent = " " * (len(text) - len(text.lstrip()))
+        s = text.strip().rstrip("{").strip().rstrip(";")
+        for name, value in consts.items():
+            s = re.sub(rf"\b{name}\b", str(value), s)
+        m = re.fullmatch(r"__shared__ \w+ (\w+)\[(.+?)\]\[(.+?)\]", s)
+        if m:
+            rows, cols = eval(m.group(2)), eval(m.group(3))  # noqa: S307 - our own constants only
+            s = f"{m.group(1)} = shared.setdefault({m.group(1)!r}, [[None] * {cols} for _ in range({rows})])"
+        elif s == "__syncthreads()":
+            s = "yield None"
+        elif (m := re.fullmatch(r"for \(int (\w+) = (\w+); \1 < (\w+); \1 \+= (\w+)\)", s)):
+            s = f"for {m.group(1)} in range({m.group(2)}, {m.group(3)}, {m.group(4)}):"
+        else:
+            s = re.sub(r"^int ", "", s)
+        s = re.sub(r"\b(?:odata|out)\[", "out[", s)
+        s = re.sub(r"\b(?:idata|in)\[", "inp[", s)
+        out.append("    " + indent + s)
+    return "\n".join(out) + "\n"
+
+
+class _Dim:
+    def __init__(self, x: int, y: int) -> None:
+        self.x, self.y, self.z = x, y, 0
+
+
+def _run(body: list[str], consts: dict[str, int], grid: tuple[int, int], block: tuple[int, int],
+         width: int, height: int) -> list[int | None]:
+    """Run the body for every thread of every block, all threads of a block up to each barrier in turn."""
+    scope: dict = {}
+    exec(_to_python(body, consts), scope)  # noqa: S102 - the code is our own kernel text
+    inp = list(range(width * height))
+    out: list[int | None] = [None] * (width * height)
+    for bx in range(grid[0]):
+        for by in range(grid[1]):
+            shared: dict = {}
+            threads = [scope["thread"](_Dim(tx, ty), _Dim(bx, by), shared, out, inp, width, height)
+                       for ty in range(block[1]) for tx in range(block[0])]
+            live = threads
+            while live:
+                nxt = []
+                for t in live:
+                    try:
+                        next(t)
+                        nxt.append(t)
+                    except StopIteration:
+                        pass
+                live = nxt
+    return out
+
+
+@pytest.mark.parametrize("path", [REPO / "tests" / "kernels" / "transpose.cu", REPO / "examples" / "transpose.cu"],
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_tiled_transpose_rewrite_keeps_the_mapping(offered, path: Path) -> None:
+    rewrite = [a for p, _, f, a in offered if p == path and f.fix is not None and f.fix.kind == "tiled-transpose"]
+    assert len(rewrite) == 1
+    text = path.read_text()
+    new = apply_edits(text, rewrite[0].edit.changes[path.as_uri()])
+    consts = _defines(text)
+    tile, rows = sorted(consts.values(), reverse=True)[:2]
+    width = height = 2 * tile
+    naive = _run(_body(text, "transposeNaive"), consts, (2, 2), (tile, rows), width, height)
+    tiled_body = _body(new, "transposeNaive")
+    assert any("__syncthreads();" in ln for ln in tiled_body) and any("__shared__" in ln for ln in tiled_body)
+    tiled = _run(tiled_body, consts, (2, 2), (tile, rows), width, height)
+    assert None not in naive and naive == [(i % height) * width + i // height for i in range(width * height)]
+    assert tiled == naive
