@@ -6,7 +6,7 @@ are missing, which must read "not available" rather than fail.
 
 from __future__ import annotations
 
-from kerncast.analysis.report import Finding, Fix
+from kerncast.analysis.report import Finding, Fix, TextEdit
 from kerncast.server import actions, convert, hover
 from lsprotocol import types as lsp
 
@@ -66,29 +66,9 @@ def _doc(text: str, versioned: bool = True) -> actions.Doc:
     return actions.Doc(uri="file:///t.cu", version=3, lines=text.splitlines(), versioned=versioned)
 
 
-def _apply(text: str, edits: list[lsp.TextEdit]) -> str:
-    lines = text.splitlines(keepends=True)
-    for e in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
-        line = lines[e.range.start.line]
-        assert e.range.start.line == e.range.end.line
-        lines[e.range.start.line] = line[:e.range.start.character] + e.new_text + line[e.range.end.character:]
-    return "".join(lines)
-
-
-def test_pad_numeric_shared_array() -> None:
-    text = "__global__ void k()\n{\n    __shared__ float tile[32][32];\n    tile[threadIdx.x][0] = 0;\n}\n"
-    f = Finding("shared-bank-conflict", "warning", 4, 5, 4, 20, "m",
-                fix=Fix("pad-shared-array", "pad", {"declaration": "tile", "line": 3}))
-    edits = actions.pad_shared_array(_doc(text), f, f.fix.data)
-    assert _apply(text, edits).splitlines()[2] == "    __shared__ float tile[32][33];"
-
-
-def test_swap_index_order() -> None:
-    text = "    out[threadIdx.y][threadIdx.x] = a[i][threadIdx.x];\n"
-    f = Finding("uncoalesced-global", "warning", 1, 5, 1, 40, "m",
-                fix=Fix("swap-index-order", "swap", {"array": "a"}))
-    edits = actions.swap_index_order(_doc(text), f, f.fix.data)
-    assert _apply(text, edits) == "    out[threadIdx.y][threadIdx.x] = a[threadIdx.x][i];\n"
+def test_library_edits_convert_to_zero_based_lsp_edits() -> None:
+    edit = actions.to_lsp_edit(TextEdit(3, 31, 3, 33, "33"))
+    assert edit.range == lsp.Range(lsp.Position(2, 30), lsp.Position(2, 32)) and edit.new_text == "33"
 
 
 def test_actions_are_versioned_only_for_clients_that_take_it() -> None:
@@ -96,7 +76,8 @@ def test_actions_are_versioned_only_for_clients_that_take_it() -> None:
     from kerncast.analysis.report import FileReport, KernelReport
 
     f = Finding("shared-bank-conflict", "warning", 4, 5, 4, 20, "m",
-                fix=Fix("pad-shared-array", "pad 'tile'", {"declaration": "tile", "line": 3}))
+                fix=Fix("pad-shared-array", "pad 'tile'", {"array": "tile", "line": 3},
+                        [TextEdit(3, 31, 3, 33, "33")]))
     report = FileReport(file="/t.cu", gpu="v100", kernels=[KernelReport("k", "_Z1kv", 1, findings=[f])])
     rng = lsp.Range(lsp.Position(3, 0), lsp.Position(3, 0))
     versioned = actions.code_actions(report, _doc(text, True), rng, [], "v100")

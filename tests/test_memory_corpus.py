@@ -87,32 +87,40 @@ def test_double_stride_two_ideal_is_eight_sectors(corpus: dict[str, FileReport])
 
 def test_aos_suggests_structure_of_arrays(corpus: dict[str, FileReport]) -> None:
     f = _finding(corpus, "aos.cu", "moveAos", "uncoalesced-global")
-    assert f.fix is not None and f.fix.kind == "use-soa"
+    assert f.fix is not None and f.fix.kind == "use-soa" and f.fix.applicability == "snippet"
     assert f.detail["lane_stride_bytes"] == 12
 
 
-def test_transposed_store_suggests_tiling(corpus: dict[str, FileReport]) -> None:
+def test_transposed_store_is_rewritten_tiled(corpus: dict[str, FileReport]) -> None:
     f = _finding(corpus, "transpose.cu", "transposeNaive", "uncoalesced-global")
-    assert f.fix is not None and f.fix.kind == "stage-through-shared-memory"
+    assert f.fix is not None and f.fix.kind == "tiled-transpose" and f.fix.applicability == "safe"
+    (edit,) = f.fix.edits
+    body = edit.new_text
+    assert "__shared__ float tile[TILE][TILE + 1];" in body and "__syncthreads();" in body
+    assert body.index("tile[threadIdx.y + j][threadIdx.x] = in[") < body.index("__syncthreads();") \
+        < body.index("out[(y + j) * height + x] = tile[threadIdx.x][threadIdx.y + j];")
     assert f.detail["assumed_block"] == [32, 8, 1]
 
 
 def test_bank_conflict_pads_the_declaration(corpus: dict[str, FileReport]) -> None:
     f = _finding(corpus, "transpose.cu", "transposeTiled", "shared-bank-conflict")
     assert "32-way bank conflict: 32 wavefronts instead of 1" in f.message
-    assert f.fix is not None and f.fix.kind == "pad-shared-array"
+    assert f.fix is not None and f.fix.kind == "pad-shared-array" and f.fix.applicability == "safe"
     src = (KERNELS / "transpose.cu").read_text().splitlines()
     line = f.fix.data["line"]
     assert "__shared__ float tile[TILE][TILE];" in src[line - 1]
-    assert f.fix.data["old_text"] in src[line - 1]
-    assert f.fix.data["new_text"].endswith("[TILE + 1]")
+    (edit,) = f.fix.edits  # the last dimension of transposeTiled's own tile, not transposePadded's
+    assert edit.line == edit.end_line == line and edit.new_text == "TILE + 1"
+    assert src[line - 1][edit.column - 1:edit.end_column - 1] == "TILE"
+    assert src[line - 1][:edit.column - 1].endswith("tile[TILE][")
     assert f.related and f.related[0].line == line
 
 
 def test_strided_reduction_conflict_and_sequential_fix(corpus: dict[str, FileReport]) -> None:
     f = _finding(corpus, "reduction.cu", "reduceStrided", "shared-bank-conflict")
     assert f.detail["ways"] >= 2
-    assert f.fix is not None and f.fix.kind == "swap-index-order"
+    assert f.fix is not None and f.fix.kind == "sequential-addressing" and f.fix.applicability == "snippet"
+    assert all(ln.lstrip().startswith("//") for e in f.fix.edits for ln in e.new_text.splitlines())
 
 
 def test_divergent_branch_names_the_lane_operand(corpus: dict[str, FileReport]) -> None:
