@@ -195,6 +195,34 @@ MALFORMED_PTX = """\
 """
 
 
+TWO_TILES_CU = """\
+// Two kernels that each declare their own `tile`: only the second one reads it column-wise.
+#include <cuda_runtime.h>
+
+// kerncast: block=32,32
+__global__ void copyShared(float *out, const float *in, int width)
+{
+    __shared__ float tile[32][32];
+    int x = blockIdx.x * 32 + threadIdx.x;
+    int y = blockIdx.y * 32 + threadIdx.y;
+    tile[threadIdx.y][threadIdx.x] = in[y * width + x];
+    __syncthreads();
+    out[y * width + x] = tile[threadIdx.y][threadIdx.x];
+}
+
+// kerncast: block=32,32
+__global__ void transposeShared(float *out, const float *in, int width)
+{
+    __shared__ float tile[32][32];
+    int x = blockIdx.x * 32 + threadIdx.x;
+    int y = blockIdx.y * 32 + threadIdx.y;
+    tile[threadIdx.y][threadIdx.x] = in[y * width + x];
+    __syncthreads();
+    out[y * width + x] = tile[threadIdx.x][threadIdx.y];
+}
+"""
+
+
 def make_workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The files one server works on (each capability set gets its own copy: tests save edits)."""
     needs_nvcc()
@@ -204,6 +232,7 @@ def make_workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (d / "broken.cu").write_text(BROKEN_CU)
     (d / "nolaunch.cu").write_text(NO_LAUNCH_CU)
     (d / "resources.cu").write_text(RESOURCES_CU)
+    (d / "twotiles.cu").write_text(TWO_TILES_CU)
     (d / "malformed.ptx").write_text(MALFORMED_PTX)
     (d / "big.cu").write_text(("// padding comment line to make this file large, " + "x" * 60 + "\n") * 46000
                               + NO_LAUNCH_CU)
@@ -426,30 +455,58 @@ async def test_pad_shared_array_action(s: Session) -> None:
     await s.diagnostics(uri)
 
 
-async def test_stage_through_shared_memory_action(s: Session) -> None:
+async def test_tiled_transpose_action(s: Session) -> None:
     uri = s.open("transpose.cu")
     await s.diagnostics(uri)
     acts = await _actions(s, uri, 11)
-    stage = [a for a in acts if "shared-memory tile" in a.title]
-    assert len(stage) == 1
-    new = apply_workspace_edit(s.text(uri), stage[0].edit, uri, s.version(uri)).splitlines()
+    tiled = [a for a in acts if "tiled transpose" in a.title]
+    assert len(tiled) == 1 and tiled[0].kind == lsp.CodeActionKind.QuickFix and tiled[0].is_preferred
+    new = apply_workspace_edit(s.text(uri), tiled[0].edit, uri, s.version(uri))
+    lines = new.splitlines()
+    assert "    __shared__ float tile[TILE_DIM][TILE_DIM + 1];  // one padding column: no bank conflicts" in lines
+    assert lines[:7] == s.text(uri).splitlines()[:7]  # only transposeNaive's body changes
+    version = s.change(uri, new)
+    s.save(uri)
+    diags = await s.diagnostics(uri, version)
+    naive_end = next(i for i, ln in enumerate(lines) if ln.startswith("__global__ void transposeTiled"))
+    assert not [d for d in diags if d.code in ("uncoalesced-global", "compile-warning")
+                and d.range.start.line < naive_end]
+    s.change(uri, (EXAMPLES / "transpose.cu").read_text())
+    s.save(uri)
+    await s.diagnostics(uri)
+
+
+async def test_pad_edits_the_tile_of_the_kernel_that_conflicts(s: Session) -> None:
+    uri = s.open("twotiles.cu")
+    diags = await s.diagnostics(uri)
+    conflict = s.line_of(uri, "tile[threadIdx.x][threadIdx.y]")
+    assert ("shared-bank-conflict", conflict) in {(d.code, d.range.start.line) for d in diags}
+    pad = [a for a in await _actions(s, uri, conflict) if "pad the last dimension" in a.title]
+    assert len(pad) == 1 and pad[0].is_preferred
+    new = apply_workspace_edit(s.text(uri), pad[0].edit, uri, s.version(uri)).splitlines()
     old = s.text(uri).splitlines()
-    at = new.index("    // kerncast: stage the strided access through shared memory: each block loads a tile with")
-    assert at == 10  # above the loop of line 11
-    assert "__shared__ float tile[32][33];" in new[at + 2]
-    assert new[at + 6:] == old[10:]
+    first, second = [i for i, ln in enumerate(old) if "__shared__ float tile[32][32];" in ln]
+    assert new[first] == old[first]  # copyShared's tile is untouched
+    assert new[second] == "    __shared__ float tile[32][33];"
+    version = s.change(uri, "\n".join(new) + "\n")
+    s.save(uri)
+    after = await s.diagnostics(uri, version)
+    assert "shared-bank-conflict" not in {d.code for d in after}
+    s.close(uri)
 
 
-async def test_use_soa_action(s: Session) -> None:
+async def test_structure_of_arrays_is_a_snippet(s: Session) -> None:
     uri = s.open("saxpy.cu")
     diags = await s.diagnostics(uri)
     assert {("uncoalesced-global", 20), ("uncoalesced-global", 21), ("uncoalesced-global", 22)} <= {
         (d.code, d.range.start.line + 1) for d in diags}
     acts = [a for a in await _actions(s, uri, 19) if "structure of arrays" in a.title]
     assert len(acts) == 1
+    assert acts[0].title.startswith("Kerncast: snippet:") and acts[0].kind == lsp.CodeActionKind.RefactorRewrite
+    assert not acts[0].is_preferred and not acts[0].diagnostics
     new = apply_workspace_edit(s.text(uri), acts[0].edit, uri, s.version(uri)).splitlines()
-    assert new[19].startswith("        // kerncast: p is an array of structures")
-    assert new[22] == s.text(uri).splitlines()[19]  # the flagged line follows the three-line note
+    assert new[19].startswith("        // kerncast snippet: p is an array of structures")
+    assert new[22] == s.text(uri).splitlines()[19]  # the flagged line follows the three comment lines
     s.close(uri)
 
 

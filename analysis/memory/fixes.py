@@ -211,8 +211,23 @@ def stage_snippet(facts: SourceFacts, line: int, array: str | None) -> Fix:
                     ])
 
 
+def _struct_array_on_line(facts: SourceFacts, line: int) -> str | None:
+    """The first `name[...]` on the line that is followed by `.field` or `->field`: the array of structs."""
+    toks = [t for t in facts.env.tokens if facts.position(t.offset)[0] == line]
+    for i, t in enumerate(toks[:-1]):
+        if t.kind == "id" and toks[i + 1].text == "[":
+            depth = 0
+            for j in range(i + 1, len(toks)):
+                depth += {"[": 1, "]": -1}.get(toks[j].text, 0)
+                if depth == 0:
+                    if j + 1 < len(toks) and toks[j + 1].text in (".", "->"):
+                        return t.text
+                    break
+    return None
+
+
 def soa_snippet(facts: SourceFacts, line: int, array: str | None) -> Fix:
-    a = array or "items"
+    a = _struct_array_on_line(facts, line) or array or "items"
     return _snippet(facts, Code.UNCOALESCED_GLOBAL, FixKind.USE_SOA, line,
                     "store the fields as separate arrays (structure of arrays)", [
                         f"{a} is an array of structures: a warp reading one field strides by the struct size.",
