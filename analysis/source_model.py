@@ -396,6 +396,11 @@ _SPECIFIERS = frozenset({"static", "inline", "__forceinline__", "__noinline__", 
                          "__device__", "__global__", "void", '"C"', '" "'})
 
 
+def _is_attribute(name: str) -> bool:
+    """`__launch_bounds__(...)`, `__maxnreg__(...)`, `__cluster_dims__(...)`, `alignas(...)`: not a name."""
+    return name in ("alignas", "__declspec") or (len(name) > 4 and name.startswith("__") and name.endswith("__"))
+
+
 def _kernel_definitions(env: ConstEnv) -> list[KernelDefinition]:
     toks = env.tokens
     kernels = []
@@ -404,8 +409,7 @@ def _kernel_definitions(env: ConstEnv) -> list[KernelDefinition]:
             continue
         j = k + 1
         while j < len(toks) and not (toks[j].kind == "id" and j + 1 < len(toks) and toks[j + 1].text == "("
-                                     and toks[j].text not in ("__launch_bounds__", "__attribute__",
-                                                              "__declspec", "alignas")):
+                                     and not _is_attribute(toks[j].text)):
             if toks[j].text in (";", "{", "}"):
                 break
             j += 1 if toks[j].text != "(" else _group_end(toks, j) - j + 1
