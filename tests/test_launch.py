@@ -370,3 +370,60 @@ def test_bad_input_never_raises(junk):
     find_kernel_definitions(junk)
     launch = infer_launch("k", junk)
     assert launch.block.value is not None
+
+
+# ------------------------------------------------------------------------------------------ included kernels
+
+INCLUDED_KERNEL = """\
+__global__ void scaleRows(float *data, int rows, int cols)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+#pragma unroll 1
+    for (int c = 0; c < cols; ++c) data[i * cols + c] *= 2.0f;
+}
+"""
+
+INCLUDING_MAIN = """\
+#include <cuda_runtime.h>
+#include "kernels/scale.cu"
+
+int main()
+{
+    float *d;
+    cudaMalloc(&d, 1024 * sizeof(float));
+    return 0;
+}
+"""
+
+
+def _included_project(tmp_path: Path) -> Path:
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "scale.cu").write_text(INCLUDED_KERNEL)
+    main = tmp_path / "main.cu"
+    main.write_text(INCLUDING_MAIN)
+    return main
+
+
+def test_params_by_name_for_a_kernel_defined_in_an_included_cu(tmp_path: Path) -> None:
+    main = _included_project(tmp_path)
+    launch = infer_launch("scaleRows", main.read_text(), LaunchOverrides(params={"cols": 64}),
+                          source_path=str(main))
+    assert launch.param_names == ["data", "rows", "cols"]
+    assert launch.params["cols"].value == 64 and launch.params["cols"].source == "cli"
+    assert not [a for a in launch.assumptions if "cols" in a]
+    # without the path the included file cannot be found: the names stay unknown, and the user is told so
+    blind = infer_launch("scaleRows", main.read_text(), LaunchOverrides(params={"cols": 64}))
+    assert blind.param_names == [] and any("are not known" in a for a in blind.assumptions)
+
+
+def test_included_kernel_params_reach_the_analysis(tmp_path: Path, nvcc_available: object) -> None:
+    from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+
+    main = _included_project(tmp_path)
+    report = analyze_file(main, options=AnalysisOptions(overrides=LaunchOverrides(params={"cols": 64})))
+    assert report.ok, [f.message for f in report.findings]
+    k = report.kernel("scaleRows") or next(k for k in report.kernels if "scaleRows" in k.name)
+    launch = k.launch.to_json()
+    assert launch["params"] == {"cols": 64} and launch["source"]["params"] == {"cols": "cli"}
+    assert not [a for a in launch["assumptions"] if "are not known" in a or "ignored" in a]
+    assert [lp.trip_count for lp in k.loops] == [64]  # the loop bound `cols` is the named parameter
