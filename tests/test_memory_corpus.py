@@ -140,3 +140,19 @@ def test_header_lines_are_attributed_to_the_analysed_file(corpus: dict[str, File
     n_lines = len((KERNELS / "gather.cu").read_text().splitlines())
     for f in corpus["gather.cu"].all_findings():
         assert f.line >= 1 and f.line <= n_lines
+
+
+def test_near_broadcast_is_not_uncoalesced(corpus: dict[str, FileReport]) -> None:
+    """a[y * n + k] under a 16x16 block: 2 sectors per request, more than its own ideal of 1, but fewer than
+    the 4 a unit-stride load of the warp would move: not something to fix."""
+    k = corpus["broadcast.cu"].kernel("rowDot")
+    assert k is not None and not [f for f in k.findings if f.code == "uncoalesced-global"]
+
+
+def test_unit_stride_reference_counts_the_active_lanes() -> None:
+    from kerncast.analysis.memory.analysis import AccessInfo
+    from kerncast.analysis.memory.findings import unit_stride_sectors
+
+    full = AccessInfo(0, 1, "global", "load", 4, sectors_per_request=2, ideal_sectors=1, active_lanes=32)
+    half = AccessInfo(0, 1, "global", "load", 8, active_lanes=16)
+    assert unit_stride_sectors(full) == 4 and unit_stride_sectors(half) == 4

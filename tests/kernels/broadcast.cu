@@ -12,6 +12,19 @@ __global__ void scaleByFirst(const float *in, const float *coef, float *out, int
     if (i < n) out[i] = in[i] * c * s[3];
 }
 
+// A 16x16 block: a warp covers two rows, so a[y * n + k] reads two addresses per request (a near-broadcast:
+// 2 sectors where a unit-stride load would need 4), and b[k * n + x] reads 16 floats shared by both rows.
+// kerncast: block=16,16
+__global__ void rowDot(const float *a, const float *b, float *c, int n)
+{
+    int x = blockIdx.x * 16 + threadIdx.x;
+    int y = blockIdx.y * 16 + threadIdx.y;
+    float s = 0.0f;
+    for (int k = 0; k < n; ++k)
+        s += a[y * n + k] * b[k * n + x];
+    c[y * n + x] = s;
+}
+
 int main()
 {
     const int n = 1 << 20;
@@ -20,6 +33,7 @@ int main()
     cudaMalloc(&b, n * sizeof(float));
     cudaMalloc(&c, 64 * sizeof(float));
     scaleByFirst<<<n / 256, 256>>>(a, c, b, n);
+    rowDot<<<dim3(64, 64), dim3(16, 16)>>>(a, b, c, 1024);
     cudaDeviceSynchronize();
     return 0;
 }
