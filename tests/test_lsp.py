@@ -481,6 +481,8 @@ async def test_pad_edits_the_tile_of_the_kernel_that_conflicts(s: Session) -> No
     diags = await s.diagnostics(uri)
     conflict = s.line_of(uri, "tile[threadIdx.x][threadIdx.y]")
     assert ("shared-bank-conflict", conflict) in {(d.code, d.range.start.line) for d in diags}
+    bank = next(d for d in diags if d.code == "shared-bank-conflict")
+    assert bank.code_description is not None and bank.code_description.href.endswith("#shared-bank-conflict")
     pad = [a for a in await _actions(s, uri, conflict) if "pad the last dimension" in a.title]
     assert len(pad) == 1 and pad[0].is_preferred
     new = apply_workspace_edit(s.text(uri), pad[0].edit, uri, s.version(uri)).splitlines()
