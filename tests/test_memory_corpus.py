@@ -156,3 +156,10 @@ def test_unit_stride_reference_counts_the_active_lanes() -> None:
     full = AccessInfo(0, 1, "global", "load", 4, sectors_per_request=2, ideal_sectors=1, active_lanes=32)
     half = AccessInfo(0, 1, "global", "load", 8, active_lanes=16)
     assert unit_stride_sectors(full) == 4 and unit_stride_sectors(half) == 4
+
+
+def test_row_walk_is_not_taken_for_an_array_of_structs(corpus: dict[str, FileReport]) -> None:
+    """rowSums reads a[r * cols + c] unrolled: neighbouring offsets with a 16 KB lane stride are a matrix row,
+    not the fields of a struct, so the snippet offered is staging through shared memory."""
+    f = _finding(corpus, "matrix_walk.cu", "rowSums", "uncoalesced-global")
+    assert f.fix is not None and f.fix.kind == "stage-through-shared-memory" and f.fix.applicability == "snippet"

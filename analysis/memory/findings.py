@@ -21,6 +21,10 @@ from kerncast.analysis.source_model import SourceFacts, scan_source
 if TYPE_CHECKING:
     from kerncast.analysis.memory.analysis import AccessInfo, BranchInfo, MemoryAnalysis, _Kernel
 
+#: a lane stride above this is a row of a matrix, not a struct, even when neighbouring fields are read too
+#: (an unrolled walk along a row reads at small offsets from the same lane stride)
+MAX_STRUCT_BYTES = 64
+
 _SEVERITY_RANK = {"warning": 0, "information": 1, "hint": 2}
 
 
@@ -215,7 +219,7 @@ def _global_fixes(k: _Kernel, a: AccessInfo, res: MemoryAnalysis, src: _Source, 
     if src.facts is None or snippet_line is None:
         return []
     if isinstance(stride, int) and stride > w and (stride % w or (stride // w) & (stride // w - 1)
-                                                   or _has_sibling_fields(k, a, res)):
+                                                   or stride <= MAX_STRUCT_BYTES and _has_sibling_fields(k, a, res)):
         return [F.soa_snippet(src.facts, snippet_line, array)]
     return [F.stage_snippet(src.facts, snippet_line, array)]
 
