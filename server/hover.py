@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kerncast.analysis.rules import is_code, rule
 from kerncast.server.convert import (
     ANNOTATION_HINT,
     energy_uj,
@@ -201,11 +202,17 @@ def finding_markdown(f: dict[str, Any]) -> str:
         out += [f"| {key} | {_num(v)} |" for key, v in detail.items()
                 if key != "advice" and not isinstance(v, dict | list)]
     fix = f.get("fix")
-    advice = (fix or {}).get("description") or (fix or {}).get("kind") or detail.get("advice")
+    known = is_code(str(f.get("code")))
+    advice = (fix or {}).get("description") or (fix or {}).get("kind") or detail.get("advice") or \
+        (rule(str(f["code"])).remedy if known else None)
     if advice:
         out += ["", f"**What to do:** {advice}"]
     for r in f.get("related") or []:
         out.append(f"- see line {r.get('line')}: {r.get('message')}")
+    if known:
+        spec = rule(str(f["code"]))
+        ncu = f" · Nsight Compute: {spec.ncu_rule}" if spec.ncu_rule else ""
+        out += ["", f"[{spec.title}]({spec.href}){ncu} · `kerncast rules {spec.code.value}`"]
     return "\n".join(out) + "\n"
 
 

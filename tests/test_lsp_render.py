@@ -86,3 +86,13 @@ def test_actions_are_versioned_only_for_clients_that_take_it() -> None:
     assert versioned[0].edit.changes is None
     assert plain[0].edit.document_changes is None and list(plain[0].edit.changes) == ["file:///t.cu"]
     assert versioned[0].diagnostics[0].code == "shared-bank-conflict"
+
+
+def test_finding_hover_links_its_rule() -> None:
+    from kerncast.analysis.rules import rule
+
+    f = Finding("divergent-branch", "warning", 3, 5, 3, 20, "divergent branch: condition depends on threadIdx.x")
+    text = hover.finding_markdown(f.to_json())
+    spec = rule("divergent-branch")
+    assert f"[{spec.title}]({spec.href})" in text and "ThreadDivergence" in text
+    assert f"**What to do:** {spec.remedy}" in text  # no fix and no advice: the rule says what to do
