@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import re
 
+from kerncast.analysis.launch import split_kernel_name
 from kerncast.analysis.memory.expr import Atoms, Value
+from kerncast.analysis.source_model import scan_source
 
 _SPECIAL = {"tid": "threadIdx", "ntid": "blockDim", "ctaid": "blockIdx", "nctaid": "gridDim"}
 _CMP_TEXT = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "lo": "<", "ls": "<=",
@@ -27,54 +29,23 @@ def cuda_symbol_name(ptx_name: str) -> str:
 
 
 def kernel_param_names(cuda_source: str | None, kernel_name: str) -> list[str]:
-    """The CUDA parameter names of a kernel, found by its signature in the source ([] if not found)."""
+    """The CUDA parameter names of a kernel, from the source model's definition of it ([] if not found).
+
+    An unnamed parameter gets a placeholder name (it cannot appear in an address the user wrote).
+    """
     if not cuda_source:
         return []
     m = re.match(r"_Z(?:N\d*)?(\d+)", kernel_name)
-    if m:
-        n = int(m.group(1))
-        short = kernel_name[m.end():m.end() + n]
-    else:
-        short = re.sub(r"<.*", "", kernel_name).split("::")[-1].split("(")[0].strip()
+    short = kernel_name[m.end():m.end() + int(m.group(1))] if m else split_kernel_name(kernel_name)[0]
     if not short:
         return []
-    for m in re.finditer(rf"\b{re.escape(short)}\s*(?:<[^>]*>)?\s*\(", cuda_source):
-        head = cuda_source[max(0, m.start() - 200):m.start()]
-        if "__global__" not in head:
-            continue
-        depth, i, start = 1, m.end(), m.end()
-        while i < len(cuda_source) and depth:
-            ch = cuda_source[i]
-            depth += ch == "("
-            depth -= ch == ")"
-            i += 1
-        inner = cuda_source[start:i - 1]
-        names: list[str] = []
-        for part in _split_top(inner):
-            part = part.split("=")[0]
-            part = re.sub(r"\[[^\]]*\]", "", part)
-            ids = re.findall(r"[A-Za-z_]\w*", part)
-            if ids:
-                names.append(ids[-1])
-        return names
-    return []
-
-
-def _split_top(text: str) -> list[str]:
-    parts, depth, cur = [], 0, []
-    for ch in text:
-        if ch in "<([":
-            depth += 1
-        elif ch in ">)]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    if "".join(cur).strip():
-        parts.append("".join(cur))
-    return [p.strip() for p in parts if p.strip() and p.strip() != "void"]
+    try:
+        kdef = scan_source(cuda_source).kernel(short, included=False)
+    except (ValueError, IndexError, RecursionError):
+        return []
+    if kdef is None:
+        return []
+    return [n or f"arg{i}" for i, n in enumerate(kdef.params)]
 
 
 class Renderer:
