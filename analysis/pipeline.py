@@ -225,6 +225,7 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
         for stage in STAGES[split:]:
             stage(ctx)
         report.kernels.append(ctx.report)
+    finish_power(contexts)  # every kernel's power in one batched prediction
     _, why_not = resources.result()
     if why_not:
         report.notes.append(why_not)
@@ -314,7 +315,7 @@ def resources_stage(ctx: KernelContext) -> None:
 
 
 from kerncast.analysis.memory.stage import memory_stage  # noqa: E402
-from kerncast.analysis.power.stage import power_stage  # noqa: E402
+from kerncast.analysis.power.stage import finish_power, power_stage  # noqa: E402
 from kerncast.analysis.resource_findings import resource_stage  # noqa: E402
 
 #: The stages, in data-flow order. Each later capability adds its stage here.

@@ -15,8 +15,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     data_help = f"directory of the power datasets (*.csv); default {default_data_dir()}"
     tr = sub.add_parser("train", help="train the thesis and default models and write them to --out")
     tr.add_argument("--data", type=Path, default=None, help=data_help)
-    tr.add_argument("--out", type=Path, default=None, help="output directory (default: the package's models/)")
-    tr.add_argument("--jobs", type=int, default=2, help="threads per model fit (default 2)")
+    tr.add_argument("--out", type=Path, default=None, help="output directory (default: the package's shipped/)")
+    tr.add_argument("--jobs", type=int, default=1, help="threads per model fit (default 1)")
     ev = sub.add_parser("evaluate", help="shuffled and grouped (unseen-benchmark) CV scores per dataset")
     ev.add_argument("--data", type=Path, default=None, help=data_help)
     ev.add_argument("--format", choices=("json", "text"), default="text")

@@ -16,8 +16,7 @@ from kerncast.analysis.power.dataset import (
 from kerncast.analysis.power.gam import SplineGAM, spline_basis
 from kerncast.server.cli import main
 
-DATA = default_data_dir()
-need_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"power datasets not found at {DATA}")
+DATA = default_data_dir()  # the repository's own copy (data/power/): these tests always run
 
 
 def test_benchmark_aliases_merge_spellings() -> None:
@@ -65,15 +64,23 @@ def test_bad_inputs_give_clear_errors(tmp_path, capsys) -> None:
     assert "dataset directory not found" in err and "Traceback" not in err
 
 
-@need_data
-def test_shared_datasets_row_counts() -> None:
+def test_repository_datasets_row_counts_and_gpu_facts() -> None:
     data = load_all()
-    # energymodel.md section 3: 1807 real K20-larger rows (186 trailing blank rows dropped), 767 M60, 627 V100
+    # data/power/README.md: 1807 real K20-larger rows (186 trailing blank rows dropped), 767 M60, 627 V100
     assert data["k20_larger"].rows == 1807
     assert data["maxwell_m60"].rows == 767
     assert data["v100"].rows == 627
     assert int((~data["v100"].clean).sum()) == 168  # copied saxpy labels
     assert (data["powerquant_Tesla"].columns["inst_issue_cycles"] >= 0).all()
+    assert set(data) == {p.stem for p in DATA.glob("*.csv")}  # every file of the folder is known
+    # GPU facts come from the GPU profiles, the one place they are written
+    from kerncast.analysis.gpus import load_profile
+
+    for ds in (data["k20_larger"], data["maxwell_m60"], data["v100"]):
+        gpu = load_profile(ds.descriptor["gpu"])
+        assert (ds.descriptor["sm_count"], ds.descriptor["tdp_w"], ds.descriptor["idle_w"]) == (
+            gpu.sm_count, gpu.tdp_w, gpu.idle_w)
+        assert ds.descriptor["floor_w"] == pytest.approx(float(ds.power.min()))
 
 
 def test_spline_basis_partition_of_unity() -> None:

@@ -1,41 +1,45 @@
-"""Load and clean the measured power datasets (`<repo>/../shared/data/power/*.csv`).
+"""Load and clean the measured power datasets (`<repo>/data/power/*.csv`, described in its README).
 
-Two CSV layouts exist (energymodel.md section 3): the thesis layout (K20 larger/smaller, M60, V100; target
-`Power`) and the PowerQuant Dataset-1 layout (target `Avg`). Both are read with the standard `csv` module into
-float columns keyed by one canonical name, because the models must see features named and defined the same way
-whichever file they came from.
+Two CSV layouts exist: the thesis layout (K20 larger/smaller, M60, V100; target `Power`) and the PowerQuant
+Dataset-1 layout (target `Avg`). Both are read with the standard `csv` module into float columns keyed by one
+canonical name, because the models must see features named and defined the same way whichever file they came
+from (definitions: docs/power-features.md).
 
-Cleaning, each step from energymodel.md sections 2-3 and power-generalization.md section 1:
+Cleaning (data/power/README.md says why each step is needed):
 
 * rows without a benchmark name or a numeric power are dropped (K20 larger has 186 trailing blank rows);
 * spreadsheet errors (`#VALUE!`, `#DIV/0!`), blanks, `NaN` and strings pasted into numeric cells become NaN;
 * PowerQuant's `inst_issue_cycles` overflowed int32: negative values get 2**32 added;
-* `*_sim` columns are renamed `*_sm` (the same quantity, energymodel.md section 2);
+* `*_sim` columns are renamed `*_sm` (the same quantity);
 * exact duplicate rows and the V100 saxpy rows whose labels were copied from M60 are flagged, and only the
   cleaned rows (`PowerDataset.clean`) train and validate the default model. The thesis model keeps the rows as
   published, so that its scores stay comparable with the thesis.
+
+Which GPU a file belongs to comes from `analysis/data/power_datasets.toml`; that GPU's facts (SMs, limits, TDP,
+idle power) come from its profile in `analysis/gpus/`, the one place Kerncast writes GPU facts.
 """
 
 from __future__ import annotations
 
 import csv
-import json
 import math
 import re
+import tomllib
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
+from kerncast.analysis.gpus import ProfileError, load_profile
 
-#: The 15 features of the thesis model, in the notebooks' column order (energymodel.md section 2).
+#: The 15 features of the thesis model, in the order of the thesis notebooks (docs/power-features.md).
 THESIS_FEATURES: tuple[str, ...] = (
     "block_size", "reg_thread", "shmem_block", "comp_inst_kernel", "avg_comp_lat", "glob_inst_kernel",
     "avg_glob_lat", "avg_shar_lat", "misc_inst_kernel", "branch", "glob_load_sm", "glob_store_sm",
     "inst_issue_cycles", "occupancy", "cache_penalty",
 )
-#: PowerQuant Dataset-1 has no occupancy and no shmem_block column (energymodel.md section 4.2).
+#: PowerQuant Dataset-1 has no occupancy and no shmem_block column (data/power/README.md).
 POWERQUANT_THESIS_FEATURES: tuple[str, ...] = tuple(
     f for f in THESIS_FEATURES if f not in ("occupancy", "shmem_block")
 )
@@ -47,7 +51,7 @@ _POWERQUANT_RENAME = {
 }
 _THESIS_RENAME = {"Benchmark": "benchmark", "Kernel Name": "kernel", "Power": "power"}
 
-#: Benchmark aliases merged before grouping (energymodel.md section 3.1; power-generalization.md section 1):
+#: Benchmark aliases merged before grouping (data/power/README.md, cleaning):
 #: the same program under different spellings on different GPUs must fall in the same group, or grouped CV leaks.
 _ALIASES = {
     "breadthfirstsearch": "bfs", "bfs2": "bfs", "cdpsmplequicksort": "cdpsimplequicksort",
@@ -59,7 +63,7 @@ _ALIASES = {
 }
 
 _MISSING = {"", "nan", "#value!", "#div/0!", "#n/a", "inf", "-inf"}
-INT32_WRAP = 2.0**32  # int32 overflow of inst_issue_cycles (energymodel.md section 3.2)
+INT32_WRAP = 2.0**32  # int32 overflow of PowerQuant's inst_issue_cycles (data/power/README.md)
 
 
 class DatasetError(Exception):
@@ -67,15 +71,41 @@ class DatasetError(Exception):
 
 
 def default_data_dir() -> Path:
-    """`<repo>/../shared/data/power`: where the repository and CI keep the measured datasets."""
-    return Path(__file__).resolve().parents[2].parent / "shared" / "data" / "power"
+    """`<repo>/data/power`: the datasets the repository carries (not part of an installed wheel)."""
+    return Path(__file__).resolve().parents[2] / "data" / "power"
 
 
 @cache
 def descriptors() -> dict[str, dict]:
-    """Per-dataset GPU descriptors (SM count, limits, TDP, with sources) from `models/datasets.json`."""
-    text = resources.files("kerncast.analysis.power").joinpath("models/datasets.json").read_text()
-    return {k: v for k, v in json.loads(text).items() if not k.startswith("_")}
+    """Per-dataset descriptors keyed by file stem: layout, pooling, and the GPU's SMs, limits, TDP and idle power.
+
+    GPU facts come from the GPU's profile (`analysis/gpus/<gpu>.toml`); only the unidentified PowerQuant boards
+    carry guessed facts in `power_datasets.toml` itself (their idle power is then the file's lowest measurement).
+    """
+    text = resources.files("kerncast.analysis").joinpath("data/power_datasets.toml").read_text()
+    out: dict[str, dict] = {}
+    for stem, entry in tomllib.loads(text).items():
+        d = {k: v for k, v in entry.items() if k != "board"}
+        board = entry.get("board")
+        if board is None:
+            try:
+                gpu = load_profile(entry["gpu"])
+            except ProfileError as exc:
+                raise DatasetError(f"dataset '{stem}': no GPU profile '{entry['gpu']}' ({exc})") from None
+            d.update(gpu_descriptor(gpu))
+        else:
+            d.update({k: v for k, v in board.items() if k != "source"}, source=board["source"])
+        out[stem] = d
+    return out
+
+
+def gpu_descriptor(gpu) -> dict:
+    """The GPU facts the power features and the pooled target need, from a `GpuProfile`."""
+    lim = gpu.limits
+    return {"sm_count": gpu.sm_count, "max_threads_per_sm": lim.max_threads_per_sm,
+            "max_blocks_per_sm": lim.max_blocks_per_sm, "regs_per_sm": lim.regs_per_sm,
+            "smem_per_sm": lim.shared_per_sm, "tdp_w": float(gpu.tdp_w), "idle_w": float(gpu.idle_w),
+            "source": f"GPU profile {gpu.id}"}
 
 
 def normalise_benchmark(name: str) -> str:
@@ -192,7 +222,7 @@ def load_dataset(path: Path | str) -> PowerDataset:
             cols["inst_issue_cycles"][neg] += INT32_WRAP
             notes.append(f"inst_issue_cycles: {int(neg.sum())} int32-overflowed values unwrapped")
     if desc["format"] == "powerquant":
-        # "NaN" avg_shar_lat means the kernel uses no shared memory (energymodel.md section 3.2).
+        # "NaN" avg_shar_lat means the kernel uses no shared memory (data/power/README.md).
         cols["avg_shar_lat"] = np.nan_to_num(cols.get("avg_shar_lat", np.zeros(len(keep))), nan=0.0)
         cols.setdefault("shmem_block", np.zeros(len(keep)))
     kernel = [r[pos["kernel"]].strip() for r in keep]
@@ -208,9 +238,10 @@ def load_dataset(path: Path | str) -> PowerDataset:
         clean &= ~cp
         notes.append(f"{int(cp.sum())} '{copied}' rows with labels copied from another GPU "
                      "excluded from the default model")
-    # Idle power of a dataset's GPU = its minimum measured power, the per-GPU constant of the pooled model
-    # (power-generalization.md section 6).
-    desc = dict(desc, name=stem, idle_w=float(np.min(power)))
+    # floor_w: the lowest power measured while a kernel of this file ran. The pooled model is normalised by it
+    # (a measured per-GPU constant of the data, docs/power-model.md); boards without a profile take it as idle.
+    desc = dict(desc, name=stem, floor_w=float(np.min(power)))
+    desc.setdefault("idle_w", desc["floor_w"])
     return PowerDataset(stem, desc, cols, power, bench, kernel, group, clean, notes)
 
 

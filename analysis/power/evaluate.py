@@ -1,24 +1,24 @@
 """Honest evaluation of the power models: shuffled CV as the thesis reported it, grouped CV as users see it.
 
-* Shuffled: `KFold(5, shuffle=True, random_state=r)`, the fold-mean metric averaged over repetitions
-  (energymodel.md section 3, protocol (a)), which reproduces the thesis's scores.
+* Shuffled: `KFold(5, shuffle=True, random_state=r)`, the fold-mean metric averaged over repetitions, which
+  reproduces the thesis's scores (docs/power-model.md).
 * Grouped: `GroupKFold(5, shuffle=True, random_state=r)` over normalised benchmark names; metrics over the pooled
-  out-of-fold predictions of each repetition, averaged over repetitions (protocol (b)). No benchmark appears in
-  both train and test: for a pooled recipe the held-out benchmarks are also removed from the other GPUs' rows.
-* Coverage: inside every outer training part, an inner grouped CV gives relative residuals whose
-  benchmark-weighted 90% quantile q defines the interval P*(1 -/+ q); coverage is the share of held-out rows
-  inside it (power-generalization.md section 7).
+  out-of-fold predictions of each repetition, averaged over repetitions. No benchmark appears in both train and
+  test: for a pooled recipe the held-out benchmarks are also removed from the other GPUs' rows.
+* Intervals: inside every outer training part, an inner grouped CV gives the residuals that calibrate the
+  interval (`intervals.calibrate`); coverage is the share of held-out rows inside it, and its width is reported
+  as a share of the GPU's dynamic range (TDP - idle), together with the lowest lower bound minus idle.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from kerncast.analysis.power.dataset import PowerDataset
-from kerncast.analysis.power.models import PowerModel, feature_table
+from kerncast.analysis.power.fitting import feature_table, fit_model
+from kerncast.analysis.power.intervals import NOMINAL, PowerInterval, calibrate, width_share
 from kerncast.analysis.power.recipes import Recipe
 from sklearn.model_selection import GroupKFold, KFold
 
-NOMINAL = 0.90  # interval level promised by the API
 FOLDS = 5  # 5-fold CV, as the thesis (section 5.6) and the reference protocol
 
 
@@ -31,21 +31,6 @@ def metrics(y: np.ndarray, p: np.ndarray) -> dict[str, float]:
     return {"r2": 1.0 - float(np.sum(err**2)) / ss if ss > 0 else float("nan"),
             "rmse": float(np.sqrt(np.mean(err**2))), "mae": float(np.mean(np.abs(err))),
             "mape": float(100.0 * np.mean(np.abs(err) / np.abs(y)))}
-
-
-def relative_quantile(y: np.ndarray, p: np.ndarray, groups: np.ndarray, level: float = NOMINAL) -> float:
-    """Benchmark-weighted conformal quantile of |y - p| / p (each benchmark weighs 1; section 9.7).
-
-    The level gets the split-conformal finite-sample correction with the number of benchmarks as n, because
-    errors are correlated within a benchmark (section 7): (1 + 1/G) * level, capped at 1.
-    """
-    r = np.abs(y - p) / np.maximum(np.abs(p), 1e-9)
-    _, inv, counts = np.unique(groups, return_inverse=True, return_counts=True)
-    w = 1.0 / counts[inv]
-    order = np.argsort(r)
-    cw = np.cumsum(w[order]) / np.sum(w)
-    lvl = min(1.0, level * (1.0 + 1.0 / len(counts)))
-    return float(r[order][min(np.searchsorted(cw, lvl), len(r) - 1)])
 
 
 def _rows(recipe: Recipe, ds: PowerDataset) -> PowerDataset:
@@ -68,12 +53,12 @@ def _pool_except(recipe: Recipe, target: PowerDataset, pool: list[PowerDataset],
 
 def _fit_predict(recipe, train: PowerDataset, test: PowerDataset, pool, n_jobs) -> np.ndarray:
     extra = _pool_except(recipe, train, pool, np.unique(test.group))
-    model = PowerModel.fit(recipe, [train, *extra], n_jobs=n_jobs)
+    model = fit_model(recipe, [train, *extra], n_jobs=n_jobs)
     return model.predict(feature_table(test))
 
 
 def grouped_oof(recipe: Recipe, ds: PowerDataset, pool: list[PowerDataset], seed: int, folds: int = FOLDS,
-                n_jobs: int = 2) -> np.ndarray:
+                n_jobs: int = 1) -> np.ndarray:
     """Out-of-fold predictions of `ds` (its rows as given) under benchmark-disjoint CV."""
     p = np.zeros(ds.rows)
     k = min(folds, len(np.unique(ds.group)))
@@ -83,10 +68,10 @@ def grouped_oof(recipe: Recipe, ds: PowerDataset, pool: list[PowerDataset], seed
 
 
 def calibrate_interval(recipe: Recipe, ds: PowerDataset, pool: list[PowerDataset], seed: int = 0,
-                       folds: int = 4, n_jobs: int = 2) -> float:
-    """q of the 90% relative interval from a grouped inner CV on `ds` (never shuffled residuals)."""
+                       folds: int = 4, n_jobs: int = 1) -> PowerInterval:
+    """The 90% interval from a grouped inner CV on `ds` (never shuffled residuals)."""
     p = grouped_oof(recipe, ds, pool, seed, folds, n_jobs)
-    return relative_quantile(ds.power, p, ds.group)
+    return calibrate(ds.power, p, ds.group, ds.descriptor["idle_w"], ds.descriptor["tdp_w"], NOMINAL)
 
 
 def _mask(ds: PowerDataset, idx: np.ndarray) -> np.ndarray:
@@ -95,7 +80,7 @@ def _mask(ds: PowerDataset, idx: np.ndarray) -> np.ndarray:
     return m
 
 
-def shuffled_cv(recipe: Recipe, ds: PowerDataset, pool, reps: int, n_jobs: int = 2) -> dict[str, float]:
+def shuffled_cv(recipe: Recipe, ds: PowerDataset, pool, reps: int, n_jobs: int = 1) -> dict[str, float]:
     """Thesis-style shuffled 5-fold CV: fold-mean metrics, averaged over `reps` repetitions."""
     ds = _rows(recipe, ds)
     per_rep = []
@@ -109,10 +94,11 @@ def shuffled_cv(recipe: Recipe, ds: PowerDataset, pool, reps: int, n_jobs: int =
 
 
 def grouped_cv(recipe: Recipe, ds: PowerDataset, pool, reps: int, coverage_reps: int = 1, inner_folds: int = 4,
-               n_jobs: int = 2) -> dict[str, float]:
-    """Grouped 5-fold CV (pooled OOF metrics, mean over reps) and coverage of the calibrated 90% interval."""
+               n_jobs: int = 1) -> dict[str, float]:
+    """Grouped 5-fold CV (pooled OOF metrics, mean over reps) and coverage and width of the 90% interval."""
     ds = _rows(recipe, ds)
-    per_rep, covered, total = [], 0, 0
+    idle, tdp = ds.descriptor["idle_w"], ds.descriptor["tdp_w"]
+    per_rep, covered, widths, lows = [], [], [], []
     for r in range(reps):
         p = np.zeros(ds.rows)
         k = min(FOLDS, len(np.unique(ds.group)))
@@ -123,14 +109,19 @@ def grouped_cv(recipe: Recipe, ds: PowerDataset, pool, reps: int, coverage_reps:
                 # inner CV on the outer-training benchmarks only; for pooled recipes the other GPUs lose the
                 # outer test benchmarks too, so nothing of the test fold reaches the calibration
                 inner_pool = [train, *_pool_except(recipe, train, pool, np.unique(test.group))]
-                q = calibrate_interval(recipe, train, inner_pool, seed=r, folds=inner_folds, n_jobs=n_jobs)
-                lo, hi = p[te] * (1 - q), p[te] * (1 + q)
-                covered += int(np.sum((ds.power[te] >= lo) & (ds.power[te] <= hi)))
-                total += len(te)
+                interval = calibrate_interval(recipe, train, inner_pool, seed=r, folds=inner_folds, n_jobs=n_jobs)
+                lo, hi = interval.apply(p[te], idle, tdp)
+                covered.append((ds.power[te] >= lo) & (ds.power[te] <= hi))
+                widths.append(width_share(lo, hi, idle, tdp))
+                lows.append(lo)
         per_rep.append(metrics(ds.power, p))
     out = _mean(per_rep)
     out["r2_sd"] = float(np.std([m["r2"] for m in per_rep]))
-    out["coverage"] = covered / total if total else float("nan")
+    cov = np.concatenate(covered) if covered else np.array([])
+    out["coverage"] = float(np.mean(cov)) if cov.size else float("nan")
+    out["width_share_median"] = float(np.median(np.concatenate(widths))) if widths else float("nan")
+    out["lower_minus_idle_min_w"] = float(np.min(np.concatenate(lows)) - idle) if lows else float("nan")
+    out["idle_w"], out["tdp_w"] = float(idle), float(tdp)
     out["rows"] = ds.rows
     out["repetitions"] = reps
     return out

@@ -11,8 +11,7 @@ seeded, so an explanation is deterministic for a given input.
 from __future__ import annotations
 
 import numpy as np
-from kerncast.analysis.power.model import Contribution, feature_name
-from kerncast.analysis.power.models import PowerModel
+from kerncast.analysis.power.blend import PowerModel
 
 LIME_SEED = 0
 LIME_SAMPLES = 2000  # perturbed samples per explanation (lime's default is 5000; 2000 keeps a hover fast)
@@ -30,7 +29,7 @@ def _background(model: PowerModel) -> np.ndarray:
 def lime_contributions(model: PowerModel, table: dict[str, np.ndarray], seed: int = LIME_SEED,
                        samples: int = LIME_SAMPLES) -> dict[str, float]:
     """LIME contribution (W) of every model feature for the one-row `table`."""
-    from lime.lime_tabular import LimeTabularExplainer
+    from lime.lime_tabular import LimeTabularExplainer  # heavy optional dependency: imported on demand only
 
     feats = list(model.features)
     bg = _background(model)
@@ -49,12 +48,3 @@ def lime_contributions(model: PowerModel, table: dict[str, np.ndarray], seed: in
     weights = dict(exp.local_exp[1])  # regression: label 1 is the prediction (label 0 holds its negation)
     z = exp.domain_mapper.scaled_row  # the instance as LIME's linear model saw it: (x - mean) / std
     return {f: float(weights.get(j, 0.0) * z[j]) for j, f in enumerate(feats)}
-
-
-def explain_prediction(model: PowerModel, table: dict[str, np.ndarray], contrib: dict[str, np.ndarray],
-                       lime: bool = True, top: int = 8) -> list[Contribution]:
-    """The `top` features by |exact contribution|, with LIME's estimate alongside."""
-    lw = lime_contributions(model, table) if lime else {}
-    order = sorted(contrib, key=lambda f: -abs(float(contrib[f][0])))[:top]
-    return [Contribution(feature=f, name=feature_name(f), value=float(table[f][0]) if f in table else float("nan"),
-                         watts=float(contrib[f][0]), lime_watts=lw.get(f)) for f in order]

@@ -1,14 +1,17 @@
-"""Predict a kernel's average power from its features with the shipped models, with an interval and explanation.
+"""Predict kernels' average power from their features with the shipped models, with an interval and explanation.
 
-The shipped models (trained by `kerncast power train`) are loaded lazily, once per process. A GPU with its own
-measured dataset (K20, M60, V100) uses its own default model; any other GPU uses the model pooled over those
-GPUs, whose target (P - idle)/(TDP - idle) is mapped back to watts with the profile's TDP and idle power, and the
-prediction says so in its assumptions.
+This is the power model's run time: numpy, XGBoost for the tree members, and the GPU profiles; nothing of
+training, scikit-learn or LIME (LIME is `explain.py`, loaded on demand). The shipped models (trained by
+`kerncast power train`, kept in `shipped/`) are loaded lazily, once per process. A GPU with its own measured
+dataset (K20, M60, V100) uses its own default model; any other GPU uses the model pooled over those GPUs, whose
+target (P - floor)/(TDP - floor) is mapped back to watts with the profile's TDP and idle power, and the
+prediction says so in its assumptions. `predict_powers` predicts every kernel of a file in one call per model.
 """
 
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -16,8 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from kerncast.analysis.gpus import GpuProfile, load_profile
+from kerncast.analysis.power.blend import PowerModel
 from kerncast.analysis.power.engineered import NAMES, descriptor_features, engineer
-from kerncast.analysis.power.models import PowerModel
+from kerncast.analysis.power.explain import lime_contributions
+from kerncast.analysis.power.intervals import PowerInterval
 
 TOP_CONTRIBUTIONS = 8  # contributions kept in an explanation (hover-sized)
 
@@ -61,7 +67,7 @@ class ModelsMissing(RuntimeError):
 
 
 def _models_root():
-    return resources.files("kerncast.analysis.power").joinpath("models")
+    return resources.files("kerncast.analysis.power").joinpath("shipped")
 
 
 @cache
@@ -80,21 +86,6 @@ def load_model(model_id: str) -> PowerModel:
     return PowerModel.load(Path(f"{model_id}.json"), read_bytes=lambda name: root.joinpath(name).read_bytes())
 
 
-def _descriptor(gpu, model: PowerModel, own: bool) -> tuple[dict, float, float]:
-    """GPU descriptor for feature engineering, and (tdp, idle) for the pooled target."""
-    if own:
-        meta = model.metadata["trained_on"][0]
-        from kerncast.analysis.power.dataset import descriptors
-
-        d = dict(descriptors()[meta["dataset"]])
-        return d, float(meta["tdp_w"]), float(meta["idle_w"])
-    lim = gpu.limits
-    d = {"sm_count": gpu.sm_count, "max_threads_per_sm": lim.max_threads_per_sm,
-         "max_blocks_per_sm": lim.max_blocks_per_sm, "regs_per_sm": lim.regs_per_sm,
-         "smem_per_sm": lim.shared_per_sm}
-    return d, float(gpu.tdp_w), float(gpu.idle_w)
-
-
 def select_model(gpu_id: str, role: str = "default") -> tuple[str, bool]:
     """(model id, whether the GPU has its own dataset) for a GPU id; role 'default' or 'thesis'."""
     idx = _index()
@@ -106,49 +97,114 @@ def select_model(gpu_id: str, role: str = "default") -> tuple[str, bool]:
     return idx["pooled"], False
 
 
+def _floor_w(gpu: GpuProfile, model: PowerModel) -> float:
+    """The pooled target's per-GPU constant: the lowest measured kernel power where the GPU has a dataset,
+    else the profile's idle power (docs/power-model.md)."""
+    for t in model.metadata.get("trained_on", []):
+        if t.get("gpu") == gpu.id and t.get("floor_w") is not None:
+            return float(t["floor_w"])
+    return float(gpu.idle_w)
+
+
+def _descriptor(gpu: GpuProfile) -> dict:
+    lim = gpu.limits
+    return {"sm_count": gpu.sm_count, "max_threads_per_sm": lim.max_threads_per_sm,
+            "max_blocks_per_sm": lim.max_blocks_per_sm, "regs_per_sm": lim.regs_per_sm,
+            "smem_per_sm": lim.shared_per_sm}
+
+
+def _interval_for(model: PowerModel, gpu_id: str) -> PowerInterval | None:
+    """The GPU's own calibration where the model has one (pooled model on a pooled GPU), else the model's."""
+    own = model.metadata.get("interval_by_gpu", {}).get(gpu_id)
+    return PowerInterval.from_json(own) or model.interval_model
+
+
+def _profile(gpu: GpuProfile | str) -> GpuProfile:
+    return load_profile(gpu) if isinstance(gpu, str) else gpu
+
+
+def feature_table(rows: list[dict[str, float]], gpu: GpuProfile, model: PowerModel) -> dict[str, np.ndarray]:
+    """The feature table of `rows` (Table 5.4 features, one dict per kernel) on `gpu` for `model`."""
+    for f in rows:
+        missing = [k for k in ("grid_size", "block_size") if k not in f]
+        if missing:
+            raise ValueError(f"power features lack {', '.join(missing)}")
+    names = sorted({k for f in rows for k in f})
+    cols = {k: np.array([float(f.get(k, np.nan)) for f in rows]) for k in names}
+    table = dict(cols)
+    table.update(engineer(cols, _descriptor(gpu), "thesis"))
+    table.update(descriptor_features(len(rows), gpu.sm_count, gpu.tdp_w, _floor_w(gpu, model)))
+    return table
+
+
+def _assumptions(gpu: GpuProfile, model: PowerModel) -> list[str]:
+    out = ["features in the published datasets' definition (docs/power-features.md)",
+           f"interval clipped to this GPU's idle {gpu.idle_w:g} W and TDP {gpu.tdp_w:g} W"]
+    if gpu.id not in _index()["gpus"]:
+        out.append(
+            f"no power measurements for {gpu.id}: model pooled over "
+            f"{', '.join(t['gpu'] for t in model.metadata['trained_on'])} with target (P - floor)/(TDP - floor), "
+            f"applied with this GPU's TDP {gpu.tdp_w:g} W and idle {gpu.idle_w:g} W as the floor")
+    return out
+
+
 def feature_row(features: dict[str, float], gpu, role: str = "default") -> tuple[PowerModel, str, dict, list[str]]:
     """The model for `gpu` and the one-row feature table it needs."""
-    from kerncast.analysis.gpus import load_profile
-
-    if isinstance(gpu, str):
-        gpu = load_profile(gpu)
-    model_id, own = select_model(gpu.id, role)
+    gpu = _profile(gpu)
+    model_id, _ = select_model(gpu.id, role)
     model = load_model(model_id)
-    desc, tdp, idle = _descriptor(gpu, model, own or gpu.id in _index()["gpus"])
-    cols = {k: np.array([float(v)]) for k, v in features.items()}
-    table = dict(cols)
-    table.update(engineer(cols, desc, "thesis"))
-    table.update(descriptor_features(1, desc["sm_count"], tdp, idle))
-    assumptions = ["features in the published datasets' definition (energymodel.md section 2)"]
-    entry = _index()["gpus"].get(gpu.id)
-    if entry is None:
-        assumptions.append(
-            f"no power measurements for {gpu.id}: model pooled over "
-            f"{', '.join(t['gpu'] for t in model.metadata['trained_on'])} with target (P - idle)/(TDP - idle), "
-            f"applied with this GPU's TDP {tdp:g} W and idle {idle:g} W")
-    missing = [f for f in ("grid_size", "block_size") if f not in features]
-    if missing:
-        raise ValueError(f"power features lack {', '.join(missing)}")
-    return model, model_id, table, assumptions
+    return model, model_id, feature_table([features], gpu, model), _assumptions(gpu, model)
+
+
+def predict_powers(requests: list[tuple[dict[str, float], GpuProfile | str]], explain: bool = True,
+                   role: str = "default", lime: bool = False) -> list[PowerPrediction]:
+    """Average power (W) of many kernels, each from its Table 5.4 features on its GPU.
+
+    Kernels that share a model are predicted in one batched call (the prediction, the interval and the exact
+    contributions each once per model), which is what makes a file of many kernels cheap.
+    """
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    gpus = [_profile(g) for _, g in requests]
+    for i, gpu in enumerate(gpus):
+        groups[(select_model(gpu.id, role)[0], gpu.id)].append(i)
+    out: list[PowerPrediction | None] = [None] * len(requests)
+    for (model_id, _), idx in groups.items():
+        gpu = gpus[idx[0]]
+        model = load_model(model_id)
+        table = feature_table([requests[i][0] for i in idx], gpu, model)
+        watts = model.predict(table)
+        interval = _interval_for(model, gpu.id)
+        lo, hi = interval.apply(watts, gpu.idle_w, gpu.tdp_w) if interval else (watts * np.nan, watts * np.nan)
+        base, contrib = model.contributions(table) if explain else (np.zeros(len(idx)), {})
+        trained = "+".join(f"{t['dataset']}({t['gpu']})" for t in model.metadata.get("trained_on", []))
+        for j, i in enumerate(idx):
+            w = float(np.clip(watts[j], gpu.idle_w, gpu.tdp_w))
+            pred = PowerPrediction(watts=w, interval=(float(lo[j]), float(hi[j])), model=f"{model.recipe}@{gpu.id}",
+                                   trained_on=trained, assumptions=_assumptions(gpu, model),
+                                   features=dict(requests[i][0]), gpu=gpu.id, base_watts=float(base[j]))
+            if w != float(watts[j]):
+                pred.assumptions.append(f"the model's {float(watts[j]):.0f} W was clipped to [idle, TDP]")
+            if explain:
+                pred.explanation = _explanation(model, table, contrib, j, lime)
+            out[i] = pred
+    return [p for p in out if p is not None]
+
+
+def _explanation(model: PowerModel, table: dict[str, np.ndarray], contrib: dict[str, np.ndarray], row: int,
+                 lime: bool) -> list[Contribution]:
+    """The top contributions of one row; LIME's weights only when asked for (it loads the lime package)."""
+    order = sorted(contrib, key=lambda f: -abs(float(contrib[f][row])))[:TOP_CONTRIBUTIONS]
+    lw: dict[str, float] = {}
+    if lime:
+        lw = lime_contributions(model, {k: v[row:row + 1] for k, v in table.items()})
+    return [Contribution(feature=f, name=feature_name(f), value=float(table[f][row]) if f in table else float("nan"),
+                         watts=float(contrib[f][row]), lime_watts=lw.get(f)) for f in order]
 
 
 def predict_power(features: dict[str, float], gpu, explain: bool = True, role: str = "default",
                   lime: bool = True) -> PowerPrediction:
-    """Average power (W) of a kernel from its Table 5.4 features (dataset definition) on `gpu`."""
-    model, model_id, table, assumptions = feature_row(features, gpu, role)
-    watts = float(model.predict(table)[0])
-    lo, hi = model.interval(watts)
-    trained = "+".join(f"{t['dataset']}({t['gpu']})" for t in model.metadata.get("trained_on", []))
-    gpu_id = gpu if isinstance(gpu, str) else gpu.id
-    pred = PowerPrediction(watts=watts, interval=(float(lo), float(hi)), model=f"{model.recipe}@{gpu_id}",
-                           trained_on=trained, assumptions=assumptions, features=dict(features), gpu=gpu_id)
-    base, contrib = model.contributions(table)
-    pred.base_watts = float(base[0])
-    if explain:
-        from kerncast.analysis.power.explain import explain_prediction
-
-        pred.explanation = explain_prediction(model, table, contrib, lime=lime, top=TOP_CONTRIBUTIONS)
-    return pred
+    """Average power (W) of one kernel from its Table 5.4 features (dataset definition) on `gpu`."""
+    return predict_powers([(features, gpu)], explain=explain, role=role, lime=lime)[0]
 
 
 def feature_name(feature: str) -> str:

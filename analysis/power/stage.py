@@ -1,23 +1,47 @@
-"""The pipeline's power stage: features -> power with its interval and explanation -> energy -> hotspots.
+"""The pipeline's power stage: features and per-event energy per kernel, then one batched power prediction.
 
-It needs the launch (grid and block), the GPU profile and the predicted time; without them the kernel is
-reported without power and says why. LIME weights are optional here (`AnalysisOptions.lime`): they cost a few
-hundred model evaluations, so the language server leaves them out of the save path and fills them in on demand
-(`complete_lime`) when a hover or report asks for the explanation.
+`power_stage` runs per kernel: it extracts the statistical model's features, computes the per-event energy
+split (events.py) and turns its top line into the kernel's `energy-hotspot` finding. `finish_power` runs once
+per file, after every kernel's stages: it predicts the power of all kernels in one batched call per model
+(model.py), then each kernel's board energy and its interval. Kernels without a known launch, GPU or time are
+reported without power, energy or hotspots, and say why. LIME weights are optional (`AnalysisOptions.lime`):
+they cost a few hundred model evaluations, so the language server leaves them out of the save path and fills
+them in on demand (`complete_lime`) when a hover or report asks for the explanation.
 """
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+import math
+from dataclasses import dataclass
 from typing import Any
 
 from kerncast.analysis.loops import block_weights
 from kerncast.analysis.power.energy import energy_hotspots, estimate_energy
+from kerncast.analysis.power.events import EnergyConstantsError, EventEnergy, event_energy, load_constants
 from kerncast.analysis.power.explain import lime_contributions
 from kerncast.analysis.power.features import extract_features
-from kerncast.analysis.power.model import ModelsMissing, PowerPrediction, feature_row, predict_power
+from kerncast.analysis.power.model import ModelsMissing, PowerPrediction, feature_row, predict_powers
 from kerncast.analysis.ptx.model import line_in_file
 from kerncast.analysis.report import source_line_range
+
+WARP = 32
+
+
+@dataclass
+class PowerInputs:
+    """What `power_stage` leaves for the file's batched prediction: features and the per-event energy."""
+
+    features: dict[str, float]
+    event: EventEnergy | None
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """The launch shape the feature extractor reads."""
+
+    grid: Any
+    block: Any
+    dynamic_shared_bytes: int
 
 
 def _instruction_weights(ctx: Any) -> list[float]:
@@ -27,36 +51,65 @@ def _instruction_weights(ctx: Any) -> list[float]:
     return [per_block.get(b, 0.0) for b in ctx.cfg.block_of]
 
 
+def _event_energy(ctx: Any, weights: list[float]) -> EventEnergy | None:
+    launch, gpu = ctx.launch, ctx.gpu
+    if ctx.time is None:
+        ctx.report.notes.append("no energy split: the time could not be predicted")
+        return None
+    try:
+        constants = load_constants(gpu.arch)
+    except EnergyConstantsError as exc:
+        ctx.report.notes.append(f"no energy split: {exc}")
+        return None
+    warps = launch.blocks * math.ceil(launch.threads_per_block / WARP)
+    accesses = {a.index: a for a in (ctx.memory.accesses if ctx.memory is not None else [])}
+    return event_energy(ctx.function, weights, warps, accesses, gpu, float(ctx.time.us),
+                        lambda ins: line_in_file(ins.loc, ctx.main_file), constants)
+
+
 def power_stage(ctx: Any) -> None:
-    """Predict power (W, 90% interval, explanation), energy (µJ) and energy hotspots for one kernel."""
-    launch, gpu, time = ctx.launch, ctx.gpu, ctx.time
+    """Features and per-event energy of one kernel, and its energy-hotspot finding (power comes later)."""
+    launch, gpu = ctx.launch, ctx.gpu
     report = ctx.report
     if gpu is None or launch is None or not launch.blocks or not launch.threads_per_block:
         report.notes.append("no power prediction: the GPU profile or the launch size is unknown")
         return
     weights = _instruction_weights(ctx)
-    shape = SimpleNamespace(grid=launch.grid.value, block=launch.block.value,
-                            dynamic_shared_bytes=launch.dynamic_shared_bytes.value or 0)
+    shape = _Shape(launch.grid.value, launch.block.value, launch.dynamic_shared_bytes.value or 0)
     features = extract_features(ctx.function, ctx.module, shape, gpu, ctx.resources, weights=weights)
-    try:
-        pred = predict_power(features, gpu, explain=True, lime=getattr(ctx.options, "lime", True))
-    except (ModelsMissing, ValueError) as exc:
-        report.notes.append(f"no power prediction: {exc}")
+    event = _event_energy(ctx, weights)
+    ctx.power = PowerInputs(features, event)
+    if event is None:
         return
-    pred.assumptions.append("loop trip counts as in the time prediction (see the launch and loops)")
-    ctx.power = pred
-    report.power = pred
-    if time is None:
-        report.notes.append("no energy: the time could not be predicted")
-        return
-    report.energy = estimate_energy(pred, time.us)
-    threshold = ctx.options.thresholds.energy_hotspot_share
-    findings = energy_hotspots(ctx.function, pred, time.us, threshold, weights=weights,
-                               line_of=lambda ins: line_in_file(ins.loc, ctx.main_file), idle_w=gpu.idle_w)
+    findings = energy_hotspots(event, ctx.function.display_name, ctx.options.thresholds.energy_hotspot_share)
     lines = ctx.cuda_source.splitlines() if ctx.cuda_source is not None else []
     for f in findings:
         f.column, f.end_column = source_line_range(lines, f.line) if lines else (1, 1000)
     report.findings.extend(findings)
+
+
+def finish_power(contexts: list[Any]) -> None:
+    """Predict the power of every kernel of a file in one batched call, then each kernel's board energy."""
+    pending = [c for c in contexts if isinstance(c.power, PowerInputs)]
+    if not pending:
+        return
+    lime = bool(pending[0].options.lime)
+    try:
+        preds = predict_powers([(c.power.features, c.gpu) for c in pending], explain=True, lime=lime)
+    except (ModelsMissing, ValueError) as exc:
+        for c in pending:
+            c.report.notes.append(f"no power prediction: {exc}")
+            c.power = None
+        return
+    for ctx, pred in zip(pending, preds, strict=True):
+        inputs: PowerInputs = ctx.power
+        pred.assumptions.append("loop trip counts as in the time prediction (see the launch and loops)")
+        ctx.power = pred
+        ctx.report.power = pred
+        if ctx.time is None:
+            ctx.report.notes.append("no energy: the time could not be predicted")
+            continue
+        ctx.report.energy = estimate_energy(pred, ctx.time, inputs.event)
 
 
 def complete_lime(prediction: PowerPrediction | None) -> bool:
