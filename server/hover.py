@@ -110,15 +110,36 @@ def power_section(k: dict[str, Any]) -> list[str]:
     return out
 
 
+#: Source lines listed in the hover's per-line energy table (the JSON and the text report list them all).
+ENERGY_TABLE_LINES = 8
+
+
 def energy_section(k: dict[str, Any]) -> list[str]:
     e = fmt_energy_uj(energy_uj(k.get("energy")))
     if not e:
         return [f"**Energy** {NA}{_notes_about(k, 'energy')}"]
     iv = (k.get("energy") or {}).get("interval")
     if isinstance(iv, list | tuple) and len(iv) == 2 and all(isinstance(x, int | float) for x in iv):
-        return [f"**Energy ≈ {e}** (90% interval {fmt_energy_uj(iv[0])} – {fmt_energy_uj(iv[1])}; "
-                "power × predicted time)"]
-    return [f"**Energy ≈ {e}**"]
+        out = [f"**Energy ≈ {e}** (90% interval {fmt_energy_uj(iv[0])} – {fmt_energy_uj(iv[1])}; "
+               "power × predicted time)"]
+    else:
+        out = [f"**Energy ≈ {e}**"]
+    return out + event_energy_table(k.get("energy") or {})
+
+
+def event_energy_table(energy: dict[str, Any]) -> list[str]:
+    """The per-event model's total and its split over source lines (largest first)."""
+    ev = energy.get("event_model")
+    if not isinstance(ev, dict) or not ev.get("lines"):
+        return []
+    out = ["", f"Per-event model: {fmt_energy_uj(ev.get('uj'))} (dynamic {fmt_energy_uj(ev.get('dynamic_uj'))}, "
+               f"constant {fmt_energy_uj(ev.get('constant_uj'))}, idle {fmt_energy_uj(ev.get('idle_uj'))})",
+           "", "| line | share | events |", "|---:|---:|---|"]
+    for ln in ev["lines"][:ENERGY_TABLE_LINES]:
+        events = ", ".join(f"{name} {uj / ln['uj']:.0%}" for name, uj in list(ln.get("events", {}).items())[:3]
+                           if ln.get("uj"))
+        out.append(f"| {ln.get('line')} | {ln.get('share', 0):.0%} | {events} |")
+    return out
 
 
 def launch_section(k: dict[str, Any]) -> list[str]:

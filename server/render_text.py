@@ -65,8 +65,21 @@ def _kernel_lines(k: KernelReport) -> list[str]:
     e = data.get("energy")
     if e:
         out.append(f"  energy: {fmt_energy_uj(e['uj'])} (power x predicted time)")
+        out.extend(_event_lines(e.get("event_model")))
     out.extend(_finding_line(f) for f in k.findings)
     out.extend(f"  note: {n}" for n in k.notes)
+    return out
+
+
+def _event_lines(ev: dict | None) -> list[str]:
+    """The per-event energy model's total and its full per-line table."""
+    if not ev:
+        return []
+    out = [f"  per-event energy: {fmt_energy_uj(ev['uj'])} (dynamic {fmt_energy_uj(ev['dynamic_uj'])}, "
+           f"constant {fmt_energy_uj(ev['constant_uj'])}, idle {fmt_energy_uj(ev['idle_uj'])})"]
+    for ln in ev.get("lines", []):
+        events = ", ".join(f"{name} {uj / ln['uj']:.0%}" for name, uj in ln["events"].items()) if ln["uj"] else ""
+        out.append(f"    line {ln['line']}: {ln['share']:.0%} of the dynamic energy ({events})")
     return out
 
 

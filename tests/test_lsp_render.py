@@ -54,6 +54,17 @@ def test_hover_markdown_with_power_table() -> None:
     assert "| grid | 1024 | launch-site |" in text and "| loops | 10 | default |" in text
 
 
+def test_hover_lists_the_per_event_energy_of_every_line() -> None:
+    event = {"uj": 1300.0, "dynamic_uj": 400.0, "constant_uj": 300.0, "idle_uj": 600.0,
+             "lines": [{"line": 12, "uj": 300.0, "share": 0.75, "events": {"global stores": 240.0,
+                                                                           "integer arithmetic": 60.0}},
+                       {"line": 10, "uj": 100.0, "share": 0.25, "events": {"global loads": 100.0}}]}
+    text = hover.kernel_markdown(dict(FULL, energy=dict(FULL["energy"], event_model=event)), "v100", "sm_75")
+    assert "Per-event model: 1.3 mJ (dynamic 400 µJ, constant 300 µJ, idle 600 µJ)" in text
+    assert "| 12 | 75% | global stores 80%, integer arithmetic 20% |" in text
+    assert "| 10 | 25% | global loads 100% |" in text
+
+
 def test_hover_markdown_with_nothing_predicted() -> None:
     bare = {"name": "k", "mangled": "k", "line": 1, "notes": ["no power prediction: model missing"]}
     text = hover.kernel_markdown(bare, "v100", None)
