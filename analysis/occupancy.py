@@ -2,7 +2,7 @@
 
 The thesis took occupancy from NVIDIA's spreadsheet as a user input (Algorithm 8 needs the blocks per SM); here it
 is computed from the block size and the register and shared-memory counts ptxas reports. The algorithm is that of
-`cudaOccMaxActiveBlocksPerMultiprocessor` in `cuda_occupancy.h` (shared docs/gpu-facts.md section 6):
+`cudaOccMaxActiveBlocksPerMultiprocessor` in `cuda_occupancy.h` (docs/gpus.md section 6):
 
 1. warps: ``floor(max_warps_per_sm / warps_per_block)``;
 2. blocks: the per-SM block limit;

@@ -1,6 +1,6 @@
 """The occupancy calculator against hand-worked cases (the arithmetic is in each test's docstring).
 
-Rules (cuda_occupancy.h, shared docs/gpu-facts.md section 6): registers are allocated per warp in units of 256;
+Rules (cuda_occupancy.h, docs/gpus.md s6): registers are allocated per warp in units of 256;
 a block's warps are rounded up to a multiple of 4 sub-partitions for the per-block register check and the
 register file is split between the 4 sub-partitions; shared memory is allocated in 256 B units (128 B and 1 KB
 reserved per block from CC 8.0).

@@ -55,7 +55,7 @@ def test_thesis_model_reproduces_shuffled_scores(evaluation, name) -> None:
 
 @pytest.mark.parametrize("name", list(THESIS_SHUFFLED))
 def test_thesis_model_does_not_generalise(evaluation, name) -> None:
-    # benchmark memorisation: grouped R² far below shuffled (energymodel.md section 4.1)
+    # benchmark memorisation: grouped R² far below shuffled (docs/power-model.md s1, s9)
     t = evaluation[name]["thesis"]
     assert t["grouped"]["r2"] < t["shuffled"]["r2"] - 0.5
 

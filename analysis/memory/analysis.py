@@ -33,7 +33,7 @@ _ALIGN_PARAM_POINTER = 256
 
 @dataclass(slots=True)
 class AccessInfo:
-    """One global/shared/local load, store or atomic, as a warp sees it (averages over sampled warps).
+    """One global, shared or local load, store or atomic, as a warp sees it (averages over sampled warps).
 
     `sectors_per_request`/`ideal_sectors` are for global accesses (32-byte sectors), `wavefronts`/
     `ideal_wavefronts` for shared ones. `lane_stride_bytes` is the address step from one lane to the next

@@ -1,10 +1,10 @@
-"""Engineered features of the default power model (power-generalization.md section 1.1, "ENG").
+"""Engineered features of the default power model (docs/power-model.md s1.1, "ENG").
 
 They are row-wise transforms of the Table 5.4 features (dataset definition) plus the launch geometry on the
 target GPU, so the same function serves training (columns of a CSV) and prediction (one kernel's features):
 a model is only valid when fed features computed exactly as in training.
 
-Launch geometry carries most of the signal that transfers to unseen kernels (power-generalization.md sections 0
+Launch geometry carries most of the signal that transfers to unseen kernels (docs/power-model.md s0
 and 9.4): active SMs, warp-slot fill of the first wave, waves and occupancy. Counts enter as log1p, mixes as
 fractions, so that no single odd kernel dominates a linear term.
 """
@@ -17,7 +17,7 @@ import numpy as np
 
 WARP = 32  # threads per warp on every NVIDIA GPU (CUDA Programming Guide)
 REG_ALLOC_UNIT = 256  # registers are allocated per warp in units of 256 (CUDA Occupancy Calculator, CC >= 3.0)
-#: PFEA wave divisor: threads resident per SM in the dataset's W = ceil(ceil(nB/nSM*nT)/2048) (energymodel.md s2)
+#: PFEA wave divisor: threads per SM in the dataset's W = ceil(ceil(nB/nSM*nT)/2048) (docs/power-features.md s2)
 PFEA_THREADS_PER_WAVE = 2048
 
 LAUNCH = ("lg", "lb", "lT", "sm_share", "occ", "thread_fill", "util", "l_waves")
@@ -26,7 +26,7 @@ STATIC = ("l_comp_k", "l_glob_k", "l_misc_k", "l_total_k", "f_comp", "f_glob", "
 DYN = ("l_branch", "l_gload", "l_gstore", "l_iic", "l_cache", "store_frac", "fd_glob", "fd_comp", "fd_shar",
        "l_dyn_thread", "l_work")
 ENG: tuple[str, ...] = LAUNCH + STATIC + DYN
-#: GPU descriptors appended for models pooled over several GPUs (power-generalization.md section 6).
+#: GPU descriptors appended for models pooled over several GPUs (docs/power-model.md s6).
 DESC = ("d_sm", "d_tdp", "d_idle")
 
 #: Human-readable names, for hovers and explanations.
@@ -72,7 +72,7 @@ def engineer(cols: Mapping[str, np.ndarray], gpu: Mapping, fmt: str = "thesis") 
     """ENG features from Table 5.4 columns (dataset definition) and a GPU descriptor (sm_count, limits).
 
     `fmt="powerquant"` covers PowerQuant's Dataset-1, which has no simulated totals: static fractions stand in
-    for the dynamic ones and `loops` scales the per-thread count (power-generalization.md section 1.1).
+    for the dynamic ones and `loops` scales the per-thread count (docs/power-model.md s1.1).
     """
     grid = _col(cols, "grid_size", 0) if "grid_size" in cols else None
     if grid is None:
@@ -130,7 +130,7 @@ def engineer(cols: Mapping[str, np.ndarray], gpu: Mapping, fmt: str = "thesis") 
     else:
         ti = _col(cols, "total_inst", n)
         den = np.where(ti > 0, ti, np.nan)
-        # W = PFEA wave count, the divisor the dataset's simulated counts were multiplied by (energymodel.md s2)
+        # W = PFEA wave count, the divisor the dataset's simulated counts were multiplied by (docs/power-features.md s2)
         waves = np.maximum(np.ceil(np.ceil(grid / nsm * block) / PFEA_THREADS_PER_WAVE), 1.0)
         f.update({
             "fd_glob": _col(cols, "glob_inst_sm", n) / den, "fd_comp": _col(cols, "comp_inst_sm", n) / den,

@@ -1,6 +1,6 @@
 """Program features of the power model (thesis Table 5.4, PFEA Algorithms 9-10, Eq. 5.1-5.2), from PTX.
 
-Two definitions of the instruction classes (energymodel.md sections 1.2 and 2):
+Two definitions of the instruction classes (docs/power-features.md sections 1.2 and 2):
 
 * `dataset`: as the published CSVs were computed, so that the shipped models see what they were trained on:
   compute = add/sub/mul/mad/fma/div/and/sqrt/mov/setp/cvt/cvta (shifts, or/xor, selp, min/max and SFU ops are
@@ -26,8 +26,8 @@ _DATASET_COMP = {"add", "addc", "sub", "subc", "mul", "mul24", "mad", "mad24", "
 _THESIS_COMP_EXCLUDE = {"ld", "st", "atom", "red", "bra", "brx", "bar", "barrier", "ret", "exit", "trap", "call",
                         "membar", "fence", "prefetch", "ldu", "tex", "suld", "sust"}
 _CONTROL = {"bra", "brx", "bar", "barrier", "ret"}
-PFEA_THREADS_PER_WAVE = 2048  # energymodel.md section 2: W = ceil(nTh_sched / 2048)
-K20_ISSUE_DIVISOR = 65536  # energymodel.md section 2: inst_issue_cycles = round(T * total_inst / 65536) (K20, M60)
+PFEA_THREADS_PER_WAVE = 2048  # docs/power-features.md s2: W = ceil(nTh_sched / 2048)
+K20_ISSUE_DIVISOR = 65536  # docs/power-features.md s2: inst_issue_cycles = round(T * total_inst / 65536) (K20, M60)
 
 #: Feature -> instruction class whose instructions make up the feature (for energy attribution).
 _FEATURE_CLASS = {
@@ -53,7 +53,7 @@ def classify(ins, definition: str = "dataset") -> str | None:
         if op in _DATASET_COMP:
             return "comp"
         if op in ("atom", "red") and "add" in ins.modifiers:
-            return "comp"  # energymodel.md 1.2: atom/red .add matched the 'add' substring
+            return "comp"  # docs/power-features.md s1.2: atom/red .add matched the 'add' substring
         if op == "ld" and space in ("global", "param"):
             return "glob"
         if op == "st" and space == "global":
@@ -129,7 +129,7 @@ def extract_features(function, module, launch, gpu, resources=None, definition: 
         gload += w * _is_global_load(ins, definition)
         gstore += w * _is_global_store(ins)
         branch += w * (ins.opcode in ("bra", "brx"))
-    glob_sm = (gload + gstore) * waves  # dataset: simulated global count excludes params (energymodel.md s2)
+    glob_sm = (gload + gstore) * waves  # dataset: simulated global count excludes params (docs/power-features.md s2)
     total_inst = (dyn["comp"] + glob_sm / max(waves, 1) + dyn["shar"] + dyn["misc"]) * waves
     regs = getattr(resources, "registers", None) if resources is not None else None
     smem = (getattr(resources, "shared_bytes", None) if resources is not None else None)

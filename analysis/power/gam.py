@@ -1,4 +1,4 @@
-"""A clipped additive spline model (GAM): the default power model's core (power-generalization.md section 8).
+"""A clipped additive spline model (GAM): the default power model's core (docs/power-model.md s8).
 
 Recipe: winsorise each feature to the training 1st-99th percentile (bounds kept with the model), impute the
 training median, expand each feature into quadratic B-splines on 4 uniform knots spanning the clip bounds, and
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-CLIP_PERCENTILES = (1.0, 99.0)  # power-generalization.md section 8, step (2)
+CLIP_PERCENTILES = (1.0, 99.0)  # docs/power-model.md s8, step (2)
 N_KNOTS = 4  # section 8, step (5)
 DEGREE = 2  # quadratic B-splines; the basis below is the uniform quadratic one
 N_BASIS = N_KNOTS + DEGREE - 1  # 5 basis functions per feature (as SplineTransformer)

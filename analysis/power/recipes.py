@@ -1,7 +1,7 @@
 """Power-model recipes: which learners, on which features, trained on which rows, with which target.
 
 The `thesis` recipe is the chapter-5 XGBoost (Table 5.7 hyperparameters) on the 15 published features, kept to
-reproduce the thesis. The default recipes come from power-generalization.md (sections 3, 6 and 8), where 52
+reproduce the thesis. The default recipes come from docs/power-model.md (sections 3, 6 and 8), where 52
 approaches were compared under grouped CV:
 
 * `gam`: the clipped spline-GAM on the 31 engineered features (section 8, "shipped candidate");
@@ -14,7 +14,7 @@ approaches were compared under grouped CV:
   for a GPU with no measurements).
 
 Which default each dataset uses is fixed in `DEFAULT_RECIPE`; it was chosen by grouped CV among these four, so
-its grouped score is optimistic by roughly one repetition sd (power-generalization.md section 1, winner's curse).
+its grouped score is optimistic by roughly one repetition sd (docs/power-model.md s1, winner's curse).
 """
 
 from __future__ import annotations
@@ -23,15 +23,15 @@ from dataclasses import dataclass
 
 from kerncast.analysis.power.engineered import DESC, ENG, LAUNCH
 
-MEMX = ("fd_glob", "fd_comp", "l_dyn_thread", "l_work")  # power-generalization.md section 1.1
+MEMX = ("fd_glob", "fd_comp", "l_dyn_thread", "l_work")  # docs/power-model.md s1.1
 
 #: Table 5.7 of the thesis (XGBoost): 500 trees, depth 6, learning rate 0.05, min child weight 1, subsample and
-#: column sample 0.7; tree_method hist as reproduced in energymodel.md section 4.
+#: column sample 0.7; tree_method hist (docs/power-model.md s1.2).
 THESIS_XGB_PARAMS = {
     "n_estimators": 500, "max_depth": 6, "learning_rate": 0.05, "min_child_weight": 1,
     "subsample": 0.7, "colsample_bytree": 0.7, "tree_method": "hist",
 }
-#: Random forest of power-generalization.md section 1.2 ("rf leaf20": 150 trees, min_samples_leaf 20,
+#: Random forest of docs/power-model.md s1.2 ("rf leaf20": 150 trees, min_samples_leaf 20,
 #: max_features 0.5), expressed as an XGBoost random forest so that it ships as XGBoost JSON/UBJ and has exact
 #: TreeSHAP: min_child_weight 20 = 20 rows per leaf for squared error; row subsample 0.632 = the share of
 #: distinct rows in a bootstrap sample; depth capped at 12 to bound the model size.
@@ -39,8 +39,8 @@ RF_PARAMS = {
     "n_estimators": 150, "max_depth": 12, "min_child_weight": 20, "colsample_bynode": 0.5, "subsample": 0.632,
     "learning_rate": 1.0, "reg_lambda": 0.0, "tree_method": "hist",
 }
-GAM_ALPHA = 100.0  # power-generalization.md section 8
-GAM_ALPHA_M60 = 30.0  # power-generalization.md section 8, M60 row: "gam ENG alpha = 30" is the M60 best
+GAM_ALPHA = 100.0  # docs/power-model.md s8
+GAM_ALPHA_M60 = 30.0  # docs/power-model.md s8, M60 row: "gam ENG alpha = 30" is the M60 best
 SEED = 0
 
 
