@@ -144,8 +144,10 @@ _RULES: tuple[Rule, ...] = (
          "Check it with ncu if it is hot.",
          "UncoalescedGlobalAccess", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"),
     Rule(Code.ENERGY_HOTSPOT, "information", "Energy hotspot",
-         "A source line whose instructions carry a large share of the kernel's estimated energy.",
-         "uncoalesced global stores: 41% of the kernel's estimated energy",
+         "The line with the largest share of the kernel's dynamic energy by the per-event model (energy per "
+         "warp instruction, shared wavefront and L1/L2/DRAM sector), at most one per kernel, named by the events "
+         "that dominate it. The hover and the report list every line.",
+         "global stores: 87% of the line, 32 sectors/request; the line takes 99% of the kernel's dynamic energy",
          "Start optimising there."),
     Rule(Code.LOW_OCCUPANCY, "warning", "Low occupancy",
          "Theoretical occupancy below the threshold, with the limiting resource (registers, shared memory, "
