@@ -7,10 +7,12 @@ import json
 import sys
 from pathlib import Path
 
+from kerncast.analysis.power.dataset import DatasetError, default_data_dir, load_all
+from kerncast.analysis.power.scores import evaluate_all, format_text
+from kerncast.analysis.power.train import models_dir, train_all
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from kerncast.analysis.power.dataset import default_data_dir
-
     sub = parser.add_subparsers(dest="power_command", metavar="{train,evaluate}")
     data_help = f"directory of the power datasets (*.csv); default {default_data_dir()}"
     tr = sub.add_parser("train", help="train the thesis and default models and write them to --out")
@@ -28,8 +30,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _load(args):
-    from kerncast.analysis.power.dataset import load_all
-
     data = load_all(args.data)
     if getattr(args, "datasets", None):
         wanted = [s.strip() for s in args.datasets.split(",") if s.strip()]
@@ -41,22 +41,16 @@ def _load(args):
 
 
 def run(args: argparse.Namespace) -> int:
-    from kerncast.analysis.power.dataset import DatasetError
-
     if args.power_command not in ("train", "evaluate"):
         print("kerncast power: choose a command: train or evaluate", file=sys.stderr)
         return 2
     try:
         if args.power_command == "train":
-            from kerncast.analysis.power.train import models_dir, train_all
-
             data, _ = _load(args)
             out = args.out or models_dir()
             train_all(data, out, n_jobs=args.jobs, log=lambda m: print(m, file=sys.stderr))
             print(f"models written to {out}")
             return 0
-        from kerncast.analysis.power.scores import evaluate_all, format_text
-
         data, names = _load(args)
         result = evaluate_all(data, names, repeats=args.repeats, thesis_repeats=args.thesis_repeats, n_jobs=args.jobs)
         print(json.dumps(result, indent=1) if args.format == "json" else format_text(result))

@@ -13,6 +13,7 @@ import platform
 from pathlib import Path
 
 import numpy as np
+import sklearn
 import xgboost
 from kerncast.analysis.power.blend import PowerModel
 from kerncast.analysis.power.dataset import PowerDataset
@@ -34,8 +35,6 @@ def models_dir() -> Path:
 
 
 def _versions() -> dict[str, str]:
-    import sklearn
-
     return {"python": platform.python_version(), "numpy": np.__version__, "xgboost": xgboost.__version__,
             "scikit-learn (CV splits only)": sklearn.__version__}
 
