@@ -44,6 +44,7 @@ def test_every_kernel_has_power_energy_and_what_they_assume(matmul):
         assert ev["uj"] == pytest.approx(ev["dynamic_uj"] + ev["constant_uj"] + ev["idle_uj"])
         assert ev["idle_uj"] == pytest.approx(v100.idle_w * t["us"])
         assert e["event_vs_statistical"] == pytest.approx(ev["uj"] / e["uj"])
+        assert ("disagreement" in e) == (not 0.5 <= e["event_vs_statistical"] <= 2.0)
         assert sum(ev["by_event"].values()) == pytest.approx(ev["dynamic_uj"])
         assert any("trip counts" in a for a in p["assumptions"])
         # exact contributions are there on the save path; LIME is left for later

@@ -24,6 +24,8 @@ from kerncast.analysis.report import Finding
 HOTSPOT_OVER_EVEN = 2.0
 #: Energy-hotspot findings per kernel by default: the top line only.
 MAX_HOTSPOTS_PER_KERNEL = 1
+#: The two energy totals are said to disagree when one is more than this factor away from the other.
+DISAGREEMENT_FACTOR = 2.0
 
 
 @dataclass
@@ -42,7 +44,11 @@ class EnergyEstimate:
             out["time_range_us"] = list(self.time_range_us)
         if self.event is not None:
             out["event_model"] = self.event.to_json()
-            out["event_vs_statistical"] = self.event.total_uj / self.uj if self.uj > 0 else None
+            ratio = self.event.total_uj / self.uj if self.uj > 0 else None
+            out["event_vs_statistical"] = ratio
+            if ratio is not None and not 1 / DISAGREEMENT_FACTOR <= ratio <= DISAGREEMENT_FACTOR:
+                out["disagreement"] = (f"the per-event model's {self.event.total_uj:.3g} µJ is {ratio:.2g}x the "
+                                       f"statistical model's {self.uj:.3g} µJ: one of the two misjudges this kernel")
         return out
 
 
