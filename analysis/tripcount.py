@@ -8,11 +8,13 @@ to the launch's `loops` value (annotation, setting, CLI or default), which says 
 The trip count is the number of times the loop's header block runs per entry into the loop. nvcc rotates
 loops so that the test sits at the bottom, where this is the number of times the body runs. A loop whose very
 first test fails is counted once: the zero-trip guard nvcc places in front of a rotated loop is not followed.
-A bound that depends on the block index (`%ctaid`) is read for several blocks: the first, one step along each
-axis, the middle and the last of the grid. When every block gets the same count, the block-dependent terms
-cancel (CUDA's matrixMul runs `a` from `wA * BLOCK_SIZE * by` to `aBegin + wA - 1`: `wA / BLOCK_SIZE` for every
-block) and that count is reported as such; otherwise the count stays unknown. For affine bounds, agreement at
-the first block and one step along each axis is a proof; the other samples guard the rest.
+A bound that depends on the block or thread index (`%ctaid`, `%tid`) is read for several of them: the first,
+one step along each axis, the middle and the last of the grid (and of the block). When every sample gets the
+same count, the index terms cancel (CUDA's matrixMul runs `a` from `wA * BLOCK_SIZE * by` to
+`aBegin + wA - 1`: `wA / BLOCK_SIZE` for every block; a grid-stride loop over exactly as many elements as
+threads runs once in every thread) and that count is reported as such; otherwise the count stays unknown.
+For affine bounds, agreement at the first index and one step along each axis is a proof; the other samples
+guard the rest.
 A `!=` loop whose counter starts at its exit value (`n & 3` remainder loops of an unrolled loop when the count
 is a multiple of the unroll factor) is skipped by nvcc's zero-trip guard and counted 0.
 
@@ -92,13 +94,13 @@ def trip_counts(function: Function, cfg: Cfg, loops: Any, launch: Launch | None)
 
 
 class _BlockDependent(Unknown):
-    """The exit test's init or bound reads `%ctaid`: the count must be read per block."""
+    """The exit test's init or bound reads `%ctaid` or `%tid`: the count must be read per block and thread."""
 
 
-def _block_samples(launch: Launch | None) -> list[tuple[int, int, int]]:
-    """Block indices to read a block-dependent count at: first, one step along each axis, middle, last."""
-    grid = getattr(launch, "grid", None) if launch is not None else None
-    dims = tuple(grid.value) if grid is not None and grid.value is not None else (1 << 10, 1 << 10, 1 << 6)
+def _samples(launch: Launch | None, field: str) -> list[tuple[int, int, int]]:
+    """Indices to read an index-dependent count at: first, one step along each axis, middle, last."""
+    dim = getattr(launch, field, None) if launch is not None else None
+    dims = tuple(dim.value) if dim is not None and dim.value is not None else (1 << 10, 1 << 10, 1 << 6)
     last = tuple(max(0, int(d) - 1) for d in dims)
     picks = {(0, 0, 0), last, tuple(d // 2 for d in last)}
     for axis in range(3):
@@ -112,17 +114,19 @@ def _count_per_block(function: Function, cfg: Cfg, loop: Any, loop_list: list[An
                      defs: dict[str, list[Instruction]], reaching: _ReachingDefs) -> tuple[int, str]:
     """The count of a loop whose bounds read the block index, when it is the same for every sampled block."""
     counts: dict[int, ExitTest] = {}
-    for block in _block_samples(launch):
-        test = _exit_test(function, cfg, loop, loop_list, launch, defs, reaching, block)
-        counts.setdefault(_count(test), test)
+    for block in _samples(launch, "grid"):
+        for thread in _samples(launch, "block"):
+            test = _exit_test(function, cfg, loop, loop_list, launch, defs, reaching, (block, thread))
+            counts.setdefault(_count(test), test)
     if len(counts) != 1:
-        raise Unknown(f"the count differs between blocks ({', '.join(str(c) for c in sorted(counts))})")
+        raise Unknown(f"the count differs between blocks or threads "
+                      f"({', '.join(str(c) for c in sorted(counts))})")
     count, test = next(iter(counts.items()))
     distance = test.bound - test.init
     return count, (f"induction variable {test.iv} runs {distance:+d} from its block-dependent start, step "
                    f"{_ADDITIVE.get(test.op, 0) * test.step:+d} while {_SYMBOL[test.cmp]} its bound: {count} "
-                   "iterations in every block (the block-index terms cancel)"
-                   if test.op in _ADDITIVE else _describe(test, count) + " in every block")
+                   "iterations in every block and thread (the index terms cancel)"
+                   if test.op in _ADDITIVE else _describe(test, count) + " in every block and thread")
 
 
 def trip_count_assumptions(counts: dict[int, Sourced]) -> list[str]:
@@ -162,7 +166,7 @@ def _describe(t: ExitTest, count: int) -> str:
 
 def _exit_test(fn: Function, cfg: Cfg, loop: Any, all_loops: list[Any], launch: Launch | None,
                defs: dict[str, list[Instruction]], reaching: _ReachingDefs,
-               block_index: tuple[int, int, int] | None = None) -> ExitTest:
+               index: tuple[tuple[int, int, int], tuple[int, int, int]] | None = None) -> ExitTest:
     """Find the loop's single exit branch, its `setp`, and the induction variable it compares."""
     exits = list(loop.exits)
     if not exits:
@@ -183,7 +187,7 @@ def _exit_test(fn: Function, cfg: Cfg, loop: Any, all_loops: list[Any], launch: 
     in_loop = set(loop.blocks)
     nested = [set(other.blocks) for other in all_loops
               if other.header != loop.header and other.header in in_loop and set(other.blocks) <= in_loop]
-    reader = _Values(fn, cfg, defs, reaching, loop, launch, block_index)
+    reader = _Values(fn, cfg, defs, reaching, loop, launch, index)
     for iv_op, bound_op, rel in ((a, b, cmp), (b, a, _FLIP[cmp])):
         if not isinstance(iv_op, Reg) or iv_op.is_special:
             continue
@@ -388,9 +392,10 @@ class _Values:
     MAX_DEPTH = 32
 
     def __init__(self, fn: Function, cfg: Cfg, defs: dict[str, list[Instruction]], reaching: _ReachingDefs,
-                 loop: Any, launch: Launch | None, block_index: tuple[int, int, int] | None = None) -> None:
+                 loop: Any, launch: Launch | None,
+                 index: tuple[tuple[int, int, int], tuple[int, int, int]] | None = None) -> None:
         self.fn, self.cfg, self.defs, self.launch = fn, cfg, defs, launch
-        self.block_index = block_index
+        self.index = index
         self.reaching, self.header, self.in_loop = reaching, loop.header, set(loop.blocks)
         self.params = {p.name: i for i, p in enumerate(fn.params)}
         self._active: set[int] = set()
@@ -441,10 +446,11 @@ class _Values:
 
     def special(self, name: str) -> int:
         base, _, axis = name.lstrip("%").partition(".")
-        if base == "ctaid" and axis in ("x", "y", "z"):
-            if self.block_index is None:
-                raise _BlockDependent(f"the value depends on {name}, which differs between blocks")
-            return self.block_index["xyz".index(axis)]
+        if base in ("ctaid", "tid") and axis in ("x", "y", "z"):
+            if self.index is None:
+                raise _BlockDependent(f"the value depends on {name}, which differs between "
+                                      f"{'blocks' if base == 'ctaid' else 'threads'}")
+            return self.index[0 if base == "ctaid" else 1]["xyz".index(axis)]
         field = _SPECIAL_LAUNCH.get(base)
         if field is None or axis not in ("x", "y", "z"):
             raise Unknown(f"the value depends on {name}, which differs between threads")
