@@ -7,6 +7,7 @@ analysis when there is one) so that it can be called without the pipeline; `time
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -209,14 +210,17 @@ def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per
     kc = predict_pipelined(cfg, loops, profile, dags=dags, classes=classes, trips=trip_map, blocks=blocks,
                            threads_per_block=threads_per_block, blocks_per_sm=resident, grid=grid,
                            replays=replays, footprint=fp, requested=requested)
+    compulsory = min(fp.total, kc.dram_bytes) if fp is not None and requested is not None and not requested[1] \
+        else None
     roof = roofline_range(roofline_inputs(profile, counts, total, uncoalesced_fraction=mem.uncoalesced_fraction,
                                           coalescing_known=mem.known and mem.all_addresses_known,
-                                          compulsory_bytes=fp.total if fp is not None and not requested[1]
-                                          else None,
+                                          compulsory_bytes=compulsory,
                                           requested_bytes=sum(requested) if requested is not None else None,
                                           fixed_us=kc.launch_us,
                                           latency_us=kc.latency_chain_cycles / profile.core_clock_mhz,
-                                          lsu_replays=max([1.0, *replays.values()])))
+                                          lsu_replays=max([1.0, *replays.values()]),
+                                          quantization=math.ceil(blocks / profile.sm_count)
+                                          / (blocks / profile.sm_count)))
     if not profile.is_calibrated("latency"):
         notes.append(f"{profile.name}: instruction latencies are estimated, not measured on this GPU")
     notes.append("branches: the thesis's longest path through the CFG; memory instruction counts include "

@@ -19,13 +19,15 @@ where an optimisation cannot be assumed, and reports the range between the best 
 Made to bracket a measurement, as a range must:
 
 * best: the compulsory traffic (the distinct bytes the launch touches, from the footprint, when every global
-  address has one) at the peak bandwidth, or the compute line at the peak rate, whichever is longer;
+  address has one, less what a warm L2 already holds: none of it when it all fits) at the peak bandwidth, or
+  the compute line at the peak rate, whichever is longer;
 * a load/store line beside the compute line: the shared and global instructions at the SMs' load/store lanes
   (best: one pass each; worst: times the replays of bank conflicts and scattered sectors);
 * worst: the bytes requested with no reuse at all (every sector a request moves comes from DRAM, at the
   achievable rather than the peak bandwidth, scattered at `P_uncoalesced` unless coalescing is proven), or
-  the non-FMA compute line, plus what no roofline models but every launch pays: the launch's fixed latency
-  and one wave's dependence chain left unhidden.
+  the non-FMA compute line, plus what no roofline models but every launch pays: the launch's fixed latency,
+  one wave's dependence chain left unhidden, and whole blocks per SM (the busiest SM runs
+  ``ceil(blocks / SMs)`` of them).
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ class RooflineInputs:
     lsu_ops_per_thread: float = 0.0  # shared + global load/store instructions
     p_lsu: float = 0.0  # load/store lanes x SMs x clock (1/s)
     lsu_replays: float = 1.0  # worst passes per load/store instruction
+    quantization: float = 1.0  # busiest SM's blocks / the average SM's (whole blocks per SM)
     fixed_us: float = 0.0  # launch latency every kernel pays
     latency_us: float = 0.0  # one wave's dependence chain
 
@@ -75,14 +78,16 @@ def roofline_range(inp: RooflineInputs) -> tuple[float, float]:
     m0 = m_req if inp.compulsory_bytes is None else min(m_req, inp.compulsory_bytes / inp.p_coalesced)
     lsu = inp.work_units * inp.lsu_ops_per_thread / inp.p_lsu if inp.p_lsu > 0 else 0.0
     best = max(c0, m0, lsu) * 1e6
-    worst = max(c_worst, m_worst, lsu * inp.lsu_replays) * 1e6 + inp.fixed_us + inp.latency_us
+    worst = (max(c_worst * inp.quantization, m_worst, lsu * inp.lsu_replays * inp.quantization) * 1e6
+             + inp.fixed_us + inp.latency_us)
     return best, max(best, worst)
 
 
 def roofline_inputs(profile: Any, counts: DynamicCounts, total_threads: int, *, uncoalesced_fraction: float = 0.0,
                     coalescing_known: bool = False, compulsory_bytes: float | None = None,
                     requested_bytes: float | None = None, fixed_us: float = 0.0,
-                    latency_us: float = 0.0, lsu_replays: float = 1.0) -> RooflineInputs:
+                    latency_us: float = 0.0, lsu_replays: float = 1.0,
+                    quantization: float = 1.0) -> RooflineInputs:
     """Boat hull inputs for a kernel launch on a Kerncast GPU profile."""
     const = timing_constants()["roofline"]
     clock_hz = profile.core_clock_mhz * 1e6
@@ -99,4 +104,5 @@ def roofline_inputs(profile: Any, counts: DynamicCounts, total_threads: int, *, 
         requested_bytes=requested_bytes, fixed_us=fixed_us, latency_us=latency_us,
         lsu_ops_per_thread=counts.shared_insts + counts.global_insts, p_achievable=p_achievable,
         p_lsu=float(profile.units["LSU"]) * profile.sm_count * clock_hz, lsu_replays=lsu_replays,
+        quantization=quantization,
     )
