@@ -20,9 +20,9 @@ from kerncast.analysis.cfg import build_cfg
 from kerncast.analysis.compile import CompileOptions, ToolchainError, compile_cuda
 from kerncast.analysis.gpus import load_profile
 from kerncast.analysis.loops import find_loops
-from kerncast.analysis.ptx import parse_ptx
 from kerncast.analysis.memory.analysis import analyze_memory
 from kerncast.analysis.pipeline import Thresholds
+from kerncast.analysis.ptx import parse_ptx
 from kerncast.analysis.timing import predict_time
 
 ROOT = Path(__file__).resolve().parent.parent
