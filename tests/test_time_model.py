@@ -123,3 +123,22 @@ def test_setting_and_cli_flag_choose_the_time_model(nvcc_available):
     bad = subprocess.run([sys.executable, "-m", "kerncast.server.cli", "analyze", "x.cu", "--time-model", "no"],
                          capture_output=True, text=True, timeout=60, check=False)
     assert bad.returncode == 2 and "--time-model" in bad.stderr
+
+
+def test_a_count_no_stage_knows_is_stated_once_and_used_alike(tmp_path, nvcc_available):
+    src = tmp_path / "walk.cu"
+    src.write_text("__global__ void walk(const int *next, float *out)\n{\n    int i = threadIdx.x;\n"
+                   "    float s = 0.0f;\n    while (next[i] >= 0) { s += 1.0f; i = next[i]; }\n"
+                   "    out[threadIdx.x] = s;\n}\nint main() { walk<<<4, 128>>>(0, 0); return 0; }\n")
+    k = analyze_file(src, options=AnalysisOptions(gpu="v100")).kernels[0]
+    stated = [a for a in k.time.assumptions if "trip count unknown" in a] + \
+        [n for n in k.notes if "trip count" in n and "unknown" in n]
+    assert len(stated) == 1 and "assumed 10" in stated[0]
+
+
+def test_the_memory_stage_receives_the_time_models_counts():
+    from kerncast.analysis.launch import Sourced
+    from kerncast.analysis.memory.stage import _trips
+
+    counts = {3: Sourced(32, "ptx", 24, "read"), 7: Sourced(10, "default", 45, "assumed")}
+    assert _trips(counts) == {3: 32, 7: 10}
