@@ -60,6 +60,7 @@ class ExitTest:
     bits: int
     signed: bool
     line: int | None
+    inputs: tuple[str, ...] = ()  # the parameter values read, e.g. "wA = 1024 from the launch-site"
 
 
 def trip_counts(function: Function, cfg: Cfg, loops: Any, launch: Launch | None) -> dict[int, Sourced]:
@@ -125,7 +126,8 @@ def _count_per_block(function: Function, cfg: Cfg, loop: Any, loop_list: list[An
     distance = test.bound - test.init
     return count, (f"induction variable {test.iv} runs {distance:+d} from its block-dependent start, step "
                    f"{_ADDITIVE.get(test.op, 0) * test.step:+d} while {_SYMBOL[test.cmp]} its bound: {count} "
-                   "iterations in every block and thread (the index terms cancel)"
+                   f"iterations in every block and thread (the index terms cancel"
+                   f"{''.join('; ' + i for i in test.inputs)})"
                    if test.op in _ADDITIVE else _describe(test, count) + " in every block and thread")
 
 
@@ -158,7 +160,11 @@ def _describe(t: ExitTest, count: int) -> str:
     step = {"add": f"{delta:+d}", "sub": f"{delta:+d}", "mul": f"*{t.step}", "shl": f"<<{t.step}",
             "shr": f">>{t.step}", "div": f"/{t.step}"}[t.op]
     return (f"induction variable {t.iv} from {t.init} step {step} while {_SYMBOL[t.cmp]} {t.bound}: "
-            f"{count} iterations")
+            f"{count} iterations{_inputs(t)}")
+
+
+def _inputs(t: ExitTest) -> str:
+    return f" ({', '.join(t.inputs)})" if t.inputs else ""
 
 
 # ------------------------------------------------------------------------------------------ reading the test
@@ -209,7 +215,8 @@ def _exit_test(fn: Function, cfg: Cfg, loop: Any, all_loops: list[Any], launch: 
         op, step = _step(update, iv, reader)
         init = reader.outside(iv)
         bound = reader.invariant(bound_op)
-        return ExitTest(iv, rel, bound, init, op, step, after, bits, signed, setp.loc.line if setp.loc else None)
+        return ExitTest(iv, rel, bound, init, op, step, after, bits, signed, setp.loc.line if setp.loc else None,
+                        tuple(dict.fromkeys(reader.inputs)))
     raise Unknown("the exit test does not compare an induction variable updated once per iteration")
 
 
@@ -396,6 +403,7 @@ class _Values:
                  index: tuple[tuple[int, int, int], tuple[int, int, int]] | None = None) -> None:
         self.fn, self.cfg, self.defs, self.launch = fn, cfg, defs, launch
         self.index = index
+        self.inputs: list[str] = []
         self.reaching, self.header, self.in_loop = reaching, loop.header, set(loop.blocks)
         self.params = {p.name: i for i, p in enumerate(fn.params)}
         self._active: set[int] = set()
@@ -488,6 +496,7 @@ class _Values:
         if known is None or not isinstance(known.value, int):
             raise Unknown(f"parameter {name} has no known value (set it with --param {name if names else index}"
                           f"=VALUE or a // kerncast: annotation)")
+        self.inputs.append(f"{name} = {known.value} from the {known.source}")
         return known.value
 
 

@@ -44,6 +44,8 @@ def _kernel_lines(k: KernelReport) -> list[str]:
         span = f"lines {lp.lines[0]}-{lp.lines[1]}" if lp.lines else "no line info"
         trips = f", trip count {lp.trip_count} ({lp.trip_source})" if lp.trip_count is not None else ""
         out.append(f"  loop at line {lp.header_line} ({span}, depth {lp.depth}{trips})")
+        if lp.trip_detail and lp.trip_source == "ptx":
+            out.append(f"    {lp.trip_detail}")
     launch = _fmt_launch(data.get("launch"))
     if launch:
         out.append(f"  launch: {launch}")

@@ -70,6 +70,7 @@ def test_matmul_loops_use_the_launch_site_counts_in_every_stage(example_reports)
     tiled = next(k for k in report.kernels if k.name.startswith("MatrixMulCUDA"))
     naive = next(k for k in report.kernels if k.name.startswith("matmulNaive"))
     assert [(lp.trip_count, lp.trip_source) for lp in tiled.loops] == [(32, "ptx")]  # wA / 32 for every block
+    assert "wA = 1024 from the launch-site" in tiled.loops[0].trip_detail
     assert sorted(lp.trip_count for lp in naive.loops) == [0, 256]  # 1024 unrolled by 4, remainder n & 3 = 0
     for k in (tiled, naive):
         assert not any("unknown" in n and "trip count" in n for n in k.notes), k.notes

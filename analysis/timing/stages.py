@@ -57,6 +57,7 @@ def launch_stage(ctx: Any) -> None:
         if count is not None:
             info.trip_count = count.value
             info.trip_source = count.source
+            info.trip_detail = count.detail or None
     if ctx.gpu is None:
         ctx.report.notes.append(f"no time prediction: the GPU profile {ctx.options.gpu!r} could not be loaded")
 
