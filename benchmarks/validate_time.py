@@ -26,6 +26,7 @@ from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data" / "thesis_times.csv"
 MODELS = ("kerncast", "thesis", "mwp-cwp")
+ERROR_BAND = ROOT / "analysis" / "data" / "time_error.toml"
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,8 @@ class Row:
     actual: float
     thesis: float
     models: dict[str, float]
+    range_us: tuple[float, float]
+    roofline_us: tuple[float, float]
 
 
 def _rows() -> list[dict[str, str]]:
@@ -103,7 +106,7 @@ def _source(case: Case) -> str:
     return text
 
 
-def _predict(case: Case, gpu: str, cache: dict) -> dict[str, float] | None:
+def _predict(case: Case, gpu: str, cache: dict) -> tuple[dict[str, float], tuple, tuple] | None:
     key = (case, gpu)
     if key not in cache:
         overrides = LaunchOverrides.from_strings(grid=case.grid, block=case.block, params=list(case.params),
@@ -112,7 +115,7 @@ def _predict(case: Case, gpu: str, cache: dict) -> dict[str, float] | None:
                               options=AnalysisOptions(gpu=gpu, arch="sm_75", overrides=overrides))
         k = next((k for k in report.kernels if k.name.split("<", 1)[0] == case.kernel), None)
         t = k.time if k is not None else None
-        cache[key] = dict(t.models) if t is not None else None
+        cache[key] = (dict(t.models), tuple(t.range_us), tuple(t.roofline_us)) if t is not None else None
     return cache[key]
 
 
@@ -143,12 +146,13 @@ def collect(verbose: bool = False) -> list[Row]:
         if why is not None:
             print(f"  excluded: Table {raw['table']} {raw['kernel']} on {raw['gpu']}: {why}")
             continue
-        models = _predict(case, raw["gpu"], cache)
-        if models is None:
+        predicted = _predict(case, raw["gpu"], cache)
+        if predicted is None:
             print(f"  no prediction for {case.kernel} on {raw['gpu']} (did it compile?)")
             continue
+        models, rng, roof = predicted
         row = Row(raw["table"], raw["kernel"], raw["gpu"], float(raw["actual_us"]),
-                  float(raw["thesis_predicted_us"]), models)
+                  float(raw["thesis_predicted_us"]), models, rng, roof)
         out.append(row)
         if verbose:
             print(f"  {row.table:4s} {row.kernel:20s} {row.gpu:8s} actual {row.actual:9.2f}  "
@@ -160,6 +164,8 @@ def collect(verbose: bool = False) -> list[Row]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--verbose", action="store_true", help="print every compared row")
+    ap.add_argument("--write-error-band", action="store_true",
+                    help=f"write the kerncast model's validation error spread to {ERROR_BAND.relative_to(ROOT)}")
     args = ap.parse_args(argv)
     rows = collect(args.verbose)
     print("\nMAPE against the thesis's measured times (thesis-pub: the thesis's own published predictions)")
@@ -178,7 +184,46 @@ def main(argv: list[str] | None = None) -> int:
     for r in sample:
         subset.setdefault(r.gpu, []).append(r)
     _table("Table 4.8 CUDA-sample rows (transposes, matrixMul, vectorAdd, timedReduction)", subset)
+    inside = sum(r.range_us[0] <= r.actual <= r.range_us[1] for r in rows)
+    roof = sum(r.roofline_us[0] <= r.actual <= r.roofline_us[1] for r in rows)
+    print(f"\nmeasured time inside the kerncast range: {inside} of {len(rows)} rows; "
+          f"inside the roofline range: {roof} of {len(rows)}")
+    low, high = error_band(rows)
+    print(f"measured / kerncast prediction: 10th percentile {low:.3f}, 90th percentile {high:.3f}")
+    if args.write_error_band:
+        write_error_band(rows, low, high)
+        print(f"wrote {ERROR_BAND.relative_to(ROOT)}")
     return 0
+
+
+def _percentile(values: list[float], q: float) -> float:
+    """Linear-interpolated percentile (q in [0, 1]) of a non-empty list."""
+    v = sorted(values)
+    pos = q * (len(v) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+
+
+def error_band(rows: list[Row]) -> tuple[float, float]:
+    """10th and 90th percentiles of measured / predicted (kerncast) over the compared rows."""
+    ratios = [r.actual / r.models["kerncast"] for r in rows]
+    return _percentile(ratios, 0.1), _percentile(ratios, 0.9)
+
+
+def write_error_band(rows: list[Row], low: float, high: float) -> None:
+    """The spread the kerncast model's shown range carries: a statement of its error, never a model input."""
+    ERROR_BAND.write_text(
+        "# The kerncast time model's measured error spread, written by benchmarks/validate_time.py\n"
+        "# --write-error-band. It widens the range every shown time carries (stated as such in each\n"
+        "# prediction); it is not an input of any prediction: no point estimate reads this file.\n"
+        "[kerncast]\n"
+        f'basis = "validation error: measured / predicted over {len(rows)} rows of the thesis\'s measured '
+        f'Tables 4.2, 4.8, 6.1 and 6.2 (Kerncast examples, thesis-era launches)"\n'
+        f"rows = {len(rows)}\n"
+        f"low_ratio = {low:.3f}  # 10th percentile of measured / predicted\n"
+        f"high_ratio = {high:.3f}  # 90th percentile of measured / predicted\n",
+        encoding="utf-8")
 
 
 if __name__ == "__main__":

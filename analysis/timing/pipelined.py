@@ -37,7 +37,7 @@ from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.deps import DepGraph
 from kerncast.analysis.isa import InstrClass
 from kerncast.analysis.loops import block_weights
-from kerncast.analysis.timing.constants import timing_constants
+from kerncast.analysis.timing.constants import time_error_band, timing_constants
 from kerncast.analysis.timing.footprint import Footprint
 from kerncast.analysis.timing.scheduler import cfg_longest_path
 
@@ -184,14 +184,21 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     if bottleneck == "compute" and busy_per_block:
         unit = max(busy_per_block, key=lambda r: busy_per_block[r])
         bottleneck = f"compute ({unit})" if per_block * blocks_on_sm >= chain else "latency chain"
+    basis = ("range: best case all latency hidden and the warm-cache floor; worst case no overlap of the latency "
+             "chain with the busiest unit, a cold cache and the launch's dispatch added")
+    band = time_error_band()
+    if band.get("low_ratio") and band.get("high_ratio"):
+        low = min(low, us * float(band["low_ratio"]))
+        high = max(high, us * float(band["high_ratio"]))
+        basis += (f"; widened to the model's measured error spread (measured/predicted {band['low_ratio']:g} to "
+                  f"{band['high_ratio']:g}, 10th-90th percentile over {band.get('rows', '?')} validation rows)")
     notes = [
         "kerncast model: parameter/constant loads cost no unit slot; units are held for their issue cycles "
         f"and dependants wait for native latencies ({profile.arch} rows of data/timing.toml); waves overlap "
         f"after the first; launch: {fixed:.2f} us fixed plus block dispatch overlapped with the kernel",
         f"DRAM floor: {dram / 1e6:.3g} MB at {bw:.4g} GB/s ({bw_note})",
         *mem_notes,
-        f"range {low:.3g}-{high:.3g} us: best case all latency hidden and the warm-cache floor; worst case no "
-        "overlap of the latency chain with the busiest unit, a cold cache and the launch's dispatch added",
+        basis,
     ]
     return PipelinedResult(us=us, low_us=min(low, us), high_us=max(high, us), compute_us=compute_us,
                            memory_us=memory_us, launch_us=fixed, first_wave_cycles=first,
