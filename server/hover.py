@@ -194,8 +194,10 @@ def kernel_markdown(k: dict[str, Any], gpu: str, arch: str | None, full: bool = 
             parts += ["", f"Instructions: {k.get('instruction_count')} ("
                       + ", ".join(f"{n} {t}" for t, n in mix.items()) + ")"]
         for lp in k.get("loops") or []:
-            trips = f", trip count {lp['trip_count']} ({lp.get('trip_source')})" if lp.get("trip_count") else ""
-            parts.append(f"- loop at line {lp.get('header_line')} (depth {lp.get('depth')}{trips})")
+            trips = f", trip count {lp['trip_count']} ({lp.get('trip_source')})" \
+                if lp.get("trip_count") is not None else ""
+            how = f": {lp['trip_detail']}" if lp.get("trip_detail") and lp.get("trip_source") == "ptx" else ""
+            parts.append(f"- loop at line {lp.get('header_line')} (depth {lp.get('depth')}{trips}){how}")
         t = k.get("time") or {}
         for a in t.get("assumptions") or []:
             parts.append(f"- time model assumed: {a}")

@@ -183,7 +183,8 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     bottleneck = max(parts, key=lambda k: parts[k])
     if bottleneck == "compute" and busy_per_block:
         unit = max(busy_per_block, key=lambda r: busy_per_block[r])
-        bottleneck = f"compute ({unit})" if per_block * blocks_on_sm >= chain else "latency chain"
+        latency_bound = later > per_block if blocks_on_sm > resident else chain > per_block * resident
+        bottleneck = "latency chain (too few warps to hide it)" if latency_bound else f"compute ({unit})"
     basis = ("range: best case all latency hidden and the warm-cache floor; worst case no overlap of the latency "
              "chain with the busiest unit, a cold cache and the launch's dispatch added")
     band = time_error_band()
