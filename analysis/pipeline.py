@@ -57,6 +57,8 @@ class AnalysisOptions:
     #: per-kernel launch settings from the editor: kernel name -> `LaunchOverrides`
     kernel_settings: dict[str, Any] = field(default_factory=dict)
     loops: int | None = None
+    #: the time model whose prediction is the kernel's time: "kerncast" (default), "thesis" or "mwp-cwp"
+    time_model: str = "kerncast"
     thresholds: Thresholds = field(default_factory=Thresholds)
     #: LIME weights in power explanations (exact contributions are always there); the server adds them lazily
     lime: bool = True

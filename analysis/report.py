@@ -143,11 +143,12 @@ class LoopInfo:
     blocks: int
     trip_count: int | None = None
     trip_source: str | None = None
+    trip_detail: str | None = None  # how the count was found (or why it is not known)
 
     def to_json(self) -> dict[str, Any]:
         return {"header_line": self.header_line, "lines": list(self.lines) if self.lines else None,
                 "depth": self.depth, "blocks": self.blocks, "trip_count": self.trip_count,
-                "trip_source": self.trip_source}
+                "trip_source": self.trip_source, "trip_detail": self.trip_detail}
 
 
 @dataclass(slots=True)

@@ -8,6 +8,16 @@ to the launch's `loops` value (annotation, setting, CLI or default), which says 
 The trip count is the number of times the loop's header block runs per entry into the loop. nvcc rotates
 loops so that the test sits at the bottom, where this is the number of times the body runs. A loop whose very
 first test fails is counted once: the zero-trip guard nvcc places in front of a rotated loop is not followed.
+A bound that depends on the block or thread index (`%ctaid`, `%tid`) is read for several of them: the first,
+one step along each axis, the middle and the last of the grid (and of the block). When every sample gets the
+same count, the index terms cancel (CUDA's matrixMul runs `a` from `wA * BLOCK_SIZE * by` to
+`aBegin + wA - 1`: `wA / BLOCK_SIZE` for every block; a grid-stride loop over exactly as many elements as
+threads runs once in every thread) and that count is reported as such; otherwise the count stays unknown.
+For affine bounds, agreement at the first index and one step along each axis is a proof; the other samples
+guard the rest.
+A `!=` loop whose counter starts at its exit value (`n & 3` remainder loops of an unrolled loop when the count
+is a multiple of the unroll factor) is skipped by nvcc's zero-trip guard and counted 0.
+
 Counting never iterates an additive loop (a closed-form search is used), so its cost does not grow with the
 trip count; geometric loops (`s *= 2`, `s >>= 1`) are stepped, which ends within a few dozen steps.
 """
@@ -50,6 +60,7 @@ class ExitTest:
     bits: int
     signed: bool
     line: int | None
+    inputs: tuple[str, ...] = ()  # the parameter values read, e.g. "wA = 1024 from the launch-site"
 
 
 def trip_counts(function: Function, cfg: Cfg, loops: Any, launch: Launch | None) -> dict[int, Sourced]:
@@ -67,16 +78,57 @@ def trip_counts(function: Function, cfg: Cfg, loops: Any, launch: Launch | None)
     for loop in loop_list:
         line = _header_line(cfg, loop.header)
         try:
-            test = _exit_test(function, cfg, loop, loop_list, launch, defs, reaching)
-            count = _count(test)
+            try:
+                test = _exit_test(function, cfg, loop, loop_list, launch, defs, reaching)
+                count = _count(test)
+                detail = _describe(test, count)
+            except _BlockDependent:
+                count, detail = _count_per_block(function, cfg, loop, loop_list, launch, defs, reaching)
         except Unknown as exc:
             out[loop.header] = _fallback(fallback, exc.reason, line)
             continue
         except (IndexError, KeyError, ValueError, RecursionError) as exc:
             out[loop.header] = _fallback(fallback, f"the loop could not be read: {exc!r}", line)
             continue
-        out[loop.header] = Sourced(count, "ptx", line, _describe(test, count))
+        out[loop.header] = Sourced(count, "ptx", line, detail)
     return out
+
+
+class _BlockDependent(Unknown):
+    """The exit test's init or bound reads `%ctaid` or `%tid`: the count must be read per block and thread."""
+
+
+def _samples(launch: Launch | None, field: str) -> list[tuple[int, int, int]]:
+    """Indices to read an index-dependent count at: first, one step along each axis, middle, last."""
+    dim = getattr(launch, field, None) if launch is not None else None
+    dims = tuple(dim.value) if dim is not None and dim.value is not None else (1 << 10, 1 << 10, 1 << 6)
+    last = tuple(max(0, int(d) - 1) for d in dims)
+    picks = {(0, 0, 0), last, tuple(d // 2 for d in last)}
+    for axis in range(3):
+        step = [0, 0, 0]
+        step[axis] = min(1, last[axis])
+        picks.add(tuple(step))
+    return sorted(picks)  # type: ignore[arg-type]
+
+
+def _count_per_block(function: Function, cfg: Cfg, loop: Any, loop_list: list[Any], launch: Launch | None,
+                     defs: dict[str, list[Instruction]], reaching: _ReachingDefs) -> tuple[int, str]:
+    """The count of a loop whose bounds read the block index, when it is the same for every sampled block."""
+    counts: dict[int, ExitTest] = {}
+    for block in _samples(launch, "grid"):
+        for thread in _samples(launch, "block"):
+            test = _exit_test(function, cfg, loop, loop_list, launch, defs, reaching, (block, thread))
+            counts.setdefault(_count(test), test)
+    if len(counts) != 1:
+        raise Unknown(f"the count differs between blocks or threads "
+                      f"({', '.join(str(c) for c in sorted(counts))})")
+    count, test = next(iter(counts.items()))
+    distance = test.bound - test.init
+    return count, (f"induction variable {test.iv} runs {distance:+d} from its block-dependent start, step "
+                   f"{_ADDITIVE.get(test.op, 0) * test.step:+d} while {_SYMBOL[test.cmp]} its bound: {count} "
+                   f"iterations in every block and thread (the index terms cancel"
+                   f"{''.join('; ' + i for i in test.inputs)})"
+                   if test.op in _ADDITIVE else _describe(test, count) + " in every block and thread")
 
 
 def trip_count_assumptions(counts: dict[int, Sourced]) -> list[str]:
@@ -108,14 +160,19 @@ def _describe(t: ExitTest, count: int) -> str:
     step = {"add": f"{delta:+d}", "sub": f"{delta:+d}", "mul": f"*{t.step}", "shl": f"<<{t.step}",
             "shr": f">>{t.step}", "div": f"/{t.step}"}[t.op]
     return (f"induction variable {t.iv} from {t.init} step {step} while {_SYMBOL[t.cmp]} {t.bound}: "
-            f"{count} iterations")
+            f"{count} iterations{_inputs(t)}")
+
+
+def _inputs(t: ExitTest) -> str:
+    return f" ({', '.join(t.inputs)})" if t.inputs else ""
 
 
 # ------------------------------------------------------------------------------------------ reading the test
 
 
 def _exit_test(fn: Function, cfg: Cfg, loop: Any, all_loops: list[Any], launch: Launch | None,
-               defs: dict[str, list[Instruction]], reaching: _ReachingDefs) -> ExitTest:
+               defs: dict[str, list[Instruction]], reaching: _ReachingDefs,
+               index: tuple[tuple[int, int, int], tuple[int, int, int]] | None = None) -> ExitTest:
     """Find the loop's single exit branch, its `setp`, and the induction variable it compares."""
     exits = list(loop.exits)
     if not exits:
@@ -136,7 +193,7 @@ def _exit_test(fn: Function, cfg: Cfg, loop: Any, all_loops: list[Any], launch: 
     in_loop = set(loop.blocks)
     nested = [set(other.blocks) for other in all_loops
               if other.header != loop.header and other.header in in_loop and set(other.blocks) <= in_loop]
-    reader = _Values(fn, cfg, defs, reaching, loop, launch)
+    reader = _Values(fn, cfg, defs, reaching, loop, launch, index)
     for iv_op, bound_op, rel in ((a, b, cmp), (b, a, _FLIP[cmp])):
         if not isinstance(iv_op, Reg) or iv_op.is_special:
             continue
@@ -158,7 +215,8 @@ def _exit_test(fn: Function, cfg: Cfg, loop: Any, all_loops: list[Any], launch: 
         op, step = _step(update, iv, reader)
         init = reader.outside(iv)
         bound = reader.invariant(bound_op)
-        return ExitTest(iv, rel, bound, init, op, step, after, bits, signed, setp.loc.line if setp.loc else None)
+        return ExitTest(iv, rel, bound, init, op, step, after, bits, signed, setp.loc.line if setp.loc else None,
+                        tuple(dict.fromkeys(reader.inputs)))
     raise Unknown("the exit test does not compare an induction variable updated once per iteration")
 
 
@@ -341,8 +399,11 @@ class _Values:
     MAX_DEPTH = 32
 
     def __init__(self, fn: Function, cfg: Cfg, defs: dict[str, list[Instruction]], reaching: _ReachingDefs,
-                 loop: Any, launch: Launch | None) -> None:
+                 loop: Any, launch: Launch | None,
+                 index: tuple[tuple[int, int, int], tuple[int, int, int]] | None = None) -> None:
         self.fn, self.cfg, self.defs, self.launch = fn, cfg, defs, launch
+        self.index = index
+        self.inputs: list[str] = []
         self.reaching, self.header, self.in_loop = reaching, loop.header, set(loop.blocks)
         self.params = {p.name: i for i, p in enumerate(fn.params)}
         self._active: set[int] = set()
@@ -393,6 +454,11 @@ class _Values:
 
     def special(self, name: str) -> int:
         base, _, axis = name.lstrip("%").partition(".")
+        if base in ("ctaid", "tid") and axis in ("x", "y", "z"):
+            if self.index is None:
+                raise _BlockDependent(f"the value depends on {name}, which differs between "
+                                      f"{'blocks' if base == 'ctaid' else 'threads'}")
+            return self.index[0 if base == "ctaid" else 1]["xyz".index(axis)]
         field = _SPECIAL_LAUNCH.get(base)
         if field is None or axis not in ("x", "y", "z"):
             raise Unknown(f"the value depends on {name}, which differs between threads")
@@ -430,6 +496,7 @@ class _Values:
         if known is None or not isinstance(known.value, int):
             raise Unknown(f"parameter {name} has no known value (set it with --param {name if names else index}"
                           f"=VALUE or a // kerncast: annotation)")
+        self.inputs.append(f"{name} = {known.value} from the {known.source}")
         return known.value
 
 
@@ -476,6 +543,8 @@ def _count(t: ExitTest) -> int:
     signed = t.signed and not unsigned_cmp
     bound = _wrap(t.bound, t.bits, signed)
     shift = 1 if t.after_update else 0
+    if t.cmp == "ne" and t.op in _ADDITIVE and t.after_update and t.init == t.bound:
+        return 0  # starts at its exit value: nvcc's zero-trip guard in front of the loop skips it
 
     def value(i: int) -> int:
         return _wrap(_advance(t, t.init, i + shift), t.bits, signed)

@@ -1,8 +1,9 @@
 """Time the time prediction: every example kernel, a 10^6-block launch and a 10^4-iteration loop.
 
-Prediction (thesis scheduler + penalties + MWP-CWP + roofline) must stay in milliseconds and must not grow
-with the grid size or the trip count: identical waves and loop bodies are scheduled once and multiplied.
-Prints the median time per prediction over several runs (parse, CFG and compilation are not timed).
+Prediction (the kerncast model with its distinct-bytes footprint, the thesis scheduler + penalties, MWP-CWP and
+the roofline) must stay in milliseconds and must not grow with the grid size or the trip count: identical waves
+and loop bodies are scheduled once and multiplied, footprints are closed forms over the index ranges. Prints
+the median time per prediction over several runs (parse, CFG, memory analysis and compilation are not timed).
 
     .venv/bin/python benchmarks/timing_speed.py [--gpu k20] [--repeat 7]
 """
@@ -19,6 +20,8 @@ from kerncast.analysis.cfg import build_cfg
 from kerncast.analysis.compile import CompileOptions, ToolchainError, compile_cuda
 from kerncast.analysis.gpus import load_profile
 from kerncast.analysis.loops import find_loops
+from kerncast.analysis.memory.analysis import analyze_memory
+from kerncast.analysis.pipeline import Thresholds
 from kerncast.analysis.ptx import parse_ptx
 from kerncast.analysis.timing import predict_time
 
@@ -58,7 +61,12 @@ def _median_ms(fn, repeat: int) -> float:
     return statistics.median(times)
 
 
-def _kernels() -> list[tuple[str, object]]:
+def _memory(module, fn, cfg, loops, block: tuple[int, int, int], trips: dict[int, int]):
+    """The memory analysis the kerncast model's footprint reads (computed once, not timed)."""
+    return analyze_memory(module, fn, cfg, loops, block, {}, trips, Thresholds())
+
+
+def _kernels() -> list[tuple[str, object, object]]:
     out = []
     for cu in sorted((ROOT / "examples").glob("*.cu")):
         try:
@@ -69,8 +77,9 @@ def _kernels() -> list[tuple[str, object]]:
         if not result.ok or result.ptx is None:
             print(f"skipping {cu.name}: it did not compile")
             continue
-        for fn in parse_ptx(result.ptx).kernels:
-            out.append((f"{cu.stem}:{fn.display_name}", fn))
+        module = parse_ptx(result.ptx)
+        for fn in module.kernels:
+            out.append((f"{cu.stem}:{fn.display_name}", fn, module))
     return out
 
 
@@ -81,24 +90,29 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     profile = load_profile(args.gpu)
     print(f"GPU profile {profile.id}; median of {args.repeat} runs per prediction")
-    for name, fn in _kernels():
+    for name, fn, module in _kernels():
         cfg = build_cfg(fn)
         loops = find_loops(cfg)
-        ms = _median_ms(lambda cfg=cfg, loops=loops: predict_time(
-            cfg, loops, profile, blocks=4096, threads_per_block=256), args.repeat)
+        mem = _memory(module, fn, cfg, loops, (256, 1, 1), {})
+        ms = _median_ms(lambda cfg=cfg, loops=loops, mem=mem: predict_time(
+            cfg, loops, profile, blocks=4096, threads_per_block=256, memory=mem), args.repeat)
         print(f"  {name:60s} {len(fn.body):5d} instructions  {ms:7.2f} ms")
-    fn = parse_ptx(LOOP_PTX).kernels[0]
+    module = parse_ptx(LOOP_PTX)
+    fn = module.kernels[0]
     cfg = build_cfg(fn)
     loops = find_loops(cfg)
     header = loops.loops[0].header
     rows = []
     for blocks, trips in ((13, 1), (10**6, 1), (13, 10**4), (10**6, 10**4)):
-        ms = _median_ms(lambda b=blocks, t=trips: predict_time(
-            cfg, loops, profile, blocks=b, threads_per_block=256, trips={header: t}), args.repeat)
-        est = predict_time(cfg, loops, profile, blocks=blocks, threads_per_block=256, trips={header: trips})
+        mem = _memory(module, fn, cfg, loops, (256, 1, 1), {header: trips})
+        ms = _median_ms(lambda b=blocks, t=trips, mem=mem: predict_time(
+            cfg, loops, profile, blocks=b, threads_per_block=256, trips={header: t}, memory=mem), args.repeat)
+        est = predict_time(cfg, loops, profile, blocks=blocks, threads_per_block=256, trips={header: trips},
+                           memory=mem)
         rows.append(ms)
         print(f"  loop kernel, {blocks:>8d} blocks x 256 threads, {trips:>6d} iterations: {ms:6.2f} ms "
-              f"(predicts {est.us:,.1f} us in {est.waves} waves)")
+              f"(kerncast {est.us:,.1f} us, range {est.range_us[0]:,.1f}-{est.range_us[1]:,.1f} us, "
+              f"{est.waves} waves)")
     growth = max(rows) / min(rows)
     print(f"largest / smallest prediction time across those launches: {growth:.2f}x")
     return 0

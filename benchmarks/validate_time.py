@@ -1,10 +1,12 @@
-"""Compare Kerncast's time predictions with the thesis's measured times (Tables 4.2, 4.8, 6.1, 6.2).
+"""Compare Kerncast's time models with the thesis's measured times (Tables 4.2, 4.8, 6.1, 6.2).
 
 The measured times are validation data: nothing in Kerncast is fitted to them. Only the kernels that
-`examples/` has an equivalent of can be compared, at the launch each measurement most likely used (the
-thesis states the launch only for Table 6.1); each launch below says where it comes from. The script prints,
-per table, the MAPE of Kerncast's thesis-scheduler prediction, of its MWP-CWP estimate, and of the thesis's
-own published predictions on the same rows, so the three can be read side by side.
+`examples/` (or `benchmarks/data/timed_reduction.cu`) has an equivalent of are compared, at the launch each
+measurement most likely used; each case says where its launch comes from. Loop trip counts are the ones the
+tool infers from the launch (no `--loops`). Rows that are copies of other rows are left out, with the reason
+printed. The script prints the MAPE of every model (kerncast, the literal thesis scheduler, MWP-CWP) and of the
+thesis's own published predictions, per table, per GPU and per kernel, and the acceptance subset: Table 4.8's
+CUDA-sample rows (transposes, matrixMul, vectorAdd, timedReduction on K20, K4200, M60 and GTX 1050).
 
     .venv/bin/python benchmarks/validate_time.py [--verbose]
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import csv
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,11 +25,13 @@ from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data" / "thesis_times.csv"
+MODELS = ("kerncast", "thesis", "mwp-cwp")
+ERROR_BAND = ROOT / "analysis" / "data" / "time_error.toml"
 
 
 @dataclass(frozen=True)
 class Case:
-    """An example kernel and the launch assumed for the thesis's measurement of it."""
+    """A kernel and the launch assumed for the thesis's measurement of it; `defines` rewrite `#define`s."""
 
     file: str
     kernel: str
@@ -34,33 +39,59 @@ class Case:
     block: str
     params: tuple[str, ...]
     source: str
-    loops: int | None = None
+    defines: tuple[tuple[str, str], ...] = ()
+    smem: int | None = None
 
 
-VECTOR_ADD = Case("vector_add.cu", "vectorAdd", "196", "256", ("n=50000",),
+VECTOR_ADD = Case("examples/vector_add.cu", "vectorAdd", "196", "256", ("n=50000",),
                   "CUDA samples vectorAdd: numElements = 50000, 256 threads per block")
-SAXPY = Case("saxpy.cu", "saxpy", "2000", "512", ("n=1024000",),
-             "thesis power dataset row 'saxpy 2000 x 512' (shared docs/energymodel.md section 2); its "
-             "1,024,000 threads cover n exactly, so the grid-stride loop runs once", loops=1)
-MATMUL = Case("matmul.cu", "MatrixMulCUDA", "32,32", "32,32", ("wA=1024", "wB=1024"),
+SAXPY = Case("examples/saxpy.cu", "saxpy", "2000", "512", ("n=1024000",),
+             "thesis power dataset row 'saxpy 2000 x 512': 1,024,000 threads cover n exactly")
+MATMUL = Case("examples/matmul.cu", "MatrixMulCUDA", "32,32", "32,32", ("wA=1024", "wB=1024"),
               "thesis Table 6.1: 1024 blocks of 1024 threads, i.e. 1024 x 1024 matrices")
 _T = ("width=1024", "height=1024")
-_TS = "assumed: 1024 x 1024 matrix, 32 x 8 threads per 32 x 32 tile (the CUDA transpose sample's layout)"
-T_NAIVE = Case("transpose.cu", "transposeNaive", "32,32", "32,8", _T, _TS)
-T_TILED = Case("transpose.cu", "transposeTiled", "32,32", "32,8", _T, _TS)
-T_PADDED = Case("transpose.cu", "transposePadded", "32,32", "32,8", _T, _TS)
+_TS = ("thesis-era CUDA transpose sample: TILE_DIM 16, BLOCK_ROWS 16, 1024 x 1024 matrix, grid 64 x 64 of "
+       "16 x 16 threads (one element per thread)")
+_TD = (("TILE_DIM", "16"), ("BLOCK_ROWS", "16"))
+T_NAIVE = Case("examples/transpose.cu", "transposeNaive", "64,64", "16,16", _T, _TS, _TD)
+T_TILED = Case("examples/transpose.cu", "transposeTiled", "64,64", "16,16", _T, _TS, _TD)
+T_PADDED = Case("examples/transpose.cu", "transposePadded", "64,64", "16,16", _T, _TS, _TD)
+TIMED = Case("benchmarks/data/timed_reduction.cu", "timedReduction", "64", "256", (),
+             "CUDA samples clock: 64 blocks of 256 threads, 2 x 256 floats of dynamic shared memory", smem=2048)
 
-#: (table, thesis kernel name) -> example kernel. Table 6.2 names are matched as printed.
+#: (table, thesis kernel name) -> case. Table 6.2 names are matched as printed.
 CASES = {
     ("4.2", "VectAdd"): VECTOR_ADD, ("4.2", "Saxpy"): SAXPY, ("4.2", "Tpose2_Naive"): T_NAIVE,
-    ("4.2", "Tpose3_coalesced"): T_TILED,
+    ("4.2", "Tpose3_coalesced"): T_TILED, ("4.2", "Tpose4_optimized"): T_PADDED,
     ("4.8", "vectorAdd"): VECTOR_ADD, ("4.8", "saxpy"): SAXPY, ("4.8", "matrixMulCUDA"): MATMUL,
     ("4.8", "transposeNaive"): T_NAIVE, ("4.8", "transposeCoalesced"): T_TILED,
-    ("4.8", "NoBankConflicts"): T_PADDED,
+    ("4.8", "NoBankConflicts"): T_PADDED, ("4.8", "timedReduction"): TIMED,
     ("6.1", "matrixMulCUDA"): MATMUL,
     ("6.2", "MatrixMul"): MATMUL, ("6.2", "Tpose_Naive"): T_NAIVE, ("6.2", "Tpose_coalesced"): T_TILED,
     ("6.2", "Tpose_optimized"): T_PADDED,
 }
+
+#: rows that repeat another row's measurement, so they cannot validate anything: (table, kernel, gpu) -> why
+EXCLUDED = {
+    ("6.1", "matrixMulCUDA", "v100"): "its 'measured' 8514.9 us is Table 4.8's GTX 1050 matrixMulCUDA value",
+    ("6.2", "Tpose_Naive", "k20"): "its values (62.15 / 53.03 us) are Table 4.8's K20 'copy' row, not transposeNaive",
+}
+
+#: the acceptance subset: Table 4.8's CUDA-sample rows
+SAMPLE_KERNELS = ("transposeNaive", "transposeCoalesced", "NoBankConflicts", "matrixMulCUDA", "vectorAdd",
+                  "timedReduction")
+
+
+@dataclass
+class Row:
+    table: str
+    kernel: str
+    gpu: str
+    actual: float
+    thesis: float
+    models: dict[str, float]
+    range_us: tuple[float, float]
+    roofline_us: tuple[float, float]
 
 
 def _rows() -> list[dict[str, str]]:
@@ -68,53 +99,131 @@ def _rows() -> list[dict[str, str]]:
         return list(csv.DictReader(line for line in fh if not line.startswith("#")))
 
 
-def _predict(case: Case, gpu: str, cache: dict) -> tuple[float | None, float | None]:
+def _source(case: Case) -> str:
+    text = (ROOT / case.file).read_text(encoding="utf-8")
+    for name, value in case.defines:
+        text = text.replace(f"#define {name} ", f"#define {name} {value} //", 1)
+    return text
+
+
+def _predict(case: Case, gpu: str, cache: dict) -> tuple[dict[str, float], tuple, tuple] | None:
     key = (case, gpu)
     if key not in cache:
         overrides = LaunchOverrides.from_strings(grid=case.grid, block=case.block, params=list(case.params),
-                                                 loops=case.loops)
-        report = analyze_file(ROOT / "examples" / case.file,
+                                                 smem=case.smem)
+        report = analyze_file(ROOT / case.file, text=_source(case),
                               options=AnalysisOptions(gpu=gpu, arch="sm_75", overrides=overrides))
         k = next((k for k in report.kernels if k.name.split("<", 1)[0] == case.kernel), None)
         t = k.time if k is not None else None
-        cache[key] = (t.us, t.mwp_cwp_us) if t is not None else (None, None)
+        cache[key] = (dict(t.models), tuple(t.range_us), tuple(t.roofline_us)) if t is not None else None
     return cache[key]
 
 
-def _mape(pairs: list[tuple[float, float]]) -> float:
-    return 100.0 * sum(abs(p - a) / a for a, p in pairs) / len(pairs)
+def _mape(pairs: Iterable[tuple[float, float]]) -> float:
+    pairs = list(pairs)
+    return 100.0 * sum(abs(p - a) / a for a, p in pairs) / len(pairs) if pairs else float("nan")
+
+
+def _table(title: str, groups: dict[str, list[Row]]) -> None:
+    print(f"\n{title}")
+    print(f"  {'':22s} {'rows':>4s} " + " ".join(f"{m:>9s}" for m in (*MODELS, "thesis-pub")))
+    for name in sorted(groups):
+        rows = groups[name]
+        cells = [_mape((r.actual, r.models[m]) for r in rows) for m in MODELS]
+        cells.append(_mape((r.actual, r.thesis) for r in rows))
+        print(f"  {name:22s} {len(rows):4d} " + " ".join(f"{c:8.1f}%" for c in cells))
+
+
+def collect(verbose: bool = False) -> list[Row]:
+    """Every comparable, non-excluded row with each model's prediction."""
+    cache: dict = {}
+    out: list[Row] = []
+    for raw in _rows():
+        case = CASES.get((raw["table"], raw["kernel"]))
+        if case is None:
+            continue
+        why = EXCLUDED.get((raw["table"], raw["kernel"], raw["gpu"]))
+        if why is not None:
+            print(f"  excluded: Table {raw['table']} {raw['kernel']} on {raw['gpu']}: {why}")
+            continue
+        predicted = _predict(case, raw["gpu"], cache)
+        if predicted is None:
+            print(f"  no prediction for {case.kernel} on {raw['gpu']} (did it compile?)")
+            continue
+        models, rng, roof = predicted
+        row = Row(raw["table"], raw["kernel"], raw["gpu"], float(raw["actual_us"]),
+                  float(raw["thesis_predicted_us"]), models, rng, roof)
+        out.append(row)
+        if verbose:
+            print(f"  {row.table:4s} {row.kernel:20s} {row.gpu:8s} actual {row.actual:9.2f}  "
+                  + "  ".join(f"{m} {row.models[m]:9.2f}" for m in MODELS)
+                  + f"  thesis-pub {row.thesis:9.2f}  [{case.source}]")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--verbose", action="store_true", help="print every compared row")
+    ap.add_argument("--write-error-band", action="store_true",
+                    help=f"write the kerncast model's validation error spread to {ERROR_BAND.relative_to(ROOT)}")
     args = ap.parse_args(argv)
-    cache: dict = {}
-    by_table: dict[str, dict[str, list[tuple[float, float]]]] = {}
-    for row in _rows():
-        case = CASES.get((row["table"], row["kernel"]))
-        if case is None:
-            continue
-        actual, thesis = float(row["actual_us"]), float(row["thesis_predicted_us"])
-        ours, hk = _predict(case, row["gpu"], cache)
-        if ours is None:
-            print(f"  no prediction for {case.kernel} on {row['gpu']} (did it compile?)")
-            continue
-        t = by_table.setdefault(row["table"], {"kerncast": [], "mwp_cwp": [], "thesis": []})
-        t["kerncast"].append((actual, ours))
-        t["thesis"].append((actual, thesis))
-        if hk is not None:
-            t["mwp_cwp"].append((actual, hk))
-        if args.verbose:
-            print(f"  {row['table']:4s} {row['kernel']:22s} {row['gpu']:8s} actual {actual:10.2f}  kerncast "
-                  f"{ours:10.2f}  mwp-cwp {hk or 0:10.2f}  thesis {thesis:10.2f}  [{case.source}]")
-    print("MAPE against the thesis's measured times (rows with an example kernel only)")
-    print(f"  {'table':6s} {'rows':>4s} {'kerncast':>9s} {'mwp-cwp':>9s} {'thesis':>9s}")
-    for table in sorted(by_table):
-        t = by_table[table]
-        hk = f"{_mape(t['mwp_cwp']):8.1f}%" if t["mwp_cwp"] else "      n/a"
-        print(f"  {table:6s} {len(t['kerncast']):4d} {_mape(t['kerncast']):8.1f}% {hk} {_mape(t['thesis']):8.1f}%")
+    rows = collect(args.verbose)
+    print("\nMAPE against the thesis's measured times (thesis-pub: the thesis's own published predictions)")
+
+    def group(key) -> dict[str, list[Row]]:
+        out: dict[str, list[Row]] = {}
+        for r in rows:
+            out.setdefault(key(r), []).append(r)
+        return out
+
+    _table("per table", group(lambda r: f"Table {r.table}"))
+    _table("per GPU (all tables)", group(lambda r: r.gpu))
+    _table("per kernel (all tables)", group(lambda r: r.kernel))
+    sample = [r for r in rows if r.table == "4.8" and r.kernel in SAMPLE_KERNELS]
+    subset: dict[str, list[Row]] = {"all": sample}
+    for r in sample:
+        subset.setdefault(r.gpu, []).append(r)
+    _table("Table 4.8 CUDA-sample rows (transposes, matrixMul, vectorAdd, timedReduction)", subset)
+    inside = sum(r.range_us[0] <= r.actual <= r.range_us[1] for r in rows)
+    roof = sum(r.roofline_us[0] <= r.actual <= r.roofline_us[1] for r in rows)
+    print(f"\nmeasured time inside the kerncast range: {inside} of {len(rows)} rows; "
+          f"inside the roofline range: {roof} of {len(rows)}")
+    low, high = error_band(rows)
+    print(f"measured / kerncast prediction: 10th percentile {low:.3f}, 90th percentile {high:.3f}")
+    if args.write_error_band:
+        write_error_band(rows, low, high)
+        print(f"wrote {ERROR_BAND.relative_to(ROOT)}")
     return 0
+
+
+def _percentile(values: list[float], q: float) -> float:
+    """Linear-interpolated percentile (q in [0, 1]) of a non-empty list."""
+    v = sorted(values)
+    pos = q * (len(v) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+
+
+def error_band(rows: list[Row]) -> tuple[float, float]:
+    """10th and 90th percentiles of measured / predicted (kerncast) over the compared rows."""
+    ratios = [r.actual / r.models["kerncast"] for r in rows]
+    return _percentile(ratios, 0.1), _percentile(ratios, 0.9)
+
+
+def write_error_band(rows: list[Row], low: float, high: float) -> None:
+    """The spread the kerncast model's shown range carries: a statement of its error, never a model input."""
+    ERROR_BAND.write_text(
+        "# The kerncast time model's measured error spread, written by benchmarks/validate_time.py\n"
+        "# --write-error-band. It widens the range every shown time carries (stated as such in each\n"
+        "# prediction); it is not an input of any prediction: no point estimate reads this file.\n"
+        "[kerncast]\n"
+        f'basis = "validation error: measured / predicted over {len(rows)} rows of the thesis\'s measured '
+        f'Tables 4.2, 4.8, 6.1 and 6.2 (Kerncast examples, thesis-era launches)"\n'
+        f"rows = {len(rows)}\n"
+        f"low_ratio = {low:.3f}  # 10th percentile of measured / predicted\n"
+        f"high_ratio = {high:.3f}  # 90th percentile of measured / predicted\n",
+        encoding="utf-8")
 
 
 if __name__ == "__main__":

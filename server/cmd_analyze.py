@@ -25,7 +25,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=defaults.timeout_s,
                         help=f"seconds allowed for nvcc; default {defaults.timeout_s:g}")
     parser.add_argument("--format", choices=("text", "json", "sarif"), default="text", help="output format")
+    add_time_model_argument(parser)
     add_launch_arguments(parser)
+
+
+def add_time_model_argument(parser: argparse.ArgumentParser) -> None:
+    """`--time-model`: which model's prediction is the kernel's time (the others are shown beside it)."""
+    parser.add_argument("--time-model", dest="time_model", choices=("kerncast", "thesis", "mwp-cwp"),
+                        default=AnalysisOptions().time_model,
+                        help="time model: kerncast (default: pipelined units, overlapped waves, DRAM floor), "
+                             "thesis (the thesis's scheduler as printed) or mwp-cwp (Hong & Kim)")
 
 
 def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,6 +64,7 @@ def options_from_args(args: argparse.Namespace) -> AnalysisOptions:
     return AnalysisOptions(
         gpu=args.gpu, arch=args.arch, include_dirs=list(args.include_dirs), defines=list(args.defines),
         nvcc_path=args.nvcc_path, timeout_s=args.timeout, overrides=launch_overrides(args), loops=args.loops,
+        time_model=getattr(args, "time_model", None) or AnalysisOptions().time_model,
     )
 
 

@@ -26,6 +26,7 @@ DEFAULTS: dict[str, Any] = {
     "defines": [],
     "launch": {},
     "loops": None,
+    "timeModel": _OPTIONS.time_model,
     "thresholds": {"uncoalescedExcessPercent": _THRESHOLDS.uncoalesced_excess_percent,
                    "bankConflictWays": _THRESHOLDS.bank_conflict_ways,
                    "energyHotspotShare": _THRESHOLDS.energy_hotspot_share,
@@ -177,6 +178,12 @@ def _kernel_launch(name: str, spec: Any, loops: int | None, reader: _Reader) -> 
     return out
 
 
+def _valid_time_model(text: str) -> bool:
+    from kerncast.analysis.timing.estimate import TIME_MODELS
+
+    return text in TIME_MODELS
+
+
 def _valid_arch(text: str) -> bool:
     import re
 
@@ -213,6 +220,7 @@ def parse_settings(data: Any) -> tuple[Settings, list[str]]:
         gpu = r.bad("gpu", gpu, "no such GPU profile (see `kerncast gpus`)", DEFAULTS["gpu"])
     arch = r.string("arch", _valid_arch)
     loops = r.number("loops", data.get("loops"), None, 1, integer=True)
+    time_model = r.string("timeModel", _valid_time_model)
 
     th = data.get("thresholds") or {}
     if not isinstance(th, dict):
@@ -244,7 +252,7 @@ def parse_settings(data: Any) -> tuple[Settings, list[str]]:
         timeout_s=r.number("timeoutSeconds", data.get("timeoutSeconds"), DEFAULTS["timeoutSeconds"], 1),
         max_file_bytes=r.number("maxFileBytes", data.get("maxFileBytes"), DEFAULTS["maxFileBytes"], 1,
                                 integer=True),
-        kernel_settings=kernels, loops=loops, thresholds=thresholds,
+        kernel_settings=kernels, loops=loops, thresholds=thresholds, time_model=time_model,
         lime=False,  # LIME weights are added when a hover or report asks for them (KerncastServer.with_lime)
     )
     settings = Settings(options=options, analyze_on_change=r.boolean("analyzeOnChange"),

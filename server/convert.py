@@ -105,6 +105,21 @@ def gpu_label(gpu_id: str) -> str:
     return name.strip() or gpu_id.upper()
 
 
+def fmt_time_range(t: Any) -> str | None:
+    """A report's time with its range, e.g. `12.3 µs (9.1–16.0 µs)`; None when there is no time."""
+    if not isinstance(t, dict):
+        return None
+    point = fmt_time(t.get("us"))
+    if point is None:
+        return None
+    rng = t.get("range_us")
+    if isinstance(rng, list | tuple) and len(rng) == 2 and all(isinstance(x, int | float) for x in rng):
+        lo, hi = fmt_time(rng[0]), fmt_time(rng[1])
+        if lo and hi:
+            return f"{point} ({lo}–{hi})"
+    return point
+
+
 ANNOTATION_HINT = "add // kerncast: grid=… block=…"
 
 
@@ -112,7 +127,7 @@ def kernel_summary(k: dict[str, Any], gpu: str) -> str:
     """One line: "≈ 12.3 µs · 87 W · 1.1 mJ on V100 @ <<<1024, 256>>>" with unknown parts said so."""
     t = k.get("time") or {}
     p = k.get("power") or {}
-    time = fmt_time(t.get("us"))
+    time = fmt_time_range(t)
     watts = fmt_watts(p.get("watts"))
     energy = fmt_energy_uj(energy_uj(k.get("energy")))
     parts = [f"≈ {time}" if time else "time not available", watts or "power not available",

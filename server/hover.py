@@ -45,12 +45,25 @@ def _bar(value: float, largest: float) -> str:
     return ("█" * n) or "▏"
 
 
+#: a report's model name -> its key in `models`
+_MODEL_KEYS = {"thesis-scheduler": "thesis"}
+
+
 def time_section(k: dict[str, Any]) -> list[str]:
     t = k.get("time")
     if not t or fmt_time(t.get("us")) is None:
         return [f"**Time** {NA}{_notes_about(k, 'time', 'launch', 'gpu')}"]
     out = [f"**Time ≈ {fmt_time(t['us'])}**" + (f" ({t['model']})" if t.get("model") else "")
            + (f", bottleneck **{t['bottleneck']}**" if t.get("bottleneck") else "")]
+    rng = t.get("range_us")
+    if isinstance(rng, list | tuple) and len(rng) == 2 and all(isinstance(x, int | float) for x in rng):
+        out.append(f"Range {fmt_time(rng[0])} – {fmt_time(rng[1])}"
+                   + (f": {t['range_basis']}" if t.get("range_basis") else ""))
+    models = t.get("models") or {}
+    others = [f"{name} {fmt_time(v)}" for name, v in models.items()
+              if isinstance(v, int | float) and name != _MODEL_KEYS.get(t.get("model"), t.get("model"))]
+    if others:
+        out.append("Other models: " + ", ".join(others))
     extra = []
     if isinstance(t.get("cycles"), int | float):
         extra.append(f"{t['cycles']:.4g} cycles")
@@ -202,8 +215,10 @@ def kernel_markdown(k: dict[str, Any], gpu: str, arch: str | None, full: bool = 
             parts += ["", f"Instructions: {k.get('instruction_count')} ("
                       + ", ".join(f"{n} {t}" for t, n in mix.items()) + ")"]
         for lp in k.get("loops") or []:
-            trips = f", trip count {lp['trip_count']} ({lp.get('trip_source')})" if lp.get("trip_count") else ""
-            parts.append(f"- loop at line {lp.get('header_line')} (depth {lp.get('depth')}{trips})")
+            trips = f", trip count {lp['trip_count']} ({lp.get('trip_source')})" \
+                if lp.get("trip_count") is not None else ""
+            how = f": {lp['trip_detail']}" if lp.get("trip_detail") and lp.get("trip_source") == "ptx" else ""
+            parts.append(f"- loop at line {lp.get('header_line')} (depth {lp.get('depth')}{trips}){how}")
         t = k.get("time") or {}
         for a in t.get("assumptions") or []:
             parts.append(f"- time model assumed: {a}")

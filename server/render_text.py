@@ -44,6 +44,8 @@ def _kernel_lines(k: KernelReport) -> list[str]:
         span = f"lines {lp.lines[0]}-{lp.lines[1]}" if lp.lines else "no line info"
         trips = f", trip count {lp.trip_count} ({lp.trip_source})" if lp.trip_count is not None else ""
         out.append(f"  loop at line {lp.header_line} ({span}, depth {lp.depth}{trips})")
+        if lp.trip_detail and lp.trip_source == "ptx":
+            out.append(f"    {lp.trip_detail}")
     launch = _fmt_launch(data.get("launch"))
     if launch:
         out.append(f"  launch: {launch}")
@@ -56,7 +58,10 @@ def _kernel_lines(k: KernelReport) -> list[str]:
         lo, hi = t.get("roofline_us") or (None, None)
         roof = f", roofline {fmt_time(lo)} to {fmt_time(hi)}" if lo is not None and hi is not None else ""
         mwp = f", MWP-CWP {fmt_time(t['mwp_cwp_us'])}" if t.get("mwp_cwp_us") is not None else ""
-        out.append(f"  time: {fmt_time(t['us'])} ({t.get('model')}; bottleneck {t.get('bottleneck')}){mwp}{roof}")
+        rng = t.get("range_us")
+        span = f", range {fmt_time(rng[0])} to {fmt_time(rng[1])}" if rng else ""
+        out.append(f"  time: {fmt_time(t['us'])} ({t.get('model')}; bottleneck {t.get('bottleneck')}){span}{mwp}"
+                   f"{roof}")
     p = data.get("power")
     if p:
         lo, hi = p.get("interval", (None, None))

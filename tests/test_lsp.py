@@ -362,7 +362,8 @@ async def test_hover_on_finding_and_nothing_elsewhere(s: Session) -> None:
 
 # ------------------------------------------------------------------------------------------ lens and hints
 
-LENS_RE = re.compile(r"^(≈ \S+ (ns|µs|ms|s)|time not available) · (\d+ W|power not available) · "
+LENS_RE = re.compile(r"^(≈ \S+ (ns|µs|ms|s) \(\S+ (ns|µs|ms|s)–\S+ (ns|µs|ms|s)\)|time not available) · "
+                     r"(\d+ W|power not available) · "
                      r"(\S+ (nJ|µJ|mJ|J)|energy not available) on V100[^@]* @ ")
 
 

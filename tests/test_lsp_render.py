@@ -107,3 +107,13 @@ def test_finding_hover_links_its_rule() -> None:
     spec = rule("divergent-branch")
     assert f"[{spec.title}]({spec.href})" in text and "ThreadDivergence" in text
     assert f"**What to do:** {spec.remedy}" in text  # no fix and no advice: the rule says what to do
+
+
+def test_lens_and_hover_show_the_time_range() -> None:
+    timed = dict(FULL, time=dict(FULL["time"], model="kerncast", range_us=[9.0, 16.0],
+                                 range_basis="best case all latency hidden; worst case no overlap",
+                                 models={"kerncast": 12.3, "thesis": 40.0, "mwp-cwp": 14.0}))
+    assert convert.kernel_summary(timed, "v100").startswith("≈ 12.3 µs (9 µs–16 µs) · 87 W")
+    text = hover.kernel_markdown(timed, "v100", "sm_75")
+    assert "Range 9 µs – 16 µs: best case all latency hidden; worst case no overlap" in text
+    assert "Other models: thesis 40 µs, mwp-cwp 14 µs" in text

@@ -67,5 +67,6 @@ def test_neovim_session(nvim: str, nvcc_available: object, tmp_path: Path) -> No
     lenses = sorted((c["line"], c["title"]) for c in result["codelens"])
     assert [line for line, _ in lenses] == [7, 16, 32]
     for _, title in lenses:
-        assert re.match(r"^(≈ \S+ (ns|µs|ms|s)|time not available) · ", title), title
+        assert re.match(r"^(≈ \S+ (ns|µs|ms|s) \(\S+ (ns|µs|ms|s)–\S+ (ns|µs|ms|s)\)|time not available) · ",
+                        title), title
         assert " on V100" in title and "@ <<<64x64, 32x8>>>" in title

@@ -156,10 +156,13 @@ def test_boat_hull_floors_widen_the_range():
 
 def test_predict_time_report_fields(k20):
     cfg, loops = _kernel(VADD)
-    est = predict_time(cfg, loops, k20, blocks=4096, threads_per_block=256, blocks_per_sm=8, occupancy=1.0)
+    est = predict_time(cfg, loops, k20, blocks=4096, threads_per_block=256, blocks_per_sm=8, occupancy=1.0,
+                       model="thesis")
     data = json.loads(json.dumps(est.to_json()))
     assert set(data) == {"us", "cycles", "model", "breakdown", "waves", "occupancy", "bottleneck", "mwp_cwp_us",
-                         "mwp_cwp_class", "roofline_us", "assumptions"}
+                         "mwp_cwp_class", "roofline_us", "assumptions", "range_us", "range_basis", "models"}
+    assert data["range_us"][0] <= data["us"] <= data["range_us"][1]
+    assert set(data["models"]) == {"kerncast", "thesis", "mwp-cwp"} and data["models"]["thesis"] == data["us"]
     assert data["model"] == "thesis-scheduler"
     assert set(data["breakdown"]) == {"schedule_us", "launch_overhead_us", "global_penalty_us",
                                       "shared_penalty_us", "cache_penalty_us"}
@@ -302,7 +305,7 @@ class _Memory:
 
 def test_memory_analysis_request_counts_are_used(k20):
     cfg, loops = _kernel(VADD)
-    kw = {"blocks": 4096, "threads_per_block": 256, "blocks_per_sm": 8}
+    kw = {"blocks": 4096, "threads_per_block": 256, "blocks_per_sm": 8, "model": "thesis"}
     coalesced = predict_time(cfg, loops, k20, memory=_Memory(3, 0), **kw)
     scattered = predict_time(cfg, loops, k20, memory=_Memory(0, 3), **kw)
     assert any("memory analysis request counts used" in a for a in coalesced.assumptions)

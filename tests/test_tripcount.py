@@ -68,6 +68,16 @@ __global__ void early(float *a, int n)
     }
     a[threadIdx.x] = s;
 }
+
+__global__ void triangle(float *a, int n)
+{
+    float s = 0.0f;
+#pragma unroll 1
+    for (int k = blockIdx.x; k < n; ++k) {
+        s += a[k];
+    }
+    a[threadIdx.x] = s;
+}
 """
 
 
@@ -215,9 +225,30 @@ def test_reduction_loops_follow_the_block_size(examples_compiled, kernel):
 def test_unrolled_loop_counts_the_unrolled_iterations(examples_compiled):
     counts, forest = _counts(examples_compiled["matmul"], "matmulNaive", (EXAMPLES / "matmul.cu").read_text())
     values = sorted((c.value, c.source) for c in counts.values())
-    # nvcc unrolls `k < n` by 4: 1024 / 4 main iterations, and a remainder loop that never runs for n = 1024,
-    # whose count cannot be read (it is skipped by a guard, not by its own test)
-    assert values == [(10, "default"), (256, "ptx")]
+    # nvcc unrolls `k < n` by 4: 1024 / 4 main iterations, and a remainder loop of n & 3 = 0 iterations that
+    # its zero-trip guard skips (its counter starts at its exit value)
+    assert values == [(0, "ptx"), (256, "ptx")]
+    odd, _ = _counts(examples_compiled["matmul"], "matmulNaive", None, LaunchOverrides(params={"3": 1027}))
+    assert sorted(c.value for c in odd.values()) == [3, 256]
+
+
+def test_block_dependent_bounds_that_cancel_are_counted(examples_compiled):
+    source = (EXAMPLES / "matmul.cu").read_text()
+    counts, _ = _counts(examples_compiled["matmul"], "MatrixMulCUDA", source)
+    (count,) = counts.values()
+    assert (count.value, count.source) == (32, "ptx")  # wA / BLOCK_SIZE = 1024 / 32, whatever blockIdx.y is
+    assert "index terms cancel" in count.detail
+    smaller, _ = _counts(examples_compiled["matmul"], "MatrixMulCUDA", None,
+                         LaunchOverrides(grid=(16, 16, 1), block=(32, 32, 1), params={"3": 512, "4": 512}))
+    assert [c.value for c in smaller.values()] == [16]
+
+
+def test_block_dependent_bounds_that_differ_stay_unknown(small_kernels):
+    module, source = small_kernels
+    counts, _ = _counts(module, "triangle", source, LaunchOverrides(grid=(64, 1, 1), params={"n": 100}))
+    (count,) = counts.values()
+    assert count.source == "default"
+    assert "differs between blocks or threads" in count.detail
 
 
 def test_trip_counts_without_a_launch_use_the_default(loops_example):

@@ -112,6 +112,11 @@ class MemoryAnalysis:
     assumptions: list[str] = field(default_factory=list)
     block: tuple[int, int, int] | None = None
     uncoalesced_percent: float = 25.0
+    #: byte address of each global access (instruction index -> polynomial, launch values substituted), the
+    #: atom table and each loop's iteration atom (loop header -> atom): the time model's footprint reads them
+    addresses: dict[int, Value] = field(default_factory=dict)
+    atoms: Atoms | None = None
+    iteration_atoms: dict[int, int] = field(default_factory=dict)
 
     def _global(self) -> list[AccessInfo]:
         return [a for a in self.accesses if a.space == "global"]
@@ -776,5 +781,17 @@ def analyze_memory(module: Module, function: Function, cfg: Cfg, loops: LoopFore
             if b is not None:
                 result.branches.append(b)
     result.assumptions = k.assumptions
+    _publish_addresses(k, result)
     result.findings = build_findings(k, result, thresholds, cuda_source, kernel_line)
     return result
+
+
+def _publish_addresses(k: _Kernel, result: MemoryAnalysis) -> None:
+    """Hand the global accesses' symbolic addresses to the time model (its distinct-bytes footprint)."""
+    cache: dict[int, Value] = {}
+    for a in result.accesses:
+        if a.space == "global" and a.index in k.sym.addresses:
+            result.addresses[a.index] = E.evaluate(k.atoms, k.sym.addresses[a.index], k.base, cache)
+    result.atoms = k.atoms
+    result.iteration_atoms = {lp.header: k.sym.iteration_atom[lp.id] for lp in k.loops.loops
+                              if lp.id in k.sym.iteration_atom}

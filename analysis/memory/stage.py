@@ -1,8 +1,10 @@
 """The pipeline stage: adapt the kernel context (launch, trip counts) to `analyze_memory` and publish results.
 
-The launch configuration and trip counts carry where each value came from. A block shape or a trip count
-that is only the tool's default is a guess, and a warning must not rest on a guess, so defaults are not
-passed on: the analysis then states its own assumption (blockDim.x a multiple of 32) instead.
+The launch configuration and trip counts carry where each value came from. A block shape that is only the
+tool's default is a guess, and a warning must not rest on a guess, so it is not passed on: the analysis then
+states its own assumption (blockDim.x a multiple of 32) instead. Trip counts are passed as the time model uses
+them (one source for every stage); a trip count only weighs how often an access runs, never whether it is
+flagged, and a fallback count is stated once, with the time assumptions.
 """
 
 from __future__ import annotations
@@ -48,9 +50,11 @@ def _params(launch: Any) -> dict[str, int]:
 
 
 def _trips(counts: Any) -> dict[int, int]:
+    """The trip counts the time model uses, fallbacks included, so that both stages count alike; the
+    launch stage states a fallback once, in the time assumptions."""
     out: dict[int, int] = {}
     for header, sourced in dict(counts or {}).items():
-        v = _value(sourced)
+        v = getattr(sourced, "value", sourced)
         if isinstance(v, int | float) and not isinstance(v, bool) and v >= 0:
             out[int(header)] = int(v)
     return out

@@ -13,3 +13,14 @@ def timing_constants() -> dict[str, Any]:
     """The parsed `data/timing.toml` (sections `thesis`, `mwp_cwp`, `roofline`)."""
     text = resources.files("kerncast.analysis").joinpath("data/timing.toml").read_text(encoding="utf-8")
     return tomllib.loads(text)
+
+
+@cache
+def time_error_band() -> dict[str, Any]:
+    """The kerncast model's measured error spread (`data/time_error.toml`, written by
+    benchmarks/validate_time.py): it widens the shown range only, no prediction reads it."""
+    try:
+        text = resources.files("kerncast.analysis").joinpath("data/time_error.toml").read_text(encoding="utf-8")
+    except OSError:
+        return {}
+    return tomllib.loads(text).get("kerncast", {})

@@ -7,6 +7,7 @@ analysis when there is one) so that it can be called without the pipeline; `time
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,8 +17,10 @@ from kerncast.analysis.deps import block_dependences
 from kerncast.analysis.isa import classify
 from kerncast.analysis.timing.constants import timing_constants
 from kerncast.analysis.timing.counts import dynamic_counts
+from kerncast.analysis.timing.footprint import Footprint, footprint
 from kerncast.analysis.timing.mwp_cwp import departure_scale, mwp_cwp, mwp_cwp_params
 from kerncast.analysis.timing.penalties import thesis_penalties
+from kerncast.analysis.timing.pipelined import predict_pipelined
 from kerncast.analysis.timing.roofline import roofline_inputs, roofline_range
 from kerncast.analysis.timing.scheduler import (
     CfgSchedule,
@@ -28,6 +31,9 @@ from kerncast.analysis.timing.scheduler import (
 )
 
 MODEL = "thesis-scheduler"
+#: the models a user can choose (`--time-model`, setting `kerncast.timeModel`) -> the name a report shows
+TIME_MODELS = {"kerncast": "kerncast", "thesis": MODEL, "mwp-cwp": "mwp-cwp"}
+DEFAULT_TIME_MODEL = "kerncast"
 BREAKDOWN_KEYS = ("schedule_us", "launch_overhead_us", "global_penalty_us", "shared_penalty_us",
                   "cache_penalty_us")
 _BOTTLENECK_NAMES = {
@@ -41,9 +47,10 @@ _BOTTLENECK_NAMES = {
 
 @dataclass(slots=True)
 class TimeEstimate:
-    """A kernel's predicted time. `us`/`cycles` are the thesis model's (core-clock cycles); `breakdown` holds
-    the Eq. 4.8 terms in microseconds (keys end in `_us`); `mwp_cwp_us` and `roofline_us` are the two other
-    models' answers for the same launch; `assumptions` says everything that was assumed to get here."""
+    """A kernel's predicted time. `us`/`cycles` are the chosen model's (core-clock cycles) and `range_us` its
+    (low, high) range; `models` every model's point for the same launch; `breakdown` the thesis's Eq. 4.8
+    terms in microseconds (keys end in `_us`); `mwp_cwp_us` and `roofline_us` the two other models' answers;
+    `assumptions` says everything that was assumed to get here."""
 
     us: float
     cycles: float
@@ -57,6 +64,9 @@ class TimeEstimate:
     roofline_us: tuple[float, float] | None = None
     assumptions: list[str] = field(default_factory=list)
     detail: dict[str, Any] = field(default_factory=dict)
+    range_us: tuple[float, float] | None = None
+    range_basis: str = ""
+    models: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -64,6 +74,8 @@ class TimeEstimate:
             "waves": self.waves, "occupancy": self.occupancy, "bottleneck": self.bottleneck,
             "mwp_cwp_us": self.mwp_cwp_us, "mwp_cwp_class": self.mwp_cwp_class,
             "roofline_us": list(self.roofline_us) if self.roofline_us is not None else None,
+            "range_us": list(self.range_us) if self.range_us is not None else None,
+            "range_basis": self.range_basis, "models": dict(self.models),
             "assumptions": list(self.assumptions),
         }
 
@@ -115,12 +127,18 @@ def memory_facts(memory: Any) -> MemoryFacts:
 def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per_block: int,
                  trips: Mapping[int, float] | None = None, blocks_per_sm: int | None = None,
                  occupancy: float | None = None, registers: int | None = None, shared_bytes: int = 0,
-                 memory: Any = None, assumptions: list[str] | None = None) -> TimeEstimate:
-    """Predict one launch: thesis Algorithms 6-8 plus Eqs. 4.8-4.12, MWP-CWP and the roofline range.
+                 memory: Any = None, assumptions: list[str] | None = None, model: str = DEFAULT_TIME_MODEL,
+                 grid: tuple[int, int, int] | None = None,
+                 block: tuple[int, int, int] | None = None) -> TimeEstimate:
+    """Predict one launch with every model (kerncast, thesis Algorithms 6-8 plus Eqs. 4.8-4.12, MWP-CWP) and
+    the roofline range; `model` picks the one whose time is `us` ("kerncast", "thesis" or "mwp-cwp").
 
     `trips` maps loop header block ids to trip counts (a loop missing from it runs the data file's default);
-    `blocks_per_sm` is the occupancy calculator's resident blocks (else thesis Algorithm 8 lines 4-8).
+    `blocks_per_sm` is the occupancy calculator's resident blocks (else thesis Algorithm 8 lines 4-8);
+    `grid`/`block` the launch's shapes (default: 1-D), which the distinct-bytes footprint needs.
     """
+    if model not in TIME_MODELS:
+        raise ValueError(f"unknown time model {model!r}: choose one of {', '.join(TIME_MODELS)}")
     notes = list(assumptions or [])
     blocks = max(1, int(blocks))
     threads_per_block = max(1, int(threads_per_block))
@@ -183,8 +201,26 @@ def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per
     hk = mwp_cwp(mwp_cwp_params(profile, counts, blocks=blocks, threads_per_block=threads_per_block,
                                 active_blocks_per_sm=blocks_per_sm, uncoalesced_fraction=mem.uncoalesced_fraction,
                                 uncoal_per_mw=mem.sectors_per_request))
+    grid = grid or (blocks, 1, 1)
+    block = block or (threads_per_block, 1, 1)
+    resident = plan.blocks_per_wave
+    warps = blocks * -(-threads_per_block // profile.warp_size)
+    fp, requested, replays = global_traffic(memory, cfg, block, grid, resident * profile.sm_count, trip_map,
+                                            warps, profile)
+    kc = predict_pipelined(cfg, loops, profile, dags=dags, classes=classes, trips=trip_map, blocks=blocks,
+                           threads_per_block=threads_per_block, blocks_per_sm=resident, grid=grid,
+                           replays=replays, footprint=fp, requested=requested)
+    compulsory = min(fp.total, kc.dram_bytes) if fp is not None and requested is not None and not requested[1] \
+        else None
     roof = roofline_range(roofline_inputs(profile, counts, total, uncoalesced_fraction=mem.uncoalesced_fraction,
-                                          coalescing_known=mem.known and mem.all_addresses_known))
+                                          coalescing_known=mem.known and mem.all_addresses_known,
+                                          compulsory_bytes=compulsory,
+                                          requested_bytes=sum(requested) if requested is not None else None,
+                                          fixed_us=kc.launch_us,
+                                          latency_us=kc.latency_chain_cycles / profile.core_clock_mhz,
+                                          lsu_replays=max([1.0, *replays.values()]),
+                                          quantization=math.ceil(blocks / profile.sm_count)
+                                          / (blocks / profile.sm_count)))
     if not profile.is_calibrated("latency"):
         notes.append(f"{profile.name}: instruction latencies are estimated, not measured on this GPU")
     notes.append("branches: the thesis's longest path through the CFG; memory instruction counts include "
@@ -194,6 +230,48 @@ def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per
         "n_shared_per_thread": first.shared_count, "blocks_per_sm": plan.blocks_per_wave,
         "blocks_on_busiest_sm": plan.blocks_per_sm, "mwp": hk.mwp, "cwp": hk.cwp, "mwp_limit": hk.mwp_limit,
     }
-    return TimeEstimate(us=us, cycles=us * clock, model=MODEL, breakdown=breakdown, waves=plan.waves,
-                        occupancy=occupancy, bottleneck=bottleneck, mwp_cwp_us=hk.us, mwp_cwp_class=hk.cls,
-                        roofline_us=roof, assumptions=notes, detail=detail)
+    detail.update({"kerncast_compute_us": kc.compute_us, "kerncast_memory_us": kc.memory_us,
+                   "kerncast_launch_us": kc.launch_us, "dram_bytes": kc.dram_bytes,
+                   "latency_chain_cycles": kc.latency_chain_cycles, "cycles_per_block": kc.per_block_cycles})
+    models = {"kerncast": kc.us, "thesis": us, "mwp-cwp": hk.us}
+    spread = (min(models.values()), max(models.values()))
+    if model == "kerncast":
+        chosen, rng, basis = kc.us, (kc.low_us, kc.high_us), kc.notes[-1]
+        bottleneck = kc.bottleneck
+        notes = notes + kc.notes[:-1]
+    else:
+        chosen = models[model]
+        rng = (min(spread[0], chosen), max(spread[1], chosen))
+        basis = "range: the spread of the three models' predictions for this launch"
+    notes.append(basis)
+    return TimeEstimate(us=chosen, cycles=chosen * clock, model=TIME_MODELS[model], breakdown=breakdown,
+                        waves=plan.waves, occupancy=occupancy, bottleneck=bottleneck if model != "mwp-cwp"
+                        else f"MWP-CWP {hk.cls}", mwp_cwp_us=hk.us, mwp_cwp_class=hk.cls, roofline_us=roof,
+                        assumptions=notes, detail=detail, range_us=rng, range_basis=basis, models=models)
+
+
+def global_traffic(memory: Any, cfg: Cfg, block: tuple[int, int, int], grid: tuple[int, int, int],
+                   wave_blocks: int, trips: Mapping[int, float], warps: int, profile: Any
+                   ) -> tuple[Footprint | None, tuple[float, float] | None, dict[int, float]]:
+    """From the memory analysis: the distinct-bytes footprint, the bytes requested with no reuse (of accesses
+    with and without a footprint) and each access's unit passes per warp (replays). Nones without one."""
+    accesses = getattr(memory, "accesses", None)
+    if not accesses:
+        return None, None, {}
+    sector = int(getattr(profile, "sector_bytes", 32) or 32)
+    fp = footprint(memory, block, grid, wave_blocks, trips, sector)
+    covered = uncovered = 0.0
+    replays: dict[int, float] = {}
+    for a in accesses:
+        if a.space == "global":
+            sectors = a.sectors_per_request if a.known and a.sectors_per_request else 32.0 * a.width_bytes / sector
+            moved = sectors * sector * a.executions * warps
+            if fp.covered is not None and a.index in fp.covered:
+                covered += moved
+            else:
+                uncovered += moved
+            if a.known and a.sectors_per_request and a.ideal_sectors:
+                replays[a.index] = max(1.0, a.sectors_per_request / a.ideal_sectors)
+        elif a.space == "shared" and a.known and a.wavefronts and a.ideal_wavefronts:
+            replays[a.index] = max(1.0, a.wavefronts / a.ideal_wavefronts)
+    return fp, (covered, uncovered), replays

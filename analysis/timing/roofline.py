@@ -15,6 +15,19 @@ where an optimisation cannot be assumed, and reports the range between the best 
 * ``P_compute`` = SP lanes x SMs x clock x 2 and ``P_coalesced`` = the profile's peak DRAM bandwidth (vendor
   figures, where the paper measured bandwidth); ``P_uncoalesced`` = ``P_coalesced`` / the paper's measured
   coalesced-to-scattered ratio (data/timing.toml).
+
+Made to bracket a measurement, as a range must:
+
+* best: the compulsory traffic (the distinct bytes the launch touches, from the footprint, when every global
+  address has one, less what a warm L2 already holds: none of it when it all fits) at the peak bandwidth, or
+  the compute line at the peak rate, whichever is longer;
+* a load/store line beside the compute line: the shared and global instructions at the SMs' load/store lanes
+  (best: one pass each; worst: times the replays of bank conflicts and scattered sectors);
+* worst: the bytes requested with no reuse at all (every sector a request moves comes from DRAM, at the
+  achievable rather than the peak bandwidth, scattered at `P_uncoalesced` unless coalescing is proven), or
+  the non-FMA compute line, plus what no roofline models but every launch pays: the launch's fixed latency,
+  one wave's dependence chain left unhidden, and whole blocks per SM (the busiest SM runs
+  ``ceil(blocks / SMs)`` of them).
 """
 
 from __future__ import annotations
@@ -40,6 +53,15 @@ class RooflineInputs:
     coalescing_known: bool = False
     non_fma: bool = True
     non_fma_factor: float = 2.0
+    compulsory_bytes: float | None = None  # distinct bytes of the launch (None: the requested bytes)
+    requested_bytes: float | None = None  # sector bytes requested with no reuse (None: threads x bytes)
+    p_achievable: float | None = None  # bytes/s a streaming kernel reaches (worst case; None: p_coalesced)
+    lsu_ops_per_thread: float = 0.0  # shared + global load/store instructions
+    p_lsu: float = 0.0  # load/store lanes x SMs x clock (1/s)
+    lsu_replays: float = 1.0  # worst passes per load/store instruction
+    quantization: float = 1.0  # busiest SM's blocks / the average SM's (whole blocks per SM)
+    fixed_us: float = 0.0  # launch latency every kernel pays
+    latency_us: float = 0.0  # one wave's dependence chain
 
 
 def roofline_range(inp: RooflineInputs) -> tuple[float, float]:
@@ -47,23 +69,40 @@ def roofline_range(inp: RooflineInputs) -> tuple[float, float]:
     c0 = inp.work_units * inp.ops_per_thread / inp.p_compute
     c_worst = c0 * inp.non_fma_factor if inp.non_fma else c0
     d = inp.work_units * inp.bytes_per_thread
+    if inp.requested_bytes is not None:
+        d = max(d, inp.requested_bytes)
     u = d * inp.uncoalesced_fraction
-    m0 = (d - u) / inp.p_coalesced + u / inp.p_uncoalesced
-    m_worst = m0 if inp.coalescing_known else d / inp.p_uncoalesced
-    best, worst = max(c0, m0), max(c_worst, m_worst)
-    return best * 1e6, worst * 1e6
+    m_req = (d - u) / inp.p_coalesced + u / inp.p_uncoalesced
+    p_slow = inp.p_achievable or inp.p_coalesced
+    m_worst = (d - u) / p_slow + u / inp.p_uncoalesced if inp.coalescing_known else d / inp.p_uncoalesced
+    m0 = m_req if inp.compulsory_bytes is None else min(m_req, inp.compulsory_bytes / inp.p_coalesced)
+    lsu = inp.work_units * inp.lsu_ops_per_thread / inp.p_lsu if inp.p_lsu > 0 else 0.0
+    best = max(c0, m0, lsu) * 1e6
+    worst = (max(c_worst * inp.quantization, m_worst, lsu * inp.lsu_replays * inp.quantization) * 1e6
+             + inp.fixed_us + inp.latency_us)
+    return best, max(best, worst)
 
 
 def roofline_inputs(profile: Any, counts: DynamicCounts, total_threads: int, *, uncoalesced_fraction: float = 0.0,
-                    coalescing_known: bool = False) -> RooflineInputs:
+                    coalescing_known: bool = False, compulsory_bytes: float | None = None,
+                    requested_bytes: float | None = None, fixed_us: float = 0.0,
+                    latency_us: float = 0.0, lsu_replays: float = 1.0,
+                    quantization: float = 1.0) -> RooflineInputs:
     """Boat hull inputs for a kernel launch on a Kerncast GPU profile."""
     const = timing_constants()["roofline"]
     clock_hz = profile.core_clock_mhz * 1e6
     p_compute = profile.units["SP"] * profile.sm_count * clock_hz * float(const["fma_ops"])
     p_coal = profile.mem_bandwidth_gbs * 1e9
+    from kerncast.analysis.timing.pipelined import achievable_bandwidth_gbs
+
+    p_achievable = achievable_bandwidth_gbs(profile)[0] * 1e9
     return RooflineInputs(
         work_units=float(total_threads), ops_per_thread=counts.alu_ops, bytes_per_thread=counts.global_bytes,
         p_compute=p_compute, p_coalesced=p_coal, p_uncoalesced=p_coal / float(const["uncoalesced_slowdown"]),
         uncoalesced_fraction=uncoalesced_fraction, coalescing_known=coalescing_known, non_fma=counts.has_non_fma,
-        non_fma_factor=float(const["non_fma_factor"]),
+        non_fma_factor=float(const["non_fma_factor"]), compulsory_bytes=compulsory_bytes,
+        requested_bytes=requested_bytes, fixed_us=fixed_us, latency_us=latency_us,
+        lsu_ops_per_thread=counts.shared_insts + counts.global_insts, p_achievable=p_achievable,
+        p_lsu=float(profile.units["LSU"]) * profile.sm_count * clock_hz, lsu_replays=lsu_replays,
+        quantization=quantization,
     )

@@ -57,6 +57,7 @@ def launch_stage(ctx: Any) -> None:
         if count is not None:
             info.trip_count = count.value
             info.trip_source = count.source
+            info.trip_detail = count.detail or None
     if ctx.gpu is None:
         ctx.report.notes.append(f"no time prediction: the GPU profile {ctx.options.gpu!r} could not be loaded")
 
@@ -83,6 +84,16 @@ def occupancy_stage(ctx: Any) -> None:
     ctx.report.occupancy = occ
 
 
+def _dims(sourced: Any) -> tuple[int, int, int] | None:
+    """A launch's grid or block shape as three ints, None when it is not known."""
+    value = getattr(sourced, "value", None)
+    try:
+        dims = tuple(int(d) for d in value)  # type: ignore[union-attr]
+    except (TypeError, ValueError):
+        return None
+    return (dims + (1, 1, 1))[:3] if dims and all(d > 0 for d in dims) else None  # type: ignore[return-value]
+
+
 def time_stage(ctx: Any) -> None:
     """Predict the kernel's time (thesis scheduler, MWP-CWP, roofline range) into `ctx.time`/`report.time`."""
     from kerncast.analysis.tripcount import trip_count_assumptions
@@ -106,6 +117,7 @@ def time_stage(ctx: Any) -> None:
     est = predict_time(ctx.cfg, ctx.loops, profile, blocks=launch.blocks, threads_per_block=launch.threads_per_block,
                        trips=trips, blocks_per_sm=blocks_per_sm, occupancy=occupancy,
                        registers=ctx.report.registers, shared_bytes=ctx.report.shared_bytes or 0,
-                       memory=ctx.memory, assumptions=notes)
+                       memory=ctx.memory, assumptions=notes, model=ctx.options.time_model,
+                       grid=_dims(launch.grid), block=_dims(launch.block))
     ctx.time = est
     ctx.report.time = est

@@ -23,6 +23,10 @@ export interface Thresholds {
     lowOccupancy: number;
 }
 
+/** The time models the server offers (`kerncast.timeModel`). */
+export const TIME_MODELS = ['kerncast', 'thesis', 'mwp-cwp'] as const;
+export type TimeModel = (typeof TIME_MODELS)[number];
+
 /** The server's configuration (camelCase keys), sent as `initializationOptions` and on every change. */
 export interface KerncastOptions {
     gpu: string;
@@ -32,6 +36,7 @@ export interface KerncastOptions {
     defines: string[];
     launch: Record<string, LaunchConfig>;
     loops: number | null;
+    timeModel: TimeModel;
     thresholds: Thresholds;
     analyzeOnChange: boolean;
     timeoutSeconds: number;
@@ -45,6 +50,7 @@ export const DEFAULT_OPTIONS: Readonly<KerncastOptions> = Object.freeze({
     defines: [],
     launch: {},
     loops: null,
+    timeModel: 'kerncast',
     thresholds: Object.freeze({
         uncoalescedExcessPercent: 25,
         bankConflictWays: 2,
@@ -64,6 +70,7 @@ export const SERVER_SETTING_KEYS: readonly string[] = [
     'defines',
     'launch',
     'loops',
+    'timeModel',
     'thresholds.uncoalescedExcessPercent',
     'thresholds.bankConflictWays',
     'thresholds.energyHotspotShare',
@@ -298,6 +305,14 @@ export function buildInitializationOptions(read: SettingReader, ctx: PathContext
         problems.push('kerncast.loops: expected an integer >= 1 or null, ignored');
     }
 
+    const rawTimeModel = read('timeModel');
+    let timeModel: TimeModel = d.timeModel;
+    if ((TIME_MODELS as readonly unknown[]).includes(rawTimeModel)) {
+        timeModel = rawTimeModel as TimeModel;
+    } else if (rawTimeModel !== undefined && rawTimeModel !== null) {
+        problems.push(`kerncast.timeModel: expected one of ${TIME_MODELS.join(', ')}, using ${d.timeModel}`);
+    }
+
     const rawAnalyze = read('analyzeOnChange');
     let analyzeOnChange = d.analyzeOnChange;
     if (typeof rawAnalyze === 'boolean') {
@@ -314,6 +329,7 @@ export function buildInitializationOptions(read: SettingReader, ctx: PathContext
         defines,
         launch: normalizeLaunch(read('launch'), problems),
         loops,
+        timeModel,
         thresholds: {
             uncoalescedExcessPercent: readNumber(
                 read,

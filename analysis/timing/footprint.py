@@ -1,0 +1,106 @@
+"""Distinct bytes a launch touches in global memory: the compulsory DRAM traffic and its share per wave.
+
+Each global access's byte address is a polynomial over the thread index, the block index, the loops'
+iteration counts and kernel parameters (from the memory analysis, launch values substituted). When the
+address is affine in the varying symbols (`tid.*`, `ctaid.*`, iteration counts) with everything else
+constant, the set of addresses it touches spans ``sum |c_i| (n_i - 1)`` bytes in steps of the coefficients'
+common divisor, so it holds at most ``min(prod n_i, span / step + 1)`` distinct elements. Each element costs
+at least its own width and, when the step is wider, the part of a 32-byte sector the hardware moves with it.
+An address that is not affine (a gather, a modulo) has no footprint here and counts as no reuse.
+
+The same count with the block-index extents cut to the blocks of one wave gives the wave's working set,
+which the time model holds against the L2 size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from math import gcd, prod
+from typing import Any
+
+_LANE = {"tid.x": 0, "tid.y": 1, "tid.z": 2}
+_BLOCK = {"ctaid.x": 0, "ctaid.y": 1, "ctaid.z": 2}
+
+
+@dataclass(slots=True)
+class Footprint:
+    """Distinct global bytes of a launch (`total`) and of its first wave (`per_wave`); `complete` is False when
+    some access had no affine address and was left out (its requests then count in full elsewhere)."""
+
+    total: float = 0.0
+    per_wave: float = 0.0
+    complete: bool = True
+    covered: set[int] | None = None  # instruction indices whose footprint is in the totals
+
+
+def _extents(atoms: Any, poly: Any, block: tuple[int, int, int], grid: tuple[int, int, int],
+             loop_trips: Mapping[int, float]) -> list[tuple[int, int]] | None:
+    """(coefficient, extent) of every varying symbol of an affine address; None when not affine."""
+    out: list[tuple[int, int]] = []
+    for mono, coef in poly:
+        if not mono:
+            continue
+        varying = []
+        for a in mono:
+            key = atoms.keys[a]
+            if key[0] == "sym" and key[1] in _LANE:
+                varying.append(block[_LANE[key[1]]])
+            elif key[0] == "sym" and key[1] in _BLOCK:
+                varying.append(grid[_BLOCK[key[1]]])
+            elif a in loop_trips:
+                varying.append(max(1, int(loop_trips[a])))
+            elif key[0] == "sym":
+                varying.append(0)  # a uniform parameter (an array's base): constant over the launch
+            else:
+                return None  # an operation node or an unknown: not affine
+        n_var = sum(1 for v in varying if v > 0)
+        if n_var == 0 and len(mono) == 1:
+            continue  # the base pointer
+        if n_var != 1 or len(mono) != 1:
+            return None
+        out.append((abs(int(coef)), next(v for v in varying if v > 0)))
+    return out
+
+
+def access_bytes(extents: list[tuple[int, int]], width: int, sector: int) -> float:
+    """Distinct bytes one access touches, sector-rounded, from its (coefficient, extent) pairs."""
+    terms = [(c, n) for c, n in extents if c and n > 1]
+    if not terms:
+        return float(min(width, sector) if width < sector else width)
+    span = sum(c * (n - 1) for c, n in terms)
+    step = 0
+    for c, _ in terms:
+        step = gcd(step, c)
+    elements = min(prod(n for _, n in terms), span // step + 1)
+    return float(elements * max(width, min(sector, step)))
+
+
+def footprint(memory: Any, block: tuple[int, int, int], grid: tuple[int, int, int], wave_blocks: int,
+              trips: Mapping[int, float], sector: int = 32) -> Footprint:
+    """Distinct bytes of every global access of `memory` (a MemoryAnalysis) for the launch and one wave."""
+    out = Footprint(covered=set())
+    atoms = getattr(memory, "atoms", None)
+    addresses = getattr(memory, "addresses", None) or {}
+    loop_atoms = getattr(memory, "iteration_atoms", None) or {}
+    if atoms is None:
+        out.complete = False
+        return out
+    loop_trips = {atom: float(trips.get(header, 1.0)) for header, atom in loop_atoms.items()}
+    wx = max(1, min(grid[0], wave_blocks))
+    wy = max(1, min(grid[1], -(-wave_blocks // wx)))
+    wz = max(1, min(grid[2], -(-wave_blocks // (wx * wy))))
+    wave_grid = (wx, wy, wz)
+    for a in memory.accesses:
+        if a.space != "global":
+            continue
+        poly = addresses.get(a.index)
+        ext = _extents(atoms, poly, block, grid, loop_trips) if poly is not None else None
+        ext_w = _extents(atoms, poly, block, wave_grid, loop_trips) if ext is not None else None
+        if ext is None or ext_w is None:
+            out.complete = False
+            continue
+        out.total += access_bytes(ext, a.width_bytes, sector)
+        out.per_wave += access_bytes(ext_w, a.width_bytes, sector)
+        out.covered.add(a.index)  # type: ignore[union-attr]
+    return out

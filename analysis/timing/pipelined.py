@@ -1,0 +1,233 @@
+"""Kerncast's default time model: pipelined units, overlapped waves, a DRAM floor and an overlapped launch.
+
+The thesis scheduler (`scheduler.py`) reserves a unit for the whole latency of every instruction and adds the
+waves, the launch overhead and the memory penalties one after the other; measured kernels do not behave so.
+This model keeps the thesis's abstract GPU (instruction classes, unit lane counts, resident blocks) and
+changes how the parts combine, each change a physical property of the hardware:
+
+* Parameter and constant-bank loads (`ld.param`, `ld.const`) are operands the SM reads from its constant
+  cache: no load/store slot, no latency.
+* A unit is held for its issue cycles only, ``ceil(threads / lanes)`` per instruction for the threads of a
+  wave on one SM (times the replays of an uncoalesced or bank-conflicted access: sectors moved per sector
+  needed, wavefronts per request); the SM issues at most `dispatch_units` warp instructions per clock.
+  Dependants wait for the latency: the longest dependence chain of one warp, with native (SASS) latencies
+  from microbenchmark papers (`data/timing.toml` [kerncast.latency]). With many warps resident the
+  schedulers hide that chain behind other warps' work, so a wave takes the larger of the two, not their sum.
+* Waves overlap: the first wave on an SM pays its latency chain; the blocks after it start as blocks retire,
+  so they add only their busiest resource's cycles, or, when that is shorter, their latency chain shared by
+  the resident blocks (Little's law: `resident` blocks in flight per chain). Global loads wait the loaded
+  latency the thesis measured against the threads launched (its Table 3.3 microbenchmark).
+* A memory floor: DRAM bytes / achievable bandwidth. The bytes are the distinct bytes the launch touches
+  (`footprint.py`) when a wave's working set fits in L2; when it does not, the share of the wave's re-reads
+  that the L2 cannot hold goes to DRAM too. Never more than the requested sectors (no reuse at all).
+* The launch: the profile's fixed launch latency (thesis section 3.4 intercept) is paid once; its
+  per-thread part (block dispatch) overlaps the kernel, so the time is ``fixed + max(kernel, dispatch)``.
+
+Every call is O(instructions): loops multiply per-iteration costs, waves multiply per-wave costs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kerncast.analysis.cfg import Cfg
+from kerncast.analysis.deps import DepGraph
+from kerncast.analysis.isa import InstrClass
+from kerncast.analysis.loops import block_weights
+from kerncast.analysis.timing.constants import time_error_band, timing_constants
+from kerncast.analysis.timing.footprint import Footprint
+from kerncast.analysis.timing.scheduler import cfg_longest_path
+
+MODEL = "kerncast"
+_FREE_SPACES = frozenset({"param", "const"})
+_STORES = frozenset({"st", "red"})
+
+
+@dataclass(slots=True)
+class PipelinedResult:
+    """The kerncast model's answer and its parts (microseconds unless named otherwise)."""
+
+    us: float
+    low_us: float
+    high_us: float
+    compute_us: float
+    memory_us: float
+    launch_us: float
+    first_wave_cycles: float
+    per_block_cycles: float
+    latency_chain_cycles: float
+    dram_bytes: float
+    dram_bytes_cold: float
+    bottleneck: str
+    busy: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def native_latencies(profile: Any) -> dict[str, float]:
+    """The latency rows for the dependence chain: the architecture's native rows over the profile's own."""
+    table = dict(profile.latency)
+    arch_rows = timing_constants()["kerncast"].get("latency", {}).get(profile.arch, {})
+    for name, value in arch_rows.items():
+        if name != "source":
+            table[name] = float(value)
+    table["param"] = 0.0
+    return table
+
+
+def achievable_bandwidth_gbs(profile: Any) -> tuple[float, str]:
+    """DRAM bandwidth a streaming kernel reaches: a measurement of this GPU, else peak x the measured share."""
+    const = timing_constants()["kerncast"]
+    measured = const.get("bandwidth", {}).get(profile.id)
+    if isinstance(measured, int | float):
+        return float(measured), f"{measured:g} GB/s measured ({const['bandwidth']['source'].split(',')[0]})"
+    share = float(const["achievable_bandwidth_fraction"])
+    return profile.mem_bandwidth_gbs * share, (f"{share:.0%} of the {profile.mem_bandwidth_gbs:g} GB/s peak "
+                                               "(median measured share of four GPUs)")
+
+
+def _is_free(ins: Any, cls: InstrClass) -> bool:
+    return cls.latency == "param" or (cls.type == "misc" and getattr(ins, "space", None) in _FREE_SPACES)
+
+
+@dataclass(slots=True)
+class _BlockCost:
+    """Per basic block: unit cycles per thread of a wave (`per_thread`), warp issues, and one warp's chain."""
+
+    per_thread: dict[str, float]
+    warp_instructions: float
+    chain: float
+
+
+def _block_cost(dag: DepGraph, body: Any, classes: Mapping[int, InstrClass], units: Mapping[str, int],
+                latency: Mapping[str, float], replays: Mapping[int, float], warp: int) -> _BlockCost:
+    per_thread: dict[str, float] = {}
+    ready: dict[int, float] = {}
+    chain = 0.0
+    count = 0.0
+    for v in dag.nodes:
+        ins, cls = body[v], classes[v]
+        if _is_free(ins, cls):
+            ready[v] = 0.0
+            continue
+        res = cls.resource if units.get(cls.resource, 0) > 0 else "SP"
+        per_thread[res] = per_thread.get(res, 0.0) + replays.get(v, 1.0) / units[res]
+        count += 1.0
+        start = max((ready[u] for u, _ in dag.preds[v] if u in ready), default=0.0)
+        ready[v] = start + float(latency.get(cls.latency, latency.get("misc", 1.0)))
+        # a store has no result to wait for: the warp goes on once it is issued
+        chain = max(chain, start + 1.0 if ins.opcode in _STORES else ready[v])
+    return _BlockCost(per_thread, count / warp, chain)
+
+
+def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, DepGraph],
+                      classes: Mapping[int, InstrClass], trips: Mapping[int, float], blocks: int,
+                      threads_per_block: int, blocks_per_sm: int, grid: tuple[int, int, int],
+                      replays: Mapping[int, float], footprint: Footprint | None,
+                      requested: tuple[float, float] | None) -> PipelinedResult:
+    """Predict one launch with the kerncast model (see the module docstring).
+
+    `replays` maps an instruction index to its unit passes per warp (1 when ideal); `requested` is the bytes
+    the launch's global requests move with no reuse at all: (of accesses in `footprint`, of the others).
+    """
+    const = timing_constants()["kerncast"]
+    warp = profile.warp_size
+    units = profile.units
+    latency = native_latencies(profile)
+    # global loads wait the loaded latency the thesis measured against threads launched (Table 3.3 and its
+    # rescaled copies in the profiles), not the unloaded pointer-chase figure
+    latency["global"] = latency["memory"] = float(profile.global_latency(blocks * threads_per_block))
+    body = cfg.function.body
+    costs = {b: _block_cost(dags[b], body, classes, units, latency, replays, warp) for b in dags}
+    weights = block_weights(cfg, loops, trips)
+    per_thread: dict[str, float] = {}
+    warp_insts = 0.0
+    for b, c in costs.items():
+        w = weights.get(b, 0.0)
+        for r, x in c.per_thread.items():
+            per_thread[r] = per_thread.get(r, 0.0) + x * w
+        warp_insts += c.warp_instructions * w
+    chain = cfg_longest_path(cfg, loops, {b: c.chain for b, c in costs.items()}, trips)
+    dispatch = float(units.get("dispatch_units") or units.get("warp_schedulers") or 1)
+    warps_per_block = math.ceil(threads_per_block / warp)
+    busy_per_block = {r: x * warps_per_block * warp for r, x in per_thread.items()}
+    busy_per_block["dispatch"] = warp_insts * warps_per_block / dispatch
+    per_block = max(busy_per_block.values(), default=0.0)
+    blocks_on_sm = math.ceil(blocks / profile.sm_count)
+    resident = max(1, min(blocks_per_sm, blocks_on_sm))
+    first = max(per_block * resident, chain)
+    # Little's law: a block's latency chain hides only behind the other resident blocks, so blocks retire
+    # at most `resident` per chain
+    later = max(per_block, chain / resident)
+    compute_cycles = first + later * (blocks_on_sm - resident)
+    clock = profile.core_clock_mhz
+    compute_us = compute_cycles / clock
+
+    bw, bw_note = achievable_bandwidth_gbs(profile)
+    dram, cold, mem_notes = _dram_bytes(profile, footprint, requested, blocks, resident, const)
+    memory_us = dram / (bw * 1e3)  # GB/s = 1e3 bytes per microsecond
+    memory_cold_us = cold / (bw * 1e3)
+
+    lo = profile.launch_overhead
+    fixed = float(lo.intercept)
+    dispatch_us = max(0.0, lo(blocks * threads_per_block) - fixed)
+    if lo.unit.strip().lower().startswith("cycles"):
+        fixed, dispatch_us = fixed / clock, dispatch_us / clock
+    kernel = max(compute_us, memory_us, dispatch_us)
+    us = fixed + kernel
+    high = fixed + max(compute_us + chain / clock, memory_cold_us, dispatch_us) + dispatch_us
+    low = fixed + max(per_block * blocks_on_sm / clock, memory_us)
+    parts = {"compute": compute_us, "DRAM bandwidth": memory_us, "block dispatch": dispatch_us}
+    bottleneck = max(parts, key=lambda k: parts[k])
+    if bottleneck == "compute" and busy_per_block:
+        unit = max(busy_per_block, key=lambda r: busy_per_block[r])
+        latency_bound = later > per_block if blocks_on_sm > resident else chain > per_block * resident
+        bottleneck = "latency chain (too few warps to hide it)" if latency_bound else f"compute ({unit})"
+    basis = ("range: best case all latency hidden and the warm-cache floor; worst case no overlap of the latency "
+             "chain with the busiest unit, a cold cache and the launch's dispatch added")
+    band = time_error_band()
+    if band.get("low_ratio") and band.get("high_ratio"):
+        low = min(low, us * float(band["low_ratio"]))
+        high = max(high, us * float(band["high_ratio"]))
+        basis += (f"; widened to the model's measured error spread (measured/predicted {band['low_ratio']:g} to "
+                  f"{band['high_ratio']:g}, 10th-90th percentile over {band.get('rows', '?')} validation rows)")
+    notes = [
+        "kerncast model: parameter/constant loads cost no unit slot; units are held for their issue cycles "
+        f"and dependants wait for native latencies ({profile.arch} rows of data/timing.toml); waves overlap "
+        f"after the first; launch: {fixed:.2f} us fixed plus block dispatch overlapped with the kernel",
+        f"DRAM floor: {dram / 1e6:.3g} MB at {bw:.4g} GB/s ({bw_note})",
+        *mem_notes,
+        basis,
+    ]
+    return PipelinedResult(us=us, low_us=min(low, us), high_us=max(high, us), compute_us=compute_us,
+                           memory_us=memory_us, launch_us=fixed, first_wave_cycles=first,
+                           per_block_cycles=per_block, latency_chain_cycles=chain, dram_bytes=dram,
+                           dram_bytes_cold=cold, bottleneck=bottleneck, busy=busy_per_block, notes=notes)
+
+
+def _dram_bytes(profile: Any, fp: Footprint | None, requested: tuple[float, float] | None, blocks: int,
+                resident: int, const: Mapping[str, Any]) -> tuple[float, float, list[str]]:
+    """(DRAM bytes with a warm L2, with a cold one, notes) from the footprint and the requested sectors."""
+    if fp is None or requested is None:
+        return 0.0, 0.0, ["no memory analysis: no DRAM floor"]
+    covered, uncovered = requested
+    waves = max(1, math.ceil(blocks / max(1, resident * profile.sm_count)))
+    req_wave = covered / waves
+    ws = max(fp.per_wave, 1.0)
+    l2 = float(profile.l2_bytes)
+    per_wave = ws if ws <= l2 else ws + max(0.0, req_wave - ws) * (1.0 - l2 / ws)
+    cold = min(covered, max(fp.total, per_wave * waves)) + uncovered
+    warm_l2 = bool(const.get("warm_l2", False))
+    # a least-recently-used L2 keeps a footprint that fits and none of one that cycles through more than it
+    warm = 0.0 if warm_l2 and fp.total + uncovered <= l2 else cold
+    notes = [f"distinct global bytes {fp.total / 1e6:.3g} MB (working set per wave {ws / 1e6:.3g} MB against "
+             f"{l2 / 1e6:.3g} MB of L2); requested with no reuse {(covered + uncovered) / 1e6:.3g} MB"]
+    if warm_l2:
+        notes.append("cache state: warm (inputs written or read just before the launch): a footprint that fits "
+                     "in the L2 is found there, one larger than the L2 is streamed from DRAM again (an LRU cache "
+                     "keeps nothing of a cyclic sweep larger than itself); the cold-cache time is the top of the range")
+    if uncovered:
+        notes.append("some global addresses are not affine: their requests count as DRAM traffic in full")
+    return warm, cold, notes

@@ -1,0 +1,163 @@
+"""Kerncast's default time model on real examples: roofline bracketing, model choice, trip counts shared by
+every stage, and constants whose sources are never the thesis's validation tables."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from kerncast.analysis.launch import LaunchOverrides
+from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.server.config import parse_settings
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "examples").glob("*.cu"))
+VALIDATION_TABLE = re.compile(r"\bTables?\s+(?:[0-9.]+\s*(?:,|and|/|&)\s*)*(4\.2|4\.8|6\.1|6\.2)(?![0-9])")
+
+
+def _strings(value, where: str):
+    """Every string value of a parsed TOML document, with its dotted key."""
+    if isinstance(value, str):
+        yield where, value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _strings(v, f"{where}.{k}" if where else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _strings(v, f"{where}[{i}]")
+
+
+#: the one data file that may cite the validation tables: the model's measured error spread, which widens the
+#: shown range and is read by no prediction (test_the_error_band_never_moves_a_prediction)
+ERROR_BAND = "time_error.toml"
+
+
+def test_no_constant_cites_a_validation_table():
+    files = [*sorted((ROOT / "analysis" / "data").glob("*.toml")), *sorted((ROOT / "analysis" / "gpus").glob("*.toml"))]
+    files = [f for f in files if f.name != ERROR_BAND]
+    assert len(files) > 5 and any(f.name == "timing.toml" for f in files)
+    offenders = [f"{path.name}: {key} = {text!r}" for path in files
+                 for key, text in _strings(tomllib.loads(path.read_text(encoding="utf-8")), "")
+                 if VALIDATION_TABLE.search(text)]
+    assert offenders == []
+
+
+def test_the_validation_table_check_catches_a_citation():
+    assert VALIDATION_TABLE.search("fitted to thesis Table 4.8")
+    assert VALIDATION_TABLE.search("Tables 4.5 and 6.2")
+    assert not VALIDATION_TABLE.search("thesis Table 4.6 (SMs)") and not VALIDATION_TABLE.search("Table 3.2")
+
+
+@pytest.fixture(scope="module")
+def example_reports(nvcc_available):
+    return {path.name: analyze_file(path, options=AnalysisOptions(gpu="v100")) for path in EXAMPLES}
+
+
+@pytest.mark.parametrize("name", [p.name for p in EXAMPLES])
+def test_default_prediction_lies_inside_the_roofline_range(example_reports, name):
+    timed = [k for k in example_reports[name].kernels if k.time is not None]
+    assert timed, f"no kernel of {name} was timed"
+    for k in timed:
+        t = k.time
+        assert t.model == "kerncast"
+        lo, hi = t.roofline_us
+        assert lo <= t.us <= hi, (k.name, lo, t.us, hi)
+        r_lo, r_hi = t.range_us
+        assert r_lo <= t.us <= r_hi and r_lo > 0, (k.name, t.range_us)
+
+
+def test_matmul_loops_use_the_launch_site_counts_in_every_stage(example_reports):
+    report = example_reports["matmul.cu"]
+    tiled = next(k for k in report.kernels if k.name.startswith("MatrixMulCUDA"))
+    naive = next(k for k in report.kernels if k.name.startswith("matmulNaive"))
+    assert [(lp.trip_count, lp.trip_source) for lp in tiled.loops] == [(32, "ptx")]  # wA / 32 for every block
+    assert "wA = 1024 from the launch-site" in tiled.loops[0].trip_detail
+    assert sorted(lp.trip_count for lp in naive.loops) == [0, 256]  # 1024 unrolled by 4, remainder n & 3 = 0
+    for k in (tiled, naive):
+        assert not any("unknown" in n and "trip count" in n for n in k.notes), k.notes
+        assert not any("trip count unknown" in a for a in k.time.assumptions)
+
+
+def test_a_naive_sgemm_is_predicted_in_the_published_range(example_reports):
+    naive = next(k for k in example_reports["matmul.cu"].kernels if k.name.startswith("matmulNaive"))
+    # a coalesced naive 1024^3 SGEMM reaches 1-3 TFLOP/s on a V100: 0.7-2.2 ms
+    assert 0.5e3 < naive.time.us < 3e3
+
+
+def test_time_model_option_picks_the_model(nvcc_available):
+    path = ROOT / "examples" / "vector_add.cu"
+    times = {}
+    for model in ("kerncast", "thesis", "mwp-cwp"):
+        k = analyze_file(path, options=AnalysisOptions(gpu="k20", time_model=model)).kernels[0]
+        times[model] = k.time.us
+        assert k.time.models[model] == pytest.approx(k.time.us)
+        lo, hi = k.time.range_us
+        assert lo <= k.time.us <= hi
+    assert times["thesis"] != times["kerncast"]
+    assert analyze_file(path, options=AnalysisOptions(gpu="k20", time_model="thesis")).kernels[0].time.model \
+        == "thesis-scheduler"
+
+
+def test_kerncast_model_does_not_add_the_launch_overhead_or_serialise_param_loads(nvcc_available):
+    path = ROOT / "examples" / "vector_add.cu"
+    small = LaunchOverrides.from_strings(grid="196", block="256", params=["n=50000"])
+    k = analyze_file(path, options=AnalysisOptions(gpu="k20", overrides=small)).kernels[0]
+    thesis = k.time.models["thesis"]
+    assert k.time.us < thesis / 2
+    # launch: fixed part plus the larger of kernel and block dispatch, never their sum
+    d = k.time.detail
+    assert k.time.us == pytest.approx(d["kerncast_launch_us"] + max(d["kerncast_compute_us"],
+                                                                      d["kerncast_memory_us"]), rel=0.35)
+
+
+def test_setting_and_cli_flag_choose_the_time_model(nvcc_available):
+    settings, warnings = parse_settings({"kerncast": {"timeModel": "mwp-cwp"}})
+    assert settings.options.time_model == "mwp-cwp" and warnings == []
+    settings, warnings = parse_settings({"kerncast": {"timeModel": "guess"}})
+    assert settings.options.time_model == "kerncast"
+    assert any("kerncast.timeModel" in w for w in warnings)
+    out = subprocess.run([sys.executable, "-m", "kerncast.server.cli", "analyze", str(ROOT / "examples" /
+                          "vector_add.cu"), "--gpu", "k20", "--time-model", "thesis", "--format", "json"],
+                         capture_output=True, text=True, timeout=300, check=False)
+    assert out.returncode == 0, out.stderr
+    time = json.loads(out.stdout)["kernels"][0]["time"]
+    assert time["model"] == "thesis-scheduler" and len(time["range_us"]) == 2
+    bad = subprocess.run([sys.executable, "-m", "kerncast.server.cli", "analyze", "x.cu", "--time-model", "no"],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert bad.returncode == 2 and "--time-model" in bad.stderr
+
+
+def test_a_count_no_stage_knows_is_stated_once_and_used_alike(tmp_path, nvcc_available):
+    src = tmp_path / "walk.cu"
+    src.write_text("__global__ void walk(const int *next, float *out)\n{\n    int i = threadIdx.x;\n"
+                   "    float s = 0.0f;\n    while (next[i] >= 0) { s += 1.0f; i = next[i]; }\n"
+                   "    out[threadIdx.x] = s;\n}\nint main() { walk<<<4, 128>>>(0, 0); return 0; }\n")
+    k = analyze_file(src, options=AnalysisOptions(gpu="v100")).kernels[0]
+    stated = [a for a in k.time.assumptions if "trip count unknown" in a] + \
+        [n for n in k.notes if "trip count" in n and "unknown" in n]
+    assert len(stated) == 1 and "assumed 10" in stated[0]
+
+
+def test_the_memory_stage_receives_the_time_models_counts():
+    from kerncast.analysis.launch import Sourced
+    from kerncast.analysis.memory.stage import _trips
+
+    counts = {3: Sourced(32, "ptx", 24, "read"), 7: Sourced(10, "default", 45, "assumed")}
+    assert _trips(counts) == {3: 32, 7: 10}
+
+
+def test_the_error_band_never_moves_a_prediction(nvcc_available, monkeypatch):
+    import kerncast.analysis.timing.pipelined as pipelined
+
+    path = ROOT / "examples" / "vector_add.cu"
+    base = analyze_file(path, options=AnalysisOptions(gpu="k20")).kernels[0].time
+    assert "validation rows" in base.range_basis
+    monkeypatch.setattr(pipelined, "time_error_band", lambda: {"low_ratio": 0.01, "high_ratio": 100.0, "rows": 1})
+    wide = analyze_file(path, options=AnalysisOptions(gpu="k20")).kernels[0].time
+    assert wide.us == pytest.approx(base.us) and wide.models == pytest.approx(base.models)
+    assert wide.range_us[0] < base.range_us[0] and wide.range_us[1] > base.range_us[1]
