@@ -38,6 +38,7 @@ def test_every_kernel_has_power_energy_and_what_they_assume(matmul):
         assert 0 < e["interval"][0] <= e["uj"] <= e["interval"][1]
         # the energy interval is the power interval over the time range
         t_lo, t_hi = e["time_range_us"]
+        assert [t_lo, t_hi] == pytest.approx(t["range_us"])  # the time model's own range, not a wider one
         assert e["interval"] == pytest.approx([lo * t_lo, hi * t_hi])
         # both totals: the statistical board energy and the per-event model's, with its parts
         ev = e["event_model"]

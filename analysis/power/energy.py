@@ -53,8 +53,11 @@ class EnergyEstimate:
 
 
 def time_range(time: Any) -> tuple[float, float]:
-    """(shortest, longest) plausible time in µs: the roofline range around the predicted time, when known."""
+    """(shortest, longest) plausible time in µs: the time model's own range when it states one (its measured
+    error spread), else the roofline range around the predicted time, when known."""
     lo = hi = float(time.us)
+    if time.range_us is not None:
+        return min(lo, float(time.range_us[0])), max(hi, float(time.range_us[1]))
     roof = time.roofline_us
     if roof is not None:
         lo, hi = min(lo, float(roof[0])), max(hi, float(roof[1]))
