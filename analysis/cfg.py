@@ -39,6 +39,8 @@ class Cfg:
     idom: list[int] = field(default_factory=list)
     rpo: list[int] = field(default_factory=list)
     unreachable: set[int] = field(default_factory=set)
+    #: dominator-tree numbering (block -> (preorder, last preorder below it)), built on the first query
+    _dom_span: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def entry(self) -> int:
@@ -50,16 +52,44 @@ class Cfg:
         return self.function.body[b.start:b.end]
 
     def dominates(self, a: int, b: int) -> bool:
-        """Whether block `a` dominates block `b` (every path from the entry to `b` passes through `a`)."""
+        """Whether block `a` dominates block `b` (every path from the entry to `b` passes through `a`).
+
+        Answered in constant time from a preorder numbering of the dominator tree (`a` dominates `b` when
+        `b`'s number falls in `a`'s subtree span), so callers may ask it for every pair of an edge list
+        without walking a long chain of dominators each time.
+        """
         if b in self.unreachable:
             return False
-        while True:
-            if a == b:
-                return True
-            parent = self.idom[b]
-            if parent == b:
-                return False
-            b = parent
+        if a == b:
+            return True
+        if not self._dom_span:
+            self._number_dominator_tree()
+        sa, sb = self._dom_span.get(a), self._dom_span.get(b)
+        if sa is None or sb is None:
+            return False
+        return sa[0] <= sb[0] <= sa[1]
+
+    def _number_dominator_tree(self) -> None:
+        children: dict[int, list[int]] = {}
+        for b, d in enumerate(self.idom):
+            if d >= 0 and d != b and b not in self.unreachable:
+                children.setdefault(d, []).append(b)
+        if not self.idom:
+            return
+        span: dict[int, tuple[int, int]] = {}
+        pre: dict[int, int] = {}
+        counter = 0
+        stack: list[tuple[int, bool]] = [(0, False)]
+        while stack:
+            node, done = stack.pop()
+            if done:
+                span[node] = (pre[node], counter - 1)
+                continue
+            pre[node] = counter
+            counter += 1
+            stack.append((node, True))
+            stack.extend((c, False) for c in reversed(children.get(node, [])))
+        self._dom_span = span
 
 
 def _leaders(fn: Function) -> list[int]:

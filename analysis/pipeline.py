@@ -62,6 +62,9 @@ class AnalysisOptions:
     thresholds: Thresholds = field(default_factory=Thresholds)
     #: LIME weights in power explanations (exact contributions are always there); the server adds them lazily
     lime: bool = True
+    #: seconds an analysis that can blow up (the memory stage) may spend on one kernel before it stops and
+    #: reports what it skipped
+    budget_s: float = 2.0
 
 
 @dataclass(slots=True)

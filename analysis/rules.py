@@ -37,6 +37,7 @@ class Code(StrEnum):
     ENERGY_HOTSPOT = "energy-hotspot"
     LOW_OCCUPANCY = "low-occupancy"
     REGISTER_SPILL = "register-spill"
+    ANALYSIS_BUDGET = "analysis-budget"
 
 
 class FixKind(StrEnum):
@@ -161,6 +162,13 @@ _RULES: tuple[Rule, ...] = (
          "register spill: ptxas moved 24 bytes of stores and 24 bytes of loads to local memory",
          "Reduce register pressure or raise the register limit.",
          "MemoryL1TEXCache", "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum"),
+    Rule(Code.ANALYSIS_BUDGET, "information", "Analysis budget reached",
+         "The memory analysis of one kernel reached its time budget (CPU seconds; default 2, kerncast analyze "
+         "--budget) and stopped: the memory instructions and branches it skipped are not checked for "
+         "coalescing, bank conflicts or divergence. Everything else in the report stands.",
+         "memory analysis stopped at its time budget of 2 s: 1200 memory instruction(s) and branch(es) of this "
+         "kernel were not analysed",
+         "Raise the budget if the kernel is worth the wait."),
     Rule(Code.COMPILE_ERROR, "error", "Compile error",
          "nvcc reported an error; errors inside included headers are shown on the #include line. The file "
          "is not analysed.",

@@ -11,6 +11,7 @@ the loop trip counts.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from itertools import product
 from typing import Any
@@ -19,6 +20,7 @@ from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.loops import LoopForest
 from kerncast.analysis.memory import expr as E
 from kerncast.analysis.memory.expr import Atoms, Value
+from kerncast.analysis.memory.lanevec import lane_vectors
 from kerncast.analysis.memory.render import Renderer, kernel_param_names
 from kerncast.analysis.memory.symbolic import SymbolicResult, analyze_symbolic
 from kerncast.analysis.memory.warp import RequestCost, branch_outcome, global_cost, shared_cost, warp_lanes
@@ -117,6 +119,10 @@ class MemoryAnalysis:
     addresses: dict[int, Value] = field(default_factory=dict)
     atoms: Atoms | None = None
     iteration_atoms: dict[int, int] = field(default_factory=dict)
+    #: warp-level work units spent (see `_Kernel.work`); deterministic for a given kernel and launch
+    work: int = 0
+    #: memory instructions and branches left unanalysed because the time budget ran out
+    skipped: int = 0
 
     def _global(self) -> list[AccessInfo]:
         return [a for a in self.accesses if a.space == "global"]
@@ -225,12 +231,16 @@ class _Kernel:
                 ints = {a: E.as_const(v) for a, v in lsub.items()}
                 warp.append((ln.lane, lsub, ints if all(x is not None for x in ints.values()) else None))  # type: ignore[misc]
             self.lane_maps.append(warp)
-        self.conditions = self._block_conditions()
+        self.conditions = self._edge_conditions()
+        self.vectors = lane_vectors(self.atoms, self.lane_maps, self.lane_atoms)
         self._trip_cache: dict[int, int | None] = {}
         self._stage1: dict[tuple, tuple[dict[int, Value], dict[int, Value]]] = {}
         self._masks: dict[tuple, list[list[int]]] = {}
         self._values: dict[tuple, list[dict[int, Value]]] = {}
         self._geo_cache: dict[int, list[int] | None] = {}
+        #: deterministic count of the warp-level work done (lane tables, reach masks, instances): what the
+        #: time budget bounds, and what a test can check grows linearly with the kernel
+        self.work = 0
         loop_lines = {lp.id: lp.header_line(cfg) for lp in loops.loops}
         self.render = Renderer(self.atoms, self.param_names, loop_lines, self.sym.resolution)
 
@@ -266,30 +276,28 @@ class _Kernel:
                 out[i] = max(d.align or 16, 16) if d.space == "shared" else (d.align or 1)
         return out
 
-    def _block_conditions(self) -> dict[int, list[Value]]:
-        """For each block, the branch predicates that must hold for a lane to reach it (edge dominance)."""
+    def _edge_conditions(self) -> dict[int, Value]:
+        """For each block entered only from a guarded branch that decides it, the predicate of that edge.
+
+        A lane reaches a block when it reaches the block's immediate dominator and, where that dominator ends
+        in a guarded two-way branch whose successor this block is (its only predecessor), takes that edge.
+        Chained over the dominator tree this is every condition of the dominating branches, found in one
+        pass over the blocks instead of one walk up the tree (with a dominance test per step) per block.
+        """
         cfg = self.cfg
         body = self.fn.body
-        out: dict[int, list[Value]] = {}
+        out: dict[int, Value] = {}
         label_block = {lab: b.id for b in cfg.blocks for lab in b.labels}
         for b in cfg.rpo:
-            conds: list[Value] = []
-            d = b
-            while True:
-                parent = cfg.idom[d] if d < len(cfg.idom) else d
-                if parent == d or parent < 0:
-                    break
-                d = parent
-                blk = cfg.blocks[d]
-                last = body[blk.end - 1] if blk.end > blk.start else None
-                if last is None or last.opcode != "bra" or last.guard is None or len(blk.succs) != 2:
-                    continue
-                g = self.sym.guards.get(last.index)
-                target = label_block.get(last.branch_target or "")
-                for s in blk.succs:
-                    if cfg.blocks[s].preds == [d] and cfg.dominates(s, b):
-                        conds.append(g if s == target else E.sub(E.const(1), g))
-            out[b] = conds
+            d = cfg.idom[b] if b < len(cfg.idom) else b
+            if d == b or d < 0 or cfg.blocks[b].preds != [d]:
+                continue
+            blk = cfg.blocks[d]
+            last = body[blk.end - 1] if blk.end > blk.start else None
+            if last is None or last.opcode != "bra" or last.guard is None or len(blk.succs) != 2:
+                continue
+            g = self.sym.guards.get(last.index)
+            out[b] = g if b == label_block.get(last.branch_target or "") else E.sub(E.const(1), g)
         return out
 
     # ---------------------------------------------------------------------------------- loop handling
@@ -430,13 +438,30 @@ class _Kernel:
             per_warp = self._values.get(vkey)
             if per_warp is None:
                 per_warp = self._values[vkey] = self._lane_table(rest)
+            self.work += len(masks)
             for mask, table in zip(masks, per_warp, strict=True):
                 vals = [E.add(table[ln], E.const(c0)) if c0 else table[ln] for ln in mask]
                 out.append((mask, vals))
         return out
 
     def _lane_table(self, v: Value) -> list[dict[int, Value]]:
-        """`v` in every lane of every sampled warp (lane index -> value)."""
+        """`v` in every lane of every sampled warp (lane index -> value): all lanes at once where the
+        vectorised evaluation applies, else lane by lane."""
+        self.work += 1
+        vp = self.vectors.evaluate(v) if self.vectors is not None else None
+        if vp is not None:
+            flat = self.vectors.to_values(vp)  # type: ignore[union-attr]
+            tables: list[dict[int, Value]] = []
+            i = 0
+            for lanes in self.lane_maps:
+                tables.append({lane: flat[i + j] for j, (lane, _, _) in enumerate(lanes)})
+                i += len(lanes)
+            return tables
+        return self._lane_table_per_lane(v)
+
+    def _lane_table_per_lane(self, v: Value) -> list[dict[int, Value]]:
+        """`v` lane by lane (substitution and simplification per lane): the reference the vectorised way
+        must equal, used where it gives up."""
         atoms = self.atoms
         fast = _decompose(atoms, v, self.lane_atom_ids)
         tables: list[dict[int, Value]] = []
@@ -452,16 +477,33 @@ class _Kernel:
         return [{ln for ln, v in t.items() if E.as_const(v) != 0} for t in self._lane_table(pred)]
 
     def _active(self, block: int, key: tuple, subst: dict[int, Value], cache: dict[int, Value]) -> list[list[int]]:
-        """Per sampled warp, the lanes that reach `block` (cached per block and iteration assignment)."""
-        ck = (block, key)
-        hit = self._masks.get(ck)
-        if hit is not None:
-            return hit
-        masks = [[ln for ln, _, _ in lanes] for lanes in self.lane_maps]
-        for c in self.conditions.get(block, []):
-            allowed = self._lanes_where(E.evaluate(self.atoms, c, subst, cache))
-            masks = [[ln for ln in m if ln in a] for m, a in zip(masks, allowed, strict=True)]
-        self._masks[ck] = masks
+        """Per sampled warp, the lanes that reach `block` (cached per block and iteration assignment).
+
+        The lanes reaching a block are those reaching its immediate dominator, narrowed by the condition of
+        the edge into it, so each block costs one predicate however deep it is nested.
+        """
+        cfg = self.cfg
+        chain: list[int] = []
+        b = block
+        masks: list[list[int]] | None = None
+        while True:
+            hit = self._masks.get((b, key))
+            if hit is not None:
+                masks = hit
+                break
+            chain.append(b)
+            self.work += 1
+            parent = cfg.idom[b] if b < len(cfg.idom) else b
+            if parent == b or parent < 0 or b in cfg.unreachable:
+                break
+            b = parent
+        if masks is None:
+            masks = [[ln for ln, _, _ in lanes] for lanes in self.lane_maps]
+        for b in reversed(chain):
+            if b in self.conditions and b not in cfg.unreachable:
+                allowed = self._lanes_where(E.evaluate(self.atoms, self.conditions[b], subst, cache))
+                masks = [[ln for ln in m if ln in a] for m, a in zip(masks, allowed, strict=True)]
+            self._masks[(b, key)] = masks
         return masks
 
 
@@ -751,38 +793,54 @@ def _lane_symbols(atoms: Atoms, p: Value) -> list[str]:
     return [names[s] for s in sorted(found)]
 
 
+#: Seconds the memory analysis of one kernel may take before it stops and says what it skipped.
+DEFAULT_BUDGET_S = 2.0
+_MEMORY_OPCODES = ("ld", "ldu", "st", "atom", "red")
+
+
 def analyze_memory(module: Module, function: Function, cfg: Cfg, loops: LoopForest,
                    block: tuple[int, int, int] | None, params: dict[str, int], trip_counts: dict[int, int],
                    thresholds: Any, main_file: str | None = None, *, cuda_source: str | None = None,
-                   kernel_line: int | None = None) -> MemoryAnalysis:
+                   kernel_line: int | None = None, budget_s: float | None = DEFAULT_BUDGET_S) -> MemoryAnalysis:
     """Analyse the global/shared accesses and conditional branches of one kernel.
 
     `block` is the block shape (None: assume blockDim.x is a multiple of 32 and say so), `params` known
     parameter values by CUDA or PTX name, `trip_counts` loop trip counts by loop header block id.
     `cuda_source` (the analysed file's text) gives parameter names, exact ranges and fix hints.
+    `budget_s` bounds the wall time (None: no bound): past it the remaining instructions are skipped, an
+    information finding says how many, and what was analysed stands.
     """
     from kerncast.analysis.memory.findings import build_findings
 
+    deadline = None if budget_s is None else time.perf_counter() + max(0.0, float(budget_s))
     result = MemoryAnalysis(block=_shape(block))
     result.uncoalesced_percent = float(getattr(thresholds, "uncoalesced_excess_percent", 25.0))
     k = _Kernel(module, function, cfg, loops, block, params or {}, trip_counts or {}, main_file, cuda_source)
     if k.block is None:
         k.assumptions.append("block shape unknown: assumed blockDim.x is a multiple of 32 (one warp = 32 "
                              "consecutive threadIdx.x)")
-    for ins in function.body:
-        if cfg.block_of and cfg.block_of[ins.index] in cfg.unreachable:
-            continue
-        if ins.opcode in ("ld", "ldu", "st", "atom", "red"):
+    todo = [ins for ins in function.body
+            if not (cfg.block_of and cfg.block_of[ins.index] in cfg.unreachable)
+            and (ins.guard is not None and ins.opcode in ("bra", *_MEMORY_OPCODES)
+                 or ins.opcode in _MEMORY_OPCODES and ins.space not in ("param", "const", "tex"))]
+    for n, ins in enumerate(todo):
+        if deadline is not None and time.perf_counter() > deadline:
+            result.skipped = len(todo) - n
+            break
+        if ins.opcode in _MEMORY_OPCODES:
             info = _access(k, ins)
             if info is not None:
                 result.accesses.append(info)
-        if ins.guard is not None and ins.opcode in ("bra", "ld", "ldu", "st", "atom", "red"):
+        if ins.guard is not None:
             b = _branch(k, ins)
             if b is not None:
                 result.branches.append(b)
     result.assumptions = k.assumptions
     _publish_addresses(k, result)
+    result.work = k.work
     result.findings = build_findings(k, result, thresholds, cuda_source, kernel_line)
+    if result.skipped:
+        result.findings.append(_budget_finding(function, result, budget_s, kernel_line))
     return result
 
 
@@ -795,3 +853,17 @@ def _publish_addresses(k: _Kernel, result: MemoryAnalysis) -> None:
     result.atoms = k.atoms
     result.iteration_atoms = {lp.header: k.sym.iteration_atom[lp.id] for lp in k.loops.loops
                               if lp.id in k.sym.iteration_atom}
+
+
+def _budget_finding(function: Function, result: MemoryAnalysis, budget_s: float | None,
+                    kernel_line: int | None) -> Finding:
+    """The information finding of a memory analysis that ran out of time: what it skipped, what stands."""
+    done = len(result.accesses) + len(result.branches)
+    line = kernel_line or 1
+    return Finding(
+        "analysis-budget", "information", line, 1, line, 2,
+        f"memory analysis stopped at its time budget of {budget_s:g} s: {result.skipped} memory "
+        f"instruction(s) and branch(es) of this kernel were not analysed for coalescing, bank conflicts or "
+        f"divergence ({done} analysed); the rest of the report is complete",
+        detail={"stage": "memory", "budget_s": budget_s, "skipped": result.skipped, "analysed": done},
+        kernel=function.display_name)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kerncast.analysis.memory.analysis import MemoryAnalysis, analyze_memory
+from kerncast.analysis.memory.analysis import DEFAULT_BUDGET_S, MemoryAnalysis, analyze_memory
 
 _GUESSED = frozenset({"default"})
 
@@ -63,13 +63,15 @@ def _trips(counts: Any) -> dict[int, int]:
 def memory_stage(ctx: Any) -> None:
     """Run the memory and divergence analysis for one kernel: `ctx.memory`, findings, and assumptions."""
     launch = getattr(ctx, "launch", None)
-    thresholds = getattr(getattr(ctx, "options", None), "thresholds", None)
+    options = getattr(ctx, "options", None)
+    thresholds = getattr(options, "thresholds", None)
     report = ctx.report
     try:
         result = analyze_memory(ctx.module, ctx.function, ctx.cfg, ctx.loops, _block(launch), _params(launch),
                                 _trips(getattr(ctx, "trip_counts", None)), thresholds,
                                 getattr(ctx, "main_file", None), cuda_source=getattr(ctx, "cuda_source", None),
-                                kernel_line=getattr(report, "line", None))
+                                kernel_line=getattr(report, "line", None),
+                                budget_s=getattr(options, "budget_s", DEFAULT_BUDGET_S))
     except (ArithmeticError, ValueError, TypeError, KeyError, IndexError, RecursionError) as exc:
         report.notes.append(f"memory analysis skipped: {type(exc).__name__}: {exc}")
         ctx.memory = MemoryAnalysis()

@@ -28,6 +28,7 @@ _FLOAT_TYPES = frozenset({"f16", "f32", "f64", "bf16", "f16x2", "bf16x2", "tf32"
 _CMP_OPS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs", "equ", "neu", "ltu", "leu",
                       "gtu", "geu", "num", "nan"})
 _BOOL_OPS = ("and", "or", "xor")
+_MISSING = object()
 _NONLINEAR = frozenset({"shr", "div", "rem", "and", "or", "xor", "min", "max", "abs"})
 
 
@@ -131,18 +132,21 @@ class _Pass:
 
     def _join(self, b: int, preds: list[int]) -> dict[str, Value]:
         envs = [self.env_out[p] for p in preds]
-        keys: set[str] = set()
-        for e in envs:
-            keys.update(e)
-        out: dict[str, Value] = {}
+        # Start from the first path's values; only registers whose values differ between paths need work.
+        # (Values copied along paths are the same objects, so the identity test settles most registers.)
+        out: dict[str, Value] = dict(envs[0])
+        differ: set[str] = set()
+        for e in envs[1:]:
+            for k, v in e.items():
+                cur = out.get(k, _MISSING)
+                if cur is _MISSING:
+                    out[k] = v
+                elif cur is not v and cur != v:
+                    differ.add(k)
         uniform_control: bool | None = None
         atoms = self.res.atoms
-        for k in keys:
+        for k in sorted(differ):
             vals = [e[k] for e in envs if k in e]
-            first = vals[0]
-            if all(v == first for v in vals[1:]):
-                out[k] = first
-                continue
             if uniform_control is None:
                 uniform_control = self._control_uniform(b, preds)
             if uniform_control and all(v is not None and not atoms.is_lane(v) for v in vals):

@@ -1,0 +1,264 @@
+"""A symbolic value evaluated in every sampled lane at once: numpy integer arithmetic over lanes.
+
+The per-lane way (substitute the lane symbols, simplify the polynomial, once per lane) redoes the same
+symbolic work 32 times per warp. Here a value is compiled once into an evaluation over *lane vectors*: a
+`VecPoly` maps each uniform monomial (a product of symbols that are the same in every lane, such as a
+parameter or the unknown warp index) to an int64 array holding that monomial's coefficient in each lane.
+Polynomial arithmetic multiplies those arrays; non-polynomial operations (`shr`, `rem`, `and`, comparisons,
+selects, ...) are computed elementwise with the same integer semantics as `expr.concrete_op` once their
+arguments have no uniform part left.
+
+The result must equal the per-lane way exactly, so whenever this evaluation could differ it gives up and
+returns None, and the caller takes the per-lane way: an operation whose argument keeps a uniform symbol, an
+operation with no integer value in some lane (division by zero, an unmodelled opcode), magnitudes that could
+leave int64, and, when lane symbols are themselves symbolic (unknown block shape), polynomials beyond the
+degree and term caps of `expr` (where the per-lane simplification would have given up too).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from kerncast.analysis.memory import expr as E
+from kerncast.analysis.memory.expr import Atoms, Mono, Value
+
+#: Largest magnitude an intermediate may reach; beyond it int64 could overflow, so we give up.
+_LIMIT = 1 << 62
+
+VecPoly = dict[Mono, np.ndarray]
+
+
+class GiveUp(Exception):
+    """The vectorised evaluation cannot guarantee the per-lane result; use the per-lane way."""
+
+
+def _bound(v: VecPoly) -> int:
+    return max((int(np.abs(a).max()) if a.size else 0 for a in v.values()), default=0)
+
+
+def _check(*bounds: int) -> None:
+    if max(bounds, default=0) >= _LIMIT:
+        raise GiveUp
+
+
+class LaneVectors:
+    """The lane symbols of the sampled warps as lane vectors, and the evaluation of values over them.
+
+    `lane_values` maps each lane atom id to its `VecPoly` over all sampled lanes (warps concatenated).
+    `capped` is True when lane symbols are symbolic (unknown block), where `expr`'s degree and term caps
+    decide whether the per-lane simplification succeeds, so they are enforced here too.
+    """
+
+    def __init__(self, atoms: Atoms, lane_values: dict[int, VecPoly], size: int, capped: bool) -> None:
+        self.atoms = atoms
+        self.lane_values = lane_values
+        self.size = size
+        self.capped = capped
+        self.lane_ids = frozenset(lane_values)
+        self._atom_cache: dict[int, VecPoly] = {}
+
+    # ------------------------------------------------------------------------------------------ public
+    def evaluate(self, v: Value) -> VecPoly | None:
+        """`v` in every lane as a `VecPoly`, or None when the per-lane way must be used."""
+        if v is None:
+            return None
+        try:
+            return self._poly(v, 0)
+        except (GiveUp, ArithmeticError, ValueError, OverflowError):
+            return None
+
+    def to_values(self, vp: VecPoly) -> list[Value]:
+        """One `Value` per lane, built as the per-lane simplification builds it (sorted, zeros dropped)."""
+        monos = sorted(vp)
+        arrays = [vp[m].tolist() for m in monos]
+        out: list[Value] = []
+        for i in range(self.size):
+            out.append(tuple((m, col[i]) for m, col in zip(monos, arrays, strict=True) if col[i]))
+        return out
+
+    def constants(self, vp: VecPoly) -> np.ndarray | None:
+        """The lane values when no uniform symbol is left (an int64 array), else None."""
+        if not vp:
+            return np.zeros(self.size, dtype=np.int64)
+        if len(vp) == 1 and () in vp:
+            return vp[()]
+        return None
+
+    # ---------------------------------------------------------------------------------------- algebra
+    def _const(self, c: int) -> VecPoly:
+        _check(abs(c))
+        return {(): np.full(self.size, c, dtype=np.int64)}
+
+    def _add(self, a: VecPoly, b: VecPoly) -> VecPoly:
+        _check(_bound(a) + _bound(b))
+        out = dict(a)
+        for m, arr in b.items():
+            out[m] = out[m] + arr if m in out else arr
+        self._cap(out)
+        return out
+
+    def _mul(self, a: VecPoly, b: VecPoly) -> VecPoly:
+        _check(_bound(a) * _bound(b) * len(a) * len(b))
+        out: VecPoly = {}
+        for ma, xa in a.items():
+            for mb, xb in b.items():
+                m = tuple(sorted(ma + mb)) if ma and mb else (ma or mb)
+                if self.capped and len(m) > E.MAX_DEGREE:
+                    raise GiveUp
+                p = xa * xb
+                out[m] = out[m] + p if m in out else p
+        self._cap(out)
+        return out
+
+    def _cap(self, v: VecPoly) -> None:
+        if self.capped and len(v) > E.MAX_TERMS:
+            raise GiveUp
+
+    # ------------------------------------------------------------------------------------- evaluation
+    def _poly(self, v: Value, depth: int) -> VecPoly:
+        if v is None or depth > 6:
+            raise GiveUp
+        out: VecPoly = {}
+        for m, c in v:
+            term = self._const(c)
+            for a in m:
+                term = self._mul(term, self._atom(a, depth))
+            out = self._add(out, term) if out else term
+        return {m: arr for m, arr in out.items() if m == () or arr.any()} if out else out
+
+    def _atom(self, a: int, depth: int) -> VecPoly:
+        hit = self._atom_cache.get(a)
+        if hit is not None:
+            return hit
+        atoms = self.atoms
+        if a in self.lane_values:
+            r = self.lane_values[a]
+        else:
+            key = atoms.keys[a]
+            if key[0] == "op" and (atoms.lane[a] or _op_has_lane(atoms, a, self.lane_ids)):
+                r = self._op(key[1], key[2], key[3], depth)
+            elif atoms.lane[a]:
+                raise GiveUp  # a lane-dependent unknown (a loaded value, a lane recurrence)
+            else:
+                r = {(a,): np.ones(self.size, dtype=np.int64)}
+        self._atom_cache[a] = r
+        return r
+
+    def _op(self, name: str, args: tuple[Value, ...], extra: Any, depth: int) -> VecPoly:
+        vals = []
+        for x in args:
+            vp = self._poly(x, depth + 1)
+            c = self.constants(vp)
+            if c is None:
+                raise GiveUp  # the operation's argument keeps a uniform symbol: simplify lane by lane
+            vals.append(c)
+        return {(): concrete_op_lanes(name, vals, extra)}
+
+
+def _op_has_lane(atoms: Atoms, a: int, lane_ids: frozenset[int]) -> bool:
+    return any(x in lane_ids or atoms.lane[x] for arg in atoms.keys[a][2] if arg for m, _ in arg for x in m)
+
+
+# ------------------------------------------------------------------------------- integer operations
+
+def _wrap(v: np.ndarray, bits: int, signed: bool) -> np.ndarray:
+    """`expr._wrap` over lanes: keep the low `bits` bits, as two's complement when signed."""
+    if bits >= 63:
+        if not signed and (v < 0).any():
+            raise GiveUp  # the unsigned 64-bit value does not fit int64
+        return v
+    if bits <= 0:
+        raise GiveUp
+    w = v & ((1 << bits) - 1)
+    if signed:
+        w = np.where(w >> (bits - 1) != 0, w - (1 << bits), w)
+    return w
+
+
+def _bits_signed(extra: Any) -> tuple[int, bool]:
+    if isinstance(extra, tuple) and len(extra) >= 2 and isinstance(extra[0], int):
+        return extra[0], bool(extra[1])
+    return 32, False
+
+
+def concrete_op_lanes(name: str, vals: list[np.ndarray], extra: Any) -> np.ndarray:
+    """`expr.concrete_op` elementwise over lanes; raises GiveUp where some lane has no integer value."""
+    bits, signed = _bits_signed(extra)
+    a = vals[0]
+    b = vals[1] if len(vals) > 1 else np.zeros_like(a)
+    if name == "shr":
+        if (b < 0).any():
+            raise GiveUp
+        base = a if signed else _wrap(a, bits, False)
+        return base >> np.minimum(b, min(bits, 63))
+    if name in ("div", "rem"):
+        if not signed:
+            a, b = _wrap(a, bits, False), _wrap(b, bits, False)
+        if (b == 0).any():
+            raise GiveUp
+        q = np.abs(a) // np.abs(b)
+        q = np.where((a < 0) != (b < 0), -q, q)
+        return q if name == "div" else a - q * b
+    if name == "and":
+        return _wrap(a & b, bits, signed)
+    if name == "or":
+        return _wrap(a | b, bits, signed)
+    if name == "xor":
+        return _wrap(a ^ b, bits, signed)
+    if name == "not":
+        return _wrap(~a, bits, signed)
+    if name == "min":
+        return np.minimum(a, b)
+    if name == "max":
+        return np.maximum(a, b)
+    if name == "abs":
+        return np.abs(a)
+    if name == "mulhi":
+        ua = a if signed else _wrap(a, bits, False)
+        ub = b if signed else _wrap(b, bits, False)
+        _check(int(np.abs(ua).max(initial=0)) * int(np.abs(ub).max(initial=0)))
+        return (ua * ub) >> min(bits, 63)
+    if name == "sel":
+        return np.where(a != 0, vals[1], vals[2])
+    if name == "cmp":
+        return _compare(extra, a, b)
+    raise GiveUp
+
+
+_COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+            "ge": np.greater_equal, "lo": np.less, "ls": np.less_equal, "hi": np.greater, "hs": np.greater_equal}
+
+
+def _compare(extra: Any, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    cmp = extra[2] if isinstance(extra, tuple) and len(extra) > 2 else "eq"
+    fn = _COMPARE.get(str(cmp))
+    if fn is None:
+        raise GiveUp
+    if cmp in ("lo", "ls", "hi", "hs") or (isinstance(extra, tuple) and not extra[1]):
+        bits = extra[0] if isinstance(extra, tuple) and isinstance(extra[0], int) else 32
+        a, b = _wrap(a, bits, False), _wrap(b, bits, False)
+    return fn(a, b).astype(np.int64)
+
+
+def lane_vectors(atoms: Atoms, warps: list[list[tuple[int, dict[int, Value], Any]]],
+                 lane_atoms: dict[str, int]) -> LaneVectors | None:
+    """Lane vectors for the sampled warps' lane substitutions (lane, {lane atom: value}, ints), warps
+    concatenated; None when a lane's substitution is not a plain polynomial (then lane by lane it is)."""
+    lanes = [entry for warp in warps for entry in warp]
+    if not lanes:
+        return None
+    values: dict[int, VecPoly] = {}
+    capped = False
+    for atom in lane_atoms.values():
+        per_lane = [lsub.get(atom) for _, lsub, _ in lanes]
+        if any(p is None for p in per_lane):
+            return None
+        monos = sorted({m for p in per_lane for m, _ in p})  # type: ignore[union-attr]
+        if any(atoms.lane[x] or atoms.keys[x][0] == "op" for m in monos for x in m):
+            return None
+        capped = capped or any(m for m in monos)
+        vp: VecPoly = {m: np.array([dict(p).get(m, 0) for p in per_lane], dtype=np.int64)  # type: ignore[arg-type]
+                       for m in monos}
+        values[atom] = vp if vp else {(): np.zeros(len(lanes), dtype=np.int64)}
+    return LaneVectors(atoms, values, len(lanes), capped)
