@@ -37,6 +37,11 @@ def _bound(v: VecPoly) -> int:
     return max((int(np.abs(a).max()) if a.size else 0 for a in v.values()), default=0)
 
 
+def _most_terms_in_a_lane(v: VecPoly) -> int:
+    """The most monomials with a non-zero coefficient in any one lane (the term count of that lane's value)."""
+    return int(np.count_nonzero(np.stack(list(v.values())), axis=0).max(initial=0))
+
+
 def _check(*bounds: int) -> None:
     if max(bounds, default=0) >= _LIMIT:
         raise GiveUp
@@ -56,20 +61,36 @@ class LaneVectors:
         self.size = size
         self.capped = capped
         self.lane_ids = frozenset(lane_values)
-        self._atom_cache: dict[int, VecPoly] = {}
+        self._atom_cache: dict[int, tuple[VecPoly, bool]] = {}
+        #: set while evaluating a value when an operation had to be simplified lane by lane
+        self.symbolic = False
 
     # ------------------------------------------------------------------------------------------ public
     def evaluate(self, v: Value) -> VecPoly | None:
         """`v` in every lane as a `VecPoly`, or None when the per-lane way must be used."""
         if v is None:
             return None
+        self.symbolic = False
         try:
-            return self._poly(v, 0)
+            vp = self._poly(v, 0)
         except (GiveUp, ArithmeticError, ValueError, OverflowError):
             return None
+        if self.symbolic and not self._within_caps(vp):
+            return None
+        return vp
+
+    def _within_caps(self, vp: VecPoly) -> bool:
+        """Whether a value built with lane-by-lane simplification stays within `expr`'s degree and term caps
+        (beyond them the per-lane way gives TOP, so this way must not give a value)."""
+        if any(len(m) > E.MAX_DEGREE for m in vp):
+            return False
+        return len(vp) <= E.MAX_TERMS or _most_terms_in_a_lane(vp) <= E.MAX_TERMS
 
     def to_values(self, vp: VecPoly) -> list[Value]:
         """One `Value` per lane, built as the per-lane simplification builds it (sorted, zeros dropped)."""
+        ints = self.constants(vp)
+        if ints is not None:  # the common case: an integer in every lane
+            return [(((), x),) if x else E.ZERO for x in ints.tolist()]
         monos = sorted(vp)
         arrays = [vp[m].tolist() for m in monos]
         out: list[Value] = []
@@ -112,7 +133,7 @@ class LaneVectors:
         return out
 
     def _cap(self, v: VecPoly) -> None:
-        if self.capped and len(v) > E.MAX_TERMS:
+        if self.capped and len(v) > E.MAX_TERMS and _most_terms_in_a_lane(v) > E.MAX_TERMS:
             raise GiveUp
 
     # ------------------------------------------------------------------------------------- evaluation
@@ -130,30 +151,57 @@ class LaneVectors:
     def _atom(self, a: int, depth: int) -> VecPoly:
         hit = self._atom_cache.get(a)
         if hit is not None:
-            return hit
+            self.symbolic = self.symbolic or hit[1]
+            return hit[0]
         atoms = self.atoms
+        outer, self.symbolic = self.symbolic, False
         if a in self.lane_values:
             r = self.lane_values[a]
         else:
             key = atoms.keys[a]
             if key[0] == "op" and (atoms.lane[a] or _op_has_lane(atoms, a, self.lane_ids)):
-                r = self._op(key[1], key[2], key[3], depth)
+                r = self._op(a, depth)
             elif atoms.lane[a]:
                 raise GiveUp  # a lane-dependent unknown (a loaded value, a lane recurrence)
             else:
                 r = {(a,): np.ones(self.size, dtype=np.int64)}
-        self._atom_cache[a] = r
+        self._atom_cache[a] = (r, self.symbolic)
+        self.symbolic = outer or self.symbolic
         return r
 
-    def _op(self, name: str, args: tuple[Value, ...], extra: Any, depth: int) -> VecPoly:
-        vals = []
-        for x in args:
-            vp = self._poly(x, depth + 1)
-            c = self.constants(vp)
-            if c is None:
-                raise GiveUp  # the operation's argument keeps a uniform symbol: simplify lane by lane
-            vals.append(c)
-        return {(): concrete_op_lanes(name, vals, extra)}
+    def _op(self, a: int, depth: int) -> VecPoly:
+        """A lane-dependent operation node: elementwise when its arguments are plain integers in every lane,
+        else simplified lane by lane (`expr.apply_op`, as the per-lane way does) and gathered back."""
+        _, name, args, extra = self.atoms.keys[a]
+        polys = [self._poly(x, depth + 1) for x in args]
+        consts = [self.constants(vp) for vp in polys]
+        if all(c is not None for c in consts):
+            return {(): concrete_op_lanes(name, consts, extra)}  # type: ignore[arg-type]
+        self.symbolic = True
+        per_arg = [self.to_values(vp) for vp in polys]
+        results: list[Value] = []
+        for lane in range(self.size):
+            lane_args = tuple(vals[lane] for vals in per_arg)
+            if self.capped and lane_args == args:  # `expr.evaluate` keeps an unchanged node as it is
+                r: Value = (((a,), 1),)
+            else:
+                r = E.apply_op(self.atoms, name, lane_args, extra)
+            if r is None:
+                raise GiveUp
+            results.append(r)
+        return self._gather(results)
+
+    def _gather(self, values: list[Value]) -> VecPoly:
+        """Per-lane polynomials as one `VecPoly` (a monomial's coefficient is 0 in lanes without it)."""
+        out: VecPoly = {}
+        for lane, v in enumerate(values):
+            for m, c in v:  # type: ignore[union-attr]
+                arr = out.get(m)
+                if arr is None:
+                    arr = out[m] = np.zeros(self.size, dtype=np.int64)
+                arr[lane] = c
+        _check(_bound(out))
+        return out
 
 
 def _op_has_lane(atoms: Atoms, a: int, lane_ids: frozenset[int]) -> bool:
