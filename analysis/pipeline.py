@@ -19,6 +19,7 @@ from typing import Any
 
 from kerncast.analysis.cfg import Cfg, build_cfg
 from kerncast.analysis.isa import classify
+from kerncast.analysis.kernel_cache import KernelCache
 from kerncast.analysis.loops import LoopForest, find_loops
 from kerncast.analysis.ptx import PtxSyntaxError, parse_ptx
 from kerncast.analysis.ptx.model import Function, Module, SourceLoc, line_in_file
@@ -130,8 +131,12 @@ def read_input(path: Path, text: str | None, max_bytes: int) -> tuple[str | None
 
 
 def analyze_file(path: str | os.PathLike[str], text: str | None = None,
-                 options: AnalysisOptions | None = None) -> FileReport:
-    """Analyse a `.cu`/`.cuh` or `.ptx` file (or the editor's unsaved `text` for it)."""
+                 options: AnalysisOptions | None = None, cache: KernelCache | None = None) -> FileReport:
+    """Analyse a `.cu`/`.cuh` or `.ptx` file (or the editor's unsaved `text` for it).
+
+    With a `cache` (a long-lived caller's), kernels whose key is unchanged are taken from it and only the
+    others are analysed (and sent to ptxas); see `kernel_cache`.
+    """
     options = options or AnalysisOptions()
     p = Path(path)
     report = FileReport(file=str(p), gpu=options.gpu, arch=options.arch)
@@ -141,11 +146,12 @@ def analyze_file(path: str | os.PathLike[str], text: str | None = None,
         return report
     assert source is not None
     if p.suffix.lower() == ".ptx":
-        return _analyze_ptx(report, source, options, cuda_source=None)
-    return _analyze_cuda(report, p, source, options)
+        return _analyze_ptx(report, source, options, cuda_source=None, cache=cache)
+    return _analyze_cuda(report, p, source, options, cache)
 
 
-def _analyze_cuda(report: FileReport, path: Path, source: str, options: AnalysisOptions) -> FileReport:
+def _analyze_cuda(report: FileReport, path: Path, source: str, options: AnalysisOptions,
+                  cache: KernelCache | None = None) -> FileReport:
     from kerncast.analysis.compile import CompileOptions, ToolchainError, compile_cuda
 
     copts = CompileOptions(arch=options.arch, include_dirs=list(options.include_dirs),
@@ -165,7 +171,7 @@ def _analyze_cuda(report: FileReport, path: Path, source: str, options: Analysis
         if not any(f.severity == "error" for f in report.findings):
             report.findings.append(_input_finding("nvcc produced no PTX", code=Code.COMPILE_ERROR))
         return report
-    return _analyze_ptx(report, result.ptx, options, cuda_source=source)
+    return _analyze_ptx(report, result.ptx, options, cuda_source=source, cache=cache)
 
 
 _PTXAS_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kerncast-ptxas")
@@ -196,8 +202,11 @@ def start_ptxas(ptx: str, options: AnalysisOptions) -> Future[tuple[dict[str, An
     return _PTXAS_POOL.submit(_ptxas_resources, ptx, options)
 
 
-def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_source: str | None) -> FileReport:
-    resources = start_ptxas(ptx, options)
+def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_source: str | None,
+                 cache: KernelCache | None = None) -> FileReport:
+    # Without a cache ptxas starts at once, overlapping the parse; with one it waits to know which kernels
+    # changed and compiles only those.
+    resources = start_ptxas(ptx, options) if cache is None else None
     try:
         module = parse_ptx(ptx, report.file)
     except PtxSyntaxError as exc:
@@ -223,18 +232,76 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
         ctx.source_path = report.file
     # Every kernel's stages that need no ptxas numbers run first, while ptxas works in the background.
     split = STAGES.index(resources_stage) if resources_stage in STAGES else 0
-    for ctx in contexts:
-        for stage in STAGES[:split]:
+    keyed = STAGES.index(launch_stage) + 1 if launch_stage in STAGES[:split] else 0
+    todo, keys = contexts, {}
+    if cache is not None:
+        for ctx in contexts:
+            for stage in STAGES[:keyed]:
+                stage(ctx)
+        keys = _kernel_keys(ptx, module, contexts, options, gpu, cuda_source, report.file, main_file)
+        cached = {id(ctx): cache.get(keys[id(ctx)]) for ctx in contexts}
+        todo = [ctx for ctx in contexts if cached[id(ctx)] is None]
+        for ctx in contexts:
+            if cached[id(ctx)] is not None:
+                ctx.report = cached[id(ctx)]
+        if todo:
+            resources = start_ptxas(_ptx_for(ptx, module, [c.function for c in todo]), options)
+            cache.counters.ptxas_runs += 1
+            cache.counters.ptxas_kernels += len(todo)
+            for ctx in todo:
+                ctx.ptxas = resources
+    first = keyed if cache is not None else 0
+    for ctx in todo:
+        for stage in STAGES[first:split]:
             stage(ctx)
-    for ctx in contexts:
+    for ctx in todo:
         for stage in STAGES[split:]:
             stage(ctx)
-        report.kernels.append(ctx.report)
-    finish_power(contexts)  # every kernel's power in one batched prediction
-    _, why_not = resources.result()
-    if why_not:
-        report.notes.append(why_not)
+    finish_power(todo)  # every analysed kernel's power in one batched prediction
+    if cache is not None:
+        for ctx in todo:
+            cache.put(keys[id(ctx)], ctx.report)
+    report.kernels.extend(ctx.report for ctx in contexts)
+    if resources is not None:
+        _, why_not = resources.result()
+        if why_not:
+            report.notes.append(why_not)
     return report
+
+
+def _kernel_keys(ptx: str, module: Module, contexts: list[KernelContext], options: AnalysisOptions, gpu: Any,
+                 cuda_source: str | None, file: str, main_file: str | None) -> dict[int, str]:
+    """Per kernel context (by id), the cache key: its PTX text and position, the rest of the module, its
+    launch and trip counts, the GPU profile, the settings and the source lines its findings may point at."""
+    from kerncast.analysis.kernel_cache import digest, function_spans, without_debug_sections, without_lines
+
+    kernels = [ctx.function for ctx in contexts]
+    spans = dict(zip((fn.name for fn in kernels), function_spans(ptx, [fn.ptx_line for fn in kernels]),
+                     strict=True))
+    lines = ptx.splitlines()
+    source_lines = cuda_source.splitlines() if cuda_source is not None else []
+    outside = without_debug_sections(without_lines(ptx, list(spans.values())))
+    shared = digest(outside, repr(options), repr(gpu), file, main_file, cuda_source is None)
+    keys: dict[int, str] = {}
+    for ctx in contexts:
+        first, last = spans[ctx.function.name]
+        used = sorted({ln for i in ctx.function.body if (ln := line_in_file(i.loc, main_file)) is not None}
+                      | {ctx.report.line or 0})
+        text = [source_lines[ln - 1] for ln in used if 1 <= ln <= len(source_lines)]
+        keys[id(ctx)] = digest(shared, first, last, lines[first - 1:last], ctx.function.display_name,
+                               ctx.report.line, repr(ctx.launch), repr(ctx.trip_counts), used, text)
+    return keys
+
+
+def _ptx_for(ptx: str, module: Module, wanted: list[Function]) -> str:
+    """The PTX with the kernels not in `wanted` left out, so ptxas compiles only the changed kernels."""
+    from kerncast.analysis.kernel_cache import function_spans, without_lines
+
+    names = {fn.name for fn in wanted}
+    others = [fn for fn in module.kernels if fn.name not in names]
+    if not others:
+        return ptx
+    return without_lines(ptx, function_spans(ptx, [fn.ptx_line for fn in others]))
 
 
 def _locate_in_ptx(module: Module, path: str) -> None:

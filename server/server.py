@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from kerncast.analysis.kernel_cache import KernelCache
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport
 from kerncast.server import actions, config, convert, hover, lenses
@@ -66,6 +67,8 @@ class KerncastServer(LanguageServer):
         self.cache: dict[str, OrderedDict[str, Result]] = {}
         self.published: dict[str, Result] = {}
         self.tasks: set[asyncio.Task[Any]] = set()
+        #: kernel reports by kernel key across documents and saves: a save re-analyses changed kernels only
+        self.kernel_cache = KernelCache()
 
     # --------------------------------------------------------------------------------------- settings
 
@@ -158,7 +161,8 @@ class KerncastServer(LanguageServer):
         token = await self.begin_progress(os.path.basename(path))
         try:
             loop = asyncio.get_running_loop()
-            report, data = await loop.run_in_executor(self.executor, _analyse_blocking, path, text, settings)
+            report, data = await loop.run_in_executor(self.executor, _analyse_blocking, path, text, settings,
+                                                      self.kernel_cache)
         finally:
             self.end_progress(token)
         return Result(version, key, report, data, text.splitlines())
@@ -235,9 +239,10 @@ class KerncastServer(LanguageServer):
         return actions.Doc(uri=uri, version=result.version, lines=result.lines, versioned=self.versioned_edits)
 
 
-def _analyse_blocking(path: str, text: str, settings: config.Settings) -> tuple[FileReport, dict[str, Any]]:
+def _analyse_blocking(path: str, text: str, settings: config.Settings,
+                      cache: KernelCache | None = None) -> tuple[FileReport, dict[str, Any]]:
     """The analysis and its JSON form, both off the event loop in one executor job."""
-    report = analyze_file(path, text=text, options=settings.options)
+    report = analyze_file(path, text=text, options=settings.options, cache=cache)
     return report, report.to_json()
 
 

@@ -1,0 +1,107 @@
+"""Per-kernel results kept between analyses, so a save re-analyses only the kernels that changed.
+
+A kernel's report depends on its PTX text, the rest of the module (globals, device functions it may call),
+its launch and loop trip counts, the GPU profile, the settings, and the source lines its findings point at.
+The key hashes exactly those; any change to one of them is a miss and the kernel is analysed again. The
+launch is part of the key because a `<<<>>>` site in host code can change without the kernel's PTX changing.
+
+The cache is a bounded LRU held by a long-lived caller (the language server); one-off runs pass none. Its
+counters say what was reused, for tests and benchmarks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+#: kernels kept; a report is a few tens of KB, so this bounds the cache to a few tens of MB
+DEFAULT_MAX_KERNELS = 512
+
+
+@dataclass(slots=True)
+class CacheCounters:
+    """What the cache answered: kernel reports reused and computed, ptxas runs and kernels sent to ptxas."""
+
+    hits: int = 0
+    misses: int = 0
+    ptxas_runs: int = 0
+    ptxas_kernels: int = 0
+
+
+@dataclass
+class KernelCache:
+    """A bounded LRU of `KernelReport`s by kernel key (see the module docstring)."""
+
+    max_kernels: int = DEFAULT_MAX_KERNELS
+    counters: CacheCounters = field(default_factory=CacheCounters)
+    _entries: OrderedDict[str, Any] = field(default_factory=OrderedDict)
+    #: the server analyses two documents at a time in threads that share this cache
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def get(self, key: str) -> Any:
+        with self._lock:
+            report = self._entries.get(key)
+            if report is None:
+                self.counters.misses += 1
+                return None
+            self._entries.move_to_end(key)
+            self.counters.hits += 1
+            return report
+
+    def put(self, key: str, report: Any) -> None:
+        with self._lock:
+            self._entries[key] = report
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.max_kernels:
+                self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+def function_spans(ptx: str, starts: list[int]) -> list[tuple[int, int]]:
+    """For each function's first line (1-based), the (first, last) line of its text up to its closing brace."""
+    lines = ptx.splitlines()
+    spans = []
+    for start in starts:
+        depth, seen, end = 0, False, len(lines)
+        for i in range(start - 1, len(lines)):
+            code = lines[i].split("//", 1)[0]
+            depth += code.count("{") - code.count("}")
+            seen = seen or "{" in code
+            if seen and depth <= 0:
+                end = i + 1
+                break
+            if not seen and code.rstrip().endswith(";"):  # a declaration without a body
+                end = i + 1
+                break
+        spans.append((start, end))
+    return spans
+
+
+def without_lines(ptx: str, spans: list[tuple[int, int]]) -> str:
+    """The PTX text with the given (first, last) line spans removed (for ptxas on the changed kernels only)."""
+    drop = set()
+    for first, last in spans:
+        drop.update(range(first, last + 1))
+    return "\n".join(ln for i, ln in enumerate(ptx.splitlines(), 1) if i not in drop) + "\n"
+
+
+def without_debug_sections(ptx: str) -> str:
+    """The PTX up to its first `.section` (the DWARF strings nvcc appends hold a hash of the whole source
+    file, which changes with any edit and says nothing about the kernels)."""
+    cut = ptx.find("\n\t.section")
+    cut = ptx.find("\n.section") if cut < 0 else cut
+    return ptx if cut < 0 else ptx[:cut]
+
+
+def digest(*parts: Any) -> str:
+    """A stable hash of the parts' text forms."""
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(repr(p).encode("utf-8", "surrogatepass"))
+        h.update(b"\0")
+    return h.hexdigest()

@@ -1,0 +1,72 @@
+"""Per-kernel caching: a save re-analyses only the kernels whose PTX or launch changed, an unchanged file is
+answered from the cache, and a cached answer is the same as a fresh one (counted, never timed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kerncast.analysis.kernel_cache import KernelCache
+from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "transpose.cu"
+OPTIONS = AnalysisOptions(lime=False)
+
+
+def _json(report) -> str:
+    return json.dumps(report.to_json(), sort_keys=True)
+
+
+def test_unchanged_file_is_answered_from_the_cache(nvcc_available) -> None:
+    cache = KernelCache()
+    text = EXAMPLE.read_text()
+    first = analyze_file(EXAMPLE, text=text, options=OPTIONS, cache=cache)
+    assert (cache.counters.hits, cache.counters.misses, cache.counters.ptxas_runs) == (0, 3, 1)
+    again = analyze_file(EXAMPLE, text=text + "\n// a comment after everything\n", options=OPTIONS, cache=cache)
+    assert (cache.counters.hits, cache.counters.misses) == (3, 3)
+    assert cache.counters.ptxas_runs == 1  # nothing changed: ptxas is not run again
+    assert _json(again) == _json(first)
+
+
+def test_a_changed_kernel_is_the_only_one_analysed_again(nvcc_available) -> None:
+    cache = KernelCache()
+    text = EXAMPLE.read_text()
+    analyze_file(EXAMPLE, text=text, options=OPTIONS, cache=cache)
+    # the padded tile loses its padding: same line count, only transposePadded's PTX changes
+    edited = text.replace("tile[TILE_DIM][TILE_DIM + 1];", "tile[TILE_DIM][TILE_DIM + 0];")
+    assert edited != text
+    cached = analyze_file(EXAMPLE, text=edited, options=OPTIONS, cache=cache)
+    assert (cache.counters.hits, cache.counters.misses) == (2, 4)
+    assert cache.counters.ptxas_kernels == 3 + 1  # ptxas compiled only the changed kernel
+    fresh = analyze_file(EXAMPLE, text=edited, options=OPTIONS)
+    assert _json(cached) == _json(fresh)
+    padded = next(k for k in cached.kernels if k.name.startswith("transposePadded"))
+    assert any(f.code == "shared-bank-conflict" for f in padded.findings)  # the new result, not the old one
+
+
+def test_a_changed_launch_or_setting_is_a_miss(nvcc_available) -> None:
+    cache = KernelCache()
+    text = EXAMPLE.read_text()
+    analyze_file(EXAMPLE, text=text, options=OPTIONS, cache=cache)
+    relaunched = text.replace("transposeNaive<<<grid, block>>>", "transposeNaive<<<grid, 64>>>")
+    cached = analyze_file(EXAMPLE, text=relaunched, options=OPTIONS, cache=cache)
+    assert (cache.counters.hits, cache.counters.misses) == (2, 4)
+    naive = next(k for k in cached.kernels if k.name.startswith("transposeNaive"))
+    assert naive.launch.block.value == (64, 1, 1)
+    analyze_file(EXAMPLE, text=relaunched, options=AnalysisOptions(lime=False, gpu="a100"), cache=cache)
+    assert cache.counters.misses == 4 + 3
+
+
+def test_ptx_input_is_cached_by_kernel_text_and_position(tmp_path: Path, compile_example) -> None:
+    ptx = compile_example("transpose").ptx
+    path = tmp_path / "transpose.ptx"
+    cache = KernelCache()
+    first = analyze_file(path, text=ptx, options=OPTIONS, cache=cache)
+    again = analyze_file(path, text=ptx, options=OPTIONS, cache=cache)
+    assert (cache.counters.hits, cache.counters.misses) == (3, 3)
+    assert _json(again) == _json(first)
+    # a line inserted at the top moves every kernel's PTX lines: every finding's line changes, so all miss
+    shifted = analyze_file(path, text="// moved\n" + ptx, options=OPTIONS, cache=cache)
+    assert cache.counters.misses == 6
+    assert _json(shifted) == _json(analyze_file(path, text="// moved\n" + ptx, options=OPTIONS))
