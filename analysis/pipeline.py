@@ -387,8 +387,27 @@ def resources_stage(ctx: KernelContext) -> None:
 
 
 from kerncast.analysis.memory.stage import memory_stage  # noqa: E402
-from kerncast.analysis.power.stage import finish_power, power_stage  # noqa: E402
 from kerncast.analysis.resource_findings import resource_stage  # noqa: E402
+
+
+def power_stage(ctx: KernelContext) -> None:
+    """Features, per-event energy and energy hotspots of one kernel (`kerncast.analysis.power.stage`)."""
+    # Imported at first use, not with the pipeline: the power runtime loads XGBoost (about a second), which
+    # `kerncast analyze --help`, a file without kernels and the language server's start-up need not wait for.
+    from kerncast.analysis.power.stage import power_stage as power_inputs
+
+    power_inputs(ctx)
+
+
+def finish_power(contexts: list[KernelContext]) -> None:
+    """Every kernel's power in one batched prediction, then its energy (`kerncast.analysis.power.stage`)."""
+    if not contexts:
+        return
+    # Imported at first use, for the same reason as in `power_stage`.
+    from kerncast.analysis.power.stage import finish_power as predict_powers
+
+    predict_powers(contexts)
+
 
 #: The stages, in data-flow order. Each later capability adds its stage here.
 STAGES: list[Stage] = [

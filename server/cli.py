@@ -12,7 +12,7 @@ import sys
 
 #: sub-command -> (module under kerncast.server, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "analyze": ("cmd_analyze", "analyse a .cu or .ptx file and print each kernel's report"),
+    "analyze": ("cmd_analyze", "analyse .cu/.ptx files or directories and print each kernel's report"),
     "power": ("cmd_power", "train and evaluate the power models"),
     "gpus": ("cmd_gpus", "list the GPU profiles and what is calibrated"),
     "rules": ("cmd_rules", "list the finding codes, or explain one (kerncast rules CODE)"),

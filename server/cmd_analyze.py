@@ -1,9 +1,14 @@
-"""`kerncast analyze FILE`: the whole analysis of one file, as text (for people) or JSON (for tools)."""
+"""`kerncast analyze PATH...`: the whole analysis of files and directories, as text (for people), JSON or SARIF.
+
+One file is analysed in this process and printed as it always was. Several files, or a directory, are
+analysed in a process pool (`server.analyze_many`) and printed as one report.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -12,7 +17,15 @@ from kerncast.server.render_text import render_file_report
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", help="a CUDA C++ (.cu) or PTX (.ptx) file")
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help="CUDA C++ (.cu, .cuh) or PTX (.ptx) files, or directories to search for them")
+    parser.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
+                        help="worker processes for several files; default the number of cores")
+    parser.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                        help="skip files (and directories) matching this glob (repeatable)")
+    parser.add_argument("--lime", action="store_true",
+                        help="add LIME weights to power explanations (slower; the exact contributions are "
+                             "always there)")
     defaults = AnalysisOptions()
     parser.add_argument("--gpu", default=defaults.gpu,
                         help=f"GPU profile id (see `kerncast gpus`); default {defaults.gpu}")
@@ -24,6 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nvcc", dest="nvcc_path", default=None, help="path of the nvcc to use")
     parser.add_argument("--timeout", type=float, default=defaults.timeout_s,
                         help=f"seconds allowed for nvcc; default {defaults.timeout_s:g}")
+    parser.add_argument("--budget", type=float, default=defaults.budget_s, metavar="SECONDS",
+                        help=f"time budget of the memory analysis per kernel; default {defaults.budget_s:g}")
     parser.add_argument("--format", choices=("text", "json", "sarif"), default="text", help="output format")
     add_time_model_argument(parser)
     add_launch_arguments(parser)
@@ -65,6 +80,7 @@ def options_from_args(args: argparse.Namespace) -> AnalysisOptions:
         gpu=args.gpu, arch=args.arch, include_dirs=list(args.include_dirs), defines=list(args.defines),
         nvcc_path=args.nvcc_path, timeout_s=args.timeout, overrides=launch_overrides(args), loops=args.loops,
         time_model=getattr(args, "time_model", None) or AnalysisOptions().time_model,
+        lime=bool(getattr(args, "lime", False)), budget_s=getattr(args, "budget", AnalysisOptions().budget_s),
     )
 
 
@@ -74,11 +90,21 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"kerncast: {exc}", file=sys.stderr)
         return 2
-    report = analyze_file(args.file, options=options)
-    if args.format == "json":
+    if args.jobs is not None and args.jobs < 1:
+        print("kerncast: -j needs at least 1 worker", file=sys.stderr)
+        return 2
+    if len(args.paths) == 1 and not os.path.isdir(args.paths[0]):
+        return _run_one(args.paths[0], options, args.format)
+    return _run_many(args, options)
+
+
+def _run_one(path: str, options: AnalysisOptions, fmt: str) -> int:
+    """One file, in this process, printed exactly as `kerncast analyze FILE` always printed it."""
+    report = analyze_file(path, options=options)
+    if fmt == "json":
         json.dump(report.to_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")
-    elif args.format == "sarif":
+    elif fmt == "sarif":
         from kerncast.server.sarif import to_sarif
 
         json.dump(to_sarif(report), sys.stdout, indent=2)
@@ -91,3 +117,31 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{report.file}:{f.line}:{f.column}: error: {f.message}", file=sys.stderr)
         return 1
     return 0
+
+
+def _run_many(args: argparse.Namespace, options: AnalysisOptions) -> int:
+    """Many files (or directories) in a process pool, printed as one report; 1 when any file has an error."""
+    from kerncast.server import analyze_many as many
+
+    files = many.collect_files(list(args.paths), list(args.exclude))
+    if not files:
+        print("kerncast: no .cu, .cuh or .ptx file found in " + ", ".join(args.paths), file=sys.stderr)
+        return 1
+    progress, bar = many.stderr_progress(len(files))
+    try:
+        outcomes = many.analyse_all(files, options, args.format, args.jobs or many.default_jobs(), progress)
+    finally:
+        if bar is not None:
+            bar.close()
+    if args.format == "json":
+        json.dump(many.combined_json(outcomes), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    elif args.format == "sarif":
+        json.dump(many.combined_sarif(outcomes), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(many.combined_text(outcomes))
+    errors = [e for o in outcomes for e in o.errors]
+    for e in errors:
+        print(e, file=sys.stderr)
+    return 1 if errors else 0

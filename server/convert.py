@@ -12,6 +12,7 @@ from typing import Any
 from kerncast.analysis.report import FileReport, Finding
 from kerncast.analysis.rules import rule
 from kerncast.analysis.source_model import KernelDefinition, SourceFacts, scan_source
+from kerncast.server.units import fmt_energy_uj, fmt_time
 from lsprotocol import types as lsp
 from pygls import uris
 
@@ -26,30 +27,6 @@ SEVERITY = {
 
 
 # ------------------------------------------------------------------------------------------------ numbers
-
-
-def _scaled(value: Any, units: tuple[str, str, str, str]) -> str | None:
-    """`value` (in the second unit) with three significant digits in the unit that fits: milli, base, kilo, mega."""
-    if not isinstance(value, int | float):
-        return None
-    small, base, kilo, mega = units
-    if value >= 1e6:
-        return f"{value / 1e6:.3g} {mega}"
-    if value >= 1e3:
-        return f"{value / 1e3:.3g} {kilo}"
-    if value >= 1:
-        return f"{value:.3g} {base}"
-    return f"{value * 1e3:.3g} {small}"
-
-
-def fmt_time(us: Any) -> str | None:
-    """A time given in µs, e.g. `12.3 µs`, `4.1 ms`."""
-    return _scaled(us, ("ns", "µs", "ms", "s"))
-
-
-def fmt_energy_uj(uj: Any) -> str | None:
-    """An energy given in µJ, e.g. `850 µJ`, `1.1 mJ`."""
-    return _scaled(uj, ("nJ", "µJ", "mJ", "J"))
 
 
 def fmt_watts(w: Any) -> str | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from kerncast.analysis.report import FileReport, Finding, KernelReport
-from kerncast.server.convert import fmt_energy_uj, fmt_time
+from kerncast.server.units import fmt_energy_uj, fmt_time
 
 
 def _fmt_bytes(n: int | None) -> str:

@@ -1,0 +1,33 @@
+"""Numbers for people: times and energies in the unit that fits, shared by the text report and the editor views.
+
+Kept apart from `convert` (which builds LSP objects) so that the command line's text output does not load the
+LSP type library.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _scaled(value: Any, units: tuple[str, str, str, str]) -> str | None:
+    """`value` (in the second unit) with three significant digits in the unit that fits: milli, base, kilo, mega."""
+    if not isinstance(value, int | float):
+        return None
+    small, base, kilo, mega = units
+    if value >= 1e6:
+        return f"{value / 1e6:.3g} {mega}"
+    if value >= 1e3:
+        return f"{value / 1e3:.3g} {kilo}"
+    if value >= 1:
+        return f"{value:.3g} {base}"
+    return f"{value * 1e3:.3g} {small}"
+
+
+def fmt_time(us: Any) -> str | None:
+    """A time given in µs, e.g. `12.3 µs`, `4.1 ms`."""
+    return _scaled(us, ("ns", "µs", "ms", "s"))
+
+
+def fmt_energy_uj(uj: Any) -> str | None:
+    """An energy given in µJ, e.g. `850 µJ`, `1.1 mJ`."""
+    return _scaled(uj, ("nJ", "µJ", "mJ", "J"))

@@ -1,0 +1,59 @@
+"""Each command imports only what it needs: a real `kerncast` process reports the modules it loaded.
+
+`--help` and `gpus` load no machine-learning library; `analyze` loads the power model's runtime but nothing of
+training, LIME or the language server's LSP types.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+ML = {"xgboost", "sklearn", "scipy", "lime", "pandas"}
+
+_PROBE = """
+import contextlib, io, json, sys
+from kerncast.server.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        status = main(sys.argv[1:])
+    except SystemExit as exc:
+        status = exc.code
+print(json.dumps({"status": status, "modules": sorted(sys.modules)}))
+"""
+
+
+def _modules(*args: str) -> tuple[int, set[str]]:
+    proc = subprocess.run([sys.executable, "-c", _PROBE, *args], capture_output=True, text=True, timeout=300,
+                          cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout.strip().splitlines()[-1])
+    return data["status"], set(data["modules"])
+
+
+def _top(modules: set[str]) -> set[str]:
+    return {m.split(".")[0] for m in modules}
+
+
+@pytest.mark.parametrize("args", [("--help",), ("gpus",), ("analyze", "--help")], ids=" ".join)
+def test_help_and_gpus_import_no_ml_library(args) -> None:
+    status, modules = _modules(*args)
+    assert status in (0, None)
+    assert not (_top(modules) & ML), sorted(_top(modules) & ML)
+    assert "kerncast.analysis.power" not in modules
+
+
+def test_analyze_loads_no_training_lime_or_lsp(tmp_path: Path, compile_example) -> None:
+    ptx = tmp_path / "vector_add.ptx"
+    ptx.write_text(compile_example("vector_add").ptx)
+    status, modules = _modules("analyze", str(ptx), "--format", "json")
+    assert status == 0
+    assert "kerncast.analysis.power.stage" in modules  # the power prediction did run
+    assert "lime" not in _top(modules)
+    assert "kerncast.analysis.power.train" not in modules
+    assert not {"lsprotocol", "pygls"} & _top(modules)
