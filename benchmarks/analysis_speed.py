@@ -1,0 +1,94 @@
+"""Analysis time per kernel, every stage, on the examples and the memory corpus (nvcc and ptxas excluded).
+
+Each `.cu` is compiled once and ptxas run once (neither is timed); then every kernel goes through every
+pipeline stage (structure, launch, memory, resources, occupancy, time, power, resource findings) as
+`analyze_file` runs them, best of a few runs, without LIME (the editor and the command line ask for it only
+on demand). Prints per kernel the milliseconds, then the median and 95th percentile over all kernels (targets:
+≤ 5 ms and ≤ 20 ms) and the median per stage.
+
+    .venv/bin/python benchmarks/analysis_speed.py [--repeat 3] [files...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections import defaultdict
+from concurrent.futures import Future
+from pathlib import Path
+
+from kerncast.analysis import pipeline as P
+from kerncast.analysis.compile import CompileOptions, compile_cuda
+from kerncast.analysis.ptx import parse_ptx
+from kerncast.analysis.timing.stages import load_gpu
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _done(value: object) -> Future:
+    fut: Future = Future()
+    fut.set_result(value)
+    return fut
+
+
+def kernel_times(path: Path, repeat: int) -> list[tuple[str, float, dict[str, float]]]:
+    """(kernel, best total ms, ms per stage of that run) for every kernel of one file."""
+    source = path.read_text()
+    options = P.AnalysisOptions(lime=False)
+    result = compile_cuda(path, options=CompileOptions(arch=options.arch), with_resources=False)
+    if result.ptx is None:
+        print(f"{path.name}: did not compile", file=sys.stderr)
+        return []
+    resources = _done(P._ptxas_resources(result.ptx, options))  # noqa: SLF001 - ptxas once, untimed
+    gpu, _ = load_gpu(options.gpu)
+    out = []
+    for index in range(len(parse_ptx(result.ptx, str(path)).kernels)):
+        best, best_stages = float("inf"), {}
+        for _ in range(repeat):
+            module = parse_ptx(result.ptx, str(path))
+            main_file = P._main_file(module, str(path))  # noqa: SLF001
+            names = P._display_names(module)  # noqa: SLF001
+            fn = module.kernels[index]
+            fn.demangled = names.get(fn.name, fn.name)
+            start = time.perf_counter()
+            ctx = P._kernel_context(module, fn, options, source, main_file, resources)  # noqa: SLF001
+            ctx.gpu = gpu
+            stages = {"cfg": time.perf_counter() - start}
+            for stage in P.STAGES:
+                t0 = time.perf_counter()
+                stage(ctx)
+                stages[stage.__name__] = time.perf_counter() - t0
+            total = time.perf_counter() - start
+            if total < best:
+                best, best_stages = total, stages
+        out.append((f"{path.name}:{fn.display_name}", best * 1e3, {k: v * 1e3 for k, v in best_stages.items()}))
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("files", nargs="*", type=Path)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    files = args.files or sorted([*ROOT.glob("examples/*.cu"), *ROOT.glob("tests/kernels/*.cu")])
+    rows = [row for f in files for row in kernel_times(f, args.repeat)]
+    per_stage: dict[str, list[float]] = defaultdict(list)
+    print(f"{'kernel':<52} {'ms':>8}")
+    for name, ms, stages in rows:
+        print(f"{name:<52.52} {ms:>8.2f}")
+        for k, v in stages.items():
+            per_stage[k].append(v)
+    if not rows:
+        return 1
+    totals = sorted(ms for _, ms, _ in rows)
+    p95 = totals[min(len(totals) - 1, round(0.95 * (len(totals) - 1)))]
+    print(f"\n{len(rows)} kernels: median {statistics.median(totals):.2f} ms (target <= 5), "
+          f"p95 {p95:.2f} ms (target <= 20), max {totals[-1]:.2f} ms")
+    print("median per stage: " + ", ".join(f"{k} {statistics.median(v):.2f}" for k, v in per_stage.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

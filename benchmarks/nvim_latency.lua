@@ -1,0 +1,62 @@
+-- Driver of benchmarks/nvim_latency.py: time save -> diagnostics in a real Neovim with the Kerncast setup.
+-- Opens the file, waits for the first diagnostics (server start, imports, first analysis), then for each
+-- round makes an edit, writes the buffer and waits for the diagnostics of that buffer version:
+--   "all"  inserts a comment line at the top: every kernel's lines move, so every kernel is analysed again;
+--   "one"  toggles a constant inside the first kernel: only that kernel's PTX changes.
+-- Writes the latencies (seconds) as JSON to $KERNCAST_NVIM_OUT.
+local out_path = assert(os.getenv("KERNCAST_NVIM_OUT"))
+local file = assert(os.getenv("KERNCAST_NVIM_FILE"))
+local rounds = tonumber(os.getenv("KERNCAST_NVIM_ROUNDS") or "5")
+local result = { all = {}, one = {} }
+local published = {}
+
+local default = vim.lsp.handlers["textDocument/publishDiagnostics"]
+vim.lsp.handlers["textDocument/publishDiagnostics"] = function(err, params, ctx, config)
+  if params and params.version then
+    published[params.version] = vim.loop.hrtime()
+  end
+  return default(err, params, ctx, config)
+end
+
+local function save_and_wait(buf)
+  local version = vim.lsp.util.buf_versions[buf]
+  local start = vim.loop.hrtime()
+  vim.cmd("silent write")
+  assert(vim.wait(300000, function() return published[version] ~= nil end, 5), "no diagnostics for a save")
+  return (published[version] - start) / 1e9
+end
+
+local function run()
+  vim.cmd("edit " .. vim.fn.fnameescape(file))
+  local buf = vim.api.nvim_get_current_buf()
+  assert(vim.wait(60000, function() return #vim.lsp.buf_get_clients(buf) > 0 end, 20), "no client attached")
+  local t0 = vim.loop.hrtime()
+  assert(vim.wait(300000, function() return next(published) ~= nil end, 20), "no first diagnostics")
+  result.first = (vim.loop.hrtime() - t0) / 1e9
+  local target
+  for i, text in ipairs(vim.api.nvim_buf_get_lines(buf, 0, -1, false)) do
+    if text:find("y[i] = a * x[i];", 1, true) then
+      target = i
+      break
+    end
+  end
+  assert(target, "the first kernel's line was not found")
+  for r = 1, rounds do
+    vim.api.nvim_buf_set_lines(buf, 0, 0, false, { "// edit " .. r })
+    target = target + 1
+    table.insert(result.all, save_and_wait(buf))
+    local line = vim.api.nvim_buf_get_lines(buf, target - 1, target, false)[1]
+    local toggled = line:find("a * x[i];", 1, true) and line:gsub("a %* x%[i%];", "a * x[i] + 1.0f;")
+      or line:gsub("a %* x%[i%] %+ 1%.0f;", "a * x[i];")
+    vim.api.nvim_buf_set_lines(buf, target - 1, target, false, { toggled })
+    table.insert(result.one, save_and_wait(buf))
+  end
+end
+
+local ok, err = pcall(run)
+result.ok = ok
+result.error = err and tostring(err) or nil
+local f = assert(io.open(out_path, "w"))
+f:write(vim.fn.json_encode(result))
+f:close()
+vim.cmd("qall!")

@@ -1,0 +1,79 @@
+"""Save -> diagnostics in a real Neovim, against a bare `nvcc -ptx` of the same file, in one run.
+
+Starts headless Neovim with the documented setup (`tests/nvim/init.lua`, server `kerncast lsp`) on a copy of
+`benchmarks/data/kernels20.cu` (20 kernels), then times rounds of two saves each (`nvim_latency.lua`): an
+edit that moves every kernel's lines (every kernel analysed again) and an edit that changes one kernel (the
+others come from the server's per-kernel cache). The baseline is `nvcc -ptx -arch=sm_75` of the same file,
+timed the same number of times right after. Prints the medians and their ratios (targets: 1.3 and 1.15), and
+the server's resident memory is measured by `lsp_latency.py`.
+
+    .venv/bin/python benchmarks/nvim_latency.py [--rounds 5] [FILE.cu]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NVIM_DIR = ROOT / "tests" / "nvim"
+
+
+def nvcc_times(path: Path, arch: str, repeat: int) -> list[float]:
+    from kerncast.analysis.compile import find_toolchain
+
+    nvcc = find_toolchain().nvcc
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(repeat):
+            start = time.perf_counter()
+            subprocess.run([str(nvcc), "-ptx", f"-arch={arch}", str(path), "-o", str(Path(tmp) / "out.ptx")],
+                           check=True, capture_output=True, timeout=300)
+            out.append(time.perf_counter() - start)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("file", nargs="?", type=Path, default=ROOT / "benchmarks" / "data" / "kernels20.cu")
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    nvim = shutil.which("nvim")
+    if nvim is None:
+        print("nvim not found (Debian package `neovim`)", file=sys.stderr)
+        return 1
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / args.file.name
+        shutil.copy(args.file, src)
+        out = Path(tmp) / "latency.json"
+        env = dict(os.environ, KERNCAST_NVIM_OUT=str(out), KERNCAST_NVIM_FILE=str(src),
+                   KERNCAST_NVIM_ROUNDS=str(args.rounds), HOME=tmp, XDG_CONFIG_HOME=tmp,
+                   KERNCAST_CMD=json.dumps([sys.executable, "-m", "kerncast.server", "lsp"]))
+        subprocess.run([nvim, "--headless", "-n", "-i", "NONE", "-u", str(NVIM_DIR / "init.lua"),
+                        "-c", f"luafile {ROOT / 'benchmarks' / 'nvim_latency.lua'}"],
+                       cwd=tmp, env=env, capture_output=True, text=True, timeout=1800)
+        result = json.loads(out.read_text()) if out.exists() else {"ok": False, "error": "no result written"}
+        if not result.get("ok"):
+            print(f"the Neovim run failed: {result.get('error')}", file=sys.stderr)
+            return 1
+        base = statistics.median(nvcc_times(src, "sm_75", 2 * args.rounds))
+    every, one = statistics.median(result["all"]), statistics.median(result["one"])
+    print(f"{args.file.name}: first diagnostics after opening {result['first']:.2f} s (server start included)")
+    print(f"bare nvcc -ptx:                      {base * 1e3:7.0f} ms (median of {2 * args.rounds})")
+    print(f"save, every kernel re-analysed:      {every * 1e3:7.0f} ms  ratio {every / base:.2f} (target <= 1.3)")
+    print(f"save, one kernel changed:            {one * 1e3:7.0f} ms  ratio {one / base:.2f} (target <= 1.15)")
+    print("all saves (s): every " + " ".join(f"{x:.3f}" for x in result["all"])
+          + " | one " + " ".join(f"{x:.3f}" for x in result["one"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
