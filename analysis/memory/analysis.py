@@ -807,12 +807,13 @@ def analyze_memory(module: Module, function: Function, cfg: Cfg, loops: LoopFore
     `block` is the block shape (None: assume blockDim.x is a multiple of 32 and say so), `params` known
     parameter values by CUDA or PTX name, `trip_counts` loop trip counts by loop header block id.
     `cuda_source` (the analysed file's text) gives parameter names, exact ranges and fix hints.
-    `budget_s` bounds the wall time (None: no bound): past it the remaining instructions are skipped, an
-    information finding says how many, and what was analysed stands.
+    `budget_s` bounds the time spent (None: no bound): past it the remaining instructions are skipped, an
+    information finding says how many, and what was analysed stands. The time is this thread's CPU time,
+    so a busy machine (or the server's other analysis thread) does not make a kernel hit its budget.
     """
     from kerncast.analysis.memory.findings import build_findings
 
-    deadline = None if budget_s is None else time.perf_counter() + max(0.0, float(budget_s))
+    deadline = None if budget_s is None else time.thread_time() + max(0.0, float(budget_s))
     result = MemoryAnalysis(block=_shape(block))
     result.uncoalesced_percent = float(getattr(thresholds, "uncoalesced_excess_percent", 25.0))
     k = _Kernel(module, function, cfg, loops, block, params or {}, trip_counts or {}, main_file, cuda_source)
@@ -824,7 +825,7 @@ def analyze_memory(module: Module, function: Function, cfg: Cfg, loops: LoopFore
             and (ins.guard is not None and ins.opcode in ("bra", *_MEMORY_OPCODES)
                  or ins.opcode in _MEMORY_OPCODES and ins.space not in ("param", "const", "tex"))]
     for n, ins in enumerate(todo):
-        if deadline is not None and time.perf_counter() > deadline:
+        if deadline is not None and time.thread_time() >= deadline:
             result.skipped = len(todo) - n
             break
         if ins.opcode in _MEMORY_OPCODES:

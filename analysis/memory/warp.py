@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import ceil, gcd
 
+import numpy as np
 from kerncast.analysis.memory import expr as E
 from kerncast.analysis.memory.expr import Atoms, Poly, Value
 
@@ -121,14 +122,24 @@ def global_cost(atoms: Atoms, addrs: list[Value], width: int, align_of: dict[int
     for rest, offsets in groups.items():
         c0, base_rest = E.split_const(E.add(first, rest) or E.ZERO)
         period = _alignment(atoms, base_rest, align_of)
-        best = None
-        for r in range(c0 % period, 128, period) if period < 128 else [c0 % 128]:
-            n = _sectors(r, offsets, width)
-            best = n if best is None else min(best, n)
-        actual += best or 0
+        residues = range(c0 % period, 128, period) if period < 128 else range(c0 % 128, c0 % 128 + 1)
+        actual += _fewest_sectors(residues, offsets, width)
         distinct += _distinct_bytes(offsets, width)
     ideal = max(1, ceil(distinct / SECTOR))
     return RequestCost(float(actual), float(min(ideal, actual)), symbolic=len(groups) > 1)
+
+
+def _fewest_sectors(residues: range, offsets: list[int], width: int) -> int:
+    """The fewest sectors the lanes touch over the possible base alignments (`residues` of the base address
+    modulo 128), all alignments and lanes at once: each lane's access spans its first and last sector."""
+    if not offsets or not residues:
+        return 0
+    if width > SECTOR + 1:  # an access may span three sectors or more: count them one by one
+        return min(_sectors(r, offsets, width) for r in residues)
+    starts = np.asarray(residues, dtype=np.int64)[:, None] + np.asarray(offsets, dtype=np.int64)[None, :]
+    touched = np.sort(np.concatenate((starts // SECTOR, (starts + width - 1) // SECTOR), axis=1), axis=1)
+    distinct = 1 + np.count_nonzero(np.diff(touched, axis=1), axis=1)
+    return int(distinct.min())
 
 
 def _sectors(r: int, offsets: list[int], width: int) -> int:
