@@ -34,7 +34,7 @@ def generate(out: Path) -> list[Path]:
     files = []
     for src in SOURCES:
         for arch in ARCHS:
-            target = out / f"{src.stem}.{arch}.ptx"
+            target = out / f"{src.parent.name}-{src.stem}.{arch}.ptx"
             if not target.exists():
                 result = compile_cuda(src, options=CompileOptions(arch=arch), with_resources=False)
                 if result.ptx is None:
