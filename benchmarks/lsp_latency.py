@@ -1,7 +1,7 @@
 """Save -> diagnostics latency of the language server, against a bare `nvcc -ptx` of the same file.
 
 Starts `kerncast lsp` over stdio with a real LSP client (pygls), opens each example, then saves it several
-times with a one-line edit (so no cached result is reused) and times didSave -> publishDiagnostics of that
+times with a line inserted at the top (every kernel's lines move, so no cached kernel result is reused) and times didSave -> publishDiagnostics of that
 version. The baseline is `nvcc -ptx -arch=<arch>` of the same file, run the same number of times. Prints the
 medians, the ratio (server / nvcc) and the server's resident memory (VmRSS, and the peak VmHWM) after it has
 also produced a full report (LIME explanation included) of one kernel of each file.
@@ -86,7 +86,7 @@ async def measure(files: list[Path], arch: str, repeat: int) -> int:
             lat = []
             for i in range(repeat):
                 version = i + 2
-                text = text + f"\n// edit {i}\n"
+                text = f"// edit {i}\n" + text
                 path.write_text(text)
                 client.text_document_did_change(lsp.DidChangeTextDocumentParams(
                     text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),

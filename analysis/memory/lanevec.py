@@ -34,7 +34,13 @@ class GiveUp(Exception):
 
 
 def _bound(v: VecPoly) -> int:
-    return max((int(np.abs(a).max()) if a.size else 0 for a in v.values()), default=0)
+    """The largest magnitude of any coefficient in any lane."""
+    if not v:
+        return 0
+    if len(v) == 1:
+        a = next(iter(v.values()))
+        return int(np.abs(a).max(initial=0))
+    return int(np.abs(np.stack(list(v.values()))).max(initial=0))
 
 
 def _most_terms_in_a_lane(v: VecPoly) -> int:
@@ -91,12 +97,13 @@ class LaneVectors:
         ints = self.constants(vp)
         if ints is not None:  # the common case: an integer in every lane
             return [(((), x),) if x else E.ZERO for x in ints.tolist()]
-        monos = sorted(vp)
-        arrays = [vp[m].tolist() for m in monos]
-        out: list[Value] = []
-        for i in range(self.size):
-            out.append(tuple((m, col[i]) for m, col in zip(monos, arrays, strict=True) if col[i]))
-        return out
+        per_lane: list[list[tuple[Mono, int]]] = [[] for _ in range(self.size)]
+        for m in sorted(vp):  # monomials in order, so each lane's terms come out sorted
+            arr = vp[m]
+            idx = np.flatnonzero(arr)
+            for i, c in zip(idx.tolist(), arr[idx].tolist(), strict=True):
+                per_lane[i].append((m, c))
+        return [tuple(terms) for terms in per_lane]
 
     def constants(self, vp: VecPoly) -> np.ndarray | None:
         """The lane values when no uniform symbol is left (an int64 array), else None."""
