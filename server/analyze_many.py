@@ -6,7 +6,7 @@ match a file's path relative to the directory it was found under, its full path,
 
 Each worker analyses one file and sends back only what the output needs (the text, the JSON, or the SARIF
 run of that file), not the report objects. Workers are forked from a parent that has already imported the
-analysis, so each process loads the power model's runtime once and not once per file.
+analysis and the power model's runtime, so that runtime is loaded once for the whole run.
 """
 
 from __future__ import annotations
@@ -113,8 +113,10 @@ def analyse_all(files: list[str], options: Any, fmt: str, jobs: int,
             if progress:
                 progress(i + 1, len(files), f)
         return [o for o in outcomes if o is not None]
-    # The parent imports the pipeline (and with it the power runtime) once; forked workers inherit it.
+    # Imported here, in the parent, just before the workers are forked: each worker then inherits the
+    # pipeline and the power model's runtime instead of importing XGBoost again for its first file.
     import kerncast.analysis.pipeline  # noqa: F401
+    import kerncast.analysis.power.stage  # noqa: F401
 
     with _pool(min(jobs, len(files))) as pool:
         futures: dict[Future[FileOutcome], int] = {pool.submit(analyse_one, f, options, fmt): i
