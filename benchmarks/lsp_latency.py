@@ -1,10 +1,11 @@
 """Save -> diagnostics latency of the language server, against a bare `nvcc -ptx` of the same file.
 
 Starts `kerncast lsp` over stdio with a real LSP client (pygls), opens each example, then saves it several
-times with a line inserted at the top (every kernel's lines move, so no cached kernel result is reused) and times didSave -> publishDiagnostics of that
-version. The baseline is `nvcc -ptx -arch=<arch>` of the same file, run the same number of times. Prints the
-medians, the ratio (server / nvcc) and the server's resident memory (VmRSS, and the peak VmHWM) after it has
-also produced a full report (LIME explanation included) of one kernel of each file.
+times with a line inserted at the top (every kernel's lines move, so no cached kernel result is reused) and
+times didSave -> publishDiagnostics of that version. The baseline is `nvcc -ptx -arch=<arch>` of the same
+file, run the same number of times. Prints the medians, the ratio (server / nvcc) and the server's resident
+memory (VmRSS, and the peak VmHWM) after it has also produced a full report (LIME explanation included) of
+one kernel of each file.
 
     .venv/bin/python benchmarks/lsp_latency.py [--repeat 5] [--arch sm_75] [FILE.cu ...]
 """
