@@ -433,15 +433,15 @@ class _Kernel:
                 masks = [[ln for ln in m if ln in g] for m, g in
                          zip(masks, self._lanes_where(E.evaluate(atoms, guard, subst, cache)), strict=True)]
             v1 = E.evaluate(atoms, value, subst, cache)
-            c0, rest = E.split_const(v1) if v1 is not None else (0, None)
-            vkey = (key, rest)
+            # The whole value, constant offset included, in every lane at once (cached per instruction value:
+            # accesses to the same array at other offsets reuse the lane vectors of their shared part).
+            vkey = (key, v1)
             per_warp = self._values.get(vkey)
             if per_warp is None:
-                per_warp = self._values[vkey] = self._lane_table(rest)
+                per_warp = self._values[vkey] = self._lane_table(v1)
             self.work += len(masks)
             for mask, table in zip(masks, per_warp, strict=True):
-                vals = [E.add(table[ln], E.const(c0)) if c0 else table[ln] for ln in mask]
-                out.append((mask, vals))
+                out.append((mask, [table[ln] for ln in mask]))
         return out
 
     def _lane_table(self, v: Value) -> list[dict[int, Value]]:
