@@ -37,7 +37,11 @@ def _done(value: object) -> Future:
 
 
 def kernel_times(path: Path, repeat: int, clock=time.perf_counter) -> list[tuple[str, float, dict[str, float]]]:
-    """(kernel, best total ms, ms per stage of that run) for every kernel of one file."""
+    """(kernel, best total ms, ms per stage of that run) for every kernel of one file.
+
+    The stages run per kernel; the file's batched power prediction (`finish_power`) runs once for all its
+    kernels, as in `analyze_file`, and each kernel is charged an equal share of it.
+    """
     source = path.read_text()
     options = P.AnalysisOptions(lime=False)
     result = compile_cuda(path, options=CompileOptions(arch=options.arch), with_resources=False)
@@ -46,27 +50,35 @@ def kernel_times(path: Path, repeat: int, clock=time.perf_counter) -> list[tuple
         return []
     resources = _done(P._ptxas_resources(result.ptx, options))  # noqa: SLF001 - ptxas once, untimed
     gpu, _ = load_gpu(options.gpu)
-    out = []
-    for index in range(len(parse_ptx(result.ptx, str(path)).kernels)):
-        best, best_stages = float("inf"), {}
-        for _ in range(repeat):
-            module = parse_ptx(result.ptx, str(path))
-            main_file = P._main_file(module, str(path))  # noqa: SLF001
-            names = P._display_names(module)  # noqa: SLF001
-            fn = module.kernels[index]
+    runs: list[list[tuple[str, dict[str, float]]]] = []
+    for _ in range(repeat):
+        module = parse_ptx(result.ptx, str(path))
+        main_file = P._main_file(module, str(path))  # noqa: SLF001
+        names = P._display_names(module)  # noqa: SLF001
+        contexts, rows = [], []
+        for fn in module.kernels:
             fn.demangled = names.get(fn.name, fn.name)
             start = clock()
             ctx = P._kernel_context(module, fn, options, source, main_file, resources)  # noqa: SLF001
             ctx.gpu = gpu
+            ctx.source_path = str(path)
             stages = {"cfg": clock() - start}
             for stage in P.STAGES:
                 t0 = clock()
                 stage(ctx)
                 stages[stage.__name__] = clock() - t0
-            total = clock() - start
-            if total < best:
-                best, best_stages = total, stages
-        out.append((f"{path.name}:{fn.display_name}", best * 1e3, {k: v * 1e3 for k, v in best_stages.items()}))
+            contexts.append(ctx)
+            rows.append((fn.display_name, stages))
+        t0 = clock()
+        P.finish_power(contexts)
+        share = (clock() - t0) / max(1, len(contexts))
+        for _, stages in rows:
+            stages["finish_power"] = share
+        runs.append(rows)
+    out = []
+    for index in range(len(runs[0])):
+        name, stages = min((run[index] for run in runs), key=lambda r: sum(r[1].values()))
+        out.append((f"{path.name}:{name}", sum(stages.values()) * 1e3, {k: v * 1e3 for k, v in stages.items()}))
     return out
 
 
