@@ -9,7 +9,8 @@ at least its own width and, when the step is wider, the part of a 32-byte sector
 An address that is not affine (a gather, a modulo) has no footprint here and counts as no reuse.
 
 The same count with the block-index extents cut to the blocks of one wave gives the wave's working set,
-which the time model holds against the L2 size.
+which the time model holds against the L2 size. The written part is kept apart: the L2 is write-back, so
+written bytes reach DRAM during the kernel only when they are evicted.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class Footprint:
 
     total: float = 0.0
     per_wave: float = 0.0
+    written: float = 0.0  # the part of `total` that stores (and atomics) write
     complete: bool = True
     covered: set[int] | None = None  # instruction indices whose footprint is in the totals
 
@@ -100,7 +102,10 @@ def footprint(memory: Any, block: tuple[int, int, int], grid: tuple[int, int, in
         if ext is None or ext_w is None:
             out.complete = False
             continue
-        out.total += access_bytes(ext, a.width_bytes, sector)
+        touched = access_bytes(ext, a.width_bytes, sector)
+        out.total += touched
+        if a.kind != "load":
+            out.written += touched
         out.per_wave += access_bytes(ext_w, a.width_bytes, sector)
         out.covered.add(a.index)  # type: ignore[union-attr]
     return out
