@@ -171,8 +171,13 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
 
     bw, bw_note = achievable_bandwidth_gbs(profile)
     dram, cold, mem_notes = _dram_bytes(profile, footprint, requested, blocks, resident, const)
-    memory_us = dram / (bw * 1e3)  # GB/s = 1e3 bytes per microsecond
-    memory_cold_us = cold / (bw * 1e3)
+    camping = footprint.camping if footprint is not None else 1.0
+    memory_us = dram * camping / (bw * 1e3)  # GB/s = 1e3 bytes per microsecond
+    memory_cold_us = cold * camping / (bw * 1e3)
+    if camping > 1.0:
+        mem_notes.append(f"partition camping: one wave's concurrent accesses load the busiest DRAM partition "
+                         f"{camping:.2f}x the even share (data/timing.toml [kerncast.partitions]), so the DRAM "
+                         "time grows by that factor")
 
     lo = profile.launch_overhead
     fixed = float(lo.intercept)
