@@ -174,6 +174,11 @@ def test_partition_camping_counts_the_partitions_one_waves_addresses_reach():
     assert partitions_touched([(4, 896)], 4, 256) == 4
     # 16 consecutive floats (64 bytes) stay in one 256-byte chunk
     assert partitions_touched([(4, 16)], 4, 256) == 1
+    # against enumerating every address of small two-term accesses
+    for ext in ([(4, 16), (4096, 3)], [(12, 40), (640, 7)], [(256, 2), (2048, 9)], [(4, 5), (1024, 700)]):
+        for parts in (2, 4, 5):
+            addrs = {a * ext[0][0] + b * ext[1][0] for a in range(ext[0][1]) for b in range(ext[1][1])}
+            assert partitions_touched(ext, parts, 256) == len({(x // 256) % parts for x in addrs}), (ext, parts)
 
 
 def test_a_write_back_l2_sends_only_the_evicted_share_of_the_written_bytes_to_dram():

@@ -35,7 +35,9 @@ def dram_partitions(profile: Any) -> tuple[int, int] | None:
 
 
 def partitions_touched(extents: list[tuple[int, int]], partitions: int, width: int) -> int:
-    """Distinct partitions hit by the addresses ``sum c_i * k_i`` (0 <= k_i < n_i), any base offset."""
+    """Distinct partitions hit by the addresses ``base + sum c_i * k_i`` (0 <= k_i < n_i), with the base on a
+    chunk boundary (cudaMalloc aligns allocations to at least 256 bytes; a base off by whole chunks only
+    renames the partitions, not their number)."""
     period = partitions * width
     hit = np.zeros(period, dtype=bool)
     hit[0] = True
@@ -43,10 +45,15 @@ def partitions_touched(extents: list[tuple[int, int]], partitions: int, width: i
         step = coef % period
         if step == 0 or n <= 1:
             continue
-        reach = np.zeros(period, dtype=bool)
-        for k in range(min(n, period // gcd(step, period))):
-            reach |= np.roll(hit, (step * k) % period)
-        hit = reach
+        g = gcd(step, period)
+        if n >= period // g:
+            # the multiples of `step` cover every multiple of g: each residue class mod g fills up
+            hit = np.tile(hit.reshape(period // g, g).any(axis=0), period // g)
+        else:
+            offsets = (step * np.arange(n)) % period
+            idx = np.flatnonzero(hit)
+            hit = np.zeros(period, dtype=bool)
+            hit[(idx[:, None] + offsets[None, :]).ravel() % period] = True
         if hit.all():
             break
     # a partition is hit when any byte of its width-wide chunk is addressed
