@@ -161,3 +161,61 @@ def test_the_error_band_never_moves_a_prediction(nvcc_available, monkeypatch):
     wide = analyze_file(path, options=AnalysisOptions(gpu="k20")).kernels[0].time
     assert wide.us == pytest.approx(base.us) and wide.models == pytest.approx(base.models)
     assert wide.range_us[0] < base.range_us[0] and wide.range_us[1] > base.range_us[1]
+
+
+def test_partition_camping_counts_the_partitions_one_waves_addresses_reach():
+    from kerncast.analysis.timing.partitions import partitions_touched
+
+    # a column of a 1024-float-wide matrix: every row 4096 bytes apart, 4 partitions of 256 bytes -> one
+    assert partitions_touched([(4096, 896)], 4, 256) == 1
+    # the same column on a 5-partition GPU (320-bit bus) walks all five
+    assert partitions_touched([(4096, 896)], 5, 256) == 5
+    # a row of 896 floats spans 3.5 KB: every partition
+    assert partitions_touched([(4, 896)], 4, 256) == 4
+    # 16 consecutive floats (64 bytes) stay in one 256-byte chunk
+    assert partitions_touched([(4, 16)], 4, 256) == 1
+    # against enumerating every address of small two-term accesses
+    for ext in ([(4, 16), (4096, 3)], [(12, 40), (640, 7)], [(256, 2), (2048, 9)], [(4, 5), (1024, 700)]):
+        for parts in (2, 4, 5):
+            addrs = {a * ext[0][0] + b * ext[1][0] for a in range(ext[0][1]) for b in range(ext[1][1])}
+            assert partitions_touched(ext, parts, 256) == len({(x // 256) % parts for x in addrs}), (ext, parts)
+
+
+def test_a_write_back_l2_sends_only_the_evicted_share_of_the_written_bytes_to_dram():
+    from kerncast.analysis.timing.footprint import Footprint
+    from kerncast.analysis.timing.pipelined import _warm_dram_bytes
+
+    l2 = 512 * 1024.0
+    # vectorAdd's 400 KB of inputs fit: reads hit; of 200 KB written, the share the L2 cannot hold is evicted
+    fp = Footprint(total=600e3, per_wave=600e3, written=200e3)
+    assert _warm_dram_bytes(fp, 0.0, 600e3, l2) == pytest.approx(200e3 * (1 - l2 / 600e3))
+    # inputs larger than the L2 stream from DRAM in full
+    big = Footprint(total=8e6, per_wave=8e6, written=4e6)
+    assert _warm_dram_bytes(big, 0.0, 8e6, l2) == pytest.approx(4e6 + 4e6 * (1 - l2 / 8e6))
+    # a footprint that fits entirely costs no DRAM time inside the kernel
+    assert _warm_dram_bytes(Footprint(total=1e5, written=5e4), 0.0, 1e5, l2) == 0.0
+
+
+def test_column_stores_camp_on_a_power_of_two_partition_count_only(nvcc_available):
+    path = ROOT / "examples" / "transpose.cu"
+    launch = LaunchOverrides.from_strings(grid="32,32", block="32,8", params=["width=1024", "height=1024"])
+    est = {}
+    for gpu in ("k4200", "k20"):
+        report = analyze_file(path, options=AnalysisOptions(gpu=gpu, overrides=launch))
+        est[gpu] = next(k for k in report.kernels if k.name.startswith("transposeTiled")).time
+    camped = [a for a in est["k4200"].assumptions if "partition camping" in a]
+    assert camped, est["k4200"].assumptions
+    assert not any("partition camping" in a for a in est["k20"].assumptions)
+    # the camped DRAM time exceeds the bytes at the achievable bandwidth
+    d = est["k4200"].detail
+    assert d["kerncast_memory_us"] > d["dram_bytes"] / (0.85 * 172.8e3) * 1.2
+
+
+def test_loads_whose_inputs_fit_in_the_l2_wait_the_l2_hit_latency(nvcc_available):
+    path = ROOT / "examples" / "vector_add.cu"
+    small = LaunchOverrides.from_strings(grid="196", block="256", params=["n=50000"])
+    k = analyze_file(path, options=AnalysisOptions(gpu="k4200", overrides=small)).kernels[0]
+    assert any("L2 hit latency" in a for a in k.time.assumptions), k.time.assumptions
+    big = LaunchOverrides.from_strings(grid="65536", block="256", params=["n=16777216"])
+    k_big = analyze_file(path, options=AnalysisOptions(gpu="k4200", overrides=big)).kernels[0]
+    assert not any("L2 hit latency" in a for a in k_big.time.assumptions)

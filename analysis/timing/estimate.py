@@ -17,8 +17,9 @@ from kerncast.analysis.deps import block_dependences
 from kerncast.analysis.isa import classify
 from kerncast.analysis.timing.constants import timing_constants
 from kerncast.analysis.timing.counts import dynamic_counts
-from kerncast.analysis.timing.footprint import Footprint, footprint
+from kerncast.analysis.timing.footprint import Footprint, footprint, wave_extent
 from kerncast.analysis.timing.mwp_cwp import departure_scale, mwp_cwp, mwp_cwp_params
+from kerncast.analysis.timing.partitions import camping_factor, dram_partitions
 from kerncast.analysis.timing.penalties import thesis_penalties
 from kerncast.analysis.timing.pipelined import predict_pipelined
 from kerncast.analysis.timing.roofline import roofline_inputs, roofline_range
@@ -215,7 +216,8 @@ def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per
     roof = roofline_range(roofline_inputs(profile, counts, total, uncoalesced_fraction=mem.uncoalesced_fraction,
                                           coalescing_known=mem.known and mem.all_addresses_known,
                                           compulsory_bytes=compulsory,
-                                          requested_bytes=sum(requested) if requested is not None else None,
+                                          requested_bytes=sum(requested) * fp.camping
+                                          if requested is not None and fp is not None else None,
                                           fixed_us=kc.launch_us,
                                           latency_us=kc.latency_chain_cycles / profile.core_clock_mhz,
                                           lsu_replays=max([1.0, *replays.values()]),
@@ -260,6 +262,9 @@ def global_traffic(memory: Any, cfg: Cfg, block: tuple[int, int, int], grid: tup
         return None, None, {}
     sector = int(getattr(profile, "sector_bytes", 32) or 32)
     fp = footprint(memory, block, grid, wave_blocks, trips, sector)
+    layout = dram_partitions(profile)
+    if layout is not None:
+        fp.camping = camping_factor(memory, block, wave_extent(grid, wave_blocks), *layout, sector=sector)
     covered = uncovered = 0.0
     replays: dict[int, float] = {}
     for a in accesses:

@@ -9,7 +9,8 @@ at least its own width and, when the step is wider, the part of a 32-byte sector
 An address that is not affine (a gather, a modulo) has no footprint here and counts as no reuse.
 
 The same count with the block-index extents cut to the blocks of one wave gives the wave's working set,
-which the time model holds against the L2 size.
+which the time model holds against the L2 size. The written part is kept apart: the L2 is write-back, so
+written bytes reach DRAM during the kernel only when they are evicted.
 """
 
 from __future__ import annotations
@@ -30,11 +31,13 @@ class Footprint:
 
     total: float = 0.0
     per_wave: float = 0.0
+    written: float = 0.0  # the part of `total` that stores (and atomics) write
+    camping: float = 1.0  # DRAM time multiplier from partition camping (`partitions.py`)
     complete: bool = True
     covered: set[int] | None = None  # instruction indices whose footprint is in the totals
 
 
-def _extents(atoms: Any, poly: Any, block: tuple[int, int, int], grid: tuple[int, int, int],
+def affine_extents(atoms: Any, poly: Any, block: tuple[int, int, int], grid: tuple[int, int, int],
              loop_trips: Mapping[int, float]) -> list[tuple[int, int]] | None:
     """(coefficient, extent) of every varying symbol of an affine address; None when not affine."""
     out: list[tuple[int, int]] = []
@@ -76,6 +79,14 @@ def access_bytes(extents: list[tuple[int, int]], width: int, sector: int) -> flo
     return float(elements * max(width, min(sector, step)))
 
 
+def wave_extent(grid: tuple[int, int, int], wave_blocks: int) -> tuple[int, int, int]:
+    """The block-index extents of the first wave: blocks are dispatched x first, then y, then z."""
+    wx = max(1, min(grid[0], wave_blocks))
+    wy = max(1, min(grid[1], -(-wave_blocks // wx)))
+    wz = max(1, min(grid[2], -(-wave_blocks // (wx * wy))))
+    return wx, wy, wz
+
+
 def footprint(memory: Any, block: tuple[int, int, int], grid: tuple[int, int, int], wave_blocks: int,
               trips: Mapping[int, float], sector: int = 32) -> Footprint:
     """Distinct bytes of every global access of `memory` (a MemoryAnalysis) for the launch and one wave."""
@@ -87,20 +98,20 @@ def footprint(memory: Any, block: tuple[int, int, int], grid: tuple[int, int, in
         out.complete = False
         return out
     loop_trips = {atom: float(trips.get(header, 1.0)) for header, atom in loop_atoms.items()}
-    wx = max(1, min(grid[0], wave_blocks))
-    wy = max(1, min(grid[1], -(-wave_blocks // wx)))
-    wz = max(1, min(grid[2], -(-wave_blocks // (wx * wy))))
-    wave_grid = (wx, wy, wz)
+    wave_grid = wave_extent(grid, wave_blocks)
     for a in memory.accesses:
         if a.space != "global":
             continue
         poly = addresses.get(a.index)
-        ext = _extents(atoms, poly, block, grid, loop_trips) if poly is not None else None
-        ext_w = _extents(atoms, poly, block, wave_grid, loop_trips) if ext is not None else None
+        ext = affine_extents(atoms, poly, block, grid, loop_trips) if poly is not None else None
+        ext_w = affine_extents(atoms, poly, block, wave_grid, loop_trips) if ext is not None else None
         if ext is None or ext_w is None:
             out.complete = False
             continue
-        out.total += access_bytes(ext, a.width_bytes, sector)
+        touched = access_bytes(ext, a.width_bytes, sector)
+        out.total += touched
+        if a.kind != "load":
+            out.written += touched
         out.per_wave += access_bytes(ext_w, a.width_bytes, sector)
         out.covered.add(a.index)  # type: ignore[union-attr]
     return out

@@ -139,6 +139,10 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     # global loads wait the loaded latency the thesis measured against threads launched (Table 3.3 and its
     # rescaled copies in the profiles), not the unloaded pointer-chase figure
     latency["global"] = latency["memory"] = float(profile.global_latency(blocks * threads_per_block))
+    l2_hit = _l2_hit_latency(profile, footprint, requested, const)
+    if l2_hit is not None:
+        # the loads' inputs are warm in the L2 (see _warm_dram_bytes): they wait the L2 hit latency
+        latency["global"] = latency["memory"] = l2_hit
     body = cfg.function.body
     costs = {b: _block_cost(dags[b], body, classes, units, latency, replays, warp) for b in dags}
     weights = block_weights(cfg, loops, trips)
@@ -167,8 +171,13 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
 
     bw, bw_note = achievable_bandwidth_gbs(profile)
     dram, cold, mem_notes = _dram_bytes(profile, footprint, requested, blocks, resident, const)
-    memory_us = dram / (bw * 1e3)  # GB/s = 1e3 bytes per microsecond
-    memory_cold_us = cold / (bw * 1e3)
+    camping = footprint.camping if footprint is not None else 1.0
+    memory_us = dram * camping / (bw * 1e3)  # GB/s = 1e3 bytes per microsecond
+    memory_cold_us = cold * camping / (bw * 1e3)
+    if camping > 1.0:
+        mem_notes.append(f"partition camping: one wave's concurrent accesses load the busiest DRAM partition "
+                         f"{camping:.2f}x the even share (data/timing.toml [kerncast.partitions]), so the DRAM "
+                         "time grows by that factor")
 
     lo = profile.launch_overhead
     fixed = float(lo.intercept)
@@ -198,6 +207,9 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
         f"and dependants wait for native latencies ({profile.arch} rows of data/timing.toml); waves overlap "
         f"after the first; launch: {fixed:.2f} us fixed plus block dispatch overlapped with the kernel",
         f"DRAM floor: {dram / 1e6:.3g} MB at {bw:.4g} GB/s ({bw_note})",
+        *([f"global loads hit the warm L2: {l2_hit:g}-cycle L2 hit latency ({profile.arch} row of "
+           "data/timing.toml [kerncast.l2_hit_latency]) instead of the loaded DRAM latency"]
+          if l2_hit is not None else []),
         *mem_notes,
         basis,
     ]
@@ -220,14 +232,46 @@ def _dram_bytes(profile: Any, fp: Footprint | None, requested: tuple[float, floa
     per_wave = ws if ws <= l2 else ws + max(0.0, req_wave - ws) * (1.0 - l2 / ws)
     cold = min(covered, max(fp.total, per_wave * waves)) + uncovered
     warm_l2 = bool(const.get("warm_l2", False))
-    # a least-recently-used L2 keeps a footprint that fits and none of one that cycles through more than it
-    warm = 0.0 if warm_l2 and fp.total + uncovered <= l2 else cold
+    warm = _warm_dram_bytes(fp, uncovered, cold, l2) if warm_l2 else cold
     notes = [f"distinct global bytes {fp.total / 1e6:.3g} MB (working set per wave {ws / 1e6:.3g} MB against "
              f"{l2 / 1e6:.3g} MB of L2); requested with no reuse {(covered + uncovered) / 1e6:.3g} MB"]
     if warm_l2:
-        notes.append("cache state: warm (inputs written or read just before the launch): a footprint that fits "
-                     "in the L2 is found there, one larger than the L2 is streamed from DRAM again (an LRU cache "
-                     "keeps nothing of a cyclic sweep larger than itself); the cold-cache time is the top of the range")
+        notes.append("cache state: warm (inputs written or read just before the launch): inputs that fit in the "
+                     "L2 are found there, inputs larger than the L2 are streamed from DRAM again (an LRU cache "
+                     "keeps nothing of a cyclic sweep larger than itself); the L2 is write-back, so written bytes "
+                     "reach DRAM during the kernel only as far as the footprint overflows the L2 "
+                     f"({fp.written / 1e6:.3g} MB written); the cold-cache time is the top of the range")
     if uncovered:
         notes.append("some global addresses are not affine: their requests count as DRAM traffic in full")
     return warm, cold, notes
+
+
+def _warm_dram_bytes(fp: Footprint, uncovered: float, cold: float, l2: float) -> float:
+    """DRAM bytes during the kernel with the inputs warm in a write-back L2.
+
+    Reads: an input set that fits in the L2 was left there by whatever wrote or read it last; a larger one is
+    swept through an LRU cache that keeps none of it, so it costs its cold traffic. Writes: the L2 is
+    write-back (the CUDA programming guide's L2 is the point where all DRAM traffic is cached; dirty lines go
+    to DRAM when evicted), so a store costs DRAM time inside the kernel only when its line is evicted before
+    the kernel ends. With LRU over the launch's footprint the L2 ends holding the last `l2` bytes, of which
+    the written share is the footprint's; the rest of the written bytes were evicted during the kernel.
+    """
+    reads = fp.total - fp.written + uncovered
+    read_dram = 0.0 if reads <= l2 else max(0.0, cold - fp.written)
+    touched = fp.total + uncovered
+    write_dram = fp.written * max(0.0, 1.0 - l2 / touched) if touched > 0 else 0.0
+    return min(cold, read_dram + write_dram)
+
+
+def _l2_hit_latency(profile: Any, fp: Footprint | None, requested: tuple[float, float] | None,
+                    const: Mapping[str, Any]) -> float | None:
+    """The L2 hit latency (cycles) when the launch's loads find their inputs warm in the L2, else None.
+
+    Under the warm-cache assumption an input set that fits in the L2 is found there, so a global load waits
+    the L2's hit latency, not DRAM's (pointer-chase microbenchmarks per architecture, `data/timing.toml`).
+    """
+    row = const.get("l2_hit_latency", {}).get(profile.arch)
+    if not const.get("warm_l2", False) or fp is None or requested is None or not isinstance(row, int | float):
+        return None
+    reads = fp.total - fp.written + requested[1]
+    return float(row) if reads <= float(profile.l2_bytes) else None
