@@ -43,9 +43,65 @@ def _space_type(space: str | None) -> str:
     return "global"
 
 
+@dataclass(frozen=True, slots=True)
+class MemoryTouch:
+    """The memory an instruction reads or writes besides its registers: `space` global or shared, `access`
+    load, store or atomic (a copy counts as a load from global, or a store to it, or a shared store)."""
+
+    space: str
+    access: str
+
+
+_ANALYSED_SPACES = ("global", "shared")
+
+
+def _entry(instr: Instruction) -> dict | None:
+    """The table entry of `opcode.first-modifier` (`wgmma.mma_async`, `st.async`) or else of `opcode`."""
+    table = _table()
+    if instr.modifiers:
+        entry = table.get(f"{instr.opcode}.{instr.modifiers[0]}")
+        if entry is not None:
+            return entry
+    return table.get(instr.opcode)
+
+
+def _written_spaces(instr: Instruction) -> list[str]:
+    """State spaces named in the mnemonic, in order, `::` sub-qualifiers dropped (`shared::cluster` -> shared)."""
+    bases = (mod.split("::", 1)[0] for mod in instr.modifiers)
+    return [b for b in bases if b in ("global", "shared", "local")]
+
+
+def memory_touch(instr: Instruction) -> MemoryTouch | None:
+    """What memory an opcode outside ld/st/atom/red touches (data/isa.toml `touches`), or None.
+
+    For copies (`cp.async.bulk.DST.SRC`) the global side decides: reading global is a load, writing it a
+    store; shared-to-shared (cluster) copies are shared stores; `cp.reduce` is an atomic.
+    """
+    entry = _entry(instr)
+    touches = entry.get("touches") if entry else None
+    if not touches:
+        return None
+    space, access = touches["space"], touches["access"]
+    if space == "modifiers":
+        named = _written_spaces(instr)
+        if not named:
+            return None
+        if access == "copy":
+            if "global" in named:
+                access = "store" if named[0] == "global" else "load"
+                space = "global"
+            else:
+                access, space = "store", named[0]
+            if instr.modifiers[:1] == ("reduce",):
+                access = "atomic"
+        else:
+            space = "global" if "global" in named else named[0]
+    return MemoryTouch(space, access) if space in _ANALYSED_SPACES else None
+
+
 def classify(instr: Instruction) -> InstrClass:
     """Classify one instruction (see the rules at the top of `data/isa.toml`)."""
-    entry = _table().get(instr.opcode)
+    entry = _entry(instr)
     if entry is None:
         return InstrClass("misc", "SP", "misc", known=False)
     itype = entry["type"]

@@ -214,6 +214,7 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
         report.findings.append(Finding(Code.PTX_SYNTAX_ERROR, "error", line, exc.column, line, exc.column + 1,
                                        f"malformed PTX: {exc.message}"))
         return report
+    _report_function_errors(report, module, cuda_source is not None)
     if not module.kernels:
         report.notes.append("no kernel (.entry) in this file")
         return report
@@ -302,6 +303,20 @@ def _ptx_for(ptx: str, module: Module, wanted: list[Function]) -> str:
     if not others:
         return ptx
     return without_lines(ptx, function_spans(ptx, [fn.ptx_line for fn in others]))
+
+
+def _report_function_errors(report: FileReport, module: Module, from_cuda: bool) -> None:
+    """One error per function the parser had to skip; the file's other kernels are analysed as usual.
+
+    For a `.cu` input the PTX position means nothing in the open document, so the error sits on line 1 and
+    names the function and the PTX line instead.
+    """
+    for err in module.errors:
+        who = f"function {err.name}" if err.name else f"the function at PTX line {err.function_line}"
+        line = 1 if from_cuda else err.line
+        where = f" (PTX line {err.line})" if from_cuda else ""
+        report.findings.append(Finding("ptx-syntax-error", "error", line, err.column, line, err.column + 1,
+                                       f"malformed PTX in {who}{where}: {err.message}; not analysed"))
 
 
 def _locate_in_ptx(module: Module, path: str) -> None:

@@ -17,6 +17,7 @@ from itertools import product
 from typing import Any
 
 from kerncast.analysis.cfg import Cfg
+from kerncast.analysis.isa import MemoryTouch, memory_touch
 from kerncast.analysis.loops import LoopForest
 from kerncast.analysis.memory import expr as E
 from kerncast.analysis.memory.expr import Atoms, Value
@@ -24,7 +25,7 @@ from kerncast.analysis.memory.lanevec import lane_vectors
 from kerncast.analysis.memory.render import Renderer, kernel_param_names
 from kerncast.analysis.memory.symbolic import SymbolicResult, analyze_symbolic
 from kerncast.analysis.memory.warp import RequestCost, branch_outcome, global_cost, shared_cost, warp_lanes
-from kerncast.analysis.ptx.model import Function, Module, line_in_file
+from kerncast.analysis.ptx.model import Function, Imm, Module, line_in_file
 from kerncast.analysis.report import Finding
 
 MAX_ENUMERATED_ITERATIONS = 64
@@ -651,6 +652,18 @@ def _line(ins: Any, main_file: str | None) -> tuple[int | None, int, str | None]
     return line_in_file(loc, main_file), loc.column, loc.file
 
 
+def _opaque_access(k: _Kernel, ins: Any, touch: MemoryTouch) -> AccessInfo:
+    """A texture, surface, bulk-copy, barrier or tensor-core access: counted as a request of its space, its
+    lanes' addresses not related (a texture handle or a descriptor is no address), so no coalescing claim."""
+    line, column, file = _line(ins, k.main_file)
+    width = ins.access_bytes
+    if ins.opcode == "cp" and len(ins.operands) > 2 and isinstance(ins.operands[2], Imm):
+        width = int(ins.operands[2].value)  # cp.async's cp-size
+    info = AccessInfo(ins.index, line, touch.space, touch.access, width, column=column, file=file)
+    info.executions = k.executions(k.cfg.block_of[ins.index])
+    return info
+
+
 def _access(k: _Kernel, ins: Any) -> AccessInfo | None:
     space = ins.space or "generic"
     if space in ("param", "const", "tex"):
@@ -832,6 +845,8 @@ def analyze_memory(module: Module, function: Function, cfg: Cfg, loops: LoopFore
             info = _access(k, ins)
             if info is not None:
                 result.accesses.append(info)
+        elif (touch := memory_touch(ins)) is not None:
+            result.accesses.append(_opaque_access(k, ins, touch))
         if ins.guard is not None:
             b = _branch(k, ins)
             if b is not None:

@@ -3,7 +3,8 @@
 One master regular expression turns the whole text into tokens with 1-based line and column, so the parser
 never looks at characters and every error can say where it happened. Comments vanish here; `glued` records
 that a token touches the previous one (`ld` `.global` in `ld.global`, `%tid` `.x` in `%tid.x`), which is how
-the parser tells modifiers from the next word.
+the parser tells modifiers from the next word. A modifier may start with a digit (`tex.2d`, `.1d`) and carry
+`::` sub-qualifiers (`.shared::cta`, `.mbarrier::complete_tx::bytes`, `.cta_group::1`): it stays one token.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ _TOKEN_RE = re.compile(
   | (?P<float>0[fF][0-9a-fA-F]{8}(?![0-9a-zA-Z_])|0[dD][0-9a-fA-F]{16}(?![0-9a-zA-Z_])
         |[0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)
   | (?P<int>0[xX][0-9a-fA-F]+[uU]?|0[bB][01]+[uU]?|[0-9]+[uU]?)
-  | (?P<dir>\.[A-Za-z_$][A-Za-z0-9_$]*)
+  | (?P<dir>\.(?:[A-Za-z_$][A-Za-z0-9_$]*|[0-9]+[A-Za-z_][A-Za-z0-9_$]*)(?:::[A-Za-z0-9_$]+)*)
   | (?P<ident>[A-Za-z_$%][A-Za-z0-9_$]*)
   | (?P<punct>[{}()\[\];,:+\-!@|<>=*/&^~?])
     """,

@@ -127,7 +127,7 @@ class Guard:
 _NO_DEST = frozenset({
     "st", "red", "bra", "brx", "call", "ret", "exit", "bar", "barrier", "membar", "fence", "trap",
     "brkpt", "pmevent", "prefetch", "prefetchu", "cp", "stmatrix", "wmma.store", "sured", "sust",
-    "nanosleep", "griddepcontrol", "mbarrier", "setmaxnreg", "elect", "tensormap", "discard",
+    "nanosleep", "griddepcontrol", "mbarrier", "setmaxnreg", "tensormap", "discard",
     "applypriority", "createpolicy_no_dest",
 })
 
@@ -164,8 +164,9 @@ class Instruction:
                                "stmatrix", "cp", "isspacep", "mbarrier"):
             return None
         for mod in self.modifiers:
-            if mod in ("global", "shared", "local", "param", "const", "tex"):
-                return mod
+            base = mod.split("::", 1)[0]  # shared::cta, shared::cluster, param::entry
+            if base in ("global", "shared", "local", "param", "const", "tex"):
+                return base
         return "generic"
 
     @property
@@ -193,9 +194,11 @@ class Instruction:
     @property
     def has_dest(self) -> bool:
         """Whether the first operand is written by the instruction."""
-        if self.opcode in _NO_DEST or (self.opcode == "wmma" and "store" in self.modifiers):
+        if self.opcode in _NO_DEST and self.opcode != "mbarrier" or (
+                self.opcode == "wmma" and "store" in self.modifiers):
             return False
-        return bool(self.operands)
+        # a first operand in brackets is memory written (st, sust, mbarrier.init, cp.async), never a register
+        return bool(self.operands) and not isinstance(self.operands[0], Addr)
 
     @property
     def dests(self) -> tuple[Operand, ...]:
@@ -318,6 +321,17 @@ class Function:
         return min(lines) if lines else None
 
 
+@dataclass(frozen=True, slots=True)
+class FunctionError:
+    """A syntax error that stopped one function (`name` None when it came before the name was read)."""
+
+    name: str | None
+    function_line: int
+    line: int
+    column: int
+    message: str
+
+
 @dataclass(slots=True)
 class Module:
     """A whole PTX module: header directives, source files, module-scope variables and functions."""
@@ -330,6 +344,7 @@ class Module:
     functions: list[Function]
     source_path: str | None = None
     extra: dict[str, str] = field(default_factory=dict)
+    errors: list[FunctionError] = field(default_factory=list)  # functions skipped for a syntax error
 
     @property
     def kernels(self) -> list[Function]:

@@ -4,7 +4,9 @@ The methods read like the grammar: `module -> { directive | variable | function 
 `function -> linkage? (.entry | .func) returns? name params performance-directives* (body | ;)`,
 `body -> { statement }`, `statement -> label ':' | declaration ';' | .loc ... | guard? opcode modifiers operands ';'`.
 Unknown directives are skipped, unknown opcodes kept. Every failure is a `PtxSyntaxError` with a position;
-`parse_ptx` turns any internal surprise into one as well, so nothing else escapes.
+`parse_ptx` turns any internal surprise into one as well, so nothing else escapes. A syntax error inside a
+function costs only that function: it is recorded in `Module.errors` and parsing resumes at the next
+module-scope directive, so one odd construct never hides the other kernels of a file.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from kerncast.analysis.ptx.model import (
     TYPE_BYTES,
     Addr,
     Function,
+    FunctionError,
     Guard,
     Imm,
     Instruction,
@@ -39,6 +42,10 @@ _PERF_DIRECTIVES = frozenset({
 })
 _VAR_TYPES = frozenset({f".{t}" for t in TYPE_BYTES} | {".texref", ".samplerref", ".surfref"})
 _MAX_TOKENS = 50_000_000
+#: Directives that start a module-scope statement in nvcc's layout (column 1): where parsing resumes after an
+#: error inside a function.
+_RESYNC = frozenset({".visible", ".weak", ".extern", ".entry", ".func", ".global", ".const", ".shared", ".file",
+                     ".section", ".alias", ".common"})
 
 
 class _Parser:
@@ -50,6 +57,9 @@ class _Parser:
         self.files: dict[int, str] = {}
         self.loc: SourceLoc | None = None
         self.loc_file: int | None = None
+        self.errors: list[FunctionError] = []
+        self.function_name: str | None = None
+        self.reg_names: set[str] = set()
 
     # ------------------------------------------------------------------ token helpers
     def seek(self, i: int) -> None:
@@ -105,6 +115,12 @@ class _Parser:
                 return
             self.advance()
 
+    def skip_line(self) -> None:
+        """Skip every token left on the current line."""
+        line = self.tok.line
+        while self.tok.kind != "eof" and self.tok.line == line:
+            self.advance()
+
     def skip_balanced(self, open_: str, close: str) -> None:
         """Skip a bracketed group, nested ones included (debug sections, attribute lists)."""
         self.expect(open_)
@@ -129,6 +145,9 @@ class _Parser:
                 if t.text == ";":
                     self.advance()
                     continue
+                if t.text == "@" and self.peek().text == "@" and self.peek(2).text == "DWARF":
+                    self.skip_line()  # old nvcc's `@@DWARF .byte ...` debug lines
+                    continue
                 raise self.error("expected a directive at module scope")
             if t.text == ".version":
                 self.advance()
@@ -149,7 +168,10 @@ class _Parser:
             elif t.text == ".section":
                 self.advance()
                 self.advance()
-                self.skip_balanced("{", "}")
+                if self.tok.text == "{":
+                    self.skip_balanced("{", "}")
+                else:
+                    self.skip_line()  # `.section .debug_info, "", @progbits`
             elif t.text in (".pragma", ".alias"):
                 self.skip_statement()
             else:
@@ -158,7 +180,9 @@ class _Parser:
                 while self.tok.text in _LINKAGE:
                     linkage = self.advance().text[1:]
                 if self.tok.text in (".entry", ".func"):
-                    functions.append(self.function(linkage, t.line))
+                    fn = self.recovering_function(linkage, t.line)
+                    if fn is not None:
+                        functions.append(fn)
                 elif self.tok.text in _STATE_SPACES:
                     globals_.extend(self.declaration(linkage == "extern", module_scope=True))
                 else:
@@ -196,6 +220,22 @@ class _Parser:
         self.loc = SourceLoc(str(file_idx), line, col) if line > 0 else None
 
     # ------------------------------------------------------------------ functions
+    def recovering_function(self, linkage: str | None, start_line: int) -> Function | None:
+        """A function, or None after recording its syntax error and skipping to the next module statement."""
+        self.function_name = None
+        try:
+            return self.function(linkage, start_line)
+        except PtxSyntaxError as exc:
+            self.errors.append(FunctionError(self.function_name, start_line, exc.line, exc.column, exc.message))
+            self.resync()
+            return None
+
+    def resync(self) -> None:
+        """Skip to the next module-scope directive at the start of a line (or the end of the file)."""
+        self.advance()
+        while self.tok.kind != "eof" and not (self.tok.column == 1 and self.tok.text in _RESYNC):
+            self.advance()
+
     def function(self, linkage: str | None, start_line: int) -> Function:
         kind = self.advance().text[1:]
         while self.tok.kind == "dir" and self.tok.text not in _STATE_SPACES:
@@ -206,6 +246,8 @@ class _Parser:
         if self.tok.text == "(":
             returns = self.param_list()
         name = self.expect_kind("ident", "a function name").text
+        self.function_name = name
+        self.reg_names = set()
         params: list[Param] = []
         if self.tok.text == "(":
             params = self.param_list()
@@ -310,6 +352,8 @@ class _Parser:
             if self.accept("="):
                 init = self.initializer()
             decls.append(VarDecl(name_tok.text, space, vtype, align, dims, count, extern, name_tok.line, init))
+            if space == "reg" and not name_tok.text.startswith("%"):
+                self.reg_names.add(name_tok.text)
             if not self.accept(","):
                 break
         self.expect(";")
@@ -427,10 +471,12 @@ class _Parser:
         raise self.error("expected an operand")
 
     def named_operand(self) -> Operand:
+        """A register (`%r1`, `%tid.x`, or a `.reg` declared without `%` in an inline-asm scope), a predicate
+        pair `d|p`, a symbol, or `symbol+offset`."""
         t = self.advance()
         name = t.text
-        if name.startswith("%"):
-            while self.tok.kind == "dir" and self.tok.glued:
+        if name.startswith("%") or name in self.reg_names:
+            while self.tok.kind == "dir" and self.tok.glued and name.startswith("%"):
                 name += self.advance().text
             reg = Reg(name)
             if self.tok.text == "|" and self.tok.kind == "punct":
@@ -438,6 +484,10 @@ class _Parser:
                 other = self.expect_kind("ident", "a predicate after '|'")
                 return PredPair(reg, Reg(other.text))
             return reg
+        if self.tok.text == "|" and self.tok.kind == "punct":
+            self.advance()
+            other = self.expect_kind("ident", "a predicate after '|'")
+            return PredPair(Reg(name), Reg(other.text))
         if self.tok.text == "+" and self.peek().kind == "int":
             self.advance()
             return Addr(Sym(name), self.expect_int())
@@ -535,6 +585,7 @@ def parse_ptx(text: str, path: str | None = None) -> Module:
         if len(parser.toks) > _MAX_TOKENS:
             raise PtxSyntaxError("PTX text too large to analyse", 1, 1)
         module = parser.module()
+        _raise_when_nothing_parsed(module, parser.errors)
     except PtxSyntaxError:
         raise
     except (RecursionError, ValueError, IndexError, KeyError, TypeError, struct.error, OverflowError) as exc:
@@ -544,6 +595,14 @@ def parse_ptx(text: str, path: str | None = None) -> Module:
     _resolve_locs(module)
     module.source_path = path
     return module
+
+
+def _raise_when_nothing_parsed(module: Module, errors: list[FunctionError]) -> None:
+    """Keep the errors of some functions when others parsed; raise the first when no function survived."""
+    module.errors = list(errors)
+    if errors and not any(f.has_body for f in module.functions):
+        first = errors[0]
+        raise PtxSyntaxError(first.message, first.line, first.column)
 
 
 def kernel_shared_bytes(module: Module, fn: Function) -> int:
