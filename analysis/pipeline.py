@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +47,8 @@ class AnalysisOptions:
     """Everything a user can set for one analysis (CLI flags or editor settings)."""
 
     gpu: str = "v100"
-    arch: str = "sm_75"
+    #: nvcc target; None follows the project's compile_commands.json, else the GPU profile (h100 -> sm_90)
+    arch: str | None = None
     include_dirs: list[str] = field(default_factory=list)
     defines: list[str] = field(default_factory=list)
     nvcc_path: str | None = None
@@ -66,6 +67,9 @@ class AnalysisOptions:
     #: seconds an analysis that can blow up (the memory stage) may spend on one kernel before it stops and
     #: reports what it skipped
     budget_s: float = 2.0
+    #: read the project's compile_commands.json (found as clangd finds it, or in `compile_commands_dir`)
+    compile_commands: bool = True
+    compile_commands_dir: str | None = None
 
 
 @dataclass(slots=True)
@@ -146,17 +150,49 @@ def analyze_file(path: str | os.PathLike[str], text: str | None = None,
         return report
     assert source is not None
     if p.suffix.lower() == ".ptx":
+        options = _with_target(report, options, [])
         return _analyze_ptx(report, source, options, cuda_source=None, cache=cache)
     return _analyze_cuda(report, p, source, options, cache)
+
+
+def _with_target(report: FileReport, options: AnalysisOptions, build_archs: list[str]) -> AnalysisOptions:
+    """Options whose `arch` is decided (setting, build, GPU profile), the report saying which and why."""
+    from kerncast.analysis.targets import resolve_target
+
+    target = resolve_target(options.arch, build_archs, options.gpu, options.nvcc_path)
+    report.arch = target.arch
+    if target.note:
+        report.notes.append(target.note)
+    return replace(options, arch=target.arch)
+
+
+def _build_flags(report: FileReport, path: Path, options: AnalysisOptions) -> Any:
+    """The project's flags for this file from compile_commands.json, noted in the report; None without one."""
+    if not options.compile_commands:
+        return None
+    from kerncast.analysis.compile_db import flags_for
+
+    build = flags_for(path, options.compile_commands_dir)
+    if build is not None:
+        report.notes.append(build.describe())
+        if build.dropped:
+            report.notes.append("ignored build flag values that failed the checks: " + ", ".join(build.dropped[:5]))
+    return build
 
 
 def _analyze_cuda(report: FileReport, path: Path, source: str, options: AnalysisOptions,
                   cache: KernelCache | None = None) -> FileReport:
     from kerncast.analysis.compile import CompileOptions, ToolchainError, compile_cuda
 
-    copts = CompileOptions(arch=options.arch, include_dirs=list(options.include_dirs),
+    build = _build_flags(report, path, options)
+    options = _with_target(report, options, build.archs if build else [])
+    copts = CompileOptions(arch=options.arch or "", include_dirs=list(options.include_dirs),
                            defines=list(options.defines), nvcc_path=options.nvcc_path,
                            timeout_s=options.timeout_s)
+    if build is not None:  # the settings add to the project's own flags
+        copts.include_dirs = [*build.include_dirs, *copts.include_dirs]
+        copts.defines = [*build.defines, *copts.defines]
+        copts.extra_flags = [*build.flags, *(f"-U{u}" for u in build.undefines)]
     try:
         result = compile_cuda(path, text=source, options=copts, with_resources=False)
     except ToolchainError as exc:
@@ -181,7 +217,7 @@ _TARGET_RE = re.compile(r"^\s*\.target\s+(sm_\d+[a-z]?)", re.MULTILINE)
 def _ptxas_target(ptx: str, options: AnalysisOptions) -> str:
     """The PTX's own `.target` (ptxas refuses an older -arch), else the configured arch."""
     m = _TARGET_RE.search(ptx)
-    return m.group(1) if m else options.arch
+    return m.group(1) if m else (options.arch or "sm_75")
 
 
 def _ptxas_resources(ptx: str, options: AnalysisOptions) -> tuple[dict[str, Any], str | None]:

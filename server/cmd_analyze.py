@@ -29,7 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = AnalysisOptions()
     parser.add_argument("--gpu", default=defaults.gpu,
                         help=f"GPU profile id (see `kerncast gpus`); default {defaults.gpu}")
-    parser.add_argument("--arch", default=defaults.arch, help=f"nvcc/ptxas target, e.g. sm_80; default {defaults.arch}")
+    parser.add_argument("--arch", default=None,
+                        help="nvcc/ptxas target, e.g. sm_80; default: the project's compile_commands.json, else "
+                             "the GPU profile's architecture (h100 -> sm_90)")
     parser.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR",
                         help="extra include directory for nvcc (repeatable)")
     parser.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]",

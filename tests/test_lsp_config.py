@@ -11,7 +11,8 @@ def test_defaults_from_nothing() -> None:
         settings, warnings = parse_settings(data)
         assert warnings == []
         o = settings.options
-        assert (o.gpu, o.arch, o.nvcc_path, o.include_dirs, o.defines, o.loops) == ("v100", "sm_75", None, [], [],
+        # arch None: the target follows the project's compile_commands.json, else the GPU profile
+        assert (o.gpu, o.arch, o.nvcc_path, o.include_dirs, o.defines, o.loops) == ("v100", None, None, [], [],
                                                                                     None)
         assert o.max_file_bytes == DEFAULT_MAX_FILE_BYTES and o.timeout_s == 120.0
         assert settings.analyze_on_change is True
@@ -61,7 +62,7 @@ def test_bad_values_are_named_and_replaced_by_defaults() -> None:
                  "kerncast.timeoutSeconds", "kerncast.surprise"):
         assert name in text, name
     o = settings.options
-    assert (o.gpu, o.arch, o.loops, o.include_dirs, o.defines) == ("v100", "sm_75", None, ["one/dir"], [])
+    assert (o.gpu, o.arch, o.loops, o.include_dirs, o.defines) == ("v100", None, None, ["one/dir"], [])
     assert o.thresholds.low_occupancy == 0.25 and o.thresholds.bank_conflict_ways == 2
     assert o.kernel_settings["k"].grid is None and o.kernel_settings["k"].params == {}
     assert "j" not in o.kernel_settings and o.timeout_s == 120.0

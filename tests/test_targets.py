@@ -1,0 +1,52 @@
+"""The compile target follows the GPU profile unless `arch` is set or the project's build names one."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.targets import arch_for_gpu, choose_arch, resolve_target, supported_archs
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "vector_add.cu"
+
+
+@pytest.mark.parametrize(("gpu", "arch"), [("h100", "sm_90"), ("a100", "sm_80"), ("l4", "sm_89"),
+                                          ("rtx4090", "sm_89"), ("t4", "sm_75")])
+def test_profile_gives_its_architecture(nvcc_available, gpu, arch):
+    target = resolve_target(None, [], gpu, None)
+    assert (target.arch, target.source, target.note) == (arch, "GPU profile", None)
+
+
+def test_gpu_older_than_nvcc_supports_gets_the_oldest_with_a_note(nvcc_available):
+    oldest = min(supported_archs(nvcc_available))
+    assert oldest >= 50  # nvcc 12 dropped Kepler, 13 dropped Maxwell to Volta
+    target = resolve_target(None, [], "k20", None)
+    assert target.arch == f"sm_{oldest}" and "compute capability 3.5" in target.note
+
+
+def test_oldest_supported_rule_without_nvcc():
+    assert arch_for_gpu((7, 0), (75, 80, 90), "v100").arch == "sm_75"
+    assert arch_for_gpu((9, 0), (75, 80, 90), "h100") == arch_for_gpu((9, 0), (), "h100")
+
+
+def test_setting_wins_over_build_and_profile():
+    assert resolve_target("sm_86", ["sm_80"], "h100", None).arch == "sm_86"
+    assert resolve_target(None, ["compute_80", "sm_90"], "h100", None).arch == "sm_90"
+    assert resolve_target(None, ["sm_80", "sm_86"], "h100", None).arch == "sm_86"  # newest when not listed
+    assert choose_arch(["native"], (9, 0)) is None
+
+
+def test_analysis_report_target_follows_gpu(nvcc_available):
+    report = analyze_file(EXAMPLE, options=AnalysisOptions(gpu="h100"))
+    assert report.ok and report.arch == "sm_90"
+    assert report.kernels and report.kernels[0].registers
+
+
+def test_cli_gpu_h100_reports_target_sm_90(nvcc_available):
+    proc = subprocess.run([sys.executable, "-m", "kerncast.server.cli", "analyze", "--gpu", "h100", str(EXAMPLE)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0].endswith("GPU h100, target sm_90, " + nvcc_available.version)
