@@ -26,7 +26,7 @@ _DEFINE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\([A-Za-z0-9_, ]*\))?(?:=[^\
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _STD_RE = re.compile(r"^(?:c|gnu)\+\+(?:03|11|14|17|20|23)$")
 _ARCH_RE = re.compile(r"^(?:sm|compute|lto)_\d+[a-z]?$")
-_GENCODE_ARCH_RE = re.compile(r"(?:arch|code)=\[?([^,\]]+(?:,[^,\]=]+)*)\]?")
+_GENCODE_ARCH_RE = re.compile(r"(?<![A-Za-z0-9_])(?:sm|compute)_\d+[a-z]?(?![A-Za-z0-9_])")
 _FLAG_SWITCHES = frozenset({"--expt-relaxed-constexpr", "--expt-extended-lambda", "--extended-lambda",
                             "-expt-relaxed-constexpr", "-expt-extended-lambda", "-extended-lambda"})
 #: options whose value is the next argument; the pair is dropped unless listed above
@@ -151,6 +151,7 @@ def entry_for(source: Path, entries: list[dict], database: Path) -> tuple[dict, 
 
 def flags_for(source: Path, directory: str | os.PathLike[str] | None = None) -> BuildFlags | None:
     """The build flags for `source` from the compile_commands.json clangd would use, or None when there is none."""
+    source = Path(os.path.abspath(source))
     database = find_database(source, directory)
     if database is None:
         return None
@@ -186,8 +187,7 @@ def _read_arguments(args: list[str], cwd: Path, out: BuildFlags) -> None:
         elif a.startswith(("-arch", "--gpu-architecture", "-code", "--gpu-code")):
             out.archs.extend(v for v in (value or "").split(",") if _ARCH_RE.match(v))
         elif a.startswith(("-gencode", "--generate-code")):
-            for m in _GENCODE_ARCH_RE.finditer(value or ""):
-                out.archs.extend(v for v in m.group(1).split(",") if _ARCH_RE.match(v))
+            out.archs.extend(_GENCODE_ARCH_RE.findall(value or ""))  # arch=compute_80,code=[compute_80,sm_80]
         else:
             consumed = 1 + (1 if a in _TAKES_VALUE else 0)
         i += consumed
