@@ -8,7 +8,8 @@ is used instead.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kerncast.analysis.launch import LaunchOverrides, parse_dim
@@ -24,6 +25,8 @@ DEFAULTS: dict[str, Any] = {
     "nvccPath": None,
     "includeDirs": [],
     "defines": [],
+    "compileCommands": True,
+    "compileCommandsDir": None,
     "launch": {},
     "loops": None,
     "timeModel": _OPTIONS.time_model,
@@ -248,6 +251,7 @@ def parse_settings(data: Any) -> tuple[Settings, list[str]]:
     options = AnalysisOptions(
         gpu=gpu, arch=arch,
         include_dirs=r.strings("includeDirs"), defines=r.strings("defines"),
+        compile_commands=r.boolean("compileCommands"), compile_commands_dir=r.optional_path("compileCommandsDir"),
         nvcc_path=r.optional_path("nvccPath"),
         timeout_s=r.number("timeoutSeconds", data.get("timeoutSeconds"), DEFAULTS["timeoutSeconds"], 1),
         max_file_bytes=r.number("maxFileBytes", data.get("maxFileBytes"), DEFAULTS["maxFileBytes"], 1,
@@ -259,6 +263,25 @@ def parse_settings(data: Any) -> tuple[Settings, list[str]]:
                         raw={k: data[k] for k in known if k in data})
     settings.raw["gpu"] = gpu
     return settings, warnings
+
+
+def for_folder(settings: Settings, folder: str | None) -> Settings:
+    """The settings with relative `includeDirs` and `compileCommandsDir` resolved against a workspace folder.
+
+    Relative paths in settings are written from the project's point of view, so they must not depend on the
+    directory the editor (and so the server) was started in; without a folder they are left as written.
+    """
+    if not folder:
+        return settings
+    o = settings.options
+
+    def absolute(p: str) -> str:
+        expanded = os.path.expanduser(p)
+        return expanded if os.path.isabs(expanded) else os.path.normpath(os.path.join(folder, expanded))
+
+    options = replace(o, include_dirs=[absolute(d) for d in o.include_dirs],
+                      compile_commands_dir=absolute(o.compile_commands_dir) if o.compile_commands_dir else None)
+    return replace(settings, options=options)
 
 
 def with_gpu(settings: Settings, gpu: str) -> Settings:

@@ -106,6 +106,15 @@ class KerncastServer(LanguageServer):
         path = uris.to_fs_path(uri) or uri
         return os.path.splitext(path)[1].lower() in SUFFIXES or (language_id or "") in LANGUAGES - {"cpp"}
 
+    def folder_of(self, uri: str) -> str | None:
+        """The workspace folder that holds the document (the deepest one), else the workspace root."""
+        path = uris.to_fs_path(uri)
+        folders = [uris.to_fs_path(f.uri) for f in getattr(self.workspace, "folders", {}).values()]
+        holding = [f for f in folders if f and path and _contains(f, path)]
+        if holding:
+            return max(holding, key=len)
+        return getattr(self.workspace, "root_path", None)
+
     def analysis_path(self, uri: str, language_id: str | None) -> str:
         path = uris.to_fs_path(uri)
         if path and os.path.splitext(path)[1].lower() in SUFFIXES:
@@ -139,7 +148,7 @@ class KerncastServer(LanguageServer):
                 log.exception("no document %s", uri)
                 self.publish_error(uri, None, f"the document could not be read ({exc})")
                 return
-            settings = self.settings
+            settings = config.for_folder(self.settings, self.folder_of(uri))
             key = hashlib.sha1(f"{settings.fingerprint()}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()
             result = self.cached(uri, version, key)
             if result is None:
@@ -251,6 +260,13 @@ async def _quietly(awaitable: Any) -> None:
         await asyncio.wait_for(awaitable, 10)
     except Exception:  # noqa: BLE001 - a client that fails a refresh request still gets fresh data next time
         log.debug("refresh request failed", exc_info=True)
+
+
+def _contains(folder: str, path: str) -> bool:
+    try:
+        return os.path.commonpath([folder, path]) == folder
+    except ValueError:  # different drives, or a relative path
+        return False
 
 
 server = KerncastServer()

@@ -1,0 +1,95 @@
+"""The language server on a CMake-style project: the real server over stdio, a real LSP client, real nvcc.
+
+The project's header directory and its KC_TILE define exist only in its compile_commands.json, so the file
+compiles only when the server finds that file by itself (no settings). A second workspace gives its include
+directory as a relative `includeDirs` setting: it must resolve against the workspace folder, not the server's
+working directory (the test runs the server from the repository root).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_lsp
+from lsprotocol import types as lsp
+from pygls import uris
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from test_lsp import Session, needs_nvcc
+
+SERVER_COMMAND = [sys.executable, "-m", "kerncast.server", "lsp"]
+TIMEOUT_S = 300  # a cold server's first compile (nvcc, ptxas, model loading) on a busy machine
+PROJECT = Path(__file__).resolve().parent / "cmake_project"
+
+pytestmark = [
+    pytest.mark.asyncio(loop_scope="module"),
+    pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning"),
+    pytest.mark.nvcc,
+]
+
+
+def make_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    needs_nvcc()
+    root = tmp_path_factory.mktemp("workspace")
+    shutil.copytree(PROJECT, root / "cmake_project")
+    plain = root / "plain"
+    (plain / "headers").mkdir(parents=True)
+    (plain / "headers" / "kc_config.h").write_text("#pragma once\nconstexpr int kc_tile = 8;\n")
+    (plain / "scale.cu").write_text((PROJECT / "src" / "scale.cu").read_text())
+    return root
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER_COMMAND), scope="module")
+async def client(lsp_client: LanguageClient, tmp_path_factory: pytest.TempPathFactory):
+    root = lsp_client.workdir = make_workspace(tmp_path_factory)
+    Session.install_recorder(lsp_client)
+
+    @lsp_client.feature(lsp.WORKSPACE_CODE_LENS_REFRESH)
+    def _code_lens_refresh(params: Any) -> None:
+        return None
+
+    @lsp_client.feature(lsp.WORKSPACE_INLAY_HINT_REFRESH)
+    def _inlay_refresh(params: Any) -> None:
+        return None
+
+    lsp_client.client_name = "visual_studio_code"
+    await lsp_client.initialize_session(lsp.InitializeParams(
+        capabilities=client_capabilities("visual_studio_code"),
+        root_uri=uris.from_fs_path(str(root)),
+        workspace_folders=[lsp.WorkspaceFolder(uri=uris.from_fs_path(str(root / "cmake_project")), name="cmake"),
+                           lsp.WorkspaceFolder(uri=uris.from_fs_path(str(root / "plain")), name="plain")],
+        initialization_options={"gpu": "a100", "includeDirs": ["headers"]},
+    ))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def _diagnostics(s: Session, uri: str) -> list[lsp.Diagnostic]:
+    await s.wait_for(lambda: any(p.version == 1 for p in s.published(uri)), timeout=TIMEOUT_S)
+    return await s.diagnostics(uri)
+
+
+async def test_compile_commands_give_include_dir_and_define(client: LanguageClient) -> None:
+    s = Session(client, client.workdir)
+    uri = s.open("cmake_project/src/scale.cu")
+    diags = await _diagnostics(s, uri)
+    assert not [d for d in diags if d.severity == lsp.DiagnosticSeverity.Error], [d.message for d in diags]
+    strided = [d for d in diags if d.code == "uncoalesced-global"]
+    assert strided and strided[0].range.start.line == 6  # in[i * kc_tile]: 32 floats apart (KC_TILE=32)
+    assert "128 bytes apart" in strided[0].message
+    hov = await s.hover(uri, 3, 18)
+    assert hov is not None and "sm_80" in hov.contents.value  # the build's architecture
+    s.close(uri)
+
+
+async def test_relative_include_dirs_resolve_against_the_workspace_folder(client: LanguageClient) -> None:
+    s = Session(client, client.workdir)
+    uri = s.open("plain/scale.cu")
+    diags = await _diagnostics(s, uri)
+    assert not [d for d in diags if d.severity == lsp.DiagnosticSeverity.Error], [d.message for d in diags]
+    strided = [d for d in diags if d.code == "uncoalesced-global"]
+    assert strided and "32 bytes apart" in strided[0].message  # kc_tile = 8 from plain/headers
+    s.close(uri)
