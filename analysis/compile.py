@@ -508,10 +508,41 @@ def _local_header_stamps(text: str, source_dir: Path, dirs: list[Path]) -> list[
     return list(stamps.values())
 
 
+def system_toolkit_nvcc() -> str | None:
+    """nvcc of a full CUDA toolkit installation (CUDA_HOME, CUDA_PATH, /usr/local/cuda), for users who prefer
+    it to the pip wheels (it has every library header); None when there is none."""
+    from kerncast.analysis.toolchain import DEFAULT_CUDA_ROOTS
+
+    roots = [Path(r) for r in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")) if r]
+    for root in [*roots, *DEFAULT_CUDA_ROOTS]:
+        nvcc = root / "bin" / ("nvcc.exe" if os.name == "nt" else "nvcc")
+        if nvcc.is_file() and os.access(nvcc, os.X_OK):
+            return str(nvcc)
+    return None
+
+
+def header_wheel_dirs(toolchain: Toolchain) -> list[Path]:
+    """Include directories of NVIDIA header wheels installed beside a pip-installed nvcc.
+
+    CUDA 13 wheels all unpack into `nvidia/cu13/include`, which nvcc searches already; CUDA 12 wheels give each
+    package its own `nvidia/<package>/include` (`nvidia/cuda_profiler_api/include`, `nvidia/curand/include`),
+    which nvcc does not know about. A toolkit outside site-packages needs none of this.
+    """
+    top = toolchain.nvcc.parent.parent  # .../nvidia/<package>/bin/nvcc -> .../nvidia/<package>
+    parts = top.parts
+    if top.parent.name != "nvidia" or not ({"site-packages", "dist-packages"} & set(parts)):
+        return []
+    own = (top / "include").resolve()
+    found = [d for d in sorted(top.parent.glob("*/include")) if d.is_dir() and d.resolve() != own]
+    return found
+
+
 def _nvcc_args(toolchain: Toolchain, options: CompileOptions, source: Path, out: Path,
                include_dirs: list[Path]) -> list[str]:
     args = [str(toolchain.nvcc), "-ptx", "-lineinfo", f"-arch={options.arch}"]
     args += [f"-I{d}" for d in include_dirs]
+    for d in header_wheel_dirs(toolchain):
+        args += ["-isystem", str(d)]
     args += [f"-D{d}" for d in options.defines if d.strip()]
     args += list(options.extra_flags)
     return args + ["-o", str(out), str(source)]

@@ -70,6 +70,8 @@ class AnalysisOptions:
     #: read the project's compile_commands.json (found as clangd finds it, or in `compile_commands_dir`)
     compile_commands: bool = True
     compile_commands_dir: str | None = None
+    #: use a full CUDA toolkit (CUDA_HOME, CUDA_PATH, /usr/local/cuda) before the pip wheels when one is installed
+    prefer_system_toolkit: bool = False
 
 
 @dataclass(slots=True)
@@ -149,10 +151,39 @@ def analyze_file(path: str | os.PathLike[str], text: str | None = None,
         report.findings.append(problem)
         return report
     assert source is not None
+    options = _with_toolkit(report, options)
     if p.suffix.lower() == ".ptx":
         options = _with_target(report, options, [])
         return _analyze_ptx(report, source, options, cuda_source=None, cache=cache)
     return _analyze_cuda(report, p, source, options, cache)
+
+
+def _with_toolkit(report: FileReport, options: AnalysisOptions) -> AnalysisOptions:
+    """With `prefer_system_toolkit` (and no explicit nvcc), the installed CUDA toolkit's nvcc when there is one."""
+    if not options.prefer_system_toolkit or options.nvcc_path:
+        return options
+    from kerncast.analysis.compile import system_toolkit_nvcc
+
+    nvcc = system_toolkit_nvcc()
+    if nvcc is None:
+        report.notes.append("no CUDA toolkit in CUDA_HOME, CUDA_PATH or /usr/local/cuda: using the nvcc found "
+                            "by the usual search")
+        return options
+    report.notes.append(f"using the installed CUDA toolkit's nvcc {nvcc} (preferSystemToolkit)")
+    return replace(options, nvcc_path=nvcc)
+
+
+def _compiler_label(nvcc_path: str | None) -> str | None:
+    """`nvcc 13.5.37 (pip wheels: /…/nvcc)`: the hover and the report say which compiler produced the PTX."""
+    from kerncast.analysis.compile import ToolchainError, find_toolchain
+
+    try:
+        tc = find_toolchain(nvcc_path)
+    except ToolchainError:
+        return None
+    where = {"cuda-pathfinder": "pip wheels", "CUDA_HOME": "CUDA toolkit", "setting": "chosen"}.get(tc.origin,
+                                                                                                   tc.origin)
+    return f"nvcc {tc.version} ({where}: {tc.nvcc})"
 
 
 def _with_target(report: FileReport, options: AnalysisOptions, build_archs: list[str]) -> AnalysisOptions:
@@ -199,6 +230,7 @@ def _analyze_cuda(report: FileReport, path: Path, source: str, options: Analysis
         report.findings.append(_input_finding(str(exc), code=Code.TOOLCHAIN_MISSING))
         return report
     report.toolkit = result.toolkit
+    report.compiler = _compiler_label(copts.nvcc_path)
     for d in result.diagnostics:
         sev = "error" if d.severity == "error" else "warning"
         report.findings.append(Finding(Code.COMPILE_ERROR if sev == "error" else Code.COMPILE_WARNING, sev,

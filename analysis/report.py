@@ -203,6 +203,7 @@ class FileReport:
     toolkit: str | None = None
     arch: str | None = None
     notes: list[str] = field(default_factory=list)
+    compiler: str | None = None  # which nvcc compiled the file: path, where it was found, release
 
     @property
     def ok(self) -> bool:
@@ -225,6 +226,7 @@ class FileReport:
     def to_json(self) -> dict[str, Any]:
         return {
             "file": self.file, "gpu": self.gpu, "toolkit": self.toolkit, "arch": self.arch,
+            "compiler": self.compiler,
             "kernels": [k.to_json() for k in self.kernels],
             "findings": [f.to_json() for f in self.findings], "notes": self.notes,
         }

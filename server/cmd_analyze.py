@@ -37,6 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]",
                         help="preprocessor definition for nvcc (repeatable)")
     parser.add_argument("--nvcc", dest="nvcc_path", default=None, help="path of the nvcc to use")
+    parser.add_argument("--prefer-system-cuda", action="store_true",
+                        help="use the installed CUDA toolkit (CUDA_HOME, /usr/local/cuda) before the pip wheels")
     parser.add_argument("--timeout", type=float, default=defaults.timeout_s,
                         help=f"seconds allowed for nvcc; default {defaults.timeout_s:g}")
     parser.add_argument("--budget", type=float, default=defaults.budget_s, metavar="SECONDS",
@@ -83,6 +85,7 @@ def options_from_args(args: argparse.Namespace) -> AnalysisOptions:
         nvcc_path=args.nvcc_path, timeout_s=args.timeout, overrides=launch_overrides(args), loops=args.loops,
         time_model=getattr(args, "time_model", None) or AnalysisOptions().time_model,
         lime=bool(getattr(args, "lime", False)), budget_s=getattr(args, "budget", AnalysisOptions().budget_s),
+        prefer_system_toolkit=bool(getattr(args, "prefer_system_cuda", False)),
     )
 
 

@@ -196,8 +196,9 @@ def resources_section(k: dict[str, Any]) -> list[str]:
     return [line, occ_line]
 
 
-def kernel_markdown(k: dict[str, Any], gpu: str, arch: str | None, full: bool = False) -> str:
-    """Hover (and, with `full`, the report) of one kernel."""
+def kernel_markdown(k: dict[str, Any], gpu: str, arch: str | None, full: bool = False,
+                    compiler: str | None = None) -> str:
+    """Hover (and, with `full`, the report) of one kernel; `compiler` names the nvcc that produced its PTX."""
     title = f"### {k.get('name')} — on {gpu_label(gpu)}" + (f" ({arch})" if arch else "")
     parts = [title, ""]
     parts += time_section(k) + [""]
@@ -226,6 +227,8 @@ def kernel_markdown(k: dict[str, Any], gpu: str, arch: str | None, full: bool = 
     notes = k.get("notes") or []
     if notes:
         parts += ["", *[f"_note: {n}_" for n in notes]]
+    if compiler:
+        parts += ["", f"_compiled by {compiler}" + (f" for {arch}_" if arch else "_")]
     return "\n".join(parts).rstrip() + "\n"
 
 
@@ -254,7 +257,8 @@ def finding_markdown(f: dict[str, Any]) -> str:
 
 def file_markdown(report: dict[str, Any]) -> str:
     """Every kernel's full report, for a file without a kernel under the cursor."""
-    parts = [kernel_markdown(k, report.get("gpu", "?"), report.get("arch"), full=True)
+    parts = [kernel_markdown(k, report.get("gpu", "?"), report.get("arch"), full=True,
+                             compiler=report.get("compiler"))
              for k in report.get("kernels") or []]
     return "\n---\n".join(parts) if parts else "No kernel in this file.\n"
 

@@ -375,7 +375,7 @@ def _hover_markdown(result: Result, pos: lsp.Position, k: dict[str, Any] | None)
     """Markdown for the kernel `k` under the cursor, else for the findings on the cursor's line, else None."""
     data, lines = result.data, result.lines
     if k is not None:
-        return hover.kernel_markdown(k, data.get("gpu") or "?", data.get("arch"))
+        return hover.kernel_markdown(k, data.get("gpu") or "?", data.get("arch"), compiler=data.get("compiler"))
     found = []
     for f in convert.all_findings(result.report):
         rng = convert.finding_range(f, lines)
@@ -480,7 +480,8 @@ async def show_report(ls: KerncastServer, *args: Any) -> dict[str, Any] | None:
     if k is None:
         return {"markdown": hover.file_markdown(data)}
     k = await with_lime(ls, result, k)
-    return {"markdown": hover.kernel_markdown(k, data.get("gpu") or "?", data.get("arch"), full=True),
+    return {"markdown": hover.kernel_markdown(k, data.get("gpu") or "?", data.get("arch"), full=True,
+                                              compiler=data.get("compiler")),
             "kernel": k.get("name")}
 
 
