@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 from kerncast.analysis.toolchain import Toolchain, run_tool
 
@@ -127,3 +128,58 @@ def _profile_capability(gpu: str) -> tuple[int, int] | None:
         return tuple(load_profile(gpu).compute_capability)  # type: ignore[return-value]
     except ProfileError:
         return None
+
+
+_NAME_TOKEN_RE = re.compile(r"[a-z]+\d*|\d+")
+_local_gpu: list[str | None] = []
+
+
+def profile_for_device(device_name: str, profile_ids: list[str]) -> str | None:
+    """The profile id a device name denotes (`NVIDIA H100 80GB HBM3` -> h100, `NVIDIA GeForce RTX 4090` ->
+    rtx4090), matching whole name tokens or two adjacent ones, so that `L40S` is not taken for `l4`."""
+    tokens = _NAME_TOKEN_RE.findall(device_name.lower())
+    words = set(tokens) | {a + b for a, b in zip(tokens, tokens[1:], strict=False)}
+    for pid in sorted(profile_ids, key=len, reverse=True):
+        if pid.lower() in words:
+            return pid
+    return None
+
+
+def local_gpu_profile(nvml: object | None = None) -> str | None:
+    """The profile of the first NVIDIA GPU of this machine, through NVML (the optional `gpu` extra), or None.
+
+    The real NVML is asked once per process; `nvml` stands in for the `pynvml` module (tests). No NVML, no
+    driver, no GPU, or a GPU without a profile all give None.
+    """
+    if nvml is not None:
+        return _ask_nvml(nvml)
+    if not _local_gpu:
+        try:
+            import pynvml  # type: ignore[import-not-found]
+        except ImportError:
+            _local_gpu.append(None)
+        else:
+            _local_gpu.append(_ask_nvml(pynvml))
+    return _local_gpu[0]
+
+
+def _ask_nvml(nvml: Any) -> str | None:
+    try:
+        nvml.nvmlInit()
+        try:
+            if nvml.nvmlDeviceGetCount() < 1:
+                return None
+            name = nvml.nvmlDeviceGetName(nvml.nvmlDeviceGetHandleByIndex(0))
+        finally:
+            nvml.nvmlShutdown()
+    except Exception:  # noqa: BLE001 - NVML failing (no driver, no GPU) means "no local GPU", never an error
+        return None
+    from kerncast.analysis.gpus import list_profiles
+
+    name = name.decode() if isinstance(name, bytes) else str(name)
+    return profile_for_device(name, list(list_profiles()))
+
+
+def default_gpu(fallback: str) -> str:
+    """The local GPU's profile when NVML finds one, else `fallback` (the library's default profile)."""
+    return local_gpu_profile() or fallback

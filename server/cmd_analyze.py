@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.targets import default_gpu
 from kerncast.server.render_text import render_file_report
 
 
@@ -27,8 +28,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="add LIME weights to power explanations (slower; the exact contributions are "
                              "always there)")
     defaults = AnalysisOptions()
-    parser.add_argument("--gpu", default=defaults.gpu,
-                        help=f"GPU profile id (see `kerncast gpus`); default {defaults.gpu}")
+    gpu = default_gpu(defaults.gpu)
+    parser.add_argument("--gpu", default=gpu,
+                        help=f"GPU profile id (see `kerncast gpus`); default {gpu} (this machine's GPU when NVML "
+                             f"finds one with a profile, else {defaults.gpu})")
     parser.add_argument("--arch", default=None,
                         help="nvcc/ptxas target, e.g. sm_80; default: the project's compile_commands.json, else "
                              "the GPU profile's architecture (h100 -> sm_90)")

@@ -14,13 +14,14 @@ from typing import Any
 
 from kerncast.analysis.launch import LaunchOverrides, parse_dim
 from kerncast.analysis.pipeline import DEFAULT_MAX_FILE_BYTES, AnalysisOptions, Thresholds
+from kerncast.analysis.targets import default_gpu
 
 _OPTIONS = AnalysisOptions()
 _THRESHOLDS = Thresholds()
 
 #: Every setting's default, taken from the library's own defaults so that the editor and the CLI agree.
 DEFAULTS: dict[str, Any] = {
-    "gpu": _OPTIONS.gpu,
+    "gpu": default_gpu(_OPTIONS.gpu),  # this machine's GPU when NVML finds one with a profile
     "arch": _OPTIONS.arch,
     "nvccPath": None,
     "includeDirs": [],

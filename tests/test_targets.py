@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
-from kerncast.analysis.targets import arch_for_gpu, choose_arch, resolve_target, supported_archs
+from kerncast.analysis.targets import (
+    arch_for_gpu,
+    choose_arch,
+    local_gpu_profile,
+    profile_for_device,
+    resolve_target,
+    supported_archs,
+)
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "vector_add.cu"
 
@@ -50,3 +57,42 @@ def test_cli_gpu_h100_reports_target_sm_90(nvcc_available):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[0].endswith("GPU h100, target sm_90, " + nvcc_available.version)
+
+
+class FakeNvml:
+    """Stands in for the `pynvml` module: one device with the given name, or an NVML that cannot start."""
+
+    def __init__(self, name: str | bytes | None) -> None:
+        self.name = name
+        self.shut = False
+
+    def nvmlInit(self) -> None:  # noqa: N802 - pynvml's names
+        if self.name is None:
+            raise RuntimeError("NVML Shared Library Not Found")
+
+    def nvmlDeviceGetCount(self) -> int:  # noqa: N802
+        return 1
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> int:  # noqa: N802
+        return index
+
+    def nvmlDeviceGetName(self, handle: int) -> str | bytes:  # noqa: N802
+        return self.name
+
+    def nvmlShutdown(self) -> None:  # noqa: N802
+        self.shut = True
+
+
+@pytest.mark.parametrize(("name", "profile"), [
+    ("NVIDIA H100 80GB HBM3", "h100"), (b"NVIDIA A100-SXM4-40GB", "a100"), ("NVIDIA GeForce RTX 4090", "rtx4090"),
+    ("NVIDIA L4", "l4"), ("Tesla T4", "t4"), ("Tesla V100-SXM2-16GB", "v100"), ("NVIDIA L40S", None),
+    ("NVIDIA GeForce GTX 1050", "gtx1050"), ("NVIDIA B200", None),
+])
+def test_local_gpu_is_offered_as_the_profile(name, profile):
+    nvml = FakeNvml(name)
+    assert local_gpu_profile(nvml) == profile and nvml.shut
+
+
+def test_no_nvml_means_no_local_gpu():
+    assert local_gpu_profile(FakeNvml(None)) is None
+    assert profile_for_device("Tesla T4", ["t4", "l4"]) == "t4"
