@@ -10,7 +10,7 @@ and the time spent compiling and analysing.
 
     nice .venv/bin/python benchmarks/corpus.py /tmp/corpus/cuda-samples /tmp/corpus/rodinia \\
         [--arch sm_80,sm_90] [--max-files N] [--jobs 2] [--cache /tmp/kerncast-corpus] [-I DIR] [-D NAME=VALUE]
-        [--std c++17]
+        [--std c++17] [--glob 'examples/cute/**/*.cu']
 
 Include directories: each file's own directory, plus every directory named `common`, `Common`, `inc` or
 `include` within three levels of the code base root (cuda-samples' `Common/`, CUTLASS's `include/`), plus `-I`.
@@ -83,8 +83,10 @@ def include_dirs(root: Path) -> list[Path]:
     return sorted(found)
 
 
-def cu_files(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*.cu") if p.is_file())
+def cu_files(root: Path, globs: list[str]) -> list[Path]:
+    """The `.cu` files below `root` (or only those matching the `--glob` patterns, relative to it)."""
+    found = {p for g in (globs or ["**/*.cu"]) for p in root.glob(g) if p.is_file() and p.suffix == ".cu"}
+    return sorted(found)
 
 
 def compile_one(nvcc: str, cu: Path, arch: str, incs: list[Path], std: str | None, cache: Path,
@@ -170,7 +172,7 @@ def analyse_ptx(path: Path, stats: BaseStats, label: str) -> None:
 
 def run_base(root: Path, args: argparse.Namespace, nvcc: str, cache: Path) -> BaseStats:
     stats = BaseStats(root.name)
-    files = cu_files(root)
+    files = cu_files(root, args.glob)
     stats.cu_files = len(files)
     if args.max_files is not None:
         files = files[:args.max_files]
@@ -225,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", type=Path, default=None, help="keep PTX here and reuse it on later runs")
     ap.add_argument("-I", dest="include", action="append", default=[], help="extra include directory")
     ap.add_argument("-D", dest="defines", action="append", default=[], help="extra define, NAME or NAME=VALUE")
+    ap.add_argument("--glob", action="append", default=[],
+                    help="only the .cu files matching this pattern, relative to each directory (repeatable)")
     ap.add_argument("--std", default="c++17", help="C++ standard for nvcc (default c++17)")
     args = ap.parse_args(argv)
     missing = [d for d in args.dirs if not d.is_dir()]

@@ -30,7 +30,8 @@ export type TimeModel = (typeof TIME_MODELS)[number];
 /** The server's configuration (camelCase keys), sent as `initializationOptions` and on every change. */
 export interface KerncastOptions {
     gpu: string;
-    arch: string;
+    /** null: the server follows the project's compile_commands.json, else the GPU profile (h100 -> sm_90) */
+    arch: string | null;
     nvccPath: string | null;
     includeDirs: string[];
     defines: string[];
@@ -44,7 +45,7 @@ export interface KerncastOptions {
 
 export const DEFAULT_OPTIONS: Readonly<KerncastOptions> = Object.freeze({
     gpu: 'v100',
-    arch: 'sm_75',
+    arch: null,
     nvccPath: null,
     includeDirs: [],
     defines: [],
@@ -275,8 +276,9 @@ export function buildInitializationOptions(read: SettingReader, ctx: PathContext
     // A profile id (matched case-insensitively) or the path of a profile's .toml file.
     const rawGpu = readString(read, 'gpu', d.gpu, problems);
     const gpu = isProfilePath(rawGpu) ? resolvePathSetting(rawGpu, ctx) : rawGpu.toLowerCase();
-    const arch = readString(read, 'arch', d.arch, problems);
-    if (!/^(sm|compute)_\d+[a-z]?$/.test(arch)) {
+    const rawArch = read('arch');
+    const arch = rawArch === undefined || rawArch === null || rawArch === '' ? null : readString(read, 'arch', '', problems) || null;
+    if (arch !== null && !/^(sm|compute)_\d+[a-z]?$/.test(arch)) {
         problems.push(`kerncast.arch: ${JSON.stringify(arch)} does not look like an nvcc -arch value (e.g. sm_75)`);
     }
 

@@ -79,7 +79,7 @@ describe('extension with a fake VS Code and a fake server', () => {
         const [init] = received('initialize');
         const options = init.params?.initializationOptions as Record<string, unknown>;
         assert.equal(options.gpu, 'v100');
-        assert.equal(options.arch, 'sm_75');
+        assert.equal(options.arch, null);
         assert.deepEqual(options.launch, { saxpy: { grid: 4096, block: 256 } });
         assert.deepEqual(options.thresholds, {
             uncoalescedExcessPercent: 25,
