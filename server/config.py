@@ -287,6 +287,26 @@ def for_folder(settings: Settings, folder: str | None) -> Settings:
     return replace(settings, options=options)
 
 
+def build_stamp(settings: Settings, path: str | None) -> str:
+    """Which compile_commands.json a document's analysis reads, and its state, so that a regenerated one is
+    not answered from the result cache."""
+    o = settings.options
+    if not o.compile_commands or not path:
+        return ""
+    from pathlib import Path
+
+    from kerncast.analysis.compile_db import find_database
+
+    db = find_database(Path(path), o.compile_commands_dir)
+    if db is None:
+        return ""
+    try:
+        st = db.stat()
+    except OSError:
+        return str(db)
+    return f"{db}:{st.st_mtime_ns}:{st.st_size}"
+
+
 def with_gpu(settings: Settings, gpu: str) -> Settings:
     """The same settings for another GPU profile."""
     raw = dict(settings.raw, gpu=gpu)

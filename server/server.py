@@ -149,7 +149,9 @@ class KerncastServer(LanguageServer):
                 self.publish_error(uri, None, f"the document could not be read ({exc})")
                 return
             settings = config.for_folder(self.settings, self.folder_of(uri))
-            key = hashlib.sha1(f"{settings.fingerprint()}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()
+            build = config.build_stamp(settings, uris.to_fs_path(uri))  # a regenerated compile_commands.json
+            key = hashlib.sha1(f"{settings.fingerprint()}\0{build}\0{text}".encode("utf-8", "surrogatepass")
+                               ).hexdigest()
             result = self.cached(uri, version, key)
             if result is None:
                 try:

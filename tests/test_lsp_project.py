@@ -93,3 +93,20 @@ async def test_relative_include_dirs_resolve_against_the_workspace_folder(client
     strided = [d for d in diags if d.code == "uncoalesced-global"]
     assert strided and "32 bytes apart" in strided[0].message  # kc_tile = 8 from plain/headers
     s.close(uri)
+
+
+async def test_regenerated_compile_commands_is_read_again(client: LanguageClient) -> None:
+    s = Session(client, client.workdir)
+    db = client.workdir / "cmake_project" / "build" / "compile_commands.json"
+    original = db.read_text()
+    uri = s.open("cmake_project/src/scale.cu")
+    first = await _diagnostics(s, uri)
+    assert "128 bytes apart" in next(d for d in first if d.code == "uncoalesced-global").message
+    db.write_text(original.replace("KC_TILE=32", "KC_TILE=4"))
+    try:
+        s.save(uri)  # same text: only the build changed
+        await s.wait_for(lambda: any("16 bytes apart" in d.message for p in s.published(uri)
+                                     for d in p.diagnostics), timeout=TIMEOUT_S)
+    finally:
+        db.write_text(original)
+    s.close(uri)
