@@ -196,3 +196,11 @@ def test_pipeline_reports_the_malformed_function_and_analyses_the_others():
     (err,) = [f for f in report.findings if f.code == "ptx-syntax-error"]
     assert err.severity == "error" and err.line == 30 and "broken_middle" in err.message
     assert all(k.instruction_count for k in report.kernels)
+
+
+def test_opcodes_seen_in_public_code_are_classified():
+    body = "\tbrkpt;\n\tbmsk.clamp.b32 %r1, %r2, %r3;\n\tvabsdiff4.u32.u32.u32.add %r1, %r2, %r3, %r4;\n\tret;\n"
+    (k,) = parse_ptx(f".version 8.0\n.target sm_80\n.address_size 64\n.entry e()\n{{\n{body}}}\n").kernels
+    classes = [classify(i) for i in k.body]
+    assert all(c.known for c in classes)
+    assert [c.type for c in classes] == ["misc", "compute", "compute", "misc"]
