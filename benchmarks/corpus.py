@@ -154,7 +154,8 @@ def analyse_ptx(path: Path, stats: BaseStats, label: str) -> None:
             stats.skipped_functions += 1
             construct = construct_at(text, err.line)
             stats.constructs[construct] += 1
-            stats.failures.append(f"{label}: function {err.name}, {construct}: {err.line}:{err.column} {err.message}")
+            stats.failures.append(f"{label}: function {_short(err.name or '?')}, {construct}: "
+                                  f"{err.line}:{err.column} {err.message}")
     stats.functions += len(module.functions)
     for fn in module.kernels:
         stats.kernels += 1
@@ -166,8 +167,13 @@ def analyse_ptx(path: Path, stats: BaseStats, label: str) -> None:
             analyze_memory(module, fn, cfg, loops, None, {}, {}, Thresholds())
         except Exception as exc:  # noqa: BLE001 - the corpus run counts crashes instead of stopping
             stats.crashes[f"{type(exc).__name__}: {str(exc)[:80]}"] += 1
-            stats.failures.append(f"{label}: kernel {fn.name}: analysis crashed: {type(exc).__name__}: {exc}")
+            stats.failures.append(f"{label}: kernel {_short(fn.name)}: analysis crashed: {type(exc).__name__}: {exc}")
     stats.analyse_s += time.perf_counter() - start
+
+
+def _short(name: str, limit: int = 60) -> str:
+    """Mangled template names run to kilobytes; the head is enough to find the kernel."""
+    return name if len(name) <= limit else name[:limit] + "..."
 
 
 def run_base(root: Path, args: argparse.Namespace, nvcc: str, cache: Path) -> BaseStats:
