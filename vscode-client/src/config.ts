@@ -41,6 +41,9 @@ export interface KerncastOptions {
     thresholds: Thresholds;
     analyzeOnChange: boolean;
     timeoutSeconds: number;
+    compileCommands: boolean;
+    compileCommandsDir: string | null;
+    preferSystemToolkit: boolean;
 }
 
 export const DEFAULT_OPTIONS: Readonly<KerncastOptions> = Object.freeze({
@@ -60,6 +63,9 @@ export const DEFAULT_OPTIONS: Readonly<KerncastOptions> = Object.freeze({
     }),
     analyzeOnChange: true,
     timeoutSeconds: 120,
+    compileCommands: true,
+    compileCommandsDir: null,
+    preferSystemToolkit: false,
 });
 
 /** Every setting id (relative to `kerncast.`) that is part of the server's configuration. */
@@ -78,6 +84,9 @@ export const SERVER_SETTING_KEYS: readonly string[] = [
     'thresholds.lowOccupancy',
     'analyzeOnChange',
     'timeoutSeconds',
+    'compileCommands',
+    'compileCommandsDir',
+    'preferSystemToolkit',
 ];
 
 /** Reads one setting; `key` is relative to the `kerncast` section, e.g. `thresholds.lowOccupancy`. */
@@ -154,6 +163,17 @@ function readString(read: SettingReader, key: string, fallback: string, problems
         return fallback;
     }
     return value.trim();
+}
+
+function readBoolean(read: SettingReader, key: string, fallback: boolean, problems: string[]): boolean {
+    const value = read(key);
+    if (typeof value === 'boolean') {
+        return value;
+    }
+    if (value !== undefined && value !== null) {
+        problems.push(`kerncast.${key}: expected true or false, using ${fallback}`);
+    }
+    return fallback;
 }
 
 function readStringList(read: SettingReader, key: string, problems: string[]): string[] {
@@ -323,6 +343,16 @@ export function buildInitializationOptions(read: SettingReader, ctx: PathContext
         problems.push(`kerncast.analyzeOnChange: expected true or false, using ${d.analyzeOnChange}`);
     }
 
+    const compileCommands = readBoolean(read, 'compileCommands', d.compileCommands, problems);
+    const preferSystemToolkit = readBoolean(read, 'preferSystemToolkit', d.preferSystemToolkit, problems);
+    let compileCommandsDir: string | null = null;
+    const rawDir = read('compileCommandsDir');
+    if (typeof rawDir === 'string' && rawDir.trim() !== '') {
+        compileCommandsDir = resolvePathSetting(rawDir, ctx);
+    } else if (rawDir !== undefined && rawDir !== null && rawDir !== '') {
+        problems.push('kerncast.compileCommandsDir: expected a path or null, ignored');
+    }
+
     const options: KerncastOptions = {
         gpu,
         arch,
@@ -360,6 +390,9 @@ export function buildInitializationOptions(read: SettingReader, ctx: PathContext
         },
         analyzeOnChange,
         timeoutSeconds: readNumber(read, 'timeoutSeconds', d.timeoutSeconds, problems, 1),
+        compileCommands,
+        compileCommandsDir,
+        preferSystemToolkit,
     };
     return { options, problems };
 }

@@ -40,6 +40,9 @@ describe('buildInitializationOptions', () => {
                 'thresholds.lowOccupancy': 0.5,
                 analyzeOnChange: false,
                 timeoutSeconds: 30,
+                compileCommands: false,
+                compileCommandsDir: '/proj/build',
+                preferSystemToolkit: true,
             }),
         );
         assert.deepEqual(problems, []);
@@ -59,6 +62,9 @@ describe('buildInitializationOptions', () => {
             },
             analyzeOnChange: false,
             timeoutSeconds: 30,
+            compileCommands: false,
+            compileCommandsDir: '/proj/build',
+            preferSystemToolkit: true,
         });
     });
 
