@@ -836,7 +836,8 @@ def analyze_memory(module: Module, function: Function, cfg: Cfg, loops: LoopFore
     todo = [ins for ins in function.body
             if not (cfg.block_of and cfg.block_of[ins.index] in cfg.unreachable)
             and (ins.guard is not None and ins.opcode in ("bra", *_MEMORY_OPCODES)
-                 or ins.opcode in _MEMORY_OPCODES and ins.space not in ("param", "const", "tex"))]
+                 or ins.opcode in _MEMORY_OPCODES and ins.space not in ("param", "const", "tex")
+                 or ins.opcode not in _MEMORY_OPCODES and memory_touch(ins) is not None)]
     for n, ins in enumerate(todo):
         if deadline is not None and time.thread_time() >= deadline:
             result.skipped = len(todo) - n
