@@ -1,10 +1,11 @@
 """A fitted power model at run time: a weighted blend of learners over a feature table, exact contributions.
 
-This is the prediction side only (numpy, and XGBoost for tree members; no scikit-learn, no LIME, no dataset
-code): a model is read from its JSON document plus one XGBoost UBJ file per tree member (no pickle), predicts
-watts for every row of a feature table in one call, and splits each prediction into per-feature contributions.
-Training lives in `fitting.py`. Tree members predict with one thread: a file's kernels are one small batch,
-and XGBoost's thread pool costs more to start than the trees cost to walk.
+This is the prediction side only (numpy; no XGBoost, no scikit-learn, no LIME, no dataset code): a model is
+read from its JSON document plus one XGBoost UBJ file per tree member (no pickle), predicts watts for every row
+of a feature table in one call, and splits each prediction into per-feature contributions. Tree members are
+evaluated by trees.py, which reads the UBJ files itself and reproduces XGBoost's predictions and TreeSHAP
+contributions, so that loading the model costs milliseconds instead of XGBoost's second of imports. Training
+(with XGBoost) lives in `fitting.py`.
 """
 
 from __future__ import annotations
@@ -15,12 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import xgboost as xgb
 from kerncast.analysis.power.gam import SplineGAM
 from kerncast.analysis.power.intervals import PowerInterval
+from kerncast.analysis.power.trees import TreeEnsemble
 
 FORMAT_VERSION = 2
-PREDICT_THREADS = 1
 
 
 def matrix(table: dict[str, np.ndarray], names: tuple[str, ...]) -> np.ndarray:
@@ -35,21 +35,29 @@ class FittedMember:
     features: tuple[str, ...]
     weight: float
     gam: SplineGAM | None = None
-    booster: xgb.Booster | None = None
+    trees: TreeEnsemble | None = None
+    #: the tree member's XGBoost model as saved (UBJ bytes), written back unchanged by `PowerModel.save`
+    ubj: bytes | None = None
+
+    @classmethod
+    def from_ubj(cls, kind: str, features: tuple[str, ...], weight: float, ubj: bytes) -> FittedMember:
+        """A tree member from its XGBoost UBJ bytes (checked to have one input per feature)."""
+        trees = TreeEnsemble.from_ubj(ubj)
+        if trees.n_features != len(features):
+            raise ValueError(f"tree model has {trees.n_features} inputs but {len(features)} features are listed")
+        return cls(kind, features, weight, trees=trees, ubj=bytes(ubj))
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         if self.gam is not None:
             return self.gam.predict(X)
-        return self.booster.inplace_predict(X.astype(np.float32))
+        return self.trees.predict(X)
 
     def contributions(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(base per row, (n, k) contributions): TreeSHAP for trees, additive terms for the GAM."""
         if self.gam is not None:
             b, c = self.gam.contributions(X)
             return np.full(X.shape[0], b), c
-        dm = xgb.DMatrix(X.astype(np.float32), feature_names=list(self.features), nthread=PREDICT_THREADS)
-        sh = self.booster.predict(dm, pred_contribs=True)
-        return sh[:, -1], sh[:, :-1]
+        return self.trees.contributions(X)
 
 
 @dataclass
@@ -112,7 +120,7 @@ class PowerModel:
                 doc["gam"] = m.gam.to_dict()
             else:
                 fname = f"{model_id}.{i}.ubj"
-                m.booster.save_model(str(directory / fname))
+                (directory / fname).write_bytes(m.ubj)
                 doc["file"] = fname
                 written.append(directory / fname)
             docs.append(doc)
@@ -136,11 +144,7 @@ class PowerModel:
                 members.append(FittedMember(d["kind"], tuple(d["features"]), float(d["weight"]),
                                             gam=SplineGAM.from_dict(d["gam"])))
             else:
-                booster = xgb.Booster()
                 raw = (path.parent / d["file"]).read_bytes() if read_bytes is None else read_bytes(d["file"])
-                booster.load_model(bytearray(raw))
-                booster.set_param({"nthread": PREDICT_THREADS})
-                booster.feature_names = list(d["features"])
-                members.append(FittedMember(d["kind"], tuple(d["features"]), float(d["weight"]), booster=booster))
+                members.append(FittedMember.from_ubj(d["kind"], tuple(d["features"]), float(d["weight"]), raw))
         return cls(body["recipe"], body["target"], members, PowerInterval.from_json(body.get("interval")),
                    body.get("metadata", {}))

@@ -67,4 +67,4 @@ def _fit_member(spec: Member, names: tuple[str, ...], X: np.ndarray, y: np.ndarr
     params, rounds = _xgb_params(spec.kind, n_jobs)
     dm = xgb.DMatrix(X.astype(np.float32), label=y, feature_names=list(names), nthread=n_jobs)
     booster = xgb.train(params, dm, num_boost_round=rounds)
-    return FittedMember(spec.kind, names, spec.weight, booster=booster)
+    return FittedMember.from_ubj(spec.kind, names, spec.weight, bytes(booster.save_raw("ubj")))

@@ -1,0 +1,250 @@
+"""A tree ensemble evaluated with numpy: predictions and exact per-feature contributions (TreeSHAP).
+
+Why not XGBoost at run time: importing it (with scikit-learn and SciPy behind it) takes longer than analysing a
+whole file, and a file's kernels are a batch of a few rows. The shipped `.ubj` model files (saved by
+`kerncast power train` through XGBoost) are read here directly (ubjson.py): per tree the split feature,
+threshold, children, default direction for missing values, leaf values and node covers (hessian sums), plus the
+model's base score. Only regression trees with an identity link (`reg:squarederror`) and numeric splits are
+accepted; anything else is refused with a clear message, never guessed.
+
+Each leaf is kept as its root-to-leaf path. A row reaches a leaf when it takes every split of the path (x < t goes
+left, a missing value goes the default way), so a prediction is the base score plus, per leaf, its value times
+the product of the path's step indicators. Contributions are the path-dependent TreeSHAP values of Lundberg,
+Erion and Lee (2018): for a leaf whose path splits on the distinct features P (|P| = d), let o_j be 1 when the
+row takes every split on feature j along the path (else 0) and z_j the product of the cover ratios
+child/parent of those splits (the share of training rows that went that way). The leaf's value v is then the
+game f(S) = v * prod_{j in S} o_j * prod_{j in P minus S} z_j over the path's features, whose Shapley value is
+
+    phi_i = v * (o_i - z_i) * sum_k w(k, d) * e_k,    w(k, d) = k! (d - 1 - k)! / d!,
+
+with e_k the coefficient of t^k in prod_{j in P, j != i} (z_j + o_j t). The base value is sum_L v * prod z_j, the
+cover-weighted mean of each tree. Everything is computed for all rows and all leaves of the ensemble at once;
+the polynomial excluding feature i is obtained by dividing the full product by (z_i + o_i t), which is exact
+because o_i is 0 or 1 and z_i > 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import factorial
+
+import numpy as np
+from kerncast.analysis.power.ubjson import loads
+
+#: rows x leaves x path slots evaluated at once (bounds the working memory to tens of MB)
+CHUNK_CELLS = 1_500_000
+
+
+class UnsupportedModel(ValueError):
+    """A tree model this evaluator cannot reproduce exactly (objective, split type or layout)."""
+
+
+@dataclass(frozen=True)
+class TreeEnsemble:
+    """Every leaf of an ensemble as a padded root-to-leaf path (arrays of shape (leaves, steps or slots))."""
+
+    n_features: int
+    base_score: float
+    value: np.ndarray        # (L,) leaf values
+    step_feature: np.ndarray  # (L, S) feature of each split on the path
+    step_threshold: np.ndarray  # (L, S) float32 threshold
+    step_left: np.ndarray     # (L, S) the path goes left at this split
+    step_default_left: np.ndarray  # (L, S) a missing value goes left
+    step_slot: np.ndarray     # (L, S) which distinct-feature slot of the path the split belongs to
+    step_valid: np.ndarray    # (L, S) False for padding
+    slot_feature: np.ndarray  # (L, D) distinct features of the path (0 for padding)
+    slot_zero: np.ndarray     # (L, D) product of the cover ratios of the slot's splits (1 for padding)
+    slot_valid: np.ndarray    # (L, D)
+    weights: np.ndarray       # (L, D) w(k, d) of the leaf's path length d, for k = 0..D-1
+    unwind: np.ndarray        # (D, D + 1, L) c_m(z_i): sum_k w_k e_k^(-i) = sum_m c_m p_m when o_i = 1
+
+    # -- reading -------------------------------------------------------------------------------------
+    @classmethod
+    def from_ubj(cls, raw: bytes) -> TreeEnsemble:
+        """The ensemble of an XGBoost model saved as UBJSON (`Booster.save_model('x.ubj')`)."""
+        doc = loads(raw)
+        try:
+            learner = doc["learner"]
+            objective = learner["objective"]["name"]
+            param = learner["learner_model_param"]
+            booster = learner["gradient_booster"]
+            trees = booster["model"]["trees"]
+        except (KeyError, TypeError):
+            raise UnsupportedModel("not an XGBoost model document") from None
+        if objective != "reg:squarederror":
+            raise UnsupportedModel(f"objective {objective} is not supported (only reg:squarederror)")
+        if booster.get("name") != "gbtree":
+            raise UnsupportedModel(f"booster {booster.get('name')} is not supported (only gbtree)")
+        if int(param.get("num_target", "1")) != 1 or int(param.get("num_class", "0")) > 1:
+            raise UnsupportedModel("only single-output models are supported")
+        base = float(np.float32(str(param["base_score"]).strip("[]")))
+        return cls._from_nodes(int(param["num_feature"]), base, _Nodes.concat(trees))
+
+    @classmethod
+    def _from_nodes(cls, n_features: int, base: float, nodes: _Nodes) -> TreeEnsemble:
+        """Walk every leaf up to its root (all leaves at once) and group each path's splits by feature."""
+        leaves = np.flatnonzero(nodes.left < 0)
+        L = leaves.size
+        steps: list[tuple[np.ndarray, ...]] = []
+        cur = leaves
+        while True:
+            parent = nodes.parent[cur]
+            valid = parent >= 0
+            if not valid.any():
+                break
+            p = np.where(valid, parent, 0)
+            ratio = np.divide(nodes.cover[cur], nodes.cover[p], out=np.zeros(L), where=nodes.cover[p] > 0)
+            steps.append((nodes.feature[p], nodes.cond[p], nodes.left[p] == cur, nodes.default_left[p],
+                          np.where(valid, ratio, 1.0), valid))
+            cur = np.where(valid, parent, cur)
+        if not steps:  # every tree is a single leaf
+            steps.append((np.zeros(L, np.int64), np.zeros(L, np.float32), np.zeros(L, bool), np.zeros(L, bool),
+                          np.ones(L), np.zeros(L, bool)))
+        sf, st, sl, sd, ratio, sv = (np.stack(col, axis=1) for col in zip(*steps, strict=True))
+        # distinct features of each path: sort each row's features (padding last), number the runs
+        key = np.where(sv, sf, n_features)
+        order = np.argsort(key, axis=1, kind="stable")
+        ordered = np.take_along_axis(key, order, axis=1)
+        new = np.ones_like(ordered, dtype=bool)
+        new[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+        slot_sorted = np.cumsum(new, axis=1) - 1
+        ss = np.empty_like(slot_sorted)
+        np.put_along_axis(ss, order, slot_sorted, axis=1)
+        d = np.where(ordered < n_features, new, False).sum(axis=1)
+        D = max(1, int(d.max()))
+        slot_v = np.arange(D)[None, :] < d[:, None]
+        rows = np.arange(L)
+        slot_f = np.zeros((L, D), np.int64)
+        slot_z = np.ones((L, D))
+        for s in range(sf.shape[1]):
+            ok = sv[:, s]
+            slot_f[rows[ok], ss[ok, s]] = sf[ok, s]
+            slot_z[rows[ok], ss[ok, s]] *= ratio[ok, s]
+        ss = np.where(sv, ss, 0)
+        table = np.zeros((D + 1, D))  # w(k, d) for every path length d
+        for n in range(1, D + 1):
+            table[n, :n] = [factorial(k) * factorial(n - 1 - k) / factorial(n) for k in range(n)]
+        weights = table[d]
+        return cls(n_features, base, nodes.cond[leaves].astype(float), sf, st.astype(np.float32), sl, sd, ss, sv,
+                   slot_f, slot_z, slot_v, weights, _unwind_weights(weights, slot_z))
+
+    # -- evaluation ----------------------------------------------------------------------------------
+    def _check(self, X: np.ndarray) -> np.ndarray:
+        X = np.asarray(X, dtype=np.float32)
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise ValueError(f"expected an (n, {self.n_features}) feature matrix, got shape {X.shape}")
+        return X
+
+    def _steps(self, X: np.ndarray, layout: str = "nls") -> np.ndarray:
+        """1.0 where the row takes the path's split (padding counts as taken), shaped (n, L, S) or (S, n, L)."""
+        cols = (self.step_threshold, self.step_left, self.step_default_left, self.step_valid)
+        if layout == "snl":
+            threshold, left, default_left, valid = (c.T[:, None, :] for c in cols)
+            x = X.T[self.step_feature.T].transpose(0, 2, 1)  # (S, L, n) -> (S, n, L)
+        else:
+            threshold, left, default_left, valid = cols
+            x = X[:, self.step_feature]
+        goes_left = x < threshold
+        missing = np.isnan(x)
+        if missing.any():
+            goes_left = np.where(missing, default_left, goes_left)
+        return ((goes_left == left) | ~valid).astype(float)
+
+    def _chunks(self, n: int):
+        size = max(1, CHUNK_CELLS // max(1, self.value.size * self.step_feature.shape[1]))
+        return [slice(a, min(n, a + size)) for a in range(0, n, size)]
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """The model's output (identity link) for every row of X."""
+        X = self._check(X)
+        out = np.empty(X.shape[0])
+        for part in self._chunks(X.shape[0]):
+            out[part] = self.base_score + self._steps(X[part]).prod(axis=2) @ self.value
+        return out
+
+    def contributions(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(base per row, (n, k) exact TreeSHAP contributions); base + row sum equals `predict`."""
+        X = self._check(X)
+        n = X.shape[0]
+        phi = np.zeros((n, self.n_features))
+        for part in self._chunks(n):
+            phi[part] = self._contributions(X[part])
+        base = self.base_score + float(self.value @ self.slot_zero.prod(axis=1))
+        return np.full(n, base), phi
+
+    def _contributions(self, X: np.ndarray) -> np.ndarray:
+        """Contributions of a chunk of rows; arrays are laid out (slot or degree, row, leaf) so that every
+        step of the loops below works on contiguous (row, leaf) planes."""
+        n, (L, D) = X.shape[0], self.slot_feature.shape
+        steps = self._steps(X, layout="snl")  # (S, n, L)
+        one = np.ones((n, L * D))  # o_j per (row, leaf, slot), then laid out (slot, row, leaf)
+        leaf_base = np.arange(L) * D
+        for s in range(steps.shape[0]):
+            one[:, leaf_base + self.step_slot[:, s]] *= steps[s]
+        one = np.ascontiguousarray(one.reshape(n, L, D).transpose(2, 0, 1))
+        one *= self.slot_valid.T[:, None, :]  # padding is the factor (1 + 0 t)
+        zero = np.ascontiguousarray(self.slot_zero.T)  # (D, L)
+        full = np.zeros((D + 1, n, L))  # prod_j (z_j + o_j t), coefficients of t^0..t^D
+        full[0] = 1.0
+        tmp = np.empty((n, L))
+        for j in range(D):
+            for m in range(j + 1, 0, -1):  # in place, highest degree first
+                np.multiply(full[m - 1], one[j], out=tmp)
+                full[m] *= zero[j]
+                full[m] += tmp
+            full[0] *= zero[j]
+        taken = np.einsum("mnl,iml->inl", full, self.unwind)  # o_i = 1: divide by (z_i + t)
+        missed = np.einsum("mnl,ml->nl", full[:D], self.weights.T)[None] / np.where(zero > 0, zero, 1.0)[:, None]
+        phi = np.where(one > 0, taken, missed)
+        phi *= (one - zero[:, None, :]) * (self.value * self.slot_valid.T)[:, None, :]
+        index = (np.arange(n)[None, :, None] * self.n_features + self.slot_feature.T[:, None, :]).ravel()
+        return np.bincount(index, weights=phi.ravel(), minlength=n * self.n_features).reshape(n, self.n_features)
+
+
+def _unwind_weights(weights: np.ndarray, zero: np.ndarray) -> np.ndarray:
+    """c[i, m, l] with sum_k w_k q_k = sum_m c_m p_m, where q = p / (z_i + t) (leaf l, slot i).
+
+    Dividing p by (z + t) gives q_k = sum_{m > k} p_m (-z)^(m-k-1), hence c_0 = 0 and c_{m+1} = w_m - z c_m.
+    These depend on the leaf only, so they are computed once when the model is read.
+    """
+    L, D = weights.shape
+    out = np.zeros((D, D + 1, L))  # (slot i, degree m, leaf)
+    for m in range(D):
+        out[:, m + 1] = weights[:, m][None, :] - zero.T * out[:, m]
+    return out
+
+
+@dataclass(frozen=True)
+class _Nodes:
+    """The nodes of all trees of an ensemble in one numbering (children and parents as global indices)."""
+
+    left: np.ndarray
+    parent: np.ndarray
+    feature: np.ndarray
+    cond: np.ndarray
+    default_left: np.ndarray
+    cover: np.ndarray
+
+    @classmethod
+    def concat(cls, trees: list[dict]) -> _Nodes:
+        cols: dict[str, list[np.ndarray]] = {k: [] for k in ("left", "right", "feature", "cond", "dl", "cover")}
+        offset = 0
+        for tree in trees:
+            if np.any(np.asarray(tree.get("split_type", [])) != 0) or \
+                    int(tree.get("tree_param", {}).get("size_leaf_vector", 1)) > 1:
+                raise UnsupportedModel("categorical splits and vector leaves are not supported")
+            left, right = np.asarray(tree["left_children"], np.int64), np.asarray(tree["right_children"], np.int64)
+            cols["left"].append(np.where(left >= 0, left + offset, -1))
+            cols["right"].append(np.where(right >= 0, right + offset, -1))
+            cols["feature"].append(np.asarray(tree["split_indices"], np.int64))
+            cols["cond"].append(np.asarray(tree["split_conditions"], np.float32))
+            cols["dl"].append(np.asarray(tree["default_left"]).astype(bool))
+            cols["cover"].append(np.asarray(tree["sum_hessian"], float))
+            offset += left.size
+        left, right = np.concatenate(cols["left"]), np.concatenate(cols["right"])
+        parent = np.full(left.size, -1, np.int64)
+        inner = np.flatnonzero(left >= 0)
+        parent[left[inner]] = inner
+        parent[right[inner]] = inner
+        return cls(left, parent, np.concatenate(cols["feature"]), np.concatenate(cols["cond"]),
+                   np.concatenate(cols["dl"]), np.concatenate(cols["cover"]))
