@@ -57,6 +57,7 @@ class TreeEnsemble:
     slot_valid: np.ndarray    # (L, D)
     weights: np.ndarray       # (L, D) w(k, d) of the leaf's path length d, for k = 0..D-1
     unwind: np.ndarray        # (D, D + 1, L) c_m(z_i): sum_k w_k e_k^(-i) = sum_m c_m p_m when o_i = 1
+    nodes: _Nodes             # the trees themselves, for predictions by walking them
 
     # -- reading -------------------------------------------------------------------------------------
     @classmethod
@@ -126,7 +127,7 @@ class TreeEnsemble:
             table[n, :n] = [factorial(k) * factorial(n - 1 - k) / factorial(n) for k in range(n)]
         weights = table[d]
         return cls(n_features, base, nodes.cond[leaves].astype(float), sf, st.astype(np.float32), sl, sd, ss, sv,
-                   slot_f, slot_z, slot_v, weights, _unwind_weights(weights, slot_z))
+                   slot_f, slot_z, slot_v, weights, _unwind_weights(weights, slot_z), nodes)
 
     # -- evaluation ----------------------------------------------------------------------------------
     def _check(self, X: np.ndarray) -> np.ndarray:
@@ -157,10 +158,17 @@ class TreeEnsemble:
     def predict(self, X: np.ndarray) -> np.ndarray:
         """The model's output (identity link) for every row of X."""
         X = self._check(X)
-        out = np.empty(X.shape[0])
-        for part in self._chunks(X.shape[0]):
-            out[part] = self.base_score + self._steps(X[part]).prod(axis=2) @ self.value
-        return out
+        nd = self.nodes
+        node = np.broadcast_to(nd.roots, (X.shape[0], nd.roots.size)).copy()  # (n, trees)
+        rows = np.arange(X.shape[0])[:, None]
+        while True:
+            inner = nd.left[node] >= 0
+            if not inner.any():
+                break
+            x = X[rows, nd.feature[node]]
+            goes_left = np.where(np.isnan(x), nd.default_left[node], x < nd.cond[node])
+            node = np.where(inner, np.where(goes_left, nd.left[node], nd.right[node]), node)
+        return self.base_score + nd.cond[node].sum(axis=1, dtype=float)
 
     def contributions(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(base per row, (n, k) exact TreeSHAP contributions); base + row sum equals `predict`."""
@@ -218,7 +226,9 @@ def _unwind_weights(weights: np.ndarray, zero: np.ndarray) -> np.ndarray:
 class _Nodes:
     """The nodes of all trees of an ensemble in one numbering (children and parents as global indices)."""
 
+    roots: np.ndarray
     left: np.ndarray
+    right: np.ndarray
     parent: np.ndarray
     feature: np.ndarray
     cond: np.ndarray
@@ -228,7 +238,7 @@ class _Nodes:
     @classmethod
     def concat(cls, trees: list[dict]) -> _Nodes:
         cols: dict[str, list[np.ndarray]] = {k: [] for k in ("left", "right", "feature", "cond", "dl", "cover")}
-        offset = 0
+        offset, roots = 0, []
         for tree in trees:
             if np.any(np.asarray(tree.get("split_type", [])) != 0) or \
                     int(tree.get("tree_param", {}).get("size_leaf_vector", 1)) > 1:
@@ -240,11 +250,12 @@ class _Nodes:
             cols["cond"].append(np.asarray(tree["split_conditions"], np.float32))
             cols["dl"].append(np.asarray(tree["default_left"]).astype(bool))
             cols["cover"].append(np.asarray(tree["sum_hessian"], float))
+            roots.append(offset)
             offset += left.size
         left, right = np.concatenate(cols["left"]), np.concatenate(cols["right"])
         parent = np.full(left.size, -1, np.int64)
         inner = np.flatnonzero(left >= 0)
         parent[left[inner]] = inner
         parent[right[inner]] = inner
-        return cls(left, parent, np.concatenate(cols["feature"]), np.concatenate(cols["cond"]),
-                   np.concatenate(cols["dl"]), np.concatenate(cols["cover"]))
+        return cls(np.array(roots, np.int64), left, right, parent, np.concatenate(cols["feature"]),
+                   np.concatenate(cols["cond"]), np.concatenate(cols["dl"]), np.concatenate(cols["cover"]))

@@ -7,11 +7,14 @@ XGBoost (about a second of imports). Only reading is needed: values are big-endi
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 import numpy as np
 
 _NUMBERS = {b"i": ">i1", b"U": ">u1", b"I": ">i2", b"l": ">i4", b"L": ">i8", b"d": ">f4", b"D": ">f8"}
+_SCALARS = {m: struct.Struct(f) for m, f in
+            {b"i": ">b", b"U": ">B", b"I": ">h", b"l": ">i", b"L": ">q", b"d": ">f", b"D": ">d"}.items()}
 
 
 class UBJSONError(ValueError):
@@ -20,22 +23,26 @@ class UBJSONError(ValueError):
 
 class _Reader:
     def __init__(self, data: bytes) -> None:
-        self.data = memoryview(data)
+        self.data = data
         self.pos = 0
 
-    def _take(self, n: int) -> memoryview:
-        if self.pos + n > len(self.data):
+    def _take(self, n: int) -> bytes:
+        end = self.pos + n
+        if end > len(self.data):
             raise UBJSONError("truncated UBJSON document")
-        out = self.data[self.pos:self.pos + n]
-        self.pos += n
+        out = self.data[self.pos:end]
+        self.pos = end
         return out
 
     def _marker(self) -> bytes:
-        return bytes(self._take(1))
+        return self._take(1)
+
+    def _peek(self) -> bytes:
+        return self.data[self.pos:self.pos + 1]
 
     def _number(self, marker: bytes) -> int | float:
-        dt = np.dtype(_NUMBERS[marker])
-        return np.frombuffer(self._take(dt.itemsize), dtype=dt)[0].item()
+        fmt = _SCALARS[marker]
+        return fmt.unpack(self._take(fmt.size))[0]
 
     def _count(self) -> int:
         marker = self._marker()
@@ -47,7 +54,7 @@ class _Reader:
         return int(n)
 
     def _string(self) -> str:
-        return bytes(self._take(self._count())).decode("utf-8")
+        return self._take(self._count()).decode("utf-8")
 
     def value(self, marker: bytes | None = None) -> Any:
         marker = marker or self._marker()
@@ -60,7 +67,7 @@ class _Reader:
         if marker in (b"T", b"F"):
             return marker == b"T"
         if marker == b"C":
-            return bytes(self._take(1)).decode("ascii")
+            return self._take(1).decode("ascii")
         if marker == b"S":
             return self._string()
         if marker == b"H":
@@ -73,10 +80,10 @@ class _Reader:
 
     def _container_header(self) -> tuple[bytes | None, int | None]:
         kind = count = None
-        if bytes(self.data[self.pos:self.pos + 1]) == b"$":
+        if self._peek() == b"$":
             self.pos += 1
             kind = self._marker()
-        if bytes(self.data[self.pos:self.pos + 1]) == b"#":
+        if self._peek() == b"#":
             self.pos += 1
             count = self._count()
         elif kind is not None:
@@ -99,7 +106,9 @@ class _Reader:
         kind, count = self._container_header()
         out: dict[str, Any] = {}
         if count is None:
-            while bytes(self.data[self.pos:self.pos + 1]) != b"}":
+            while self._peek() != b"}":
+                if not self._peek():
+                    raise UBJSONError("truncated UBJSON document")
                 key = self._string()
                 out[key] = self.value()
             self.pos += 1
@@ -114,5 +123,5 @@ def loads(data: bytes) -> Any:
     """The document in `data` (UBJSON bytes); raises UBJSONError on anything malformed."""
     try:
         return _Reader(bytes(data)).value()
-    except (UnicodeDecodeError, KeyError) as exc:
+    except (UnicodeDecodeError, KeyError, struct.error) as exc:
         raise UBJSONError(f"malformed UBJSON: {exc}") from None
