@@ -40,24 +40,69 @@ class UnsupportedModel(ValueError):
 
 
 @dataclass(frozen=True)
+class _PathGroup:
+    """The leaves whose paths split on the same number d of distinct features, as (slot, leaf) arrays.
+
+    Grouping by d means no padding: the work per leaf is d^2, not (longest path)^2, and w(k, d) is shared."""
+
+    value: np.ndarray    # (L,) leaf values
+    feature: np.ndarray  # (d, L) the distinct features of each path
+    lo: np.ndarray       # (d, L) float32: the path's splits on the feature hold for lo <= x < hi ...
+    hi: np.ndarray       # (d, L) float32 (+inf: no upper bound)
+    nan_ok: np.ndarray   # (d, L) ... and for a missing x when every one of them sends missing values its way
+    zero: np.ndarray     # (d, L) product of the cover ratios of the feature's splits on the path (z_j)
+    weights: np.ndarray  # (d,) w(k, d)
+    unwind: np.ndarray   # (d, d + 1, L) c_m(z_i): sum_k w_k e_k^(-i) = sum_m c_m p_m when o_i = 1
+
+    @property
+    def d(self) -> int:
+        return self.feature.shape[0]
+
+    def taken(self, X: np.ndarray) -> np.ndarray:
+        """(d, n, L) 1.0 where the row takes every split of the path on the slot's feature (o_j).
+
+        The splits of one path on one feature bound it to an interval, so o_j is one interval test: no walk."""
+        x = X[:, self.feature].transpose(1, 0, 2)  # (d, n, L)
+        lo, hi = self.lo[:, None, :], self.hi[:, None, :]
+        inside = (x >= lo) & ((x < hi) | np.isposinf(hi))
+        missing = np.isnan(x)
+        if missing.any():
+            inside = np.where(missing, self.nan_ok[:, None, :], inside)
+        return inside.astype(float)
+
+    def contributions(self, X: np.ndarray, n_features: int) -> np.ndarray:
+        """(n, k) contributions of this group's leaves; arrays are laid out (slot or degree, row, leaf) so that
+        every step of the loops works on contiguous (row, leaf) planes."""
+        n, d, L = X.shape[0], self.d, self.value.size
+        one, zero = self.taken(X), self.zero
+        full = np.zeros((d + 1, n, L))  # prod_j (z_j + o_j t), coefficients of t^0..t^d
+        full[0] = 1.0
+        tmp = np.empty((n, L))
+        for j in range(d):
+            for m in range(j + 1, 0, -1):  # in place, highest degree first
+                np.multiply(full[m - 1], one[j], out=tmp)
+                full[m] *= zero[j]
+                full[m] += tmp
+            full[0] *= zero[j]
+        taken = np.einsum("mnl,iml->inl", full, self.unwind)  # o_i = 1: divide by (z_i + t)
+        # o_i = 0: divide by z_i (a zero z_i with o_i = 0 contributes (o_i - z_i) = 0, whatever is divided)
+        missed = np.einsum("mnl,m->nl", full[:d], self.weights)[None] / np.where(zero > 0, zero, 1.0)[:, None, :]
+        phi = np.where(one > 0, taken, missed)
+        phi *= (one - zero[:, None, :]) * self.value
+        index = (np.arange(n)[None, :, None] * n_features + self.feature[:, None, :]).ravel()
+        return np.bincount(index, weights=phi.ravel(), minlength=n * n_features).reshape(n, n_features)
+
+
+@dataclass(frozen=True)
 class TreeEnsemble:
-    """Every leaf of an ensemble as a padded root-to-leaf path (arrays of shape (leaves, steps or slots))."""
+    """The trees (for predictions) and every leaf as its root-to-leaf path, grouped by path length (for
+    contributions)."""
 
     n_features: int
     base_score: float
-    value: np.ndarray        # (L,) leaf values
-    step_feature: np.ndarray  # (L, S) feature of each split on the path
-    step_threshold: np.ndarray  # (L, S) float32 threshold
-    step_left: np.ndarray     # (L, S) the path goes left at this split
-    step_default_left: np.ndarray  # (L, S) a missing value goes left
-    step_slot: np.ndarray     # (L, S) which distinct-feature slot of the path the split belongs to
-    step_valid: np.ndarray    # (L, S) False for padding
-    slot_feature: np.ndarray  # (L, D) distinct features of the path (0 for padding)
-    slot_zero: np.ndarray     # (L, D) product of the cover ratios of the slot's splits (1 for padding)
-    slot_valid: np.ndarray    # (L, D)
-    weights: np.ndarray       # (L, D) w(k, d) of the leaf's path length d, for k = 0..D-1
-    unwind: np.ndarray        # (D, D + 1, L) c_m(z_i): sum_k w_k e_k^(-i) = sum_m c_m p_m when o_i = 1
-    nodes: _Nodes             # the trees themselves, for predictions by walking them
+    nodes: _Nodes                  # the trees themselves, for predictions by walking them
+    groups: tuple[_PathGroup, ...]  # leaves of paths with 1, 2, ... distinct features (none: no contribution)
+    expected: float                # base score + every tree's cover-weighted mean: the contributions' base value
 
     # -- reading -------------------------------------------------------------------------------------
     @classmethod
@@ -113,21 +158,33 @@ class TreeEnsemble:
         np.put_along_axis(ss, order, slot_sorted, axis=1)
         d = np.where(ordered < n_features, new, False).sum(axis=1)
         D = max(1, int(d.max()))
-        slot_v = np.arange(D)[None, :] < d[:, None]
         rows = np.arange(L)
         slot_f = np.zeros((L, D), np.int64)
         slot_z = np.ones((L, D))
-        for s in range(sf.shape[1]):
+        lo = np.full((L, D), -np.inf, np.float32)
+        hi = np.full((L, D), np.inf, np.float32)
+        nan_ok = np.ones((L, D), bool)
+        for s in range(sf.shape[1]):  # x < t goes left: left steps bound x from above, right steps from below
             ok = sv[:, s]
-            slot_f[rows[ok], ss[ok, s]] = sf[ok, s]
-            slot_z[rows[ok], ss[ok, s]] *= ratio[ok, s]
-        ss = np.where(sv, ss, 0)
-        table = np.zeros((D + 1, D))  # w(k, d) for every path length d
+            r, k = rows[ok], ss[ok, s]
+            slot_f[r, k] = sf[ok, s]
+            slot_z[r, k] *= ratio[ok, s]
+            t = st[ok, s].astype(np.float32)
+            hi[r, k] = np.where(sl[ok, s], np.minimum(hi[r, k], t), hi[r, k])
+            lo[r, k] = np.where(sl[ok, s], lo[r, k], np.maximum(lo[r, k], t))
+            nan_ok[r, k] &= sd[ok, s] == sl[ok, s]
+        value = nodes.cond[leaves].astype(float)
+        groups = []
         for n in range(1, D + 1):
-            table[n, :n] = [factorial(k) * factorial(n - 1 - k) / factorial(n) for k in range(n)]
-        weights = table[d]
-        return cls(n_features, base, nodes.cond[leaves].astype(float), sf, st.astype(np.float32), sl, sd, ss, sv,
-                   slot_f, slot_z, slot_v, weights, _unwind_weights(weights, slot_z), nodes)
+            sel = d == n
+            if not sel.any():
+                continue
+            z = np.ascontiguousarray(slot_z[sel, :n].T)
+            w = np.array([factorial(k) * factorial(n - 1 - k) / factorial(n) for k in range(n)])
+            groups.append(_PathGroup(value[sel], np.ascontiguousarray(slot_f[sel, :n].T),
+                                     np.ascontiguousarray(lo[sel, :n].T), np.ascontiguousarray(hi[sel, :n].T),
+                                     np.ascontiguousarray(nan_ok[sel, :n].T), z, w, _unwind_weights(w, z)))
+        return cls(n_features, base, nodes, tuple(groups), base + float(np.sum(value * slot_z.prod(axis=1))))
 
     # -- evaluation ----------------------------------------------------------------------------------
     def _check(self, X: np.ndarray) -> np.ndarray:
@@ -136,23 +193,9 @@ class TreeEnsemble:
             raise ValueError(f"expected an (n, {self.n_features}) feature matrix, got shape {X.shape}")
         return X
 
-    def _steps(self, X: np.ndarray, layout: str = "nls") -> np.ndarray:
-        """1.0 where the row takes the path's split (padding counts as taken), shaped (n, L, S) or (S, n, L)."""
-        cols = (self.step_threshold, self.step_left, self.step_default_left, self.step_valid)
-        if layout == "snl":
-            threshold, left, default_left, valid = (c.T[:, None, :] for c in cols)
-            x = X.T[self.step_feature.T].transpose(0, 2, 1)  # (S, L, n) -> (S, n, L)
-        else:
-            threshold, left, default_left, valid = cols
-            x = X[:, self.step_feature]
-        goes_left = x < threshold
-        missing = np.isnan(x)
-        if missing.any():
-            goes_left = np.where(missing, default_left, goes_left)
-        return ((goes_left == left) | ~valid).astype(float)
-
     def _chunks(self, n: int):
-        size = max(1, CHUNK_CELLS // max(1, self.value.size * self.step_feature.shape[1]))
+        cells = sum(g.feature.size * (g.d + 1) for g in self.groups)
+        size = max(1, CHUNK_CELLS // max(1, cells))
         return [slice(a, min(n, a + size)) for a in range(0, n, size)]
 
     def predict(self, X: np.ndarray) -> np.ndarray:
@@ -177,48 +220,25 @@ class TreeEnsemble:
         phi = np.zeros((n, self.n_features))
         for part in self._chunks(n):
             phi[part] = self._contributions(X[part])
-        base = self.base_score + float(self.value @ self.slot_zero.prod(axis=1))
-        return np.full(n, base), phi
+        return np.full(n, self.expected), phi
 
     def _contributions(self, X: np.ndarray) -> np.ndarray:
-        """Contributions of a chunk of rows; arrays are laid out (slot or degree, row, leaf) so that every
-        step of the loops below works on contiguous (row, leaf) planes."""
-        n, (L, D) = X.shape[0], self.slot_feature.shape
-        steps = self._steps(X, layout="snl")  # (S, n, L)
-        one = np.ones((n, L * D))  # o_j per (row, leaf, slot), then laid out (slot, row, leaf)
-        leaf_base = np.arange(L) * D
-        for s in range(steps.shape[0]):
-            one[:, leaf_base + self.step_slot[:, s]] *= steps[s]
-        one = np.ascontiguousarray(one.reshape(n, L, D).transpose(2, 0, 1))
-        one *= self.slot_valid.T[:, None, :]  # padding is the factor (1 + 0 t)
-        zero = np.ascontiguousarray(self.slot_zero.T)  # (D, L)
-        full = np.zeros((D + 1, n, L))  # prod_j (z_j + o_j t), coefficients of t^0..t^D
-        full[0] = 1.0
-        tmp = np.empty((n, L))
-        for j in range(D):
-            for m in range(j + 1, 0, -1):  # in place, highest degree first
-                np.multiply(full[m - 1], one[j], out=tmp)
-                full[m] *= zero[j]
-                full[m] += tmp
-            full[0] *= zero[j]
-        taken = np.einsum("mnl,iml->inl", full, self.unwind)  # o_i = 1: divide by (z_i + t)
-        missed = np.einsum("mnl,ml->nl", full[:D], self.weights.T)[None] / np.where(zero > 0, zero, 1.0)[:, None]
-        phi = np.where(one > 0, taken, missed)
-        phi *= (one - zero[:, None, :]) * (self.value * self.slot_valid.T)[:, None, :]
-        index = (np.arange(n)[None, :, None] * self.n_features + self.slot_feature.T[:, None, :]).ravel()
-        return np.bincount(index, weights=phi.ravel(), minlength=n * self.n_features).reshape(n, self.n_features)
+        phi = np.zeros((X.shape[0], self.n_features))
+        for group in self.groups:
+            phi += group.contributions(X, self.n_features)
+        return phi
 
 
 def _unwind_weights(weights: np.ndarray, zero: np.ndarray) -> np.ndarray:
-    """c[i, m, l] with sum_k w_k q_k = sum_m c_m p_m, where q = p / (z_i + t) (leaf l, slot i).
+    """c[i, m, l] with sum_k w_k q_k = sum_m c_m p_m, where q = p / (z_i + t) (slot i of leaf l).
 
     Dividing p by (z + t) gives q_k = sum_{m > k} p_m (-z)^(m-k-1), hence c_0 = 0 and c_{m+1} = w_m - z c_m.
     These depend on the leaf only, so they are computed once when the model is read.
     """
-    L, D = weights.shape
-    out = np.zeros((D, D + 1, L))  # (slot i, degree m, leaf)
-    for m in range(D):
-        out[:, m + 1] = weights[:, m][None, :] - zero.T * out[:, m]
+    d, L = zero.shape
+    out = np.zeros((d, d + 1, L))
+    for m in range(d):
+        out[:, m + 1] = weights[m] - zero * out[:, m]
     return out
 
 
