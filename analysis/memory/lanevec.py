@@ -97,13 +97,9 @@ class LaneVectors:
         ints = self.constants(vp)
         if ints is not None:  # the common case: an integer in every lane
             return [(((), x),) if x else E.ZERO for x in ints.tolist()]
-        per_lane: list[list[tuple[Mono, int]]] = [[] for _ in range(self.size)]
-        for m in sorted(vp):  # monomials in order, so each lane's terms come out sorted
-            arr = vp[m]
-            idx = np.flatnonzero(arr)
-            for i, c in zip(idx.tolist(), arr[idx].tolist(), strict=True):
-                per_lane[i].append((m, c))
-        return [tuple(terms) for terms in per_lane]
+        monos = sorted(vp)  # monomials in order, so each lane's terms come out sorted
+        columns = zip(*(vp[m].tolist() for m in monos), strict=True)  # one tuple of coefficients per lane
+        return [tuple((m, c) for m, c in zip(monos, col, strict=True) if c) for col in columns]
 
     def constants(self, vp: VecPoly) -> np.ndarray | None:
         """The lane values when no uniform symbol is left (an int64 array), else None."""
