@@ -97,7 +97,13 @@ class LaneVectors:
         ints = self.constants(vp)
         if ints is not None:  # the common case: an integer in every lane
             return [(((), x),) if x else E.ZERO for x in ints.tolist()]
-        monos = sorted(vp)  # monomials in order, so each lane's terms come out sorted
+        monos = sorted(vp)  # monomials in order (the constant () first), so each lane's terms come out sorted
+        symbols = [m for m in monos if m]
+        if all(not (vp[m] != vp[m][0]).any() for m in symbols):  # common: only the constant differs by lane
+            rest = tuple((m, c) for m in symbols if (c := int(vp[m][0])))
+            if () not in vp:
+                return [rest] * self.size
+            return [(((), c), *rest) if c else rest for c in vp[()].tolist()]
         columns = zip(*(vp[m].tolist() for m in monos), strict=True)  # one tuple of coefficients per lane
         return [tuple((m, c) for m, c in zip(monos, col, strict=True) if c) for col in columns]
 
