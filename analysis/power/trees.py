@@ -50,6 +50,7 @@ class _PathGroup:
     lo: np.ndarray       # (d, L) float32: the path's splits on the feature hold for lo <= x < hi ...
     hi: np.ndarray       # (d, L) float32 (+inf: no upper bound)
     nan_ok: np.ndarray   # (d, L) ... and for a missing x when every one of them sends missing values its way
+    open_hi: np.ndarray  # (d, L) no split sends the path left: no upper bound (x = +inf included)
     zero: np.ndarray     # (d, L) product of the cover ratios of the feature's splits on the path (z_j)
     weights: np.ndarray  # (d,) w(k, d)
     unwind: np.ndarray   # (d, d + 1, L) c_m(z_i): sum_k w_k e_k^(-i) = sum_m c_m p_m when o_i = 1
@@ -64,7 +65,7 @@ class _PathGroup:
         The splits of one path on one feature bound it to an interval, so o_j is one interval test: no walk."""
         x = X[:, self.feature].transpose(1, 0, 2)  # (d, n, L)
         lo, hi = self.lo[:, None, :], self.hi[:, None, :]
-        inside = (x >= lo) & ((x < hi) | np.isposinf(hi))
+        inside = (x >= lo) & ((x < hi) | self.open_hi[:, None, :])
         missing = np.isnan(x)
         if missing.any():
             inside = np.where(missing, self.nan_ok[:, None, :], inside)
@@ -181,9 +182,10 @@ class TreeEnsemble:
                 continue
             z = np.ascontiguousarray(slot_z[sel, :n].T)
             w = np.array([factorial(k) * factorial(n - 1 - k) / factorial(n) for k in range(n)])
+            h = np.ascontiguousarray(hi[sel, :n].T)
             groups.append(_PathGroup(value[sel], np.ascontiguousarray(slot_f[sel, :n].T),
-                                     np.ascontiguousarray(lo[sel, :n].T), np.ascontiguousarray(hi[sel, :n].T),
-                                     np.ascontiguousarray(nan_ok[sel, :n].T), z, w, _unwind_weights(w, z)))
+                                     np.ascontiguousarray(lo[sel, :n].T), h, np.ascontiguousarray(nan_ok[sel, :n].T),
+                                     np.isposinf(h), z, w, _unwind_weights(w, z)))
         return cls(n_features, base, nodes, tuple(groups), base + float(np.sum(value * slot_z.prod(axis=1))))
 
     # -- evaluation ----------------------------------------------------------------------------------
