@@ -15,6 +15,7 @@ time other processes held the cores.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import sys
 import time
@@ -25,6 +26,7 @@ from pathlib import Path
 from kerncast.analysis import pipeline as P
 from kerncast.analysis.compile import CompileOptions, compile_cuda
 from kerncast.analysis.ptx import parse_ptx
+from kerncast.analysis.targets import resolve_target
 from kerncast.analysis.timing.stages import load_gpu
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,6 +46,8 @@ def kernel_times(path: Path, repeat: int, clock=time.perf_counter) -> list[tuple
     """
     source = path.read_text()
     options = P.AnalysisOptions(lime=False)
+    target = resolve_target(options.arch, [], options.gpu, options.nvcc_path)  # the arch analyze would use
+    options = dataclasses.replace(options, arch=target.arch)
     result = compile_cuda(path, options=CompileOptions(arch=options.arch), with_resources=False)
     if result.ptx is None:
         print(f"{path.name}: did not compile", file=sys.stderr)
