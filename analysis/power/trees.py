@@ -78,12 +78,8 @@ class _PathGroup:
         one, zero = self.taken(X), self.zero
         full = np.zeros((d + 1, n, L))  # prod_j (z_j + o_j t), coefficients of t^0..t^d
         full[0] = 1.0
-        tmp = np.empty((n, L))
-        for j in range(d):
-            for m in range(j + 1, 0, -1):  # in place, highest degree first
-                np.multiply(full[m - 1], one[j], out=tmp)
-                full[m] *= zero[j]
-                full[m] += tmp
+        for j in range(d):  # multiply by (z_j + o_j t): degrees 1..j+1 at once (the right side is read first)
+            full[1:j + 2] = full[1:j + 2] * zero[j] + full[:j + 1] * one[j]
             full[0] *= zero[j]
         taken = np.einsum("mnl,iml->inl", full, self.unwind)  # o_i = 1: divide by (z_i + t)
         # o_i = 0: divide by z_i (a zero z_i with o_i = 0 contributes (o_i - z_i) = 0, whatever is divided)
