@@ -51,12 +51,9 @@ def _offered(report: FileReport, text: str, uri: str) -> list[tuple[Finding, lsp
 
 
 def _counts(report: FileReport) -> Counter[tuple[str | None, str]]:
-    """Findings by kernel and code. nvcc warnings are compared on their own; an energy hotspot that is only
-    information is a share of the kernel's energy, not a problem: a rewrite that spreads the work over more
-    lines moves it, so it is left out (a hotspot at warning level is counted)."""
-    return Counter((f.kernel, str(f.code)) for f in report.all_findings()
-                   if str(f.code) != "compile-warning"
-                   and not (str(f.code) == "energy-hotspot" and f.severity == "information"))
+    """Findings by kernel and code (every code, energy hotspots included: a kernel has at most one). nvcc
+    warnings are compared on their own."""
+    return Counter((f.kernel, str(f.code)) for f in report.all_findings() if str(f.code) != "compile-warning")
 
 
 def _warnings(report: FileReport) -> Counter[str]:
