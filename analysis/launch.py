@@ -51,6 +51,21 @@ class Sourced:
         return {"value": value, "source": self.source, "line": self.line, "detail": self.detail}
 
 
+#: sources that are only the tool's guess, not something the user or the code said
+GUESSED_SOURCES = frozenset({"default"})
+
+
+def _three(value: Any) -> Dim | None:
+    """One to three positive ints as a 3-tuple padded with 1s; None for anything else."""
+    try:
+        dims = tuple(int(d) for d in value)
+    except (TypeError, ValueError):
+        return None
+    if not 1 <= len(dims) <= 3 or any(d <= 0 for d in dims):
+        return None
+    return (dims + (1, 1))[:3]  # type: ignore[return-value]
+
+
 # ------------------------------------------------------------------------------------------ user input
 
 
@@ -123,6 +138,29 @@ class Launch:
     def total_threads(self) -> int | None:
         tpb, blocks = self.threads_per_block, self.blocks
         return tpb * blocks if tpb is not None and blocks is not None else None
+
+    @property
+    def known(self) -> dict[str, bool]:
+        """Per field, whether its value is known (given or found) rather than only the tool's default."""
+        return {name: s.source not in GUESSED_SOURCES
+                for name, s in (("grid", self.grid), ("block", self.block),
+                                ("dynamic_shared_bytes", self.dynamic_shared_bytes), ("loops", self.loops))}
+
+    def grid_dims(self) -> Dim | None:
+        """The grid as three positive ints (padded with 1s), None when it is not set."""
+        return _three(self.grid.value)
+
+    def block_dims(self, *, known_only: bool = False) -> Dim | None:
+        """The block as three positive ints; with `known_only`, None when it is only the default (a guess,
+        which a warning must not rest on)."""
+        if known_only and self.block.source in GUESSED_SOURCES:
+            return None
+        return _three(self.block.value)
+
+    def known_params(self) -> dict[str, int]:
+        """The integer parameter values that are known (not defaults), by name."""
+        return {str(name): s.value for name, s in self.params.items()
+                if s.source not in GUESSED_SOURCES and isinstance(s.value, int) and not isinstance(s.value, bool)}
 
     def param(self, index: int) -> Sourced | None:
         """The known value of the parameter at a 0-based position (by its name when the name is known)."""

@@ -1,9 +1,10 @@
 """From a `.cu` or `.ptx` file to a `FileReport`: the one entry point the CLI and the server call.
 
 The data flows one way (see DESIGN.md): compile -> parse -> per kernel: CFG and loops -> launch -> memory
-analysis -> time -> power and energy. Each stage reads the `KernelContext` and writes its results into it and
-into the kernel's `KernelReport`. Input problems (missing, empty, binary or huge files, missing toolchain,
-compile errors, malformed PTX) become file-level findings, never exceptions.
+analysis -> time -> power and energy. Each stage reads the typed `KernelContext` (kerncast.analysis.context)
+and writes its typed result into it and into the kernel's `KernelReport`. Input problems (missing, empty,
+binary or huge files, missing toolchain, compile errors, malformed PTX) become file-level findings, never
+exceptions.
 """
 
 from __future__ import annotations
@@ -13,94 +14,39 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kerncast.analysis.cfg import Cfg, build_cfg
+from kerncast.analysis.cfg import build_cfg
+from kerncast.analysis.context import (
+    DEFAULT_MAX_FILE_BYTES,
+    AnalysisOptions,
+    KernelContext,
+    PtxasResult,
+    Thresholds,
+)
+from kerncast.analysis.gpus.loading import load_gpu
 from kerncast.analysis.isa import classify
 from kerncast.analysis.kernel_cache import KernelCache
-from kerncast.analysis.loops import LoopForest, find_loops
+from kerncast.analysis.launch_stage import launch_stage
+from kerncast.analysis.loops import find_loops
+from kerncast.analysis.memory.stage import memory_stage
 from kerncast.analysis.ptx import PtxSyntaxError, parse_ptx
 from kerncast.analysis.ptx.model import Function, Module, SourceLoc, line_in_file
 from kerncast.analysis.ptx.parser import kernel_shared_bytes
 from kerncast.analysis.report import FileReport, Finding, KernelReport, LoopInfo
+from kerncast.analysis.resource_findings import resource_stage
 from kerncast.analysis.rules import Code
-from kerncast.analysis.timing.stages import launch_stage, load_gpu, occupancy_stage, time_stage
+from kerncast.analysis.timing.stages import occupancy_stage, time_stage
 
-#: Files larger than this are refused with a clear message (the limit is a setting).
-DEFAULT_MAX_FILE_BYTES = 4 * 1024 * 1024
+if TYPE_CHECKING:
+    from kerncast.analysis.gpus import GpuProfile
 
+__all__ = ["DEFAULT_MAX_FILE_BYTES", "STAGES", "AnalysisOptions", "KernelContext", "Stage", "Thresholds",
+           "analyze_file"]
 
-@dataclass(slots=True)
-class Thresholds:
-    """When a finding is worth a warning. Defaults follow Nsight Compute's own rule thresholds where one exists."""
-
-    uncoalesced_excess_percent: float = 25.0
-    bank_conflict_ways: int = 2
-    energy_hotspot_share: float = 0.2
-    low_occupancy: float = 0.25
-
-
-@dataclass(slots=True)
-class AnalysisOptions:
-    """Everything a user can set for one analysis (CLI flags or editor settings)."""
-
-    gpu: str = "v100"
-    #: nvcc target; None follows the project's compile_commands.json, else the GPU profile (h100 -> sm_90)
-    arch: str | None = None
-    include_dirs: list[str] = field(default_factory=list)
-    defines: list[str] = field(default_factory=list)
-    nvcc_path: str | None = None
-    timeout_s: float = 120.0
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
-    #: launch overrides that apply to every kernel (CLI flags), a `LaunchOverrides` of kerncast.analysis.launch
-    overrides: Any = None
-    #: per-kernel launch settings from the editor: kernel name -> `LaunchOverrides`
-    kernel_settings: dict[str, Any] = field(default_factory=dict)
-    loops: int | None = None
-    #: the time model whose prediction is the kernel's time: "kerncast" (default), "thesis" or "mwp-cwp"
-    time_model: str = "kerncast"
-    thresholds: Thresholds = field(default_factory=Thresholds)
-    #: LIME weights in power explanations (exact contributions are always there); the server adds them lazily
-    lime: bool = True
-    #: seconds an analysis that can blow up (the memory stage) may spend on one kernel before it stops and
-    #: reports what it skipped
-    budget_s: float = 2.0
-    #: read the project's compile_commands.json (found as clangd finds it, or in `compile_commands_dir`)
-    compile_commands: bool = True
-    compile_commands_dir: str | None = None
-    #: use a full CUDA toolkit (CUDA_HOME, CUDA_PATH, /usr/local/cuda) before the pip wheels when one is installed
-    prefer_system_toolkit: bool = False
-
-
-@dataclass(slots=True)
-class KernelContext:
-    """What the stages know about one kernel while it is analysed; stages add their results here."""
-
-    module: Module
-    function: Function
-    report: KernelReport
-    options: AnalysisOptions
-    cuda_source: str | None
-    main_file: str | None
-    cfg: Cfg
-    loops: LoopForest
-    #: ptxas running in the background: ({mangled name: KernelResources}, why not); see `resources_stage`
-    ptxas: Future[tuple[dict[str, Any], str | None]] | None = None
-    resources: Any = None  # this kernel's kerncast.analysis.compile.KernelResources, once ptxas has run
-    gpu: Any = None  # kerncast.analysis.gpus.GpuProfile
-    launch: Any = None  # kerncast.analysis.launch.Launch
-    trip_counts: dict[int, Any] = field(default_factory=dict)
-    occupancy: Any = None
-    memory: Any = None
-    time: Any = None
-    power: Any = None
-    extras: dict[str, Any] = field(default_factory=dict)
-    #: the analysed file's path: `#include`d `.cu` files are found beside it
-    source_path: str | None = None
-
-
+#: A stage reads the kernel's typed context and adds its own typed result to it.
 Stage = Callable[[KernelContext], None]
 
 
@@ -252,7 +198,7 @@ def _ptxas_target(ptx: str, options: AnalysisOptions) -> str:
     return m.group(1) if m else (options.arch or "sm_75")
 
 
-def _ptxas_resources(ptx: str, options: AnalysisOptions) -> tuple[dict[str, Any], str | None]:
+def _ptxas_resources(ptx: str, options: AnalysisOptions) -> PtxasResult:
     """Registers, shared memory and spills per kernel from ptxas, or ({}, why not)."""
     from kerncast.analysis.compile import ToolchainError, find_toolchain, ptxas_resources
 
@@ -265,7 +211,7 @@ def _ptxas_resources(ptx: str, options: AnalysisOptions) -> tuple[dict[str, Any]
         return {}, f"registers unknown: ptxas failed ({exc})"
 
 
-def start_ptxas(ptx: str, options: AnalysisOptions) -> Future[tuple[dict[str, Any], str | None]]:
+def start_ptxas(ptx: str, options: AnalysisOptions) -> Future[PtxasResult]:
     """Run ptxas in the background: it takes as long as parsing and the memory analysis, which run meanwhile."""
     return _PTXAS_POOL.submit(_ptxas_resources, ptx, options)
 
@@ -338,7 +284,8 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
     return report
 
 
-def _kernel_keys(ptx: str, module: Module, contexts: list[KernelContext], options: AnalysisOptions, gpu: Any,
+def _kernel_keys(ptx: str, module: Module, contexts: list[KernelContext], options: AnalysisOptions,
+                 gpu: GpuProfile | None,
                  cuda_source: str | None, file: str, main_file: str | None) -> dict[int, str]:
     """Per kernel context (by id), the cache key: its PTX text and position, the rest of the module, its
     launch and trip counts, the GPU profile, the settings and the source lines its findings may point at."""
@@ -421,7 +368,7 @@ def _main_file(module: Module, path: str) -> str | None:
 
 
 def _kernel_context(module: Module, fn: Function, options: AnalysisOptions, cuda_source: str | None,
-                    main_file: str | None, ptxas: Future[Any] | None) -> KernelContext:
+                    main_file: str | None, ptxas: Future[PtxasResult] | None) -> KernelContext:
     cfg = build_cfg(fn)
     loops = find_loops(cfg)
     line = fn.ptx_line if cuda_source is None else _first_main_line(fn, main_file)
@@ -466,11 +413,7 @@ def resources_stage(ctx: KernelContext) -> None:
     r.spill_stores = res.spill_stores
     r.spill_loads = res.spill_loads
     r.stack_bytes = res.stack_bytes
-    r.local_bytes = getattr(res, "local_bytes", None)
-
-
-from kerncast.analysis.memory.stage import memory_stage  # noqa: E402
-from kerncast.analysis.resource_findings import resource_stage  # noqa: E402
+    r.local_bytes = res.local_bytes
 
 
 def power_stage(ctx: KernelContext) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kerncast.analysis.context import KernelContext
 from kerncast.analysis.report import Finding, KernelReport, source_line_range
 from kerncast.analysis.rules import Code
 
@@ -71,11 +72,11 @@ def register_spill(report: KernelReport) -> Finding | None:
     return Finding(Code.REGISTER_SPILL, "warning", line, 1, line, 1, message, detail=detail, kernel=report.name)
 
 
-def resource_stage(ctx: Any) -> None:
+def resource_stage(ctx: KernelContext) -> None:
     """Pipeline stage: add `low-occupancy` and `register-spill` findings to the kernel's report."""
-    report: KernelReport = ctx.report
-    threshold = getattr(getattr(ctx.options, "thresholds", None), "low_occupancy", 0.25)
-    lines = ctx.cuda_source.splitlines() if getattr(ctx, "cuda_source", None) else []
+    report = ctx.report
+    threshold = ctx.options.thresholds.low_occupancy
+    lines = ctx.cuda_source.splitlines() if ctx.cuda_source else []
     for finding in (low_occupancy(report, threshold), register_spill(report)):
         if finding is not None:
             if lines:  # the whole kernel definition line, as the CLI and the editor both show it

@@ -31,7 +31,8 @@ from typing import Any
 from kerncast.analysis.cexpr import Unknown
 from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.launch import DEFAULT_LOOPS, Launch, Sourced
-from kerncast.analysis.ptx.model import Addr, Function, Imm, Instruction, PredPair, Reg, Sym
+from kerncast.analysis.loops import Loop, LoopForest
+from kerncast.analysis.ptx.model import Addr, Function, Imm, Instruction, PredPair, Reg, Sym, Vec
 
 _ADDITIVE = {"add": 1, "sub": -1}
 _GEOMETRIC = ("mul", "shl", "shr", "div")
@@ -63,7 +64,8 @@ class ExitTest:
     inputs: tuple[str, ...] = ()  # the parameter values read, e.g. "wA = 1024 from the launch-site"
 
 
-def trip_counts(function: Function, cfg: Cfg, loops: Any, launch: Launch | None) -> dict[int, Sourced]:
+def trip_counts(function: Function, cfg: Cfg, loops: LoopForest | Iterable[Loop],
+                launch: Launch | None) -> dict[int, Sourced]:
     """Trip count per loop, keyed by the loop's header block id; every value says where it came from.
 
     `loops` is a `LoopForest` or any iterable of `Loop`s. Never raises: a loop that cannot be read gets the
@@ -100,7 +102,7 @@ class _BlockDependent(Unknown):
 
 def _samples(launch: Launch | None, field: str) -> list[tuple[int, int, int]]:
     """Indices to read an index-dependent count at: first, one step along each axis, middle, last."""
-    dim = getattr(launch, field, None) if launch is not None else None
+    dim = _launch_dim(launch, field)
     dims = tuple(dim.value) if dim is not None and dim.value is not None else (1 << 10, 1 << 10, 1 << 6)
     last = tuple(max(0, int(d) - 1) for d in dims)
     picks = {(0, 0, 0), last, tuple(d // 2 for d in last)}
@@ -137,8 +139,22 @@ def trip_count_assumptions(counts: dict[int, Sourced]) -> list[str]:
             for _, c in sorted(counts.items()) if c.source != "ptx"]
 
 
-def _loop_list(loops: Any) -> Iterable[Any]:
-    return getattr(loops, "loops", loops) or ()
+def trip_values(counts: dict[int, Sourced]) -> dict[int, float]:
+    """The numeric trip counts by loop header, fallbacks included: the one form memory, time and power weigh
+    instructions with (a fallback is stated once, in the time assumptions)."""
+    return {h: float(s.value) for h, s in counts.items()
+            if isinstance(s.value, int | float) and not isinstance(s.value, bool)}
+
+
+def _launch_dim(launch: Launch | None, field: str) -> Sourced | None:
+    """The launch's `grid` or `block` size."""
+    if launch is None:
+        return None
+    return launch.grid if field == "grid" else launch.block
+
+
+def _loop_list(loops: LoopForest | Iterable[Loop]) -> Iterable[Loop]:
+    return loops.loops if isinstance(loops, LoopForest) else loops
 
 
 def _header_line(cfg: Cfg, header: int) -> int | None:
@@ -260,7 +276,7 @@ def _dest_names(op: Any) -> set[str]:
         return {op.name}
     if isinstance(op, PredPair):
         return {op.first.name, op.second.name}
-    items = getattr(op, "items", ())
+    items = op.items if isinstance(op, Vec) else ()
     return {i.name for i in items if isinstance(i, Reg)}
 
 
@@ -462,7 +478,7 @@ class _Values:
         field = _SPECIAL_LAUNCH.get(base)
         if field is None or axis not in ("x", "y", "z"):
             raise Unknown(f"the value depends on {name}, which differs between threads")
-        sourced = getattr(self.launch, field, None) if self.launch is not None else None
+        sourced = _launch_dim(self.launch, field)
         if sourced is None or sourced.value is None:
             raise Unknown(f"{name} needs the launch {field} size, which is unknown")
         return sourced.value["xyz".index(axis)]

@@ -25,9 +25,9 @@ from pathlib import Path
 
 from kerncast.analysis import pipeline as P
 from kerncast.analysis.compile import CompileOptions, compile_cuda
+from kerncast.analysis.gpus.loading import load_gpu
 from kerncast.analysis.ptx import parse_ptx
 from kerncast.analysis.targets import resolve_target
-from kerncast.analysis.timing.stages import load_gpu
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -17,10 +17,12 @@ from itertools import product
 from typing import Any
 
 from kerncast.analysis.cfg import Cfg
+from kerncast.analysis.context import Thresholds
 from kerncast.analysis.isa import MemoryTouch, memory_touch
 from kerncast.analysis.loops import LoopForest
 from kerncast.analysis.memory import expr as E
 from kerncast.analysis.memory.expr import Atoms, Value
+from kerncast.analysis.memory.findings import build_findings
 from kerncast.analysis.memory.lanevec import lane_vectors
 from kerncast.analysis.memory.render import Renderer, kernel_param_names
 from kerncast.analysis.memory.symbolic import SymbolicResult, analyze_symbolic
@@ -813,7 +815,7 @@ _MEMORY_OPCODES = ("ld", "ldu", "st", "atom", "red")
 
 def analyze_memory(module: Module, function: Function, cfg: Cfg, loops: LoopForest,
                    block: tuple[int, int, int] | None, params: dict[str, int], trip_counts: dict[int, int],
-                   thresholds: Any, main_file: str | None = None, *, cuda_source: str | None = None,
+                   thresholds: Thresholds, main_file: str | None = None, *, cuda_source: str | None = None,
                    kernel_line: int | None = None, budget_s: float | None = DEFAULT_BUDGET_S) -> MemoryAnalysis:
     """Analyse the global/shared accesses and conditional branches of one kernel.
 
@@ -824,11 +826,9 @@ def analyze_memory(module: Module, function: Function, cfg: Cfg, loops: LoopFore
     information finding says how many, and what was analysed stands. The time is this thread's CPU time,
     so a busy machine (or the server's other analysis thread) does not make a kernel hit its budget.
     """
-    from kerncast.analysis.memory.findings import build_findings
-
     deadline = None if budget_s is None else time.thread_time() + max(0.0, float(budget_s))
     result = MemoryAnalysis(block=_shape(block))
-    result.uncoalesced_percent = float(getattr(thresholds, "uncoalesced_excess_percent", 25.0))
+    result.uncoalesced_percent = float(thresholds.uncoalesced_excess_percent)
     k = _Kernel(module, function, cfg, loops, block, params or {}, trip_counts or {}, main_file, cuda_source)
     if k.block is None:
         k.assumptions.append("block shape unknown: assumed blockDim.x is a multiple of 32 (one warp = 32 "

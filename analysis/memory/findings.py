@@ -11,6 +11,7 @@ from __future__ import annotations
 from math import ceil
 from typing import TYPE_CHECKING, Any
 
+from kerncast.analysis.context import Thresholds
 from kerncast.analysis.memory import expr as E
 from kerncast.analysis.memory import fixes as F
 from kerncast.analysis.memory.render import cuda_symbol_name
@@ -63,11 +64,11 @@ def _location(k: _Kernel, line: int | None, column: int, file: str | None, src: 
     return kernel_line, c, e, where
 
 
-def build_findings(k: _Kernel, res: MemoryAnalysis, thresholds: Any, cuda_source: str | None,
+def build_findings(k: _Kernel, res: MemoryAnalysis, thresholds: Thresholds, cuda_source: str | None,
                    kernel_line: int | None) -> list[Finding]:
     src = _Source(cuda_source)
-    unc_pct = float(getattr(thresholds, "uncoalesced_excess_percent", 25.0))
-    ways_min = float(getattr(thresholds, "bank_conflict_ways", 2))
+    unc_pct = float(thresholds.uncoalesced_excess_percent)
+    ways_min = float(thresholds.bank_conflict_ways)
     block = list(k.block) if k.block is not None else None
     shape = block if block is not None else "unknown (blockDim.x assumed a multiple of 32)"
     out: dict[tuple[str, int], tuple[float, Finding]] = {}

@@ -18,8 +18,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kerncast.analysis.isa import classify as isa_classify
+
+if TYPE_CHECKING:
+    from kerncast.analysis.compile import KernelResources
+    from kerncast.analysis.gpus import GpuProfile
+    from kerncast.analysis.ptx.model import Function, Module
 
 _DATASET_COMP = {"add", "addc", "sub", "subc", "mul", "mul24", "mad", "mad24", "madc", "fma", "div", "and",
                  "sqrt", "mov", "setp", "cvt", "cvta"}
@@ -93,18 +100,27 @@ def feature_instructions(function, feature: str, definition: str = "dataset") ->
     return [i for i, ins in enumerate(body) if classify(ins, definition) == cls]
 
 
-def _dims(v) -> int:
+@dataclass(frozen=True)
+class LaunchShape:
+    """The launch shape the features read: grid and block (an int or (x, y, z)) and dynamic shared bytes."""
+
+    grid: int | tuple[int, ...]
+    block: int | tuple[int, ...]
+    dynamic_shared_bytes: int = 0
+
+
+def _dims(v: int | float | Sequence[int]) -> int:
     if isinstance(v, int | float):
         return int(v)
     return int(math.prod(int(x) for x in v))
 
 
-def extract_features(function, module, launch, gpu, resources=None, definition: str = "dataset",
+def extract_features(function: Function, module: Module, launch: LaunchShape, gpu: GpuProfile,
+                     resources: KernelResources | None = None, definition: str = "dataset",
                      weights: Sequence[float] | None = None) -> dict[str, float]:
     """Table 5.4 features of `function` under `launch` on `gpu` (a GpuProfile), in the given definition.
 
-    `launch` needs `.grid` and `.block` (int or (x, y, z)) and optionally `.dynamic_shared_bytes`;
-    `resources` optionally `.registers` and `.shared_bytes` (from ptxas), else registers are unknown (NaN).
+    `resources` are ptxas's registers and shared bytes; without them registers are unknown (NaN).
     `weights[i]` is how often instruction `i` runs per thread (the trip counts of its loops, PFEA's nLoop);
     without them every instruction counts once. Static ("_kernel") counts never use them.
     """
@@ -116,7 +132,7 @@ def extract_features(function, module, launch, gpu, resources=None, definition: 
     dyn = {"comp": 0.0, "glob": 0.0, "shar": 0.0, "misc": 0.0}
     comp_lat = 0.0
     gload = gstore = branch = 0.0
-    latency = getattr(gpu, "latency", {})
+    latency = gpu.latency
     for i, ins in enumerate(function.body):
         cls = classify(ins, definition)
         if cls is None:
@@ -131,16 +147,16 @@ def extract_features(function, module, launch, gpu, resources=None, definition: 
         branch += w * (ins.opcode in ("bra", "brx"))
     glob_sm = (gload + gstore) * waves  # dataset: simulated global count excludes params (docs/power-features.md s2)
     total_inst = (dyn["comp"] + glob_sm / max(waves, 1) + dyn["shar"] + dyn["misc"]) * waves
-    regs = getattr(resources, "registers", None) if resources is not None else None
-    smem = (getattr(resources, "shared_bytes", None) if resources is not None else None)
+    regs = resources.registers if resources is not None else None
+    smem = resources.shared_bytes if resources is not None else None
     if smem is None:
-        smem = getattr(function, "static_shared_bytes", 0)
-    smem = float(smem) + float(getattr(launch, "dynamic_shared_bytes", 0) or 0)
+        smem = function.static_shared_bytes
+    smem = float(smem) + float(launch.dynamic_shared_bytes or 0)
     try:
         glat = float(gpu.global_latency(total))
     except Exception:  # a profile without the Table 3.3 model: unknown latency, imputed by the model
         glat = math.nan
-    l2 = float(getattr(gpu, "l2_bytes", 0) or 0)
+    l2 = float(gpu.l2_bytes or 0)
     return {
         "grid_size": float(nb), "block_size": float(nt), "reg_thread": float(regs) if regs is not None else math.nan,
         "shmem_block": smem, "comp_inst_kernel": float(counts["comp"]),

@@ -13,16 +13,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
+from kerncast.analysis.context import KernelContext
 from kerncast.analysis.loops import block_weights
 from kerncast.analysis.power.energy import energy_hotspots, estimate_energy
 from kerncast.analysis.power.events import EnergyConstantsError, EventEnergy, event_energy, load_constants
 from kerncast.analysis.power.explain import lime_contributions
-from kerncast.analysis.power.features import extract_features
+from kerncast.analysis.power.features import LaunchShape, extract_features
 from kerncast.analysis.power.model import ModelsMissing, PowerPrediction, feature_row, predict_powers
 from kerncast.analysis.ptx.model import line_in_file
 from kerncast.analysis.report import source_line_range
+from kerncast.analysis.tripcount import trip_values
+
+if TYPE_CHECKING:
+    from kerncast.analysis.gpus import GpuProfile
+    from kerncast.analysis.launch import Launch
 
 WARP = 32
 
@@ -35,24 +41,13 @@ class PowerInputs:
     event: EventEnergy | None
 
 
-@dataclass(frozen=True)
-class _Shape:
-    """The launch shape the feature extractor reads."""
-
-    grid: Any
-    block: Any
-    dynamic_shared_bytes: int
-
-
-def _instruction_weights(ctx: Any) -> list[float]:
+def _instruction_weights(ctx: KernelContext) -> list[float]:
     """Per instruction, how often one thread runs it: the trip counts of its loops (PFEA's nLoop)."""
-    trips = {h: float(s.value) for h, s in (ctx.trip_counts or {}).items() if isinstance(s.value, int | float)}
-    per_block = block_weights(ctx.cfg, ctx.loops, trips)
+    per_block = block_weights(ctx.cfg, ctx.loops, trip_values(ctx.trip_counts))
     return [per_block.get(b, 0.0) for b in ctx.cfg.block_of]
 
 
-def _event_energy(ctx: Any, weights: list[float]) -> EventEnergy | None:
-    launch, gpu = ctx.launch, ctx.gpu
+def _event_energy(ctx: KernelContext, launch: Launch, gpu: GpuProfile, weights: list[float]) -> EventEnergy | None:
     if ctx.time is None:
         ctx.report.notes.append("no energy split: the time could not be predicted")
         return None
@@ -67,7 +62,7 @@ def _event_energy(ctx: Any, weights: list[float]) -> EventEnergy | None:
                         lambda ins: line_in_file(ins.loc, ctx.main_file), constants)
 
 
-def power_stage(ctx: Any) -> None:
+def power_stage(ctx: KernelContext) -> None:
     """Features and per-event energy of one kernel, and its energy-hotspot finding (power comes later)."""
     launch, gpu = ctx.launch, ctx.gpu
     report = ctx.report
@@ -75,10 +70,10 @@ def power_stage(ctx: Any) -> None:
         report.notes.append("no power prediction: the GPU profile or the launch size is unknown")
         return
     weights = _instruction_weights(ctx)
-    shape = _Shape(launch.grid.value, launch.block.value, launch.dynamic_shared_bytes.value or 0)
+    shape = LaunchShape(launch.grid.value, launch.block.value, launch.dynamic_shared_bytes.value or 0)
     features = extract_features(ctx.function, ctx.module, shape, gpu, ctx.resources, weights=weights)
-    event = _event_energy(ctx, weights)
-    ctx.power = PowerInputs(features, event)
+    event = _event_energy(ctx, launch, gpu, weights)
+    ctx.power_inputs = PowerInputs(features, event)
     if event is None:
         return
     findings = energy_hotspots(event, ctx.function.display_name, ctx.options.thresholds.energy_hotspot_share)
@@ -88,21 +83,23 @@ def power_stage(ctx: Any) -> None:
     report.findings.extend(findings)
 
 
-def finish_power(contexts: list[Any]) -> None:
+def finish_power(contexts: list[KernelContext]) -> None:
     """Predict the power of every kernel of a file in one batched call, then each kernel's board energy."""
-    pending = [c for c in contexts if isinstance(c.power, PowerInputs)]
+    pending = [c for c in contexts if c.power_inputs is not None and c.gpu is not None]
     if not pending:
         return
     lime = bool(pending[0].options.lime)
     try:
-        preds = predict_powers([(c.power.features, c.gpu) for c in pending], explain=True, lime=lime)
+        rows = [(c.power_inputs.features, c.gpu) for c in pending if c.power_inputs is not None]
+        preds = predict_powers(rows, explain=True, lime=lime)
     except (ModelsMissing, ValueError) as exc:
         for c in pending:
             c.report.notes.append(f"no power prediction: {exc}")
-            c.power = None
+            c.power_inputs = None
         return
     for ctx, pred in zip(pending, preds, strict=True):
-        inputs: PowerInputs = ctx.power
+        inputs = ctx.power_inputs
+        assert inputs is not None
         pred.assumptions.append("loop trip counts as in the time prediction (see the launch and loops)")
         ctx.power = pred
         ctx.report.power = pred

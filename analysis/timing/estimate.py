@@ -10,11 +10,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.deps import block_dependences
 from kerncast.analysis.isa import classify
+from kerncast.analysis.memory.analysis import MemoryAnalysis
 from kerncast.analysis.timing.constants import timing_constants
 from kerncast.analysis.timing.counts import dynamic_counts
 from kerncast.analysis.timing.footprint import Footprint, footprint, wave_extent
@@ -93,7 +94,18 @@ class MemoryFacts:
     shared_wavefronts: float = 1.0
 
 
-def memory_facts(memory: Any) -> MemoryFacts:
+class RequestCounts(Protocol):
+    """What the time models read from a memory analysis (`MemoryAnalysis` has it all): request counts by kind.
+    Only a full `MemoryAnalysis` also gives the addresses the footprint and partition camping need."""
+
+    def global_requests(self) -> tuple[float, float]: ...
+    def unknown_requests(self) -> float: ...
+    def uncoalesced_sectors_per_request(self) -> float | None: ...
+    def global_sector_factor(self) -> float: ...
+    def shared_wavefronts_per_request(self) -> float | None: ...
+
+
+def memory_facts(memory: RequestCounts | None) -> MemoryFacts:
     """Read request counts from a memory analysis (`global_requests()`, `uncoalesced_sectors_per_request()`,
     `shared_wavefronts_per_request()`); anything missing or failing leaves the coalesced default."""
     if memory is None:
@@ -103,8 +115,7 @@ def memory_facts(memory: Any) -> MemoryFacts:
         coal, uncoal = memory.global_requests()
         if coal + uncoal > 0:
             facts.uncoalesced_fraction = uncoal / (coal + uncoal)
-        unknown = getattr(memory, "unknown_requests", None)
-        facts.all_addresses_known = not (unknown() if callable(unknown) else 0)
+        facts.all_addresses_known = not memory.unknown_requests()
     except Exception:  # noqa: BLE001 - a partial analysis must not stop the prediction
         facts.known = False
     try:
@@ -128,8 +139,8 @@ def memory_facts(memory: Any) -> MemoryFacts:
 def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per_block: int,
                  trips: Mapping[int, float] | None = None, blocks_per_sm: int | None = None,
                  occupancy: float | None = None, registers: int | None = None, shared_bytes: int = 0,
-                 memory: Any = None, assumptions: list[str] | None = None, model: str = DEFAULT_TIME_MODEL,
-                 grid: tuple[int, int, int] | None = None,
+                 memory: RequestCounts | None = None, assumptions: list[str] | None = None,
+                 model: str = DEFAULT_TIME_MODEL, grid: tuple[int, int, int] | None = None,
                  block: tuple[int, int, int] | None = None) -> TimeEstimate:
     """Predict one launch with every model (kerncast, thesis Algorithms 6-8 plus Eqs. 4.8-4.12, MWP-CWP) and
     the roofline range; `model` picks the one whose time is `us` ("kerncast", "thesis" or "mwp-cwp").
@@ -252,15 +263,15 @@ def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per
                         assumptions=notes, detail=detail, range_us=rng, range_basis=basis, models=models)
 
 
-def global_traffic(memory: Any, cfg: Cfg, block: tuple[int, int, int], grid: tuple[int, int, int],
+def global_traffic(memory: RequestCounts | None, cfg: Cfg, block: tuple[int, int, int], grid: tuple[int, int, int],
                    wave_blocks: int, trips: Mapping[int, float], warps: int, profile: Any
                    ) -> tuple[Footprint | None, tuple[float, float] | None, dict[int, float]]:
     """From the memory analysis: the distinct-bytes footprint, the bytes requested with no reuse (of accesses
     with and without a footprint) and each access's unit passes per warp (replays). Nones without one."""
-    accesses = getattr(memory, "accesses", None)
-    if not accesses:
+    if not isinstance(memory, MemoryAnalysis) or not memory.accesses:
         return None, None, {}
-    sector = int(getattr(profile, "sector_bytes", 32) or 32)
+    accesses = memory.accesses
+    sector = int(profile.sector_bytes or 32)
     fp = footprint(memory, block, grid, wave_blocks, trips, sector)
     layout = dram_partitions(profile)
     if layout is not None:

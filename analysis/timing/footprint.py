@@ -18,7 +18,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from math import gcd, prod
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kerncast.analysis.memory.analysis import MemoryAnalysis
 
 _LANE = {"tid.x": 0, "tid.y": 1, "tid.z": 2}
 _BLOCK = {"ctaid.x": 0, "ctaid.y": 1, "ctaid.z": 2}
@@ -87,13 +90,11 @@ def wave_extent(grid: tuple[int, int, int], wave_blocks: int) -> tuple[int, int,
     return wx, wy, wz
 
 
-def footprint(memory: Any, block: tuple[int, int, int], grid: tuple[int, int, int], wave_blocks: int,
+def footprint(memory: MemoryAnalysis, block: tuple[int, int, int], grid: tuple[int, int, int], wave_blocks: int,
               trips: Mapping[int, float], sector: int = 32) -> Footprint:
     """Distinct bytes of every global access of `memory` (a MemoryAnalysis) for the launch and one wave."""
     out = Footprint(covered=set())
-    atoms = getattr(memory, "atoms", None)
-    addresses = getattr(memory, "addresses", None) or {}
-    loop_atoms = getattr(memory, "iteration_atoms", None) or {}
+    atoms, addresses, loop_atoms = memory.atoms, memory.addresses, memory.iteration_atoms
     if atoms is None:
         out.complete = False
         return out

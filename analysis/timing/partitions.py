@@ -17,11 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from math import gcd
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from kerncast.analysis.timing.constants import timing_constants
 from kerncast.analysis.timing.footprint import access_bytes, affine_extents
+
+if TYPE_CHECKING:
+    from kerncast.analysis.memory.analysis import MemoryAnalysis
 
 
 def dram_partitions(profile: Any) -> tuple[int, int] | None:
@@ -61,17 +64,15 @@ def partitions_touched(extents: list[tuple[int, int]], partitions: int, width: i
     return int(chunks.sum())
 
 
-def camping_factor(memory: Any, block: tuple[int, int, int], wave_grid: tuple[int, int, int],
+def camping_factor(memory: MemoryAnalysis, block: tuple[int, int, int], wave_grid: tuple[int, int, int],
                    partitions: int, width: int, sector: int = 32) -> float:
     """DRAM time multiplier (>= 1) from partition camping of one wave's concurrent global accesses."""
-    atoms = getattr(memory, "atoms", None)
-    addresses = getattr(memory, "addresses", None) or {}
-    loop_atoms = getattr(memory, "iteration_atoms", None) or {}
+    atoms, addresses, loop_atoms = memory.atoms, memory.addresses, memory.iteration_atoms
     if atoms is None or partitions <= 1 or width <= 0:
         return 1.0
     one_iteration: Mapping[int, float] = {atom: 1.0 for atom in loop_atoms.values()}
     total = busiest = 0.0
-    for a in getattr(memory, "accesses", []):
+    for a in memory.accesses:
         poly = addresses.get(a.index) if a.space == "global" else None
         ext = affine_extents(atoms, poly, block, wave_grid, one_iteration) if poly is not None else None
         if ext is None:

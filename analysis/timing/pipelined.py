@@ -37,6 +37,7 @@ from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.deps import DepGraph
 from kerncast.analysis.isa import InstrClass
 from kerncast.analysis.loops import block_weights
+from kerncast.analysis.ptx.model import Instruction
 from kerncast.analysis.timing.constants import time_error_band, timing_constants
 from kerncast.analysis.timing.footprint import Footprint
 from kerncast.analysis.timing.scheduler import cfg_longest_path
@@ -88,8 +89,8 @@ def achievable_bandwidth_gbs(profile: Any) -> tuple[float, str]:
                                                "(median measured share of four GPUs)")
 
 
-def _is_free(ins: Any, cls: InstrClass) -> bool:
-    return cls.latency == "param" or (cls.type == "misc" and getattr(ins, "space", None) in _FREE_SPACES)
+def _is_free(ins: Instruction, cls: InstrClass) -> bool:
+    return cls.latency == "param" or (cls.type == "misc" and ins.space in _FREE_SPACES)
 
 
 @dataclass(slots=True)

@@ -1,0 +1,109 @@
+"""The typed contract between the pipeline's stages: the options of one analysis and one kernel's context.
+
+Every stage is a function of a `KernelContext`: it reads the typed results of the stages before it and
+writes its own typed result (and its part of the `KernelReport`). This module holds the types only, so that
+the stage modules can name them without importing the pipeline that runs them (no import cycle); the
+result types themselves live beside the model that computes them and are named here for type checking.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from kerncast.analysis.cfg import Cfg
+from kerncast.analysis.launch import Launch, LaunchOverrides, Sourced
+from kerncast.analysis.loops import LoopForest
+from kerncast.analysis.ptx.model import Function, Module
+from kerncast.analysis.report import KernelReport
+
+if TYPE_CHECKING:
+    from kerncast.analysis.compile import KernelResources
+    from kerncast.analysis.gpus import GpuProfile
+    from kerncast.analysis.memory.analysis import MemoryAnalysis
+    from kerncast.analysis.occupancy import Occupancy
+    from kerncast.analysis.power.model import PowerPrediction
+    from kerncast.analysis.power.stage import PowerInputs
+    from kerncast.analysis.timing.estimate import TimeEstimate
+
+#: Files larger than this are refused with a clear message (the limit is a setting).
+DEFAULT_MAX_FILE_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class Thresholds:
+    """When a finding is worth a warning. Defaults follow Nsight Compute's own rule thresholds where one exists."""
+
+    uncoalesced_excess_percent: float = 25.0
+    bank_conflict_ways: int = 2
+    energy_hotspot_share: float = 0.2
+    low_occupancy: float = 0.25
+
+
+@dataclass(slots=True)
+class AnalysisOptions:
+    """Everything a user can set for one analysis (CLI flags or editor settings)."""
+
+    gpu: str = "v100"
+    #: nvcc target; None follows the project's compile_commands.json, else the GPU profile (h100 -> sm_90)
+    arch: str | None = None
+    include_dirs: list[str] = field(default_factory=list)
+    defines: list[str] = field(default_factory=list)
+    nvcc_path: str | None = None
+    timeout_s: float = 120.0
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    #: launch overrides that apply to every kernel (CLI flags)
+    overrides: LaunchOverrides | None = None
+    #: per-kernel launch settings from the editor: kernel name -> overrides
+    kernel_settings: dict[str, LaunchOverrides] = field(default_factory=dict)
+    loops: int | None = None
+    #: the time model whose prediction is the kernel's time: "kerncast" (default), "thesis" or "mwp-cwp"
+    time_model: str = "kerncast"
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    #: LIME weights in power explanations (exact contributions are always there); the server adds them lazily
+    lime: bool = True
+    #: seconds an analysis that can blow up (the memory stage) may spend on one kernel before it stops and
+    #: reports what it skipped
+    budget_s: float = 2.0
+    #: read the project's compile_commands.json (found as clangd finds it, or in `compile_commands_dir`)
+    compile_commands: bool = True
+    compile_commands_dir: str | None = None
+    #: use a full CUDA toolkit (CUDA_HOME, CUDA_PATH, /usr/local/cuda) before the pip wheels when one is installed
+    prefer_system_toolkit: bool = False
+
+
+#: ptxas's answer for a module: ({mangled name: resources}, why not)
+PtxasResult = tuple[dict[str, "KernelResources"], str | None]
+
+
+@dataclass(slots=True)
+class KernelContext:
+    """What the stages know about one kernel while it is analysed; each stage adds its typed result here."""
+
+    module: Module
+    function: Function
+    report: KernelReport
+    options: AnalysisOptions
+    cuda_source: str | None
+    main_file: str | None
+    cfg: Cfg
+    loops: LoopForest
+    #: ptxas running in the background; see `resources_stage`
+    ptxas: Future[PtxasResult] | None = None
+    resources: KernelResources | None = None
+    gpu: GpuProfile | None = None
+    #: the launch, inferred once (every field known or assumed, with its source); memory, time and power read it
+    launch: Launch | None = None
+    #: loop header block -> trip count per thread, with its source
+    trip_counts: dict[int, Sourced] = field(default_factory=dict)
+    occupancy: Occupancy | None = None
+    memory: MemoryAnalysis | None = None
+    time: TimeEstimate | None = None
+    #: the power stage's features and per-event energy, waiting for the file's batched power prediction
+    power_inputs: PowerInputs | None = None
+    power: PowerPrediction | None = None
+    #: what the time prediction assumes beyond the launch and the trip counts (e.g. no register limit)
+    time_assumptions: list[str] = field(default_factory=list)
+    #: the analysed file's path: `#include`d `.cu` files are found beside it
+    source_path: str | None = None

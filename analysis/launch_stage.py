@@ -1,0 +1,44 @@
+"""The pipeline's launch stage: the launch inferred once, and the loops' trip counts under it.
+
+The launch (flags, settings, annotations, `<<<>>>` sites, `.reqntid`, defaults; see `launch.infer_launch`)
+is the one value memory, time and power read: every field says whether it is known or assumed. The trip
+counts are read from the PTX under that launch (`tripcount`) and shown on the report's loops.
+"""
+
+from __future__ import annotations
+
+from kerncast.analysis.context import KernelContext
+from kerncast.analysis.launch import LaunchOverrides, infer_launch
+from kerncast.analysis.tripcount import trip_counts
+
+
+def _kernel_settings(ctx: KernelContext) -> LaunchOverrides | None:
+    """The editor's launch settings for this kernel, by display name, mangled name or template name."""
+    settings = ctx.options.kernel_settings or {}
+    fn = ctx.function
+    for key in (fn.display_name, fn.name, fn.display_name.split("<", 1)[0]):
+        if key in settings:
+            return settings[key]
+    return None
+
+
+def launch_stage(ctx: KernelContext) -> None:
+    """Launch configuration and trip counts into the context and the report."""
+    overrides = ctx.options.overrides
+    if overrides is None and ctx.options.loops is not None:
+        overrides = LaunchOverrides(loops=ctx.options.loops)
+    reqntid = ctx.function.directives.get("reqntid")
+    launch = infer_launch(ctx.function.display_name, ctx.cuda_source, overrides=overrides,
+                          settings=_kernel_settings(ctx), reqntid=tuple(reqntid) if reqntid else None,
+                          source_path=ctx.source_path, include_dirs=list(ctx.options.include_dirs))
+    ctx.launch = launch
+    ctx.report.launch = launch
+    ctx.trip_counts = trip_counts(ctx.function, ctx.cfg, ctx.loops, launch)
+    for lp, info in zip(ctx.loops.loops, ctx.report.loops, strict=False):
+        count = ctx.trip_counts.get(lp.header)
+        if count is not None:
+            info.trip_count = count.value
+            info.trip_source = count.source
+            info.trip_detail = count.detail or None
+    if ctx.gpu is None:
+        ctx.report.notes.append(f"no time prediction: the GPU profile {ctx.options.gpu!r} could not be loaded")
