@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kerncast.analysis.toolchain import (
+    DEFAULT_CUDA_ROOTS,
     HOST_COMPILER_HINT,
     Toolchain,
     ToolchainError,
@@ -511,8 +512,6 @@ def _local_header_stamps(text: str, source_dir: Path, dirs: list[Path]) -> list[
 def system_toolkit_nvcc() -> str | None:
     """nvcc of a full CUDA toolkit installation (CUDA_HOME, CUDA_PATH, /usr/local/cuda), for users who prefer
     it to the pip wheels (it has every library header); None when there is none."""
-    from kerncast.analysis.toolchain import DEFAULT_CUDA_ROOTS
-
     roots = [Path(r) for r in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")) if r]
     for root in [*roots, *DEFAULT_CUDA_ROOTS]:
         nvcc = root / "bin" / ("nvcc.exe" if os.name == "nt" else "nvcc")

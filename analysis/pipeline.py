@@ -16,9 +16,18 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kerncast.analysis.cfg import build_cfg
+from kerncast.analysis.compile import (
+    CompileOptions,
+    ToolchainError,
+    compile_cuda,
+    find_toolchain,
+    ptxas_resources,
+    system_toolkit_nvcc,
+)
+from kerncast.analysis.compile_db import BuildFlags, flags_for
 from kerncast.analysis.context import (
     DEFAULT_MAX_FILE_BYTES,
     AnalysisOptions,
@@ -26,9 +35,10 @@ from kerncast.analysis.context import (
     PtxasResult,
     Thresholds,
 )
+from kerncast.analysis.demangle import demangle
 from kerncast.analysis.gpus.loading import load_gpu
 from kerncast.analysis.isa import classify
-from kerncast.analysis.kernel_cache import KernelCache
+from kerncast.analysis.kernel_cache import KernelCache, digest, function_spans, without_debug_sections, without_lines
 from kerncast.analysis.launch_stage import launch_stage
 from kerncast.analysis.loops import find_loops
 from kerncast.analysis.memory.stage import memory_stage
@@ -38,6 +48,7 @@ from kerncast.analysis.ptx.parser import kernel_shared_bytes
 from kerncast.analysis.report import FileReport, Finding, KernelReport, LoopInfo
 from kerncast.analysis.resource_findings import resource_stage
 from kerncast.analysis.rules import Code
+from kerncast.analysis.targets import resolve_target
 from kerncast.analysis.timing.stages import occupancy_stage, time_stage
 
 if TYPE_CHECKING:
@@ -108,8 +119,6 @@ def _with_toolkit(report: FileReport, options: AnalysisOptions) -> AnalysisOptio
     """With `prefer_system_toolkit` (and no explicit nvcc), the installed CUDA toolkit's nvcc when there is one."""
     if not options.prefer_system_toolkit or options.nvcc_path:
         return options
-    from kerncast.analysis.compile import system_toolkit_nvcc
-
     nvcc = system_toolkit_nvcc()
     if nvcc is None:
         report.notes.append("no CUDA toolkit in CUDA_HOME, CUDA_PATH or /usr/local/cuda: using the nvcc found "
@@ -121,8 +130,6 @@ def _with_toolkit(report: FileReport, options: AnalysisOptions) -> AnalysisOptio
 
 def _compiler_label(nvcc_path: str | None) -> str | None:
     """`nvcc 13.5.37 (pip wheels: /…/nvcc)`: the hover and the report say which compiler produced the PTX."""
-    from kerncast.analysis.compile import ToolchainError, find_toolchain
-
     try:
         tc = find_toolchain(nvcc_path)
     except ToolchainError:
@@ -134,8 +141,6 @@ def _compiler_label(nvcc_path: str | None) -> str | None:
 
 def _with_target(report: FileReport, options: AnalysisOptions, build_archs: list[str]) -> AnalysisOptions:
     """Options whose `arch` is decided (setting, build, GPU profile), the report saying which and why."""
-    from kerncast.analysis.targets import resolve_target
-
     target = resolve_target(options.arch, build_archs, options.gpu, options.nvcc_path)
     report.arch = target.arch
     if target.note:
@@ -143,12 +148,10 @@ def _with_target(report: FileReport, options: AnalysisOptions, build_archs: list
     return replace(options, arch=target.arch)
 
 
-def _build_flags(report: FileReport, path: Path, options: AnalysisOptions) -> Any:
+def _build_flags(report: FileReport, path: Path, options: AnalysisOptions) -> BuildFlags | None:
     """The project's flags for this file from compile_commands.json, noted in the report; None without one."""
     if not options.compile_commands:
         return None
-    from kerncast.analysis.compile_db import flags_for
-
     build = flags_for(path, options.compile_commands_dir)
     if build is not None:
         report.notes.append(build.describe())
@@ -159,8 +162,6 @@ def _build_flags(report: FileReport, path: Path, options: AnalysisOptions) -> An
 
 def _analyze_cuda(report: FileReport, path: Path, source: str, options: AnalysisOptions,
                   cache: KernelCache | None = None) -> FileReport:
-    from kerncast.analysis.compile import CompileOptions, ToolchainError, compile_cuda
-
     build = _build_flags(report, path, options)
     options = _with_target(report, options, build.archs if build else [])
     copts = CompileOptions(arch=options.arch or "", include_dirs=list(options.include_dirs),
@@ -200,8 +201,6 @@ def _ptxas_target(ptx: str, options: AnalysisOptions) -> str:
 
 def _ptxas_resources(ptx: str, options: AnalysisOptions) -> PtxasResult:
     """Registers, shared memory and spills per kernel from ptxas, or ({}, why not)."""
-    from kerncast.analysis.compile import ToolchainError, find_toolchain, ptxas_resources
-
     try:
         toolchain = find_toolchain(options.nvcc_path)
         return ptxas_resources(ptx, _ptxas_target(ptx, options), toolchain, timeout_s=options.timeout_s), None
@@ -289,8 +288,6 @@ def _kernel_keys(ptx: str, module: Module, contexts: list[KernelContext], option
                  cuda_source: str | None, file: str, main_file: str | None) -> dict[int, str]:
     """Per kernel context (by id), the cache key: its PTX text and position, the rest of the module, its
     launch and trip counts, the GPU profile, the settings and the source lines its findings may point at."""
-    from kerncast.analysis.kernel_cache import digest, function_spans, without_debug_sections, without_lines
-
     kernels = [ctx.function for ctx in contexts]
     spans = dict(zip((fn.name for fn in kernels), function_spans(ptx, [fn.ptx_line for fn in kernels]),
                      strict=True))
@@ -311,8 +308,6 @@ def _kernel_keys(ptx: str, module: Module, contexts: list[KernelContext], option
 
 def _ptx_for(ptx: str, module: Module, wanted: list[Function]) -> str:
     """The PTX with the kernels not in `wanted` left out, so ptxas compiles only the changed kernels."""
-    from kerncast.analysis.kernel_cache import function_spans, without_lines
-
     names = {fn.name for fn in wanted}
     others = [fn for fn in module.kernels if fn.name not in names]
     if not others:
@@ -346,10 +341,6 @@ def _locate_in_ptx(module: Module, path: str) -> None:
 
 
 def _display_names(module: Module) -> dict[str, str]:
-    try:
-        from kerncast.analysis.demangle import demangle
-    except ImportError:
-        return {}
     return demangle([f.name for f in module.kernels])
 
 
@@ -418,8 +409,8 @@ def resources_stage(ctx: KernelContext) -> None:
 
 def power_stage(ctx: KernelContext) -> None:
     """Features, per-event energy and energy hotspots of one kernel (`kerncast.analysis.power.stage`)."""
-    # Imported at first use, not with the pipeline: the power runtime loads XGBoost (about a second), which
-    # `kerncast analyze --help`, a file without kernels and the language server's start-up need not wait for.
+    # lazy import: the power runtime loads XGBoost (about a second), which `kerncast analyze --help`, a file
+    # without kernels and the language server's start-up need not wait for.
     from kerncast.analysis.power.stage import power_stage as power_inputs
 
     power_inputs(ctx)
@@ -429,7 +420,7 @@ def finish_power(contexts: list[KernelContext]) -> None:
     """Every kernel's power in one batched prediction, then its energy (`kerncast.analysis.power.stage`)."""
     if not contexts:
         return
-    # Imported at first use, for the same reason as in `power_stage`.
+    # lazy import: the power runtime loads XGBoost, as in `power_stage`
     from kerncast.analysis.power.stage import finish_power as predict_powers
 
     predict_powers(contexts)

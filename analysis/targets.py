@@ -13,7 +13,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from kerncast.analysis.toolchain import Toolchain, run_tool
+from kerncast.analysis.gpus import ProfileError, list_profiles, load_profile
+from kerncast.analysis.toolchain import Toolchain, ToolchainError, find_toolchain, run_tool
 
 #: Oldest real architecture of each CUDA major release, for when `nvcc --list-gpu-arch` cannot be asked
 #: (CUDA 12 release notes: Kepler dropped, sm_50 oldest; CUDA 13 release notes: sm_75 oldest).
@@ -112,8 +113,6 @@ def resolve_target(arch_setting: str | None, build_archs: list[str], gpu: str, n
     if cc is None:
         return Target(FALLBACK_ARCH, "default", f"compiled for {FALLBACK_ARCH}: the GPU profile {gpu!r} could not "
                                                 "be loaded to choose its architecture")
-    from kerncast.analysis.toolchain import ToolchainError, find_toolchain
-
     try:
         supported = supported_archs(find_toolchain(nvcc_path))
     except ToolchainError:
@@ -122,8 +121,6 @@ def resolve_target(arch_setting: str | None, build_archs: list[str], gpu: str, n
 
 
 def _profile_capability(gpu: str) -> tuple[int, int] | None:
-    from kerncast.analysis.gpus import ProfileError, load_profile
-
     try:
         return tuple(load_profile(gpu).compute_capability)  # type: ignore[return-value]
     except ProfileError:
@@ -174,8 +171,6 @@ def _ask_nvml(nvml: Any) -> str | None:
             nvml.nvmlShutdown()
     except Exception:  # noqa: BLE001 - NVML failing (no driver, no GPU) means "no local GPU", never an error
         return None
-    from kerncast.analysis.gpus import list_profiles
-
     name = name.decode() if isinstance(name, bytes) else str(name)
     return profile_for_device(name, list(list_profiles()))
 

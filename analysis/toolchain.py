@@ -160,7 +160,7 @@ def _search_candidates(searched: list[str]):
 def _from_pathfinder() -> Path | None:
     """nvcc from NVIDIA's pip wheels; results outside site-packages are left to the later search steps."""
     try:
-        from cuda.pathfinder import find_nvidia_binary_utility
+        from cuda.pathfinder import find_nvidia_binary_utility  # lazy import: optional (the cuda extra)
     except ImportError:
         return None
     try:

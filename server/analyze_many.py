@@ -12,13 +12,18 @@ analysis and the power model's runtime, so that runtime is loaded once for the w
 from __future__ import annotations
 
 import fnmatch
+import multiprocessing
 import os
 import sys
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
+
+from kerncast.analysis.pipeline import analyze_file
+from kerncast.server.render_text import render_file_report
+from kerncast.server.sarif import to_sarif
 
 SUFFIXES = (".cu", ".cuh", ".ptx")
 #: a progress bar is drawn (on a terminal) for more files than this
@@ -72,18 +77,12 @@ def _excluded(relative: str, path: str, excludes: list[str]) -> bool:
 
 def analyse_one(path: str, options: Any, fmt: str) -> FileOutcome:
     """Analyse one file and render it in `fmt` (runs in a worker process, or in this one for -j 1)."""
-    from kerncast.analysis.pipeline import analyze_file
-
     report = analyze_file(path, options=options)
     if fmt == "json":
         output: Any = report.to_json()
     elif fmt == "sarif":
-        from kerncast.server.sarif import to_sarif
-
         output = to_sarif(report)
     else:
-        from kerncast.server.render_text import render_file_report
-
         output = render_file_report(report)
     errors = [f"{report.file}:{f.line}:{f.column}: error: {f.message}" for f in report.findings
               if f.severity == "error"]
@@ -96,8 +95,6 @@ def analyse_one(path: str, options: Any, fmt: str) -> FileOutcome:
 
 def _pool(jobs: int) -> ProcessPoolExecutor:
     """Worker processes forked from this one (the analysis is imported already); spawned where fork is not."""
-    import multiprocessing
-
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
     return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
@@ -113,16 +110,13 @@ def analyse_all(files: list[str], options: Any, fmt: str, jobs: int,
             if progress:
                 progress(i + 1, len(files), f)
         return [o for o in outcomes if o is not None]
-    # Imported here, in the parent, just before the workers are forked: each worker then inherits the
-    # pipeline and the power model's runtime instead of importing XGBoost again for its first file.
-    import kerncast.analysis.pipeline  # noqa: F401
+    # lazy import: the power model's runtime (XGBoost), loaded here in the parent just before the workers are
+    # forked, so that each worker inherits it instead of importing it again for its first file
     import kerncast.analysis.power.stage  # noqa: F401
 
     with _pool(min(jobs, len(files))) as pool:
         futures: dict[Future[FileOutcome], int] = {pool.submit(analyse_one, f, options, fmt): i
                                                    for i, f in enumerate(files)}
-        from concurrent.futures import as_completed
-
         for done, fut in enumerate(as_completed(futures), 1):
             i = futures[fut]
             try:

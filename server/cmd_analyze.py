@@ -12,9 +12,12 @@ import os
 import sys
 from typing import Any
 
+from kerncast.analysis.launch import LaunchOverrides
 from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
 from kerncast.analysis.targets import default_gpu
+from kerncast.server import analyze_many as many
 from kerncast.server.render_text import render_file_report
+from kerncast.server.sarif import to_sarif
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -75,7 +78,6 @@ def launch_overrides(args: argparse.Namespace) -> Any:
     """The `LaunchOverrides` for the launch flags, or None when no flag was given (ValueError on a bad flag)."""
     if not (args.grid or args.block or args.smem is not None or args.loops is not None or args.param):
         return None
-    from kerncast.analysis.launch import LaunchOverrides
 
     return LaunchOverrides.from_strings(grid=args.grid, block=args.block, smem=args.smem, loops=args.loops,
                                         params=list(args.param), source="cli")
@@ -113,8 +115,6 @@ def _run_one(path: str, options: AnalysisOptions, fmt: str) -> int:
         json.dump(report.to_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")
     elif fmt == "sarif":
-        from kerncast.server.sarif import to_sarif
-
         json.dump(to_sarif(report), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
@@ -129,8 +129,6 @@ def _run_one(path: str, options: AnalysisOptions, fmt: str) -> int:
 
 def _run_many(args: argparse.Namespace, options: AnalysisOptions) -> int:
     """Many files (or directories) in a process pool, printed as one report; 1 when any file has an error."""
-    from kerncast.server import analyze_many as many
-
     files = many.collect_files(list(args.paths), list(args.exclude))
     if not files:
         print("kerncast: no .cu, .cuh or .ptx file found in " + ", ".join(args.paths), file=sys.stderr)

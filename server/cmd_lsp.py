@@ -21,6 +21,7 @@ def run(args: argparse.Namespace) -> int:
                             format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     else:
         logging.basicConfig(stream=sys.stderr, level=args.log_level, format="kerncast lsp: %(message)s")
+    # lazy import: the language server loads pygls and lsprotocol, which the other commands never need
     from kerncast.server.server import main
 
     main()

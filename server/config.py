@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
+from kerncast.analysis.compile_db import find_database
+from kerncast.analysis.gpus import list_profiles
 from kerncast.analysis.launch import LaunchOverrides, parse_dim
 from kerncast.analysis.pipeline import DEFAULT_MAX_FILE_BYTES, AnalysisOptions, Thresholds
 from kerncast.analysis.targets import default_gpu
+from kerncast.analysis.timing.estimate import TIME_MODELS
 
 _OPTIONS = AnalysisOptions()
 _THRESHOLDS = Thresholds()
@@ -184,20 +189,14 @@ def _kernel_launch(name: str, spec: Any, loops: int | None, reader: _Reader) -> 
 
 
 def _valid_time_model(text: str) -> bool:
-    from kerncast.analysis.timing.estimate import TIME_MODELS
-
     return text in TIME_MODELS
 
 
 def _valid_arch(text: str) -> bool:
-    import re
-
     return re.fullmatch(r"(sm|compute)_\d+[a-z]?", text) is not None
 
 
 def _known_gpu(text: str) -> bool:
-    from kerncast.analysis.gpus import list_profiles
-
     try:
         return text in list_profiles() or text.endswith(".toml")
     except Exception:  # noqa: BLE001 - a broken profile directory must not stop settings parsing
@@ -293,10 +292,6 @@ def build_stamp(settings: Settings, path: str | None) -> str:
     o = settings.options
     if not o.compile_commands or not path:
         return ""
-    from pathlib import Path
-
-    from kerncast.analysis.compile_db import find_database
-
     db = find_database(Path(path), o.compile_commands_dir)
     if db is None:
         return ""

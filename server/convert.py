@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kerncast.analysis.gpus import load_profile
 from kerncast.analysis.report import FileReport, Finding
 from kerncast.analysis.rules import rule
 from kerncast.analysis.source_model import KernelDefinition, SourceFacts, scan_source
@@ -72,8 +73,6 @@ def launch_text(launch: dict[str, Any] | None) -> str:
 def gpu_label(gpu_id: str) -> str:
     """Short GPU name for a lens ("V100"), from the profile when it loads."""
     try:
-        from kerncast.analysis.gpus import load_profile
-
         name = load_profile(gpu_id).name
     except Exception:  # noqa: BLE001 - an unknown id still gets a label
         return gpu_id.upper()

@@ -9,6 +9,7 @@ registry, so every code Kerncast can emit is named in every log.
 from __future__ import annotations
 
 import os
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -113,8 +114,6 @@ def _sarif_fix(fix: Fix, uri: str, base: str | None) -> dict[str, Any]:
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("kerncast")
     except PackageNotFoundError:

@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from kerncast.analysis.gpus import list_profiles, load_profile
 from kerncast.analysis.kernel_cache import KernelCache
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport
@@ -354,6 +355,7 @@ def _hovered_kernel(result: Result, pos: lsp.Position) -> dict[str, Any] | None:
 
 def _add_lime(result: Result, name: str) -> None:
     """Fill in the LIME weights of one kernel's power explanation (blocking; run in the executor)."""
+    # lazy import: the power runtime loads XGBoost, which the server's start-up need not wait for
     from kerncast.analysis.power.stage import complete_lime
 
     for i, kr in enumerate(result.report.kernels):
@@ -436,8 +438,6 @@ def on_code_action(ls: KerncastServer, params: lsp.CodeActionParams) -> list[lsp
     if result is None:
         return []
     try:
-        from kerncast.analysis.gpus import list_profiles
-
         return actions.code_actions(result.report, ls.doc_for_actions(uri, result), params.range,
                                     list_profiles(), ls.settings.options.gpu, params.context.only)
     except Exception:  # noqa: BLE001
@@ -489,8 +489,6 @@ async def show_report(ls: KerncastServer, *args: Any) -> dict[str, Any] | None:
 
 @server.command(LIST_GPUS)
 def list_gpus(ls: KerncastServer, *args: Any) -> list[dict[str, Any]]:
-    from kerncast.analysis.gpus import list_profiles, load_profile
-
     out = []
     for gid in list_profiles():
         try:
@@ -505,8 +503,6 @@ def list_gpus(ls: KerncastServer, *args: Any) -> list[dict[str, Any]]:
 
 @server.command(SELECT_GPU)
 def select_gpu(ls: KerncastServer, *args: Any) -> dict[str, Any]:
-    from kerncast.analysis.gpus import list_profiles
-
     gpu = args[0] if args else None
     if isinstance(gpu, dict):
         gpu = gpu.get("id")

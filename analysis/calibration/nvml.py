@@ -29,7 +29,7 @@ class GpuInfo:
 
 def _import_nvml() -> ModuleType:
     try:
-        import pynvml
+        import pynvml  # lazy import: optional (the gpu extra), needed only on a machine with an NVIDIA driver
     except ImportError as exc:
         raise NoGpuError("the nvidia-ml-py package is not installed (pip install 'kerncast[gpu]')") from exc
     return pynvml

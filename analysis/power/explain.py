@@ -29,7 +29,7 @@ def _background(model: PowerModel) -> np.ndarray:
 def lime_contributions(model: PowerModel, table: dict[str, np.ndarray], seed: int = LIME_SEED,
                        samples: int = LIME_SAMPLES) -> dict[str, float]:
     """LIME contribution (W) of every model feature for the one-row `table`."""
-    from lime.lime_tabular import LimeTabularExplainer  # heavy optional dependency: imported on demand only
+    from lime.lime_tabular import LimeTabularExplainer  # lazy import: heavy, optional, on demand
 
     feats = list(model.features)
     bg = _background(model)

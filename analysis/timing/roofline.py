@@ -37,6 +37,7 @@ from typing import Any
 
 from kerncast.analysis.timing.constants import timing_constants
 from kerncast.analysis.timing.counts import DynamicCounts
+from kerncast.analysis.timing.pipelined import achievable_bandwidth_gbs
 
 
 @dataclass(slots=True)
@@ -93,8 +94,6 @@ def roofline_inputs(profile: Any, counts: DynamicCounts, total_threads: int, *, 
     clock_hz = profile.core_clock_mhz * 1e6
     p_compute = profile.units["SP"] * profile.sm_count * clock_hz * float(const["fma_ops"])
     p_coal = profile.mem_bandwidth_gbs * 1e9
-    from kerncast.analysis.timing.pipelined import achievable_bandwidth_gbs
-
     p_achievable = achievable_bandwidth_gbs(profile)[0] * 1e9
     return RooflineInputs(
         work_units=float(total_threads), ops_per_thread=counts.alu_ops, bytes_per_thread=counts.global_bytes,
