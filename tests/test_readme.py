@@ -40,3 +40,29 @@ def test_every_finding_code_is_explained():
     assert {"uncoalesced-global", "shared-bank-conflict", "divergent-branch", "energy-hotspot"} <= codes
     missing = sorted(c for c in codes if f"`{c}`" not in README)
     assert not missing, missing
+
+
+def _layout_section() -> str:
+    return README.split("### Layout", 1)[1].split("\n## ", 1)[0]
+
+
+def test_layout_names_only_paths_that_exist():
+    """Every file or folder the README's layout names is in the tree, under the folder it is listed in."""
+    section = _layout_section()
+    roots = [REPO, REPO / "analysis", REPO / "analysis" / "power", REPO / "analysis" / "gpus",
+             REPO / "analysis" / "memory", REPO / "analysis" / "timing", REPO / "server"]
+    names = set(re.findall(r"`([\w./*-]+(?:\.py|\.md|/))`", section))
+    missing = [n for n in names
+               if not any(list(root.glob(n.rstrip("/"))) for root in roots)]
+    assert names and not missing, missing
+
+
+def test_layout_lists_every_module_and_folder_of_the_library():
+    """A new top-level module or package of `analysis/` or `server/` gets its place in the layout."""
+    section = _layout_section()
+    named = set(re.findall(r"`([\w*]+\.py|[\w]+/)`", section))
+    present = {p.name for d in ("analysis", "server") for p in (REPO / d).glob("*.py") if p.name != "__init__.py"
+               and p.name != "__main__.py"}
+    present |= {p.name + "/" for p in (REPO / "analysis").iterdir() if p.is_dir() and p.name != "__pycache__"}
+    covered = {n for n in present if n in named or (n.startswith("cmd_") and "cmd_*.py" in named)}
+    assert present - covered == set(), sorted(present - covered)
