@@ -30,6 +30,7 @@ from typing import Any
 
 from kerncast.analysis.cexpr import Unknown
 from kerncast.analysis.cfg import Cfg
+from kerncast.analysis.intops import NoValue, int_op
 from kerncast.analysis.launch import DEFAULT_LOOPS, Launch, Sourced
 from kerncast.analysis.loops import Loop, LoopForest
 from kerncast.analysis.ptx.model import Addr, Function, Imm, Instruction, PredPair, Reg, Sym, Vec
@@ -495,7 +496,7 @@ class _Values:
         if ins.opcode in ("mov", "cvt") and len(srcs) == 1:
             return self.operand(srcs[0], ins, depth)
         vals = [self.operand(s, ins, depth) for s in srcs]
-        result = _arith(ins.opcode, vals)
+        result = _arith(ins.opcode, vals, *_type_of(ins))
         if result is None:
             raise Unknown(f"{ins.full_opcode} at PTX line {ins.ptx_line} is not folded")
         return result
@@ -516,23 +517,22 @@ class _Values:
         return known.value
 
 
-def _arith(opcode: str, v: list[int]) -> int | None:
-    """Integer semantics of the PTX opcodes that compute bounds (C truncating division for `div`)."""
+def _arith(opcode: str, v: list[int], bits: int = 64, signed: bool = True) -> int | None:
+    """Integer semantics of the PTX opcodes that compute bounds, at the instruction's width and signedness
+    (`kerncast.analysis.intops`: C truncating division, logical `shr` on unsigned operands)."""
     if opcode in ("add", "sub", "mul", "min", "max", "and", "or", "xor", "shl", "shr", "div", "rem") \
             and len(v) == 2:
         a, b = v
-        if opcode in ("div", "rem"):
-            if b == 0:
-                raise Unknown("division by zero")
-            q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
-            return q if opcode == "div" else a - q * b
-        ops = {"add": a + b, "sub": a - b, "mul": a * b, "min": min(a, b), "max": max(a, b), "and": a & b,
-               "or": a | b, "xor": a ^ b}
-        if opcode in ops:
-            return ops[opcode]
-        if not 0 <= b < 64:
+        if opcode in ("add", "sub", "mul"):
+            return {"add": a + b, "sub": a - b, "mul": a * b}[opcode]
+        if opcode in ("shl", "shr") and not 0 <= b < 64:
             raise Unknown(f"shift by {b}")
-        return a << b if opcode == "shl" else a >> b
+        if opcode == "shl":
+            return a << b
+        try:
+            return int_op(opcode, a, b, bits, signed)
+        except NoValue as exc:
+            raise Unknown(str(exc)) from exc
     if opcode == "mad" and len(v) == 3:
         return v[0] * v[1] + v[2]
     if opcode == "neg" and len(v) == 1:

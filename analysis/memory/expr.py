@@ -19,6 +19,8 @@ import operator
 from collections.abc import Callable
 from math import gcd
 
+from kerncast.analysis.intops import OPERATIONS, SCALAR, NoValue, int_op, wrap
+
 Mono = tuple[int, ...]
 Poly = tuple[tuple[Mono, int], ...]
 Value = Poly | None
@@ -163,11 +165,7 @@ class Atoms:
 
 # ------------------------------------------------------------------------------------ concrete operations
 
-def _wrap(v: int, bits: int, signed: bool) -> int:
-    v &= (1 << bits) - 1
-    if signed and v >> (bits - 1):
-        v -= 1 << bits
-    return v
+_wrap = wrap
 
 
 def _concrete(name: str, vals: list[int], extra: object) -> int | None:
@@ -177,37 +175,11 @@ def _concrete(name: str, vals: list[int], extra: object) -> int | None:
         bits, signed = extra[0], bool(extra[1])
     a = vals[0]
     b = vals[1] if len(vals) > 1 else 0
-    if name == "shr":
-        if b < 0:
+    if name in OPERATIONS:
+        try:
+            return int_op(name, a, b, bits, signed, SCALAR)
+        except NoValue:
             return None
-        return (a if signed else _wrap(a, bits, False)) >> min(b, bits)
-    if name in ("div", "rem"):
-        if b == 0:
-            return None
-        if not signed:
-            a, b = _wrap(a, bits, False), _wrap(b, bits, False)
-        q = abs(a) // abs(b)
-        if (a < 0) != (b < 0):
-            q = -q
-        return q if name == "div" else a - q * b
-    if name == "and":
-        return _wrap(a & b, bits, signed)
-    if name == "or":
-        return _wrap(a | b, bits, signed)
-    if name == "xor":
-        return _wrap(a ^ b, bits, signed)
-    if name == "not":
-        return _wrap(~a, bits, signed)
-    if name == "min":
-        return min(a, b)
-    if name == "max":
-        return max(a, b)
-    if name == "abs":
-        return abs(a)
-    if name == "mulhi":
-        ua = a if signed else _wrap(a, bits, False)
-        ub = b if signed else _wrap(b, bits, False)
-        return (ua * ub) >> bits
     if name == "sel":
         return vals[1] if a else vals[2]
     if name == "cmp":

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from kerncast.analysis.intops import LANES, OPERATIONS, NoValue, int_op, wrap_lanes
 from kerncast.analysis.memory import expr as E
 from kerncast.analysis.memory.expr import Atoms, Mono, Value
 
@@ -221,16 +222,10 @@ def _op_has_lane(atoms: Atoms, a: int, lane_ids: frozenset[int]) -> bool:
 
 def _wrap(v: np.ndarray, bits: int, signed: bool) -> np.ndarray:
     """`expr._wrap` over lanes: keep the low `bits` bits, as two's complement when signed."""
-    if bits >= 63:
-        if not signed and (v < 0).any():
-            raise GiveUp  # the unsigned 64-bit value does not fit int64
-        return v
-    if bits <= 0:
-        raise GiveUp
-    w = v & ((1 << bits) - 1)
-    if signed:
-        w = np.where(w >> (bits - 1) != 0, w - (1 << bits), w)
-    return w
+    try:
+        return wrap_lanes(v, bits, signed)
+    except NoValue as exc:
+        raise GiveUp from exc
 
 
 def _bits_signed(extra: Any) -> tuple[int, bool]:
@@ -244,38 +239,11 @@ def concrete_op_lanes(name: str, vals: list[np.ndarray], extra: Any) -> np.ndarr
     bits, signed = _bits_signed(extra)
     a = vals[0]
     b = vals[1] if len(vals) > 1 else np.zeros_like(a)
-    if name == "shr":
-        if (b < 0).any():
-            raise GiveUp
-        base = a if signed else _wrap(a, bits, False)
-        return base >> np.minimum(b, min(bits, 63))
-    if name in ("div", "rem"):
-        if not signed:
-            a, b = _wrap(a, bits, False), _wrap(b, bits, False)
-        if (b == 0).any():
-            raise GiveUp
-        q = np.abs(a) // np.abs(b)
-        q = np.where((a < 0) != (b < 0), -q, q)
-        return q if name == "div" else a - q * b
-    if name == "and":
-        return _wrap(a & b, bits, signed)
-    if name == "or":
-        return _wrap(a | b, bits, signed)
-    if name == "xor":
-        return _wrap(a ^ b, bits, signed)
-    if name == "not":
-        return _wrap(~a, bits, signed)
-    if name == "min":
-        return np.minimum(a, b)
-    if name == "max":
-        return np.maximum(a, b)
-    if name == "abs":
-        return np.abs(a)
-    if name == "mulhi":
-        ua = a if signed else _wrap(a, bits, False)
-        ub = b if signed else _wrap(b, bits, False)
-        _check(int(np.abs(ua).max(initial=0)) * int(np.abs(ub).max(initial=0)))
-        return (ua * ub) >> min(bits, 63)
+    if name in OPERATIONS:
+        try:
+            return int_op(name, a, b, bits, signed, LANES)
+        except NoValue as exc:
+            raise GiveUp from exc
     if name == "sel":
         return np.where(a != 0, vals[1], vals[2])
     if name == "cmp":

@@ -1,0 +1,51 @@
+"""One integer semantics for every evaluator: PTX widths and signedness honoured, scalars and lanes alike."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kerncast.analysis.intops import LANES, OPERATIONS, SCALAR, NoValue, int_op, wrap
+from kerncast.analysis.memory.expr import concrete_op
+from kerncast.analysis.memory.lanevec import GiveUp, concrete_op_lanes
+from kerncast.analysis.tripcount import _arith
+
+
+def test_shr_is_logical_on_unsigned_and_arithmetic_on_signed():
+    assert int_op("shr", -16, 2, 32, signed=True) == -4
+    assert int_op("shr", -16, 2, 32, signed=False) == (2**32 - 16) >> 2
+    assert int_op("shr", -16, 2, 16, signed=False) == (2**16 - 16) >> 2
+
+
+def test_division_truncates_toward_zero_and_reads_unsigned_operands_modulo_the_width():
+    assert int_op("div", -7, 2, 32, signed=True) == -3
+    assert int_op("rem", -7, 2, 32, signed=True) == -1
+    assert int_op("div", -7, 2, 32, signed=False) == (2**32 - 7) // 2
+    with pytest.raises(NoValue):
+        int_op("div", 5, 2**32, 32, signed=False)  # the divisor wraps to zero
+
+
+def test_bitwise_results_keep_the_width():
+    assert int_op("not", 0, 0, 8, signed=False) == 255
+    assert int_op("not", 0, 0, 8, signed=True) == -1
+    assert wrap(0x1_0000_0005, 32, False) == 5
+
+
+@pytest.mark.parametrize("name", sorted(OPERATIONS))
+@pytest.mark.parametrize("bits,signed", [(32, False), (32, True), (16, False), (64, True)])
+def test_scalars_and_lanes_agree(name, bits, signed):
+    a = np.array([-9, -1, 0, 3, 77, 1 << 20], dtype=np.int64)
+    b = np.array([2, 3, 1, 5, 4, 7], dtype=np.int64)
+    lanes = int_op(name, a, b, bits, signed, LANES)
+    assert [int(x) for x in lanes] == [int_op(name, int(x), int(y), bits, signed, SCALAR) for x, y in zip(a, b)]
+
+
+def test_the_memory_and_trip_count_evaluators_use_it():
+    shr_u32 = (32, False, "eq")
+    assert concrete_op("shr", [-16, 2], shr_u32) == int_op("shr", -16, 2, 32, False)
+    lanes = concrete_op_lanes("shr", [np.array([-16]), np.array([2])], shr_u32)
+    assert int(lanes[0]) == int_op("shr", -16, 2, 32, False)
+    assert _arith("shr", [-16, 2], 32, False) == int_op("shr", -16, 2, 32, False)
+    assert concrete_op("div", [1, 0], shr_u32) is None
+    with pytest.raises(GiveUp):
+        concrete_op_lanes("div", [np.array([1]), np.array([0])], shr_u32)
