@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from kerncast.analysis.intops import LANES, OPERATIONS, SCALAR, NoValue, int_op, wrap
 from kerncast.analysis.memory.expr import concrete_op
 from kerncast.analysis.memory.lanevec import GiveUp, concrete_op_lanes
@@ -37,7 +36,8 @@ def test_scalars_and_lanes_agree(name, bits, signed):
     a = np.array([-9, -1, 0, 3, 77, 1 << 20], dtype=np.int64)
     b = np.array([2, 3, 1, 5, 4, 7], dtype=np.int64)
     lanes = int_op(name, a, b, bits, signed, LANES)
-    assert [int(x) for x in lanes] == [int_op(name, int(x), int(y), bits, signed, SCALAR) for x, y in zip(a, b)]
+    scalars = [int_op(name, int(x), int(y), bits, signed, SCALAR) for x, y in zip(a, b, strict=True)]
+    assert [int(x) for x in lanes] == scalars
 
 
 def test_the_memory_and_trip_count_evaluators_use_it():
