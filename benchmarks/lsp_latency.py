@@ -15,32 +15,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 from lsprotocol import types as lsp
+from nvcc_baseline import nvcc_times
 from pygls import uris
 from pygls.lsp.client import LanguageClient
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_FILES = sorted((ROOT / "examples").glob("*.cu"))
-
-
-def nvcc_times(path: Path, arch: str, repeat: int) -> list[float]:
-    from kerncast.analysis.compile import find_toolchain
-
-    nvcc = find_toolchain().nvcc
-    out = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for _ in range(repeat):
-            start = time.perf_counter()
-            subprocess.run([str(nvcc), "-ptx", f"-arch={arch}", str(path), "-o", str(Path(tmp) / "out.ptx")],
-                           check=True, capture_output=True)
-            out.append(time.perf_counter() - start)
-    return out
 
 
 def rss_kib(pid: int) -> tuple[int, int]:

@@ -20,25 +20,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from nvcc_baseline import nvcc_times
 
 ROOT = Path(__file__).resolve().parent.parent
 NVIM_DIR = ROOT / "tests" / "nvim"
-
-
-def nvcc_times(path: Path, arch: str, repeat: int) -> list[float]:
-    from kerncast.analysis.compile import find_toolchain
-
-    nvcc = find_toolchain().nvcc
-    out = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for _ in range(repeat):
-            start = time.perf_counter()
-            subprocess.run([str(nvcc), "-ptx", f"-arch={arch}", str(path), "-o", str(Path(tmp) / "out.ptx")],
-                           check=True, capture_output=True, timeout=300)
-            out.append(time.perf_counter() - start)
-    return out
 
 
 def main() -> int:

@@ -10,11 +10,9 @@ import sys
 from pathlib import Path
 
 from kerncast.analysis import gpus
-from kerncast.analysis.calibration.errors import CalibrationError, NoGpuError
+from kerncast.analysis.calibration.errors import CalibrationError
 from kerncast.analysis.calibration.runs import CalibrationRequest, calibrate_gpu
-
-EXIT_NO_GPU = 2
-EXIT_FAILED = 1
+from kerncast.server.gpu_command import run_on_gpu
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,14 +37,9 @@ def calibrate(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Entry point; returns 0, 1 (calibration failed) or 2 (no GPU)."""
-    try:
-        text = calibrate(args)
-    except NoGpuError as exc:
-        print(f"kerncast calibrate: {exc}", file=sys.stderr)
-        return EXIT_NO_GPU
-    except (CalibrationError, gpus.ProfileError) as exc:
-        print(f"kerncast calibrate: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+    text = run_on_gpu("calibrate", lambda: calibrate(args), (CalibrationError, gpus.ProfileError))
+    if isinstance(text, int):
+        return text
     args.out.write_text(text, encoding="utf-8")
     print(f"wrote {args.out}")
     return 0

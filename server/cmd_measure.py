@@ -8,16 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-from kerncast.analysis.calibration.errors import CalibrationError, NoGpuError
+from kerncast.analysis.calibration.errors import CalibrationError
 from kerncast.analysis.calibration.measure import LaunchSpec, Measurement, parse_dims
 from kerncast.analysis.calibration.runs import append_csv, measure_kernel
 from kerncast.analysis.calibration.stats import StopRule
-
-EXIT_NO_GPU = 2
-EXIT_FAILED = 1
+from kerncast.server.gpu_command import run_on_gpu
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,14 +76,9 @@ def format_text(m: Measurement) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Entry point; returns 0, 1 (measurement failed) or 2 (no GPU)."""
-    try:
-        m = run_measurement(args)
-    except NoGpuError as exc:
-        print(f"kerncast measure: {exc}", file=sys.stderr)
-        return EXIT_NO_GPU
-    except (CalibrationError, ValueError, OSError) as exc:
-        print(f"kerncast measure: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+    m = run_on_gpu("measure", lambda: run_measurement(args), (CalibrationError, ValueError, OSError))
+    if isinstance(m, int):
+        return m
     print(json.dumps(m.as_dict(), indent=2) if args.format == "json" else format_text(m))
     if args.append_csv:
         append_csv(args.append_csv, m)
