@@ -9,6 +9,7 @@ elementwise primitives of their number kind (`SCALAR`, `LANES`), so the two can 
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +57,8 @@ class Kind:
     max_shift: int
     #: raises NoValue when a product of these magnitudes would leave the kind's range
     check_product: Callable[[Any, Any], None]
+    #: a truth value (or lanes of them) as the integer 1 or 0
+    to_int: Callable[[Any], Any]
 
 
 def _no_check(a: Any, b: Any) -> None:
@@ -67,8 +70,15 @@ def _check_lanes(a: np.ndarray, b: np.ndarray) -> None:
         raise NoValue("a product above the int64 range")
 
 
-SCALAR = Kind(wrap, min, max, abs, lambda c, x, y: x if c else y, bool, 1 << 30, _no_check)
-LANES = Kind(wrap_lanes, np.minimum, np.maximum, np.abs, np.where, lambda c: bool(np.any(c)), 63, _check_lanes)
+SCALAR = Kind(wrap, min, max, abs, lambda c, x, y: x if c else y, bool, 1 << 30, _no_check, int)
+LANES = Kind(wrap_lanes, np.minimum, np.maximum, np.abs, np.where, lambda c: bool(np.any(c)), 63, _check_lanes,
+             lambda c: c.astype(np.int64))
+
+#: PTX comparison operators (`setp.<cmp>`); lo/ls/hi/hs compare unsigned
+COMPARISONS: dict[str, Callable[[Any, Any], Any]] = {
+    "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
+    "ge": operator.ge, "lo": operator.lt, "ls": operator.le, "hi": operator.gt, "hs": operator.ge,
+}
 
 #: the operations `int_op` knows
 OPERATIONS = frozenset({"shr", "div", "rem", "and", "or", "xor", "not", "min", "max", "abs", "mulhi"})
@@ -104,3 +114,14 @@ def int_op(name: str, a: Any, b: Any, bits: int, signed: bool, kind: Kind = SCAL
         kind.check_product(ua, ub)
         return (ua * ub) >> min(bits, kind.max_shift)
     raise ValueError(f"not an integer operation: {name}")
+
+
+def compare(cmp: str, a: Any, b: Any, bits: int, signed: bool, kind: Kind = SCALAR) -> Any:
+    """`setp.<cmp>` at width `bits` as 1 or 0; unsigned operands (and lo/ls/hi/hs) are read modulo 2**bits.
+    NoValue for an unknown comparison."""
+    fn = COMPARISONS.get(cmp)
+    if fn is None:
+        raise NoValue(f"the comparison {cmp!r}")
+    if cmp in ("lo", "ls", "hi", "hs") or not signed:
+        a, b = kind.wrap(a, bits, False), kind.wrap(b, bits, False)
+    return kind.to_int(fn(a, b))

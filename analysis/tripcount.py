@@ -30,7 +30,7 @@ from typing import Any
 
 from kerncast.analysis.cexpr import Unknown
 from kerncast.analysis.cfg import Cfg
-from kerncast.analysis.intops import NoValue, int_op
+from kerncast.analysis.intops import COMPARISONS, NoValue, int_op, wrap
 from kerncast.analysis.launch import DEFAULT_LOOPS, Launch, Sourced
 from kerncast.analysis.loops import Loop, LoopForest
 from kerncast.analysis.ptx.model import Addr, Function, Imm, Instruction, PredPair, Reg, Sym, Vec
@@ -544,26 +544,21 @@ def _arith(opcode: str, v: list[int], bits: int = 64, signed: bool = True) -> in
 
 
 def _holds(cmp: str, a: int, b: int) -> bool:
-    return {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b,
-            "lo": a < b, "ls": a <= b, "hi": a > b, "hs": a >= b}[cmp]
-
-
-def _wrap(value: int, bits: int, signed: bool) -> int:
-    value &= (1 << bits) - 1
-    return value - (1 << bits) if signed and value >= 1 << (bits - 1) else value
+    """The exit test on values already read at its width and signedness."""
+    return bool(COMPARISONS[cmp](a, b))
 
 
 def _count(t: ExitTest) -> int:
     """Number of header executions: one more than the index of the first test that fails."""
     unsigned_cmp = t.cmp in ("lo", "ls", "hi", "hs")
     signed = t.signed and not unsigned_cmp
-    bound = _wrap(t.bound, t.bits, signed)
+    bound = wrap(t.bound, t.bits, signed)
     shift = 1 if t.after_update else 0
     if t.cmp == "ne" and t.op in _ADDITIVE and t.after_update and t.init == t.bound:
         return 0  # starts at its exit value: nvcc's zero-trip guard in front of the loop skips it
 
     def value(i: int) -> int:
-        return _wrap(_advance(t, t.init, i + shift), t.bits, signed)
+        return wrap(_advance(t, t.init, i + shift), t.bits, signed)
 
     if not _holds(t.cmp, value(0), bound):
         return 1

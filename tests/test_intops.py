@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kerncast.analysis.intops import LANES, OPERATIONS, SCALAR, NoValue, int_op, wrap
+from kerncast.analysis.intops import LANES, OPERATIONS, SCALAR, NoValue, compare, int_op, wrap
 from kerncast.analysis.memory.expr import concrete_op
 from kerncast.analysis.memory.lanevec import GiveUp, concrete_op_lanes
 from kerncast.analysis.tripcount import _arith
@@ -49,3 +49,13 @@ def test_the_memory_and_trip_count_evaluators_use_it():
     assert concrete_op("div", [1, 0], shr_u32) is None
     with pytest.raises(GiveUp):
         concrete_op_lanes("div", [np.array([1]), np.array([0])], shr_u32)
+
+
+def test_comparisons_read_unsigned_operands_at_the_width():
+    assert compare("lt", -1, 0, 32, signed=True) == 1
+    assert compare("lt", -1, 0, 32, signed=False) == 0  # 0xffffffff < 0 is false
+    assert compare("lo", -1, 0, 32, signed=True) == 0  # lo compares unsigned whatever the type
+    lanes = compare("lt", np.array([-1, 1]), np.array([0, 2]), 32, False, LANES)
+    assert [int(x) for x in lanes] == [0, 1]
+    with pytest.raises(NoValue):
+        compare("nan", 1, 2, 32, True)

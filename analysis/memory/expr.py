@@ -15,11 +15,9 @@ can be computed exactly once `tid.x` is a number (`tid.x % 32`, `tid.x >> 5`, `(
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Callable
 from math import gcd
 
-from kerncast.analysis.intops import OPERATIONS, SCALAR, NoValue, int_op, wrap
+from kerncast.analysis.intops import OPERATIONS, SCALAR, NoValue, compare, int_op
 
 Mono = tuple[int, ...]
 Poly = tuple[tuple[Mono, int], ...]
@@ -164,8 +162,7 @@ class Atoms:
 
 
 # ------------------------------------------------------------------------------------ concrete operations
-
-_wrap = wrap
+# (the integer semantics themselves are `kerncast.analysis.intops`, shared with the lane evaluator)
 
 
 def _concrete(name: str, vals: list[int], extra: object) -> int | None:
@@ -187,12 +184,6 @@ def _concrete(name: str, vals: list[int], extra: object) -> int | None:
     return None
 
 
-_COMPARISONS: dict[str, Callable[[int, int], bool]] = {
-    "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
-    "ge": operator.ge, "lo": operator.lt, "ls": operator.le, "hi": operator.gt, "hs": operator.ge,
-}
-
-
 def concrete_op(name: str, vals: list[int], extra: object) -> int | None:
     """An operation on integers (`shr`, `rem`, `and`, `cmp`, `sel`, ...); None where it has no integer value."""
     return _concrete(name, vals, extra)
@@ -200,13 +191,12 @@ def concrete_op(name: str, vals: list[int], extra: object) -> int | None:
 
 def _compare(extra: object, a: int, b: int) -> int | None:
     cmp = extra[2] if isinstance(extra, tuple) and len(extra) > 2 else "eq"
-    fn = _COMPARISONS.get(str(cmp))
-    if fn is None:
+    bits = extra[0] if isinstance(extra, tuple) and isinstance(extra[0], int) else 32
+    signed = not (isinstance(extra, tuple) and not extra[1])
+    try:
+        return compare(str(cmp), a, b, bits, signed, SCALAR)
+    except NoValue:
         return None
-    if cmp in ("lo", "ls", "hi", "hs") or (isinstance(extra, tuple) and not extra[1]):
-        bits = extra[0] if isinstance(extra, tuple) and isinstance(extra[0], int) else 32
-        a, b = _wrap(a, bits, False), _wrap(b, bits, False)
-    return int(fn(a, b))
 
 
 def _pow2(c: int | None) -> int | None:

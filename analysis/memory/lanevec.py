@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from kerncast.analysis.intops import LANES, OPERATIONS, NoValue, int_op, wrap_lanes
+from kerncast.analysis.intops import LANES, OPERATIONS, NoValue, compare, int_op, wrap_lanes
 from kerncast.analysis.memory import expr as E
 from kerncast.analysis.memory.expr import Atoms, Mono, Value
 
@@ -251,19 +251,14 @@ def concrete_op_lanes(name: str, vals: list[np.ndarray], extra: Any) -> np.ndarr
     raise GiveUp
 
 
-_COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
-            "ge": np.greater_equal, "lo": np.less, "ls": np.less_equal, "hi": np.greater, "hs": np.greater_equal}
-
-
 def _compare(extra: Any, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     cmp = extra[2] if isinstance(extra, tuple) and len(extra) > 2 else "eq"
-    fn = _COMPARE.get(str(cmp))
-    if fn is None:
-        raise GiveUp
-    if cmp in ("lo", "ls", "hi", "hs") or (isinstance(extra, tuple) and not extra[1]):
-        bits = extra[0] if isinstance(extra, tuple) and isinstance(extra[0], int) else 32
-        a, b = _wrap(a, bits, False), _wrap(b, bits, False)
-    return fn(a, b).astype(np.int64)
+    bits = extra[0] if isinstance(extra, tuple) and isinstance(extra[0], int) else 32
+    signed = not (isinstance(extra, tuple) and not extra[1])
+    try:
+        return compare(str(cmp), a, b, bits, signed, LANES)
+    except NoValue as exc:
+        raise GiveUp from exc
 
 
 def lane_vectors(atoms: Atoms, warps: list[list[tuple[int, dict[int, Value], Any]]],
