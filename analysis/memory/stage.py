@@ -10,8 +10,15 @@ flagged, and a fallback count is stated once, with the time assumptions.
 from __future__ import annotations
 
 from kerncast.analysis.context import KernelContext
+from kerncast.analysis.launch import Sourced
 from kerncast.analysis.memory.analysis import MemoryAnalysis, analyze_memory
 from kerncast.analysis.tripcount import trip_values
+
+
+def _trips(counts: dict[int, Sourced]) -> dict[int, int]:
+    """The trip counts the time model uses, fallbacks included, as the whole iterations the analysis weighs
+    accesses with."""
+    return {h: int(v) for h, v in trip_values(counts).items() if v >= 0}
 
 
 def memory_stage(ctx: KernelContext) -> None:
@@ -19,10 +26,9 @@ def memory_stage(ctx: KernelContext) -> None:
     launch = ctx.launch
     block = launch.block_dims(known_only=True) if launch is not None else None
     params = launch.known_params() if launch is not None else {}
-    trips = {h: int(v) for h, v in trip_values(ctx.trip_counts).items() if v >= 0}
     report = ctx.report
     try:
-        result = analyze_memory(ctx.module, ctx.function, ctx.cfg, ctx.loops, block, params, trips,
+        result = analyze_memory(ctx.module, ctx.function, ctx.cfg, ctx.loops, block, params, _trips(ctx.trip_counts),
                                 ctx.options.thresholds, ctx.main_file, cuda_source=ctx.cuda_source,
                                 kernel_line=report.line, budget_s=ctx.options.budget_s)
     except (ArithmeticError, ValueError, TypeError, KeyError, IndexError, RecursionError) as exc:
