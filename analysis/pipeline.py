@@ -409,8 +409,8 @@ def resources_stage(ctx: KernelContext) -> None:
 
 def power_stage(ctx: KernelContext) -> None:
     """Features, per-event energy and energy hotspots of one kernel (`kerncast.analysis.power.stage`)."""
-    # lazy import: the power runtime loads XGBoost (about a second), which `kerncast analyze --help`, a file
-    # without kernels and the language server's start-up need not wait for.
+    # lazy import: the power runtime (its models and their tree evaluator), which `kerncast analyze --help`,
+    # a file without kernels and the language server's start-up need not load (tests/test_cli_imports.py).
     from kerncast.analysis.power.stage import power_stage as power_inputs
 
     power_inputs(ctx)
@@ -420,7 +420,7 @@ def finish_power(contexts: list[KernelContext]) -> None:
     """Every kernel's power in one batched prediction, then its energy (`kerncast.analysis.power.stage`)."""
     if not contexts:
         return
-    # lazy import: the power runtime loads XGBoost, as in `power_stage`
+    # lazy import: the power runtime, as in `power_stage`
     from kerncast.analysis.power.stage import finish_power as predict_powers
 
     predict_powers(contexts)

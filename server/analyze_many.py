@@ -110,7 +110,7 @@ def analyse_all(files: list[str], options: Any, fmt: str, jobs: int,
             if progress:
                 progress(i + 1, len(files), f)
         return [o for o in outcomes if o is not None]
-    # lazy import: the power model's runtime (XGBoost), loaded here in the parent just before the workers are
+    # lazy import: the power model's runtime, loaded here in the parent just before the workers are
     # forked, so that each worker inherits it instead of importing it again for its first file
     import kerncast.analysis.power.stage  # noqa: F401
 

@@ -355,7 +355,7 @@ def _hovered_kernel(result: Result, pos: lsp.Position) -> dict[str, Any] | None:
 
 def _add_lime(result: Result, name: str) -> None:
     """Fill in the LIME weights of one kernel's power explanation (blocking; run in the executor)."""
-    # lazy import: the power runtime loads XGBoost, which the server's start-up need not wait for
+    # lazy import: the power runtime, which the server's start-up need not wait for
     from kerncast.analysis.power.stage import complete_lime
 
     for i, kr in enumerate(result.report.kernels):
