@@ -7,12 +7,12 @@ analysed in a process pool (`server.analyze_many`) and printed as one report.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from typing import Any
 
 from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.strict_json import dumps_strict
 from kerncast.analysis.targets import default_gpu
 from kerncast.server.render_text import render_file_report
 
@@ -82,7 +82,14 @@ def launch_overrides(args: argparse.Namespace) -> Any:
 
 
 def options_from_args(args: argparse.Namespace) -> AnalysisOptions:
-    """Analysis options from the command line."""
+    """Analysis options from the command line (ValueError names a define, path or timeout that is refused)."""
+    from kerncast.analysis.toolchain import check_define, check_path, check_timeout
+
+    for define in args.defines:
+        check_define(define)
+    for directory in args.include_dirs:
+        check_path(directory, "include directory")
+    check_timeout(args.timeout)
     return AnalysisOptions(
         gpu=args.gpu, arch=args.arch, include_dirs=list(args.include_dirs), defines=list(args.defines),
         nvcc_path=args.nvcc_path, timeout_s=args.timeout, overrides=launch_overrides(args), loops=args.loops,
@@ -110,13 +117,11 @@ def _run_one(path: str, options: AnalysisOptions, fmt: str) -> int:
     """One file, in this process, printed exactly as `kerncast analyze FILE` always printed it."""
     report = analyze_file(path, options=options)
     if fmt == "json":
-        json.dump(report.to_json(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        sys.stdout.write(dumps_strict(report.to_json()) + "\n")
     elif fmt == "sarif":
         from kerncast.server.sarif import to_sarif
 
-        json.dump(to_sarif(report), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        sys.stdout.write(dumps_strict(to_sarif(report), in_properties=True) + "\n")
     else:
         sys.stdout.write(render_file_report(report))
     if not report.ok:
@@ -142,11 +147,9 @@ def _run_many(args: argparse.Namespace, options: AnalysisOptions) -> int:
         if bar is not None:
             bar.close()
     if args.format == "json":
-        json.dump(many.combined_json(outcomes), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        sys.stdout.write(dumps_strict(many.combined_json(outcomes)) + "\n")
     elif args.format == "sarif":
-        json.dump(many.combined_sarif(outcomes), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        sys.stdout.write(dumps_strict(many.combined_sarif(outcomes), in_properties=True) + "\n")
     else:
         sys.stdout.write(many.combined_text(outcomes))
     errors = [e for o in outcomes for e in o.errors]

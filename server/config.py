@@ -10,11 +10,16 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from kerncast.analysis.launch import LaunchOverrides, parse_dim
 from kerncast.analysis.pipeline import DEFAULT_MAX_FILE_BYTES, AnalysisOptions, Thresholds
 from kerncast.analysis.targets import default_gpu
+from kerncast.analysis.toolchain import MAX_TIMEOUT_S, check_define, check_path, shown
+
+#: a GPU profile file given as a path is at most this large (shipped ones are a few KB)
+MAX_PROFILE_BYTES = 1 << 20
 
 _OPTIONS = AnalysisOptions()
 _THRESHOLDS = Thresholds()
@@ -90,18 +95,18 @@ class _Reader:
         self.warnings = warnings
 
     def bad(self, name: str, value: Any, why: str, default: Any) -> Any:
-        self.warnings.append(f"Kerncast: setting kerncast.{name} = {value!r} ignored ({why}); "
-                             f"using {default!r}")
+        self.warnings.append(f"Kerncast: setting kerncast.{name} = {shown(value)} ignored ({why}); "
+                             f"using {shown(default)}")
         return default
 
-    def string(self, name: str, pattern_ok: Any = None) -> str:
+    def string(self, name: str, pattern_ok: Any = None, why: str = "not a valid value") -> str:
         value, default = self.data.get(name), DEFAULTS[name]
         if value is None:
             return default
         if not isinstance(value, str) or not value.strip():
             return self.bad(name, value, "expected a non-empty string", default)
         if pattern_ok is not None and not pattern_ok(value.strip()):
-            return self.bad(name, value, "not a valid value", default)
+            return self.bad(name, value, why, default)
         return value.strip()
 
     def optional_path(self, name: str) -> str | None:
@@ -110,7 +115,20 @@ class _Reader:
             return None
         if not isinstance(value, str):
             return self.bad(name, value, "expected a path", None)
-        return value
+        try:
+            return check_path(value, "path")
+        except ValueError as exc:
+            return self.bad(name, value, str(exc), None)
+
+    def checked_strings(self, name: str, check: Any) -> list[str]:
+        """A list of strings where each entry passes `check` (ValueError: the entry is reported and dropped)."""
+        kept = []
+        for entry in self.strings(name):
+            try:
+                kept.append(check(entry))
+            except ValueError as exc:
+                self.warnings.append(f"Kerncast: setting kerncast.{name}: {exc}; the entry is ignored")
+        return kept
 
     def strings(self, name: str) -> list[str]:
         value = self.data.get(name)
@@ -196,12 +214,21 @@ def _valid_arch(text: str) -> bool:
 
 
 def _known_gpu(text: str) -> bool:
+    """A shipped profile id, or the path of one existing, small, regular `.toml` file (no patterns)."""
     from kerncast.analysis.gpus import list_profiles
 
     try:
-        return text in list_profiles() or text.endswith(".toml")
+        if text in list_profiles():
+            return True
     except Exception:  # noqa: BLE001 - a broken profile directory must not stop settings parsing
-        return True
+        pass
+    if not text.endswith(".toml") or set(text) & set("*?[]{}\0\n"):
+        return False
+    path = Path(text).expanduser()
+    try:
+        return path.is_absolute() and path.is_file() and path.stat().st_size <= MAX_PROFILE_BYTES
+    except (OSError, ValueError):
+        return False
 
 
 def parse_settings(data: Any) -> tuple[Settings, list[str]]:
@@ -220,9 +247,8 @@ def parse_settings(data: Any) -> tuple[Settings, list[str]]:
     if unknown:
         warnings.append(f"Kerncast: unknown settings ignored: {', '.join('kerncast.' + k for k in unknown)}")
 
-    gpu = r.string("gpu")
-    if not _known_gpu(gpu):
-        gpu = r.bad("gpu", gpu, "no such GPU profile (see `kerncast gpus`)", DEFAULTS["gpu"])
+    gpu = r.string("gpu", _known_gpu, "no such GPU profile (see `kerncast gpus`), nor the absolute path of a "
+                   "profile .toml file")
     arch = r.string("arch", _valid_arch)
     loops = r.number("loops", data.get("loops"), None, 1, integer=True)
     time_model = r.string("timeModel", _valid_time_model)
@@ -252,11 +278,13 @@ def parse_settings(data: Any) -> tuple[Settings, list[str]]:
 
     options = AnalysisOptions(
         gpu=gpu, arch=arch,
-        include_dirs=r.strings("includeDirs"), defines=r.strings("defines"),
+        include_dirs=r.checked_strings("includeDirs", lambda d: check_path(d, "include directory")),
+        defines=r.checked_strings("defines", check_define),
         compile_commands=r.boolean("compileCommands"), compile_commands_dir=r.optional_path("compileCommandsDir"),
         prefer_system_toolkit=r.boolean("preferSystemToolkit"),
         nvcc_path=r.optional_path("nvccPath"),
-        timeout_s=r.number("timeoutSeconds", data.get("timeoutSeconds"), DEFAULTS["timeoutSeconds"], 1),
+        timeout_s=r.number("timeoutSeconds", data.get("timeoutSeconds"), DEFAULTS["timeoutSeconds"], 1,
+                           MAX_TIMEOUT_S),
         max_file_bytes=r.number("maxFileBytes", data.get("maxFileBytes"), DEFAULTS["maxFileBytes"], 1,
                                 integer=True),
         kernel_settings=kernels, loops=loops, thresholds=thresholds, time_model=time_model,

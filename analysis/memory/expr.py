@@ -180,7 +180,7 @@ def _concrete(name: str, vals: list[int], extra: object) -> int | None:
     if name == "shr":
         if b < 0:
             return None
-        return (a if signed else _wrap(a, bits, False)) >> min(b, bits)
+        return (a if signed else _wrap(a, bits, False)) >> min(b, bits, _MAX_SHIFT)
     if name in ("div", "rem"):
         if b == 0:
             return None
@@ -237,6 +237,10 @@ def _compare(extra: object, a: int, b: int) -> int | None:
     return int(fn(a, b))
 
 
+#: shift amounts from the text are bounded before `1 << k` (PTX clamps shifts to the type's width, at most 64)
+_MAX_SHIFT = 64
+
+
 def _pow2(c: int | None) -> int | None:
     """k when c == 2**k (c > 0), else None."""
     if c is None or c <= 0 or c & (c - 1):
@@ -268,7 +272,7 @@ def apply_op(atoms: Atoms, name: str, args: tuple[Value, ...], extra: object) ->
     b = consts[1] if len(consts) > 1 else None
     if name in ("shr", "div", "rem", "and"):
         k = b if name == "shr" else _pow2(b) if name in ("div", "rem") else _pow2(b + 1) if b is not None else None
-        if k is not None and k >= 0:
+        if k is not None and 0 <= k < _MAX_SHIFT:  # a shift past every PTX width is not simplified
             d = 1 << k
             c0, rest = split_const(a)
             g = content(rest)
