@@ -49,6 +49,16 @@ DEFAULTS: dict[str, Any] = {
 #: keys of the client's own (the VS Code extension's server command and trace level), not the server's
 CLIENT_ONLY = frozenset({"server", "trace"})
 
+#: Settings whose value reaches a command line (nvcc's or the server's own) or names a file that is read.
+#: A cloned repository must not be able to set them: the VS Code manifest restricts each one in untrusted
+#: workspaces (`capabilities.untrustedWorkspaces.restrictedConfigurations`, checked by a test).
+COMMAND_LINE_SETTINGS = frozenset({"nvccPath", "includeDirs", "defines", "arch", "gpu", "server.command"})
+#: Settings that name a program to run: machine-overridable scope, like vscode-clangd's `clangd.path`.
+EXECUTABLE_SETTINGS = frozenset({"nvccPath", "server.command"})
+#: Settings that are numbers, switches or launch data and reach no command line.
+DATA_SETTINGS = frozenset({"launch", "loops", "thresholds", "analyzeOnChange", "timeoutSeconds",
+                           "maxFileBytes", "trace.server"})
+
 
 @dataclass
 class Settings:
