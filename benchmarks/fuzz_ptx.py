@@ -216,17 +216,15 @@ def _strict(text: str) -> bool:
 def run_case(text: str, options: Any) -> tuple[str, float, bool]:
     """Analyse and write one case: ("ok" | "syntax" | "non-strict" | "exception:<Type>", seconds, nulled)."""
     from kerncast.analysis.pipeline import analyze_file
-    from kerncast.analysis.strict_json import dumps_strict, finite_copy
-    from kerncast.server.render_text import render_file_report
-    from kerncast.server.sarif import to_sarif
+    from kerncast.analysis.strict_json import finite_copy
+    from kerncast.server.cmd_analyze import format_report
 
     start = time.perf_counter()
     report = analyze_file("fuzz_case.ptx", text=text, options=options)
-    render_file_report(report)
-    data = report.to_json()
+    format_report(report, "text")
     nulled: list[dict[str, str]] = []
-    finite_copy(data, "$", nulled)
-    outputs = [dumps_strict(data), dumps_strict(to_sarif(report), in_properties=True)]
+    finite_copy(report.to_json(), "$", nulled)
+    outputs = [format_report(report, "json"), format_report(report, "sarif")]  # what `kerncast analyze` writes
     seconds = time.perf_counter() - start
     if not all(_strict(out) for out in outputs):
         return "non-strict", seconds, bool(nulled)

@@ -99,6 +99,17 @@ def options_from_args(args: argparse.Namespace) -> AnalysisOptions:
     )
 
 
+def format_report(report: Any, fmt: str) -> str:
+    """The report as `fmt` ("text", "json" or "sarif"); JSON and SARIF are strict (no NaN or Infinity)."""
+    if fmt == "json":
+        return dumps_strict(report.to_json()) + "\n"
+    if fmt == "sarif":
+        from kerncast.server.sarif import to_sarif
+
+        return dumps_strict(to_sarif(report), in_properties=True) + "\n"
+    return render_file_report(report)
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         options = options_from_args(args)
@@ -116,14 +127,7 @@ def run(args: argparse.Namespace) -> int:
 def _run_one(path: str, options: AnalysisOptions, fmt: str) -> int:
     """One file, in this process, printed exactly as `kerncast analyze FILE` always printed it."""
     report = analyze_file(path, options=options)
-    if fmt == "json":
-        sys.stdout.write(dumps_strict(report.to_json()) + "\n")
-    elif fmt == "sarif":
-        from kerncast.server.sarif import to_sarif
-
-        sys.stdout.write(dumps_strict(to_sarif(report), in_properties=True) + "\n")
-    else:
-        sys.stdout.write(render_file_report(report))
+    sys.stdout.write(format_report(report, fmt))
     if not report.ok:
         for f in report.findings:
             if f.severity == "error":

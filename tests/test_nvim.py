@@ -1,6 +1,7 @@
 """The documented Neovim setup (`tests/nvim/kerncast.lua`, shown in docs/neovim.md) in the real, headless `nvim`.
 
-Neovim edits a copy of `examples/transpose.cu` (also at a path with a space and non-ASCII characters), saves it, and the test asserts what Neovim itself received and
+Neovim edits a copy of `examples/transpose.cu` (also at a path with a space and non-ASCII characters), saves
+it, and the test asserts what Neovim itself received and
 shows: the diagnostics' codes and lines, the first line of the hover window on a kernel's name, and the code
 lens titles.
 """
