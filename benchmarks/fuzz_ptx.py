@@ -234,8 +234,12 @@ def run_case(text: str, options: Any) -> tuple[str, float, bool]:
 
 
 def run(seeds: list[str], start: int, count: int, seed: int, ptxas_every: int,
-        progress_every: int = 0) -> Tally:
-    """Cases `start` .. `start + count - 1`; each is reproducible from (seed, case number)."""
+        progress_every: int = 0, progress: Any = None) -> Tally:
+    """Cases `start` .. `start + count - 1`; each is reproducible from (seed, case number).
+
+    Every `progress_every` cases, `progress(tally, next_case)` is called (the CLI saves the counts so far,
+    so that a run stopped early still reports exact figures).
+    """
     from kerncast.analysis.pipeline import AnalysisOptions
 
     fast = AnalysisOptions(lime=False, nvcc_path=NO_TOOLCHAIN)
@@ -278,9 +282,8 @@ def run(seeds: list[str], start: int, count: int, seed: int, ptxas_every: int,
             tally.parse_errors += 1
         else:
             tally.analysed += 1
-        if progress_every and tally.cases % progress_every == 0:
-            print(json.dumps({"progress": tally.cases, "uncaught": tally.uncaught, "slow": tally.slow,
-                              "non_strict": tally.non_strict, "time": time.strftime("%H:%M:%S")}), flush=True)
+        if progress_every and tally.cases % progress_every == 0 and progress is not None:
+            progress(tally, case + 1)
     return tally
 
 
@@ -302,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ptxas-every", type=int, default=50, help="run ptxas on every N-th case (0: never)")
     parser.add_argument("--out", type=Path, default=None, help="write the counts as JSON here")
     parser.add_argument("--replay", type=int, default=None, help="print the text of this case and stop")
-    parser.add_argument("--progress", type=int, default=1000)
+    parser.add_argument("--progress", type=int, default=250, help="save the counts every N cases")
     args = parser.parse_args(argv)
     seeds = compile_seeds()
     if not seeds:
@@ -312,14 +315,33 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(replay(seeds, args.replay, args.seed))
         return 0
     began = time.time()
-    tally = run(seeds, args.start, args.cases, args.seed, args.ptxas_every, args.progress)
-    result = {"seeds": len(seeds), "start": args.start, "seed": args.seed, "wall_s": round(time.time() - began),
-              **tally.to_json()}
-    text = json.dumps(result, indent=2)
-    if args.out:
-        args.out.write_text(text + "\n")
-    print(json.dumps({k: v for k, v in result.items() if k != "failures"}, indent=2))
+
+    def save(tally: Tally, next_case: int, final: bool = False) -> dict[str, Any]:
+        result = {"seeds": len(seeds), "start": args.start, "next_case": next_case, "seed": args.seed,
+                  "finished": final, "wall_s": round(time.time() - began), **tally.to_json()}
+        if args.out:
+            partial = args.out.with_suffix(".tmp")
+            partial.write_text(json.dumps(result, indent=2) + "\n")
+            partial.replace(args.out)
+        print(json.dumps({k: v for k, v in result.items() if k not in ("failures", "exceptions")}), flush=True)
+        return result
+
+    signal.signal(signal.SIGTERM, _raise_stop)
+    tally = Tally()
+    try:
+        tally = run(seeds, args.start, args.cases, args.seed, args.ptxas_every, args.progress, save)
+        save(tally, args.start + args.cases, final=True)
+    except _Stopped:
+        print("stopped: the counts of the cases completed so far are in the last progress line", flush=True)
     return 0 if tally.uncaught == tally.slow == tally.non_strict == 0 else 1
+
+
+class _Stopped(BaseException):
+    """SIGTERM: stop between cases; the saved progress holds the exact counts so far."""
+
+
+def _raise_stop(signum: int, frame: Any) -> None:
+    raise _Stopped()
 
 
 if __name__ == "__main__":
