@@ -263,7 +263,7 @@ def run(seeds: list[str], start: int, count: int, seed: int, ptxas_every: int,
         except Exception as exc:  # noqa: BLE001 - counting these is the point of the harness
             outcome, seconds, nulled = f"exception:{type(exc).__name__}", time.perf_counter() - began, False
             tally.failures.append({"case": case, "seed": seed, "kind": outcome,
-                                   "traceback": traceback.format_exc(limit=4)[-1500:]})
+                                   "traceback": traceback.format_exc(limit=-8)[-2500:]})
         finally:
             if use_alarm:
                 signal.alarm(0)

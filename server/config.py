@@ -15,6 +15,7 @@ from typing import Any
 
 from kerncast.analysis.launch import LaunchOverrides, parse_dim
 from kerncast.analysis.pipeline import DEFAULT_MAX_FILE_BYTES, AnalysisOptions, Thresholds
+from kerncast.analysis.source_model import MAX_COUNT
 from kerncast.analysis.targets import default_gpu
 from kerncast.analysis.toolchain import MAX_TIMEOUT_S, check_define, check_path, shown
 
@@ -196,7 +197,8 @@ def _kernel_launch(name: str, spec: Any, loops: int | None, reader: _Reader) -> 
                 setattr(out, key, _dim(spec[key]))
             except ValueError as exc:
                 reader.bad(f"{where}.{key}", spec[key], str(exc), None)
-    out.smem = reader.number(f"{where}.dynamicSharedBytes", spec.get("dynamicSharedBytes"), None, 0, integer=True)
+    out.smem = reader.number(f"{where}.dynamicSharedBytes", spec.get("dynamicSharedBytes"), None, 0, MAX_COUNT,
+                             integer=True)
     params = spec.get("params") or {}
     if not isinstance(params, dict):
         reader.bad(f"{where}.params", params, "expected an object NAME -> integer", {})
@@ -260,7 +262,7 @@ def parse_settings(data: Any) -> tuple[Settings, list[str]]:
     gpu = r.string("gpu", _known_gpu, "no such GPU profile (see `kerncast gpus`), nor the absolute path of a "
                    "profile .toml file")
     arch = r.string("arch", _valid_arch)
-    loops = r.number("loops", data.get("loops"), None, 1, integer=True)
+    loops = r.number("loops", data.get("loops"), None, 1, MAX_COUNT, integer=True)
     time_model = r.string("timeModel", _valid_time_model)
 
     th = data.get("thresholds") or {}
