@@ -257,7 +257,9 @@ def parse_settings(data: Any) -> tuple[Settings, list[str]]:
     known = set(DEFAULTS)
     unknown = sorted(k for k in data if k not in known and k not in CLIENT_ONLY)
     if unknown:
-        warnings.append(f"Kerncast: unknown settings ignored: {', '.join('kerncast.' + k for k in unknown)}")
+        names = ", ".join("kerncast." + (k if len(k) <= 60 else k[:60] + "…") for k in unknown[:10])
+        more = f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
+        warnings.append(f"Kerncast: unknown settings ignored: {names}{more}")
 
     gpu = r.string("gpu", _known_gpu, "no such GPU profile (see `kerncast gpus`), nor the absolute path of a "
                    "profile .toml file")

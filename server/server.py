@@ -26,6 +26,7 @@ from urllib.parse import unquote
 from kerncast.analysis.kernel_cache import KernelCache
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport
+from kerncast.analysis.toolchain import shown
 from kerncast.server import actions, config, convert, hover, lenses
 from lsprotocol import types as lsp
 from pygls import uris
@@ -582,7 +583,7 @@ def select_gpu(ls: KerncastServer, *args: Any) -> dict[str, Any]:
     if isinstance(gpu, dict):
         gpu = gpu.get("id")
     if not isinstance(gpu, str) or gpu not in list_profiles():
-        ls.warn(f"Kerncast: unknown GPU {gpu!r}; the GPU stays {ls.settings.options.gpu}")
+        ls.warn(f"Kerncast: unknown GPU {shown(gpu)}; the GPU stays {ls.settings.options.gpu}")
         return {"gpu": ls.settings.options.gpu, "changed": False}
     ls.settings = config.with_gpu(ls.settings, gpu)
     ls.reanalyse_open()
