@@ -72,8 +72,8 @@ class KerncastProtocol(LanguageServerProtocol):
             return super().structure_message(data)
         except JsonRpcException as exc:
             if isinstance(data, dict) and "method" in data and data.get("id") is not None:
-                detail = str(exc.__cause__ or exc).strip().splitlines()[0][:200] if str(exc.__cause__ or exc) \
-                    else type(exc).__name__
+                cause = str(exc.__cause__ or exc).strip()
+                detail = cause.splitlines()[0][:200] if cause else type(exc).__name__
                 error = JsonRpcInvalidParams(f"invalid params for {str(data['method'])[:80]}: {detail}")
                 self._send_response(data["id"], error=error.to_response_error())
             raise
