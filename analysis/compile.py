@@ -589,16 +589,18 @@ def _compile_uncached(original: Path, text: str, from_buffer: bool, options: Com
     """Run nvcc then ptxas in a temporary directory that is always removed; False: do not cache (timeout).
 
     nvcc's own temporaries go there too (TMPDIR). A source whose path the compiler's shell would interpret
-    (`$`, a backtick, a quote) is compiled as a copy with a plain name, its directory reached by a link.
+    (`$`, a backtick, a quote) is compiled as a copy with a plain name, and an include directory whose
+    absolute path holds such characters (a hostile workspace folder name) is handed to nvcc as a link.
     """
     with tool_temp_dir("kerncast-nvcc-") as tmp_dir:
         source = original
         if from_buffer or not is_shell_safe_path(original):
             source = tmp_dir / (original.name if is_shell_safe_path(original.name) else "source" + original.suffix)
             source.write_text(text, encoding="utf-8")
-            include_dirs = [_shell_safe_dir(original.parent, tmp_dir), *include_dirs]
+            include_dirs = [original.parent, *include_dirs]
         out = tmp_dir / (_safe_stem(original) + ".ptx")
-        args = _nvcc_args(toolchain, options, source, out, include_dirs)
+        nvcc_dirs = [_shell_safe_dir(d, tmp_dir / f"include-{i}") for i, d in enumerate(include_dirs)]
+        args = _nvcc_args(toolchain, options, source, out, nvcc_dirs)
         run = run_tool(args, options.timeout_s, cwd=tmp_dir, temp_dir=tmp_dir)
         if run.timed_out:
             message = (f"nvcc did not finish within {options.timeout_s:g} s; "
@@ -630,15 +632,14 @@ def _compile_uncached(original: Path, text: str, from_buffer: bool, options: Com
     return CompileResult(True, ptx, resources, diagnostics, toolchain.version, options.arch), cacheable
 
 
-def _shell_safe_dir(directory: Path, tmp_dir: Path) -> Path:
-    """`directory`, or a link to it inside `tmp_dir` when its path holds characters the shell would interpret."""
+def _shell_safe_dir(directory: Path, link: Path) -> Path:
+    """`directory`, or `link` made to point at it when its path holds characters the shell would interpret."""
     if is_shell_safe_path(directory):
         return directory
-    link = tmp_dir / "source-dir"
     try:
         link.symlink_to(directory, target_is_directory=True)
     except OSError:
-        return tmp_dir  # no links here: quoted includes next to the file are then not found, nothing runs
+        return link.parent  # no links here: headers in that directory are then not found, and nothing runs
     return link
 
 

@@ -114,6 +114,22 @@ def test_source_named_with_a_substitution_is_compiled_without_running_it(
     assert not marker.exists()
 
 
+@pytest.mark.nvcc
+def test_relative_include_dir_under_a_hostile_folder_runs_nothing(
+        nvcc_available: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plain relative `includeDirs` entry becomes an absolute path under the workspace folder's own name."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    workspace = tmp_path / "work `cd;touch FILE`"
+    (workspace / "inc").mkdir(parents=True)
+    (workspace / "inc" / "val.h").write_text("#define VALUE 5\n")
+    monkeypatch.chdir(workspace)
+    src = tmp_path / "k.cu"
+    src.write_text("#include <val.h>\n__global__ void k(int *p) { p[threadIdx.x] = VALUE; }\n")
+    result = compile_cuda(src, options=CompileOptions(include_dirs=["inc"]))
+    assert result.ok, [d.message for d in result.diagnostics]
+    assert not (tmp_path / "FILE").exists()
+
+
 # ------------------------------------------------------------------------------------------------ bounds
 
 def test_huge_shift_analyses_cleanly() -> None:
