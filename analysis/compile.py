@@ -199,9 +199,37 @@ def _ptxas_arch(arch: str) -> str:
     return "sm_" + arch[len("compute_"):] if arch.startswith("compute_") else arch
 
 
+#: the constant bank a module's `.const` data must fit (64 KB on every architecture)
+CONST_BANK_BYTES = 64 * 1024
+_CONST_DECL_RE = re.compile(
+    r"^\s*\.const\b(?P<mods>[^;\[]*?)\.[bsuf](?P<bits>8|16|32|64)\s+[\w$%]+(?P<dims>(?:\s*\[\s*\d+\s*\])+)",
+    re.MULTILINE)
+
+
+def declared_const_bytes(ptx: str) -> int:
+    """Bytes of the `.const` arrays a PTX text declares (a quick scan of the declarations, no parse)."""
+    total = 0
+    for m in _CONST_DECL_RE.finditer(ptx):
+        count = int(m.group("bits")) // 8
+        vec = re.search(r"\.v(2|4|8)\b", m.group("mods"))
+        count *= int(vec.group(1)) if vec else 1
+        for dim in re.findall(r"\d+", m.group("dims")):
+            count *= int(dim)
+        total += count
+    return total
+
+
 def ptxas_resources(ptx: str, arch: str, toolchain: Toolchain,
                     timeout_s: float = 60) -> dict[str, KernelResources]:
-    """Assemble `ptx` with `ptxas -v` into a throw-away cubin and parse the per-kernel report."""
+    """Assemble `ptx` with `ptxas -v` into a throw-away cubin and parse the per-kernel report.
+
+    PTX whose `.const` data cannot fit the constant bank is refused before ptxas sees it: ptxas would
+    reject it too, but only after allocating all of it (gigabytes for a `[2147483647]` array).
+    """
+    const_bytes = declared_const_bytes(ptx)
+    if const_bytes > CONST_BANK_BYTES:
+        raise PtxasError(f"ptxas not run: the .const data ({const_bytes} bytes) exceeds the "
+                         f"{CONST_BANK_BYTES // 1024} KB constant bank")
     with tool_temp_dir("kerncast-ptxas-") as tmp:
         src = tmp / "kernel.ptx"
         src.write_text(ptx, encoding="utf-8")

@@ -156,6 +156,18 @@ def test_deep_nesting_is_a_clear_message() -> None:
     assert "nested more than" in message and "Recursion" not in message
 
 
+def test_oversized_const_data_never_reaches_ptxas() -> None:
+    """ptxas allocates all of a module's `.const` data before refusing more than the 64 KB bank."""
+    from kerncast.analysis.compile import CONST_BANK_BYTES, declared_const_bytes
+
+    ptx = HEADER + ".const .align 4 .b8 c[2147483647];\n.visible .entry k()\n{\n\texit;\n}\n"
+    assert declared_const_bytes(ptx) == 2147483647
+    assert declared_const_bytes(".const .align 16 .v4 .f32 c[16][2];\n.const .b32 x;\n") == 512
+    report = analyze_file("const.ptx", text=ptx, options=AnalysisOptions(lime=False))
+    assert any(f"exceeds the {CONST_BANK_BYTES // 1024} KB constant bank" in n for n in report.notes), report.notes
+    assert [k.name for k in report.kernels] == ["k"]
+
+
 def test_timeouts_are_bounded() -> None:
     for bad in (1e10, float("inf"), float("nan"), 0, -1, True, "5"):
         with pytest.raises(ValueError, match="timeout .* rejected"):
