@@ -206,6 +206,17 @@ _CONST_DECL_RE = re.compile(
     re.MULTILINE)
 
 
+#: virtual registers a PTX text may declare before ptxas is not run: ptxas reserves memory for every one
+#: (about 8 bytes each: 16 GB for one `%r<2147483647>`); nvcc's largest kernels declare a few thousand
+MAX_PTXAS_REGISTERS = 1 << 20
+_REG_COUNT_RE = re.compile(r"^\s*\.reg\b[^;<]*<\s*(\d+)\s*>", re.MULTILINE)
+
+
+def declared_registers(ptx: str) -> int:
+    """Virtual registers declared with `.reg ... %name<N>` (a quick scan of the declarations, no parse)."""
+    return sum(int(n) for n in _REG_COUNT_RE.findall(ptx))
+
+
 def declared_const_bytes(ptx: str) -> int:
     """Bytes of the `.const` arrays a PTX text declares (a quick scan of the declarations, no parse)."""
     total = 0
@@ -223,9 +234,14 @@ def ptxas_resources(ptx: str, arch: str, toolchain: Toolchain,
                     timeout_s: float = 60) -> dict[str, KernelResources]:
     """Assemble `ptx` with `ptxas -v` into a throw-away cubin and parse the per-kernel report.
 
-    PTX whose `.const` data cannot fit the constant bank is refused before ptxas sees it: ptxas would
-    reject it too, but only after allocating all of it (gigabytes for a `[2147483647]` array).
+    PTX whose `.const` data cannot fit the constant bank, or that declares more than MAX_PTXAS_REGISTERS
+    virtual registers, is refused before ptxas sees it: ptxas would allocate for all of it first
+    (gigabytes for a `[2147483647]` array or a `%r<2147483647>` declaration).
     """
+    registers = declared_registers(ptx)
+    if registers > MAX_PTXAS_REGISTERS:
+        raise PtxasError(f"ptxas not run: the PTX declares {registers} virtual registers, more than "
+                         f"{MAX_PTXAS_REGISTERS}")
     const_bytes = declared_const_bytes(ptx)
     if const_bytes > CONST_BANK_BYTES:
         raise PtxasError(f"ptxas not run: the .const data ({const_bytes} bytes) exceeds the "

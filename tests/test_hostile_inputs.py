@@ -168,6 +168,17 @@ def test_oversized_const_data_never_reaches_ptxas() -> None:
     assert [k.name for k in report.kernels] == ["k"]
 
 
+def test_huge_register_declarations_never_reach_ptxas() -> None:
+    """ptxas reserves memory for every declared virtual register (16 GB for `%r<2147483647>`)."""
+    from kerncast.analysis.compile import declared_registers
+
+    ptx = HEADER + ".visible .entry k()\n{\n\t.reg .b32 \t%r<2147483647>;\n\t.reg .pred %p<3>;\n\texit;\n}\n"
+    assert declared_registers(ptx) == 2147483650
+    report = analyze_file("regs.ptx", text=ptx, options=AnalysisOptions(lime=False))
+    assert any("ptxas not run: the PTX declares 2147483650 virtual registers" in n for n in report.notes)
+    assert [k.name for k in report.kernels] == ["k"]
+
+
 def test_timeouts_are_bounded() -> None:
     for bad in (1e10, float("inf"), float("nan"), 0, -1, True, "5"):
         with pytest.raises(ValueError, match="timeout .* rejected"):
