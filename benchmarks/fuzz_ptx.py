@@ -234,11 +234,12 @@ def run_case(text: str, options: Any) -> tuple[str, float, bool]:
 
 
 def run(seeds: list[str], start: int, count: int, seed: int, ptxas_every: int,
-        progress_every: int = 0, progress: Any = None) -> Tally:
+        progress_every: int = 0, progress: Any = None, ptxas_only: bool = False) -> Tally:
     """Cases `start` .. `start + count - 1`; each is reproducible from (seed, case number).
 
     Every `progress_every` cases, `progress(tally, next_case)` is called (the CLI saves the counts so far,
-    so that a run stopped early still reports exact figures).
+    so that a run stopped early still reports exact figures). `ptxas_only` runs just the cases of the
+    range that run ptxas (to re-check them after a change to the ptxas step alone).
     """
     from kerncast.analysis.pipeline import AnalysisOptions
 
@@ -249,6 +250,8 @@ def run(seeds: list[str], start: int, count: int, seed: int, ptxas_every: int,
     if use_alarm:
         signal.signal(signal.SIGALRM, _raise_hard_stop)
     for case in range(start, start + count):
+        if ptxas_only and not (ptxas_every and case % ptxas_every == 0):
+            continue
         rng = random.Random(seed * 1_000_003 + case)
         text = mutate(rng, rng.choice(seeds))
         options = full if ptxas_every and case % ptxas_every == 0 else fast
@@ -306,6 +309,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="write the counts as JSON here")
     parser.add_argument("--replay", type=int, default=None, help="print the text of this case and stop")
     parser.add_argument("--progress", type=int, default=250, help="save the counts every N cases")
+    parser.add_argument("--ptxas-only", action="store_true",
+                        help="run only the cases of the range that run ptxas (every --ptxas-every-th)")
     args = parser.parse_args(argv)
     seeds = compile_seeds()
     if not seeds:
@@ -329,7 +334,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _raise_stop)
     tally = Tally()
     try:
-        tally = run(seeds, args.start, args.cases, args.seed, args.ptxas_every, args.progress, save)
+        tally = run(seeds, args.start, args.cases, args.seed, args.ptxas_every, args.progress, save,
+                    args.ptxas_only)
         save(tally, args.start + args.cases, final=True)
     except _Stopped:
         print("stopped: the counts of the cases completed so far are in the last progress line", flush=True)
