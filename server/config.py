@@ -57,7 +57,7 @@ COMMAND_LINE_SETTINGS = frozenset({"nvccPath", "includeDirs", "defines", "arch",
 #: Settings that name a program to run: machine-overridable scope, like vscode-clangd's `clangd.path`.
 EXECUTABLE_SETTINGS = frozenset({"nvccPath", "server.command"})
 #: Settings that are numbers, switches or launch data and reach no command line.
-DATA_SETTINGS = frozenset({"launch", "loops", "thresholds", "analyzeOnChange", "timeoutSeconds",
+DATA_SETTINGS = frozenset({"launch", "loops", "timeModel", "thresholds", "analyzeOnChange", "timeoutSeconds",
                            "maxFileBytes", "trace.server"})
 
 
