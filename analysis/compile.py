@@ -71,7 +71,7 @@ def validate_options(options: CompileOptions) -> list[str]:
         except ValueError as exc:
             problems.append(str(exc))
     for flag in options.extra_flags:
-        if set(flag) & {"$", "`", "\n", "\0"}:
+        if set(flag) & {"$", "`", '"', "\n", "\r", "\0"}:
             problems.append(f"compiler flag {flag[:80]!r} rejected: it contains a shell character")
     try:
         check_timeout(options.timeout_s)

@@ -53,7 +53,8 @@ CLIENT_ONLY = frozenset({"server", "trace"})
 #: Settings whose value reaches a command line (nvcc's or the server's own) or names a file that is read.
 #: A cloned repository must not be able to set them: the VS Code manifest restricts each one in untrusted
 #: workspaces (`capabilities.untrustedWorkspaces.restrictedConfigurations`, checked by a test).
-COMMAND_LINE_SETTINGS = frozenset({"nvccPath", "includeDirs", "defines", "arch", "gpu", "server.command"})
+COMMAND_LINE_SETTINGS = frozenset({"nvccPath", "includeDirs", "defines", "arch", "gpu", "server.command",
+                                   "compileCommands", "compileCommandsDir", "preferSystemToolkit"})
 #: Settings that name a program to run: machine-overridable scope, like vscode-clangd's `clangd.path`.
 EXECUTABLE_SETTINGS = frozenset({"nvccPath", "server.command"})
 #: Settings that are numbers, switches or launch data and reach no command line.
