@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -23,14 +22,19 @@ from kerncast.analysis.toolchain import (
     HOST_COMPILER_HINT,
     Toolchain,
     ToolchainError,
+    check_define,
+    check_path,
+    check_timeout,
     find_toolchain,
+    is_shell_safe_path,
     run_tool,
+    tool_temp_dir,
 )
 
 __all__ = [
     "CompileDiagnostic", "CompileOptions", "CompileResult", "KernelResources", "PtxasError", "SourceContext",
     "Toolchain", "ToolchainError", "compile_cuda", "find_toolchain", "parse_nvcc_output",
-    "parse_ptxas_output", "ptxas_resources",
+    "parse_ptxas_output", "ptxas_resources", "validate_options",
 ]
 
 _CACHE_SIZE = 32
@@ -48,6 +52,33 @@ class CompileOptions:
     nvcc_path: str | None = None
     timeout_s: float = 120
     extra_flags: list[str] = field(default_factory=list)
+
+
+def validate_options(options: CompileOptions) -> list[str]:
+    """Why these options must not reach nvcc: one message per rejected define, include dir or timeout.
+
+    Settings and flags are data: a define or path that the compiler's shell would interpret is refused
+    here, in the library, so the CLI and the editor refuse the same values.
+    """
+    problems: list[str] = []
+    for define in options.defines:
+        try:
+            check_define(define)
+        except ValueError as exc:
+            problems.append(str(exc))
+    for directory in options.include_dirs:
+        try:
+            check_path(directory, "include directory")
+        except ValueError as exc:
+            problems.append(str(exc))
+    for flag in options.extra_flags:
+        if set(flag) & {"$", "`", '"', "\n", "\r", "\0"}:
+            problems.append(f"compiler flag {flag[:80]!r} rejected: it contains a shell character")
+    try:
+        check_timeout(options.timeout_s)
+    except ValueError as exc:
+        problems.append(str(exc))
+    return problems
 
 
 @dataclass
@@ -169,15 +200,59 @@ def _ptxas_arch(arch: str) -> str:
     return "sm_" + arch[len("compute_"):] if arch.startswith("compute_") else arch
 
 
+#: the constant bank a module's `.const` data must fit (64 KB on every architecture)
+CONST_BANK_BYTES = 64 * 1024
+_CONST_DECL_RE = re.compile(
+    r"^\s*\.const\b(?P<mods>[^;\[]*?)\.[bsuf](?P<bits>8|16|32|64)\s+[\w$%]+(?P<dims>(?:\s*\[\s*\d+\s*\])+)",
+    re.MULTILINE)
+
+
+#: virtual registers a PTX text may declare before ptxas is not run: ptxas reserves memory for every one
+#: (about 8 bytes each: 16 GB for one `%r<2147483647>`); nvcc's largest kernels declare a few thousand
+MAX_PTXAS_REGISTERS = 1 << 20
+_REG_COUNT_RE = re.compile(r"^\s*\.reg\b[^;<]*<\s*(\d+)\s*>", re.MULTILINE)
+
+
+def declared_registers(ptx: str) -> int:
+    """Virtual registers declared with `.reg ... %name<N>` (a quick scan of the declarations, no parse)."""
+    return sum(int(n) for n in _REG_COUNT_RE.findall(ptx))
+
+
+def declared_const_bytes(ptx: str) -> int:
+    """Bytes of the `.const` arrays a PTX text declares (a quick scan of the declarations, no parse)."""
+    total = 0
+    for m in _CONST_DECL_RE.finditer(ptx):
+        count = int(m.group("bits")) // 8
+        vec = re.search(r"\.v(2|4|8)\b", m.group("mods"))
+        count *= int(vec.group(1)) if vec else 1
+        for dim in re.findall(r"\d+", m.group("dims")):
+            count *= int(dim)
+        total += count
+    return total
+
+
 def ptxas_resources(ptx: str, arch: str, toolchain: Toolchain,
                     timeout_s: float = 60) -> dict[str, KernelResources]:
-    """Assemble `ptx` with `ptxas -v` into a throw-away cubin and parse the per-kernel report."""
-    with tempfile.TemporaryDirectory(prefix="kerncast-ptxas-") as tmp:
-        src = Path(tmp) / "kernel.ptx"
+    """Assemble `ptx` with `ptxas -v` into a throw-away cubin and parse the per-kernel report.
+
+    PTX whose `.const` data cannot fit the constant bank, or that declares more than MAX_PTXAS_REGISTERS
+    virtual registers, is refused before ptxas sees it: ptxas would allocate for all of it first
+    (gigabytes for a `[2147483647]` array or a `%r<2147483647>` declaration).
+    """
+    registers = declared_registers(ptx)
+    if registers > MAX_PTXAS_REGISTERS:
+        raise PtxasError(f"ptxas not run: the PTX declares {registers} virtual registers, more than "
+                         f"{MAX_PTXAS_REGISTERS}")
+    const_bytes = declared_const_bytes(ptx)
+    if const_bytes > CONST_BANK_BYTES:
+        raise PtxasError(f"ptxas not run: the .const data ({const_bytes} bytes) exceeds the "
+                         f"{CONST_BANK_BYTES // 1024} KB constant bank")
+    with tool_temp_dir("kerncast-ptxas-") as tmp:
+        src = tmp / "kernel.ptx"
         src.write_text(ptx, encoding="utf-8")
-        cubin = Path(tmp) / "kernel.cubin"
+        cubin = tmp / "kernel.cubin"
         args = [str(toolchain.ptxas), "-v", f"-arch={_ptxas_arch(arch)}", str(src), "-o", str(cubin)]
-        run = run_tool(args, timeout_s, cwd=tmp)
+        run = run_tool(args, timeout_s, cwd=tmp, temp_dir=tmp)
     if run.timed_out:
         raise PtxasError(f"ptxas did not finish within {timeout_s:g} s", timed_out=True)
     if run.returncode != 0:
@@ -440,6 +515,10 @@ def compile_cuda(path: str | Path, text: str | None = None,
     options = options or CompileOptions()
     toolchain = find_toolchain(options.nvcc_path)
     original = Path(os.path.abspath(path))
+    rejected = validate_options(options)
+    if rejected:
+        return _failed(toolchain, options, [CompileDiagnostic(str(original), 1, 1, "error", message)
+                                            for message in rejected])
     if text is None:
         try:
             text = original.read_text(encoding="utf-8", errors="replace")
@@ -550,17 +629,22 @@ def _nvcc_args(toolchain: Toolchain, options: CompileOptions, source: Path, out:
 def _compile_uncached(original: Path, text: str, from_buffer: bool, options: CompileOptions,
                       toolchain: Toolchain, include_dirs: list[Path],
                       with_resources: bool = True) -> tuple[CompileResult, bool]:
-    """Run nvcc then ptxas in a temporary directory that is always removed; False: do not cache (timeout)."""
-    with tempfile.TemporaryDirectory(prefix="kerncast-nvcc-") as tmp:
-        tmp_dir = Path(tmp)
+    """Run nvcc then ptxas in a temporary directory that is always removed; False: do not cache (timeout).
+
+    nvcc's own temporaries go there too (TMPDIR). A source whose path the compiler's shell would interpret
+    (`$`, a backtick, a quote) is compiled as a copy with a plain name, and an include directory whose
+    absolute path holds such characters (a hostile workspace folder name) is handed to nvcc as a link.
+    """
+    with tool_temp_dir("kerncast-nvcc-") as tmp_dir:
         source = original
-        if from_buffer:
-            source = tmp_dir / original.name
+        if from_buffer or not is_shell_safe_path(original):
+            source = tmp_dir / (original.name if is_shell_safe_path(original.name) else "source" + original.suffix)
             source.write_text(text, encoding="utf-8")
             include_dirs = [original.parent, *include_dirs]
-        out = tmp_dir / (original.stem + ".ptx")
-        args = _nvcc_args(toolchain, options, source, out, include_dirs)
-        run = run_tool(args, options.timeout_s, cwd=tmp_dir)
+        out = tmp_dir / (_safe_stem(original) + ".ptx")
+        nvcc_dirs = [_shell_safe_dir(d, tmp_dir / f"include-{i}") for i, d in enumerate(include_dirs)]
+        args = _nvcc_args(toolchain, options, source, out, nvcc_dirs)
+        run = run_tool(args, options.timeout_s, cwd=tmp_dir, temp_dir=tmp_dir)
         if run.timed_out:
             message = (f"nvcc did not finish within {options.timeout_s:g} s; "
                        "simplify the file or raise the timeout")
@@ -576,7 +660,7 @@ def _compile_uncached(original: Path, text: str, from_buffer: bool, options: Com
         if not any(d.severity == "error" for d in diagnostics):
             diagnostics.append(_unparsed_failure(original, run.output, run.returncode))
         return _failed(toolchain, options, diagnostics), True
-    if from_buffer:
+    if source != original:
         ptx = _retarget_file_directives(ptx, source, original)
     resources: dict[str, KernelResources] = {}
     cacheable = True
@@ -589,6 +673,21 @@ def _compile_uncached(original: Path, text: str, from_buffer: bool, options: Com
         diagnostics.append(CompileDiagnostic(str(original), 1, 1, "warning", f"no register/shared memory "
                                              f"figures: {exc}"))
     return CompileResult(True, ptx, resources, diagnostics, toolchain.version, options.arch), cacheable
+
+
+def _shell_safe_dir(directory: Path, link: Path) -> Path:
+    """`directory`, or `link` made to point at it when its path holds characters the shell would interpret."""
+    if is_shell_safe_path(directory):
+        return directory
+    try:
+        link.symlink_to(directory, target_is_directory=True)
+    except OSError:
+        return link.parent  # no links here: headers in that directory are then not found, and nothing runs
+    return link
+
+
+def _safe_stem(original: Path) -> str:
+    return original.stem if is_shell_safe_path(original.stem) else "source"
 
 
 def _failed(toolchain: Toolchain, options: CompileOptions,

@@ -19,6 +19,10 @@ from pathlib import Path
 from kerncast.analysis.cexpr import ConstEnv, Folded, Token
 
 Dim = tuple[int, int, int]
+#: bounds checked where launch input enters: CUDA's largest grid dimension, and a count (bytes, trips)
+#: beyond anything a kernel launch can have
+MAX_LAUNCH_DIM = 2**31 - 1
+MAX_COUNT = 2**40
 
 
 def parse_dim(text: str) -> Dim:
@@ -33,14 +37,18 @@ def parse_dim(text: str) -> Dim:
     values = [int(p) for p in parts] + [1] * (3 - len(parts))
     if any(v <= 0 for v in values):
         raise ValueError(f"launch dimensions must be positive, got {text!r}")
+    if any(v > MAX_LAUNCH_DIM for v in values):
+        raise ValueError(f"launch dimensions are at most 2^31-1 (CUDA's largest grid dimension), got {text!r}")
     return (values[0], values[1], values[2])
 
 
 def parse_count(text: str, what: str) -> int:
     """Parse a non-negative integer flag value (`--smem`, `--loops`); ValueError names the flag."""
     value = str(text).strip()
-    if not re.fullmatch(r"\d+", value):
+    if not re.fullmatch(r"\d+", value) or len(value) > 30:
         raise ValueError(f"{what} must be a non-negative integer, got {text!r}")
+    if int(value) > MAX_COUNT:
+        raise ValueError(f"{what} must be at most 2^40, got {text!r}")
     return int(value)
 
 

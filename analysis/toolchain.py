@@ -8,12 +8,16 @@ compiler is the most common first-run problem and a traceback does not tell the 
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,8 +31,98 @@ _version_cache: dict[Path, str] = {}
 DEFAULT_CUDA_ROOTS: tuple[Path, ...] = (Path("/usr/local/cuda"),)
 
 
+#: the longest a tool may run; larger timeouts are refused (a thread wait cannot take more than ~2^31 s)
+MAX_TIMEOUT_S = 3600.0
+#: what a shown value is cut to, so that a huge setting never floods a message
+SHOWN_CHARS = 80
+#: nvcc hands -D values, -I directories and the source path to the host compiler through `sh -c`, inside
+#: double quotes; these characters would end the quoting or start a substitution there
+SHELL_CHARS = frozenset("$`\"'\\;|&<>\n\r\0")
+MAX_DEFINE_CHARS = 4096
+MAX_PATH_CHARS = 4096
+_DEFINE_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\([A-Za-z0-9_, ]*\))?")
+
+
 class ToolchainError(Exception):
     """nvcc, ptxas or the host compiler is missing or unusable; the message says how to fix it."""
+
+
+def shown(value: object, limit: int = SHOWN_CHARS) -> str:
+    """`repr(value)` cut to `limit` characters, with the full length said, for messages about user input."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"
+
+
+def check_define(define: str) -> str:
+    """`NAME`, `NAME=VALUE` or `NAME(args)=VALUE` with no shell metacharacter; ValueError names the value.
+
+    nvcc passes defines on to the host compiler through a shell, so a value such as `$(cmd)` would run
+    `cmd`: a define is data and is refused rather than escaped.
+    """
+    if not isinstance(define, str):
+        raise ValueError(f"define {shown(define)} rejected: expected NAME or NAME=VALUE text")
+    if len(define) > MAX_DEFINE_CHARS:
+        raise ValueError(f"define {shown(define)} rejected: longer than {MAX_DEFINE_CHARS} characters")
+    name, _, value = define.strip().partition("=")
+    if not _DEFINE_NAME_RE.fullmatch(name):
+        raise ValueError(f"define {shown(define)} rejected: {shown(name)} is not a macro name "
+                         "(expected NAME or NAME=VALUE)")
+    bad = sorted(set(define) & SHELL_CHARS)
+    if bad:
+        raise ValueError(f"define {shown(define)} rejected: it contains {', '.join(map(repr, bad))}, which "
+                         "the compiler's shell would interpret; only NAME or NAME=VALUE without "
+                         "shell characters is allowed")
+    return define.strip()
+
+
+def check_path(path: str, what: str) -> str:
+    """A path that reaches a compiler command line: text without shell metacharacters; ValueError otherwise."""
+    if not isinstance(path, str) or not path.strip():
+        raise ValueError(f"{what} {shown(path)} rejected: expected a non-empty path")
+    if len(path) > MAX_PATH_CHARS:
+        raise ValueError(f"{what} {shown(path)} rejected: longer than {MAX_PATH_CHARS} characters")
+    bad = sorted(set(path) & unsafe_path_chars())
+    if bad:
+        raise ValueError(f"{what} {shown(path)} rejected: it contains {', '.join(map(repr, bad))}, which the "
+                         "compiler's shell would interpret")
+    return path
+
+
+def unsafe_path_chars() -> frozenset[str]:
+    """Characters a path may not hold on a compiler command line (a Windows path keeps its backslashes)."""
+    return SHELL_CHARS - {"\\"} if os.name == "nt" else SHELL_CHARS
+
+
+def is_shell_safe_path(path: str | Path) -> bool:
+    """Whether `path` can be handed to nvcc as it is."""
+    return not set(str(path)) & unsafe_path_chars()
+
+
+def check_timeout(seconds: object) -> float:
+    """A tool timeout in seconds, in (0, MAX_TIMEOUT_S]; ValueError with the value shown otherwise."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not math.isfinite(seconds) \
+            or not 0 < seconds <= MAX_TIMEOUT_S:
+        raise ValueError(f"timeout {shown(seconds)} rejected: expected seconds above 0 and at most "
+                         f"{MAX_TIMEOUT_S:g}")
+    return float(seconds)
+
+
+@contextmanager
+def tool_temp_dir(prefix: str) -> Iterator[Path]:
+    """Kerncast's own temporary directory for one tool run, removed whatever happens.
+
+    The tools get it as TMPDIR/TMP/TEMP (see `run_tool`), so nvcc's `tmpxft_*` intermediates live inside it
+    and go with it, also after a timeout.
+    """
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+        if path.exists():  # a child still writing at the first attempt; it has been killed by now
+            shutil.rmtree(path, ignore_errors=True)
 
 
 @dataclass(frozen=True)
@@ -57,12 +151,17 @@ class ToolRun:
 
 
 def run_tool(args: list[str], timeout_s: float, cwd: str | Path | None = None,
-             env: dict[str, str] | None = None) -> ToolRun:
+             env: dict[str, str] | None = None, temp_dir: str | Path | None = None) -> ToolRun:
     """Run a command (argument list, no shell) and kill its whole process group if it overruns.
 
     nvcc starts cicc, cudafe++ and the host compiler as children; killing only nvcc on a timeout would
-    leave them running, so the command gets its own session and the group is killed.
+    leave them running, so the command gets its own session and the group is killed. `temp_dir` becomes
+    the tool's TMPDIR, TMP and TEMP. The timeout is held to (0, MAX_TIMEOUT_S] whatever the caller passes.
     """
+    timeout_s = min(max(timeout_s, 0.001), MAX_TIMEOUT_S) if math.isfinite(timeout_s) else MAX_TIMEOUT_S
+    if temp_dir is not None:
+        env = dict(os.environ if env is None else env, TMPDIR=str(temp_dir), TMP=str(temp_dir),
+                   TEMP=str(temp_dir))
     popen_kwargs: dict[str, object] = {}
     if os.name == "posix":
         popen_kwargs["start_new_session"] = True
@@ -125,9 +224,13 @@ def find_toolchain(nvcc_path: str | None = None) -> Toolchain:
 
 def _nvcc_from_setting(setting: str) -> Path:
     """Resolve the nvccPath setting; a directory may be the toolkit's `bin` or its root."""
+    try:
+        check_path(setting, "the nvccPath setting")
+    except ValueError as exc:
+        raise ToolchainError(f"{exc}; {INSTALL_HINT}") from None
     path = Path(setting).expanduser()
     if not path.exists():
-        raise ToolchainError(f"the nvccPath setting points to {path}, which does not exist; "
+        raise ToolchainError(f"the nvccPath setting points to {shown(str(path))}, which does not exist; "
                              f"fix the setting or clear it to use the installed toolkit ({INSTALL_HINT})")
     if path.is_dir():
         for candidate in (path / f"nvcc{_EXE}", path / "bin" / f"nvcc{_EXE}"):

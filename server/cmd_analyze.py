@@ -7,14 +7,15 @@ analysed in a process pool (`server.analyze_many`) and printed as one report.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from typing import Any
 
 from kerncast.analysis.launch import LaunchOverrides
 from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.strict_json import dumps_strict
 from kerncast.analysis.targets import default_gpu
+from kerncast.analysis.toolchain import check_define, check_path, check_timeout
 from kerncast.server import analyze_many as many
 from kerncast.server.render_text import render_file_report
 from kerncast.server.sarif import to_sarif
@@ -84,7 +85,12 @@ def launch_overrides(args: argparse.Namespace) -> Any:
 
 
 def options_from_args(args: argparse.Namespace) -> AnalysisOptions:
-    """Analysis options from the command line."""
+    """Analysis options from the command line (ValueError names a define, path or timeout that is refused)."""
+    for define in args.defines:
+        check_define(define)
+    for directory in args.include_dirs:
+        check_path(directory, "include directory")
+    check_timeout(args.timeout)
     return AnalysisOptions(
         gpu=args.gpu, arch=args.arch, include_dirs=list(args.include_dirs), defines=list(args.defines),
         nvcc_path=args.nvcc_path, timeout_s=args.timeout, overrides=launch_overrides(args), loops=args.loops,
@@ -92,6 +98,15 @@ def options_from_args(args: argparse.Namespace) -> AnalysisOptions:
         lime=bool(getattr(args, "lime", False)), budget_s=getattr(args, "budget", AnalysisOptions().budget_s),
         prefer_system_toolkit=bool(getattr(args, "prefer_system_cuda", False)),
     )
+
+
+def format_report(report: Any, fmt: str) -> str:
+    """The report as `fmt` ("text", "json" or "sarif"); JSON and SARIF are strict (no NaN or Infinity)."""
+    if fmt == "json":
+        return dumps_strict(report.to_json()) + "\n"
+    if fmt == "sarif":
+        return dumps_strict(to_sarif(report), in_properties=True) + "\n"
+    return render_file_report(report)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -111,14 +126,7 @@ def run(args: argparse.Namespace) -> int:
 def _run_one(path: str, options: AnalysisOptions, fmt: str) -> int:
     """One file, in this process, printed exactly as `kerncast analyze FILE` always printed it."""
     report = analyze_file(path, options=options)
-    if fmt == "json":
-        json.dump(report.to_json(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    elif fmt == "sarif":
-        json.dump(to_sarif(report), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        sys.stdout.write(render_file_report(report))
+    sys.stdout.write(format_report(report, fmt))
     if not report.ok:
         for f in report.findings:
             if f.severity == "error":
@@ -140,11 +148,9 @@ def _run_many(args: argparse.Namespace, options: AnalysisOptions) -> int:
         if bar is not None:
             bar.close()
     if args.format == "json":
-        json.dump(many.combined_json(outcomes), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        sys.stdout.write(dumps_strict(many.combined_json(outcomes)) + "\n")
     elif args.format == "sarif":
-        json.dump(many.combined_sarif(outcomes), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        sys.stdout.write(dumps_strict(many.combined_sarif(outcomes), in_properties=True) + "\n")
     else:
         sys.stdout.write(many.combined_text(outcomes))
     errors = [e for o in outcomes for e in o.errors]

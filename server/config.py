@@ -18,8 +18,13 @@ from kerncast.analysis.compile_db import find_database
 from kerncast.analysis.gpus import list_profiles
 from kerncast.analysis.launch import LaunchOverrides, parse_dim
 from kerncast.analysis.pipeline import DEFAULT_MAX_FILE_BYTES, AnalysisOptions, Thresholds
+from kerncast.analysis.source_model import MAX_COUNT
 from kerncast.analysis.targets import default_gpu
 from kerncast.analysis.timing.estimate import TIME_MODELS
+from kerncast.analysis.toolchain import MAX_TIMEOUT_S, check_define, check_path, shown
+
+#: a GPU profile file given as a path is at most this large (shipped ones are a few KB)
+MAX_PROFILE_BYTES = 1 << 20
 
 _OPTIONS = AnalysisOptions()
 _THRESHOLDS = Thresholds()
@@ -48,6 +53,17 @@ DEFAULTS: dict[str, Any] = {
 
 #: keys of the client's own (the VS Code extension's server command and trace level), not the server's
 CLIENT_ONLY = frozenset({"server", "trace"})
+
+#: Settings whose value reaches a command line (nvcc's or the server's own) or names a file that is read.
+#: A cloned repository must not be able to set them: the VS Code manifest restricts each one in untrusted
+#: workspaces (`capabilities.untrustedWorkspaces.restrictedConfigurations`, checked by a test).
+COMMAND_LINE_SETTINGS = frozenset({"nvccPath", "includeDirs", "defines", "arch", "gpu", "server.command",
+                                   "compileCommands", "compileCommandsDir", "preferSystemToolkit"})
+#: Settings that name a program to run: machine-overridable scope, like vscode-clangd's `clangd.path`.
+EXECUTABLE_SETTINGS = frozenset({"nvccPath", "server.command"})
+#: Settings that are numbers, switches or launch data and reach no command line.
+DATA_SETTINGS = frozenset({"launch", "loops", "timeModel", "thresholds", "analyzeOnChange", "timeoutSeconds",
+                           "maxFileBytes", "trace.server"})
 
 
 @dataclass
@@ -95,18 +111,18 @@ class _Reader:
         self.warnings = warnings
 
     def bad(self, name: str, value: Any, why: str, default: Any) -> Any:
-        self.warnings.append(f"Kerncast: setting kerncast.{name} = {value!r} ignored ({why}); "
-                             f"using {default!r}")
+        self.warnings.append(f"Kerncast: setting kerncast.{name} = {shown(value)} ignored ({why}); "
+                             f"using {shown(default)}")
         return default
 
-    def string(self, name: str, pattern_ok: Any = None) -> str:
+    def string(self, name: str, pattern_ok: Any = None, why: str = "not a valid value") -> str:
         value, default = self.data.get(name), DEFAULTS[name]
         if value is None:
             return default
         if not isinstance(value, str) or not value.strip():
             return self.bad(name, value, "expected a non-empty string", default)
         if pattern_ok is not None and not pattern_ok(value.strip()):
-            return self.bad(name, value, "not a valid value", default)
+            return self.bad(name, value, why, default)
         return value.strip()
 
     def optional_path(self, name: str) -> str | None:
@@ -115,7 +131,20 @@ class _Reader:
             return None
         if not isinstance(value, str):
             return self.bad(name, value, "expected a path", None)
-        return value
+        try:
+            return check_path(value, "path")
+        except ValueError as exc:
+            return self.bad(name, value, str(exc), None)
+
+    def checked_strings(self, name: str, check: Any) -> list[str]:
+        """A list of strings where each entry passes `check` (ValueError: the entry is reported and dropped)."""
+        kept = []
+        for entry in self.strings(name):
+            try:
+                kept.append(check(entry))
+            except ValueError as exc:
+                self.warnings.append(f"Kerncast: setting kerncast.{name}: {exc}; the entry is ignored")
+        return kept
 
     def strings(self, name: str) -> list[str]:
         value = self.data.get(name)
@@ -173,7 +202,8 @@ def _kernel_launch(name: str, spec: Any, loops: int | None, reader: _Reader) -> 
                 setattr(out, key, _dim(spec[key]))
             except ValueError as exc:
                 reader.bad(f"{where}.{key}", spec[key], str(exc), None)
-    out.smem = reader.number(f"{where}.dynamicSharedBytes", spec.get("dynamicSharedBytes"), None, 0, integer=True)
+    out.smem = reader.number(f"{where}.dynamicSharedBytes", spec.get("dynamicSharedBytes"), None, 0, MAX_COUNT,
+                             integer=True)
     params = spec.get("params") or {}
     if not isinstance(params, dict):
         reader.bad(f"{where}.params", params, "expected an object NAME -> integer", {})
@@ -197,10 +227,19 @@ def _valid_arch(text: str) -> bool:
 
 
 def _known_gpu(text: str) -> bool:
+    """A shipped profile id, or the path of one existing, small, regular `.toml` file (no patterns)."""
     try:
-        return text in list_profiles() or text.endswith(".toml")
+        if text in list_profiles():
+            return True
     except Exception:  # noqa: BLE001 - a broken profile directory must not stop settings parsing
-        return True
+        pass
+    if not text.endswith(".toml") or set(text) & set("*?[]{}\0\n"):
+        return False
+    path = Path(text).expanduser()
+    try:
+        return path.is_absolute() and path.is_file() and path.stat().st_size <= MAX_PROFILE_BYTES
+    except (OSError, ValueError):
+        return False
 
 
 def parse_settings(data: Any) -> tuple[Settings, list[str]]:
@@ -217,13 +256,14 @@ def parse_settings(data: Any) -> tuple[Settings, list[str]]:
     known = set(DEFAULTS)
     unknown = sorted(k for k in data if k not in known and k not in CLIENT_ONLY)
     if unknown:
-        warnings.append(f"Kerncast: unknown settings ignored: {', '.join('kerncast.' + k for k in unknown)}")
+        names = ", ".join("kerncast." + (k if len(k) <= 60 else k[:60] + "…") for k in unknown[:10])
+        more = f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
+        warnings.append(f"Kerncast: unknown settings ignored: {names}{more}")
 
-    gpu = r.string("gpu")
-    if not _known_gpu(gpu):
-        gpu = r.bad("gpu", gpu, "no such GPU profile (see `kerncast gpus`)", DEFAULTS["gpu"])
+    gpu = r.string("gpu", _known_gpu, "no such GPU profile (see `kerncast gpus`), nor the absolute path of a "
+                   "profile .toml file")
     arch = r.string("arch", _valid_arch)
-    loops = r.number("loops", data.get("loops"), None, 1, integer=True)
+    loops = r.number("loops", data.get("loops"), None, 1, MAX_COUNT, integer=True)
     time_model = r.string("timeModel", _valid_time_model)
 
     th = data.get("thresholds") or {}
@@ -251,11 +291,13 @@ def parse_settings(data: Any) -> tuple[Settings, list[str]]:
 
     options = AnalysisOptions(
         gpu=gpu, arch=arch,
-        include_dirs=r.strings("includeDirs"), defines=r.strings("defines"),
+        include_dirs=r.checked_strings("includeDirs", lambda d: check_path(d, "include directory")),
+        defines=r.checked_strings("defines", check_define),
         compile_commands=r.boolean("compileCommands"), compile_commands_dir=r.optional_path("compileCommandsDir"),
         prefer_system_toolkit=r.boolean("preferSystemToolkit"),
         nvcc_path=r.optional_path("nvccPath"),
-        timeout_s=r.number("timeoutSeconds", data.get("timeoutSeconds"), DEFAULTS["timeoutSeconds"], 1),
+        timeout_s=r.number("timeoutSeconds", data.get("timeoutSeconds"), DEFAULTS["timeoutSeconds"], 1,
+                           MAX_TIMEOUT_S),
         max_file_bytes=r.number("maxFileBytes", data.get("maxFileBytes"), DEFAULTS["maxFileBytes"], 1,
                                 integer=True),
         kernel_settings=kernels, loops=loops, thresholds=thresholds, time_model=time_model,

@@ -12,23 +12,31 @@ analyses of one document run one at a time, and a failure is published as a diag
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
+import gc
 import hashlib
 import logging
 import os
+import sys
 import uuid
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 from kerncast.analysis.gpus import list_profiles, load_profile
 from kerncast.analysis.kernel_cache import KernelCache
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport
+from kerncast.analysis.toolchain import shown
 from kerncast.server import actions, config, convert, hover, lenses
 from lsprotocol import types as lsp
 from pygls import uris
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 
 log = logging.getLogger("kerncast.server")
 
@@ -56,9 +64,28 @@ class Result:
     lines: list[str]
 
 
+class KerncastProtocol(LanguageServerProtocol):
+    """pygls's protocol, except that a request whose parameters break the LSP schema gets an error response.
+
+    pygls raises while decoding such a message and the request would otherwise never be answered, leaving
+    the client waiting.
+    """
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if isinstance(data, dict) and "method" in data and data.get("id") is not None:
+                cause = str(exc.__cause__ or exc).strip()
+                detail = cause.splitlines()[0][:200] if cause else type(exc).__name__
+                error = JsonRpcInvalidParams(f"invalid params for {str(data['method'])[:80]}: {detail}")
+                self._send_response(data["id"], error=error.to_response_error())
+            raise
+
+
 class KerncastServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("kerncast", VERSION)
+        super().__init__("kerncast", VERSION, protocol_cls=KerncastProtocol)
         self.settings = config.Settings()
         self.pending_warnings: list[str] = []
         self.executor = ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1)),
@@ -70,6 +97,8 @@ class KerncastServer(LanguageServer):
         self.tasks: set[asyncio.Task[Any]] = set()
         #: kernel reports by kernel key across documents and saves: a save re-analyses changed kernels only
         self.kernel_cache = KernelCache()
+        #: document key -> the URI exactly as the client sent it (see `key`)
+        self.client_uris: dict[str, str] = {}
 
     # --------------------------------------------------------------------------------------- settings
 
@@ -101,6 +130,24 @@ class KerncastServer(LanguageServer):
         return bool(self._caps("workspace", "workspace_edit", "document_changes"))
 
     # --------------------------------------------------------------------------------------- documents
+
+    @staticmethod
+    def key(uri: str) -> str:
+        """The one form of a document URI used inside the server: the workspace's own (percent-decoded) key.
+
+        Clients percent-encode spaces and non-ASCII characters (`a%20b.cu`) while pygls stores documents
+        decoded, so every URI that enters is turned into this key once, and `client_uri` turns it back for
+        everything that goes out.
+        """
+        return unquote(uri)
+
+    def client_uri(self, key: str) -> str:
+        """The URI the client used for a document (what diagnostics must be published under)."""
+        return self.client_uris.get(key, key)
+
+    def document(self, key: str) -> Any:
+        """The open document with this key, or None (closed or never opened)."""
+        return self.workspace.text_documents.get(key)
 
     @staticmethod
     def wants(uri: str, language_id: str | None = None) -> bool:
@@ -142,8 +189,10 @@ class KerncastServer(LanguageServer):
         async with lock:
             if not self.current(uri, generation):
                 return
+            doc = self.document(uri)
+            if doc is None:  # closed meanwhile: nothing is published for a document the client let go
+                return
             try:
-                doc = self.workspace.get_text_document(uri)
                 text, version, language = doc.source, doc.version, doc.language_id
             except Exception as exc:  # noqa: BLE001
                 log.exception("no document %s", uri)
@@ -156,15 +205,15 @@ class KerncastServer(LanguageServer):
             result = self.cached(uri, version, key)
             if result is None:
                 try:
-                    result = await self.run_analysis(uri, self.analysis_path(uri, language), text, version, key,
-                                                     settings)
+                    result = await self.run_analysis(uri, self.analysis_path(self.client_uri(uri), language),
+                                                     text, version, key, settings)
                 except Exception as exc:  # noqa: BLE001 - one broken document must not affect the others
                     log.exception("analysis of %s failed", uri)
                     if self.current(uri, generation):
                         self.publish_error(uri, version, f"{type(exc).__name__}: {exc}")
                     return
                 self.remember(uri, result)
-            if not self.current(uri, generation) or uri not in self.workspace.text_documents:
+            if not self.current(uri, generation) or self.document(uri) is None:
                 return
             self.publish(uri, result)
 
@@ -195,15 +244,16 @@ class KerncastServer(LanguageServer):
 
     def publish(self, uri: str, result: Result) -> None:
         self.published[uri] = result
-        diagnostics = convert.to_diagnostics(result.report, uri, result.lines)
+        client_uri = self.client_uri(uri)
+        diagnostics = convert.to_diagnostics(result.report, client_uri, result.lines)
         self.text_document_publish_diagnostics(
-            lsp.PublishDiagnosticsParams(uri=uri, version=result.version, diagnostics=diagnostics))
+            lsp.PublishDiagnosticsParams(uri=client_uri, version=result.version, diagnostics=diagnostics))
         self.refresh_views()
 
     def publish_error(self, uri: str, version: int | None, message: str) -> None:
         self.published.pop(uri, None)
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
-            uri=uri, version=version, diagnostics=[convert.internal_error_diagnostic(message)]))
+            uri=self.client_uri(uri), version=version, diagnostics=[convert.internal_error_diagnostic(message)]))
 
     def refresh_views(self) -> None:
         """Ask the client to re-query lenses and hints, only where it says it supports that."""
@@ -245,10 +295,22 @@ class KerncastServer(LanguageServer):
     # --------------------------------------------------------------------------------------- features
 
     def result_for(self, uri: str) -> Result | None:
-        return self.published.get(uri)
+        """The published result for a URI as the client sends it."""
+        return self.published.get(self.key(uri))
 
     def doc_for_actions(self, uri: str, result: Result) -> actions.Doc:
         return actions.Doc(uri=uri, version=result.version, lines=result.lines, versioned=self.versioned_edits)
+
+
+def release_memory() -> None:
+    """Give the memory of a closed document's analysis back: collect its cycles, then let the C heap
+    return freed pages to the system (glibc keeps them otherwise, and the server's size never goes down).
+    """
+    gc.collect()
+    if sys.platform.startswith("linux"):
+        # not glibc: the collected memory is reused by the next analysis instead
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def _analyse_blocking(path: str, text: str, settings: config.Settings,
@@ -308,34 +370,42 @@ async def did_change_configuration(ls: KerncastServer, params: lsp.DidChangeConf
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
 def did_open(ls: KerncastServer, params: lsp.DidOpenTextDocumentParams) -> None:
-    if ls.wants(params.text_document.uri, params.text_document.language_id):
-        ls.schedule(params.text_document.uri)
+    uri = params.text_document.uri
+    ls.client_uris[ls.key(uri)] = uri
+    if ls.wants(uri, params.text_document.language_id):
+        ls.schedule(ls.key(uri))
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE, lsp.SaveOptions(include_text=False))
 def did_save(ls: KerncastServer, params: lsp.DidSaveTextDocumentParams) -> None:
-    uri = params.text_document.uri
-    doc = ls.workspace.text_documents.get(uri)
-    if ls.wants(uri, doc.language_id if doc else None):
-        ls.schedule(uri)
+    key = ls.key(params.text_document.uri)
+    doc = ls.document(key)
+    if doc is not None and ls.wants(params.text_document.uri, doc.language_id):  # a closed one: nothing
+        ls.schedule(key)
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(ls: KerncastServer, params: lsp.DidChangeTextDocumentParams) -> None:
     uri = params.text_document.uri
-    doc = ls.workspace.text_documents.get(uri)
+    doc = ls.document(ls.key(uri))
     is_ptx = uri.lower().endswith(".ptx") or (doc is not None and doc.language_id == "ptx")
-    if is_ptx and ls.settings.analyze_on_change:
-        ls.schedule(uri, CHANGE_DEBOUNCE_S)
+    if is_ptx and doc is not None and ls.settings.analyze_on_change:
+        ls.schedule(ls.key(uri), CHANGE_DEBOUNCE_S)
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: KerncastServer, params: lsp.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
-    ls.generation[uri] = ls.generation.get(uri, 0) + 1  # drops any analysis in flight
-    ls.published.pop(uri, None)
-    ls.cache.pop(uri, None)
+    key = ls.key(uri)
+    ls.generation[key] = ls.generation.get(key, 0) + 1  # drops any analysis in flight
+    ls.published.pop(key, None)
+    ls.cache.pop(key, None)  # the results of a closed document are memory nobody will ask for again
+    ls.client_uris.pop(key, None)
+    lock = ls.locks.get(key)
+    if lock is not None and not lock.locked():
+        del ls.locks[key]
     ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+    ls.executor.submit(release_memory)
 
 
 def _hovered_kernel(result: Result, pos: lsp.Position) -> dict[str, Any] | None:
@@ -507,7 +577,7 @@ def select_gpu(ls: KerncastServer, *args: Any) -> dict[str, Any]:
     if isinstance(gpu, dict):
         gpu = gpu.get("id")
     if not isinstance(gpu, str) or gpu not in list_profiles():
-        ls.warn(f"Kerncast: unknown GPU {gpu!r}; the GPU stays {ls.settings.options.gpu}")
+        ls.warn(f"Kerncast: unknown GPU {shown(gpu)}; the GPU stays {ls.settings.options.gpu}")
         return {"gpu": ls.settings.options.gpu, "changed": False}
     ls.settings = config.with_gpu(ls.settings, gpu)
     ls.reanalyse_open()

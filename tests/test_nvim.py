@@ -1,6 +1,7 @@
 """The documented Neovim setup (`tests/nvim/kerncast.lua`, shown in docs/neovim.md) in the real, headless `nvim`.
 
-Neovim edits a copy of `examples/transpose.cu`, saves it, and the test asserts what Neovim itself received and
+Neovim edits a copy of `examples/transpose.cu` (also at a path with a space and non-ASCII characters), saves
+it, and the test asserts what Neovim itself received and
 shows: the diagnostics' codes and lines, the first line of the hover window on a kernel's name, and the code
 lens titles.
 """
@@ -41,8 +42,11 @@ def _server_env(env: dict[str, str]) -> dict[str, str]:
 
 
 @pytest.mark.nvcc
-def test_neovim_session(nvim: str, nvcc_available: object, tmp_path: Path) -> None:
-    src = tmp_path / "transpose.cu"
+@pytest.mark.parametrize("relative", ["transpose.cu", "dir with space/kérnel ü.cu"], ids=["plain", "space-non-ascii"])
+def test_neovim_session(nvim: str, nvcc_available: object, tmp_path: Path, relative: str) -> None:
+    """Also for a path with a space and non-ASCII characters, which Neovim percent-encodes in the URI."""
+    src = tmp_path / relative
+    src.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy(EXAMPLES / "transpose.cu", src)
     out = tmp_path / "result.json"
     env = _server_env(dict(os.environ, KERNCAST_NVIM_OUT=str(out), KERNCAST_NVIM_FILE=str(src),
@@ -55,6 +59,8 @@ def test_neovim_session(nvim: str, nvcc_available: object, tmp_path: Path) -> No
     assert result["ok"], f"{result.get('error')} after steps {result.get('steps')}"
     print(f"nvim {result['version']['major']}.{result['version']['minor']}.{result['version']['patch']}")
     assert result["filetype"] == "cuda"
+    if " " in relative:
+        assert "%20" in result["uri"] and "%C3%A9" in result["uri"].upper(), result["uri"]
 
     diags = {(d["code"], d["line"]) for d in result["diagnostics"]}
     assert ("uncoalesced-global", 12) in diags

@@ -53,7 +53,7 @@ def build_executable(
         raise CalibrationError(str(exc)) from exc
     output = out_dir / source.stem
     args = nvcc_command(toolchain.nvcc, source, output, arch_flag(compute_capability), extra)
-    run = run_tool(args, timeout_s, cwd=out_dir)
+    run = run_tool(args, timeout_s, cwd=out_dir, temp_dir=out_dir)  # nvcc's tmpxft_* files go with out_dir
     if run.timed_out:
         raise CalibrationError(f"nvcc did not finish building {source.name} within {timeout_s:.0f} s")
     if run.returncode != 0 or not output.is_file():

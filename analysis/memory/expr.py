@@ -199,6 +199,10 @@ def _compare(extra: object, a: int, b: int) -> int | None:
         return None
 
 
+#: shift amounts from the text are bounded before `1 << k` (PTX clamps shifts to the type's width, at most 64)
+_MAX_SHIFT = 64
+
+
 def _pow2(c: int | None) -> int | None:
     """k when c == 2**k (c > 0), else None."""
     if c is None or c <= 0 or c & (c - 1):
@@ -230,7 +234,7 @@ def apply_op(atoms: Atoms, name: str, args: tuple[Value, ...], extra: object) ->
     b = consts[1] if len(consts) > 1 else None
     if name in ("shr", "div", "rem", "and"):
         k = b if name == "shr" else _pow2(b) if name in ("div", "rem") else _pow2(b + 1) if b is not None else None
-        if k is not None and k >= 0:
+        if k is not None and 0 <= k < _MAX_SHIFT:  # a shift past every PTX width is not simplified
             d = 1 << k
             c0, rest = split_const(a)
             g = content(rest)

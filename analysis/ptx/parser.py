@@ -46,6 +46,10 @@ _MAX_TOKENS = 50_000_000
 #: error inside a function.
 _RESYNC = frozenset({".visible", ".weak", ".extern", ".entry", ".func", ".global", ".const", ".shared", ".file",
                      ".section", ".alias", ".common"})
+#: operand groups (`{...}`, `(...)`) nest this deep at most; real PTX nests one level
+_MAX_NESTING = 64
+#: an array dimension above this (2^40 elements) describes no memory a GPU has
+_MAX_DIM = 1 << 40
 
 
 class _Parser:
@@ -60,6 +64,7 @@ class _Parser:
         self.errors: list[FunctionError] = []
         self.function_name: str | None = None
         self.reg_names: set[str] = set()
+        self.nesting = 0
 
     # ------------------------------------------------------------------ token helpers
     def seek(self, i: int) -> None:
@@ -313,7 +318,11 @@ class _Parser:
             if self.accept("]"):
                 dims.append(0)
                 continue
-            dims.append(self.expect_int())
+            start = self.tok
+            size = self.expect_int()
+            if not 0 <= size <= _MAX_DIM:
+                raise self.error(f"array size {size} out of range (0 to 2^40)", start)
+            dims.append(size)
             self.expect("]")
         return tuple(dims)
 
@@ -343,7 +352,10 @@ class _Parser:
             count = 1
             if self.tok.text == "<":
                 self.advance()
+                start = self.tok
                 count = self.expect_int()
+                if not 0 <= count <= _MAX_DIM:
+                    raise self.error(f"variable count {count} out of range (0 to 2^40)", start)
                 self.expect(">")
             dims = self.array_dims()
             if vec > 1:
@@ -502,6 +514,15 @@ class _Parser:
         raise self.error("expected a number", t)
 
     def operand_group(self, open_: str, close: str) -> tuple[Operand, ...]:
+        if self.nesting >= _MAX_NESTING:
+            raise self.error(f"operands nested more than {_MAX_NESTING} levels deep")
+        self.nesting += 1
+        try:
+            return self._group_items(open_, close)
+        finally:
+            self.nesting -= 1
+
+    def _group_items(self, open_: str, close: str) -> tuple[Operand, ...]:
         self.expect(open_)
         items: list[Operand] = []
         if self.accept(close):
@@ -588,7 +609,11 @@ def parse_ptx(text: str, path: str | None = None) -> Module:
         _raise_when_nothing_parsed(module, parser.errors)
     except PtxSyntaxError:
         raise
-    except (RecursionError, ValueError, IndexError, KeyError, TypeError, struct.error, OverflowError) as exc:
+    except RecursionError:
+        tok = parser.tok if parser is not None and parser.toks else None
+        line, col = (tok.line, tok.column) if tok else (1, 1)
+        raise PtxSyntaxError("PTX nested too deeply to analyse", line, col) from None
+    except (ValueError, IndexError, KeyError, TypeError, struct.error, OverflowError) as exc:
         tok = parser.tok if parser is not None and parser.toks else None
         line, col = (tok.line, tok.column) if tok else (1, 1)
         raise PtxSyntaxError(f"malformed PTX ({type(exc).__name__}: {exc})", line, col) from None

@@ -13,6 +13,7 @@ local function run()
   vim.cmd("edit " .. vim.fn.fnameescape(file))
   local buf = vim.api.nvim_get_current_buf()
   result.filetype = vim.bo[buf].filetype
+  result.uri = vim.uri_from_bufnr(buf)
   assert(vim.wait(30000, function() return #vim.lsp.buf_get_clients(buf) > 0 end, 50), "no client attached")
   step("attached")
   -- Save, then wait for the analysis of the save to be published.
