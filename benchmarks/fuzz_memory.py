@@ -11,17 +11,27 @@ freed heap back to the system, so "after close" should come back near "before".
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import re
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
-from queue import Empty, Queue
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _load_raw_client() -> type:
+    """The raw JSON-RPC client of the tests (`tests/raw_lsp.py`), loaded from its file: one client for both."""
+    spec = importlib.util.spec_from_file_location("raw_lsp", ROOT / "tests" / "raw_lsp.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.RawClient
+
+
+RawClient = _load_raw_client()
+
 _ENTRY_NAME_RE = re.compile(r"(\.entry\s+)([A-Za-z_$][\w$]*)")
 
 
@@ -51,57 +61,6 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
-class Server:
-    """The real server on stdio, spoken to with framed JSON-RPC; notifications are queued."""
-
-    def __init__(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "kerncast.server", "lsp"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        self.inbox: Queue[dict[str, Any]] = Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        out = self.proc.stdout
-        assert out is not None
-        while True:
-            length = None
-            while True:
-                line = out.readline()
-                if not line:
-                    return
-                if line in (b"\r\n", b"\n"):
-                    break
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-            if length is not None:
-                self.inbox.put(json.loads(out.read(length)))
-
-    def send(self, message: dict[str, Any]) -> None:
-        body = json.dumps({"jsonrpc": "2.0", **message}).encode("utf-8")
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        self.proc.stdin.flush()
-
-    def wait(self, match: Any, timeout: float) -> dict[str, Any]:
-        deadline = time.time() + timeout
-        while True:
-            try:
-                msg = self.inbox.get(timeout=max(0.1, deadline - time.time()))
-            except Empty:
-                raise TimeoutError("no such message from the server") from None
-            if match(msg):
-                return msg
-
-    def stop(self) -> None:
-        self.send({"id": 99, "method": "shutdown"})
-        self.send({"method": "exit"})
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mb", type=float, default=16.0)
@@ -109,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     text = big_ptx(args.mb)
     uri = "file:///tmp/kerncast-memory-benchmark.ptx"
-    server = Server()
+    server = RawClient()
     pid = server.proc.pid
     try:
         server.send({"id": 1, "method": "initialize", "params": {
@@ -132,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         time.sleep(5)
         after = rss_mb(pid)
     finally:
-        server.stop()
+        server.close()
     print(json.dumps({"ptx_mb": round(len(text) / 1e6, 1), "kernels": text.count(".entry"),
                       "diagnostics": len(published["params"]["diagnostics"]), "analysis_s": round(analysed_s, 1),
                       "rss_mb_before": round(before), "rss_mb_analysed": round(analysed),
