@@ -34,6 +34,7 @@ describe('buildInitializationOptions', () => {
                 defines: ['N=128', 'USE_FAST'],
                 launch: { matmul: { grid: [64, 64], block: 256, dynamicSharedBytes: 4096, params: { n: 1024 } } },
                 loops: 16,
+                timeModel: 'mwp-cwp',
                 'thresholds.uncoalescedExcessPercent': 50,
                 'thresholds.bankConflictWays': 4,
                 'thresholds.energyHotspotShare': 0.3,
@@ -54,6 +55,7 @@ describe('buildInitializationOptions', () => {
             defines: ['N=128', 'USE_FAST'],
             launch: { matmul: { grid: [64, 64], block: 256, dynamicSharedBytes: 4096, params: { n: 1024 } } },
             loops: 16,
+            timeModel: 'mwp-cwp',
             thresholds: {
                 uncoalescedExcessPercent: 50,
                 bankConflictWays: 4,
@@ -80,9 +82,11 @@ describe('buildInitializationOptions', () => {
                 'thresholds.bankConflictWays': Number.NaN,
                 analyzeOnChange: 'yes',
                 timeoutSeconds: -1,
+                timeModel: 'fastest',
             }),
         );
         assert.equal(options.gpu, 'v100');
+        assert.equal(options.timeModel, 'kerncast');
         assert.equal(options.nvccPath, null);
         assert.deepEqual(options.includeDirs, []);
         assert.deepEqual(options.defines, ['OK']);
@@ -91,7 +95,7 @@ describe('buildInitializationOptions', () => {
         assert.equal(options.thresholds.bankConflictWays, 2);
         assert.equal(options.analyzeOnChange, true);
         assert.equal(options.timeoutSeconds, 120);
-        for (const key of ['gpu', 'nvccPath', 'includeDirs', 'defines', 'loops', 'energyHotspotShare', 'bankConflictWays', 'analyzeOnChange', 'timeoutSeconds']) {
+        for (const key of ['gpu', 'nvccPath', 'includeDirs', 'defines', 'loops', 'energyHotspotShare', 'bankConflictWays', 'analyzeOnChange', 'timeoutSeconds', 'timeModel']) {
             assert.ok(
                 problems.some((p) => p.includes(key)),
                 `no problem reported for ${key}: ${problems.join('; ')}`,
