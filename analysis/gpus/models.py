@@ -1,6 +1,6 @@
 """The small curve models a GPU profile holds: a line, a piecewise line and an exponential growth curve.
 
-They are the shapes the thesis fits per GPU (seed 003): kernel launch overhead is a line in the number of
+They are the shapes the thesis fits per GPU: kernel launch overhead is a line in the number of
 threads launched (section 3.4), global-memory latency is a piecewise line in the number of threads (Table 3.3)
 and global/shared memory throughput grows as ``a * (b - exp(-c * x))`` (Table 4.5). Each model evaluates with
 ``model(x)`` and converts to and from the plain dictionary a profile's TOML file holds, so the profile loader

@@ -1,4 +1,4 @@
-"""GPU profiles: the thesis's abstract GPU (seed 003, section 4.1) as one validated TOML file per GPU.
+"""GPU profiles: the thesis's abstract GPU (the thesis, section 4.1) as one validated TOML file per GPU.
 
 A profile is data, not code, so that every number can carry its source and so that `kerncast calibrate` can
 write a new one measured on the user's own GPU. This module defines the schema (`GpuProfile`), reads and

@@ -1,7 +1,7 @@
 """Dynamic instruction counts per thread, the input the closed-form models (MWP-CWP, roofline) share.
 
 Each block counts as often as it runs per thread: the product of its enclosing loops' trip counts. Every
-reachable block counts, both sides of every branch included: Hong & Kim (seed 004, section 6.3) found that
+reachable block counts, both sides of every branch included: Hong & Kim (ISCA 2009, section 6.3) found that
 summing all paths of a divergent branch is within 6 % of measurement, and the thesis assumes every branch is
 taken by some thread of every warp (section 4.4.1). A uniform branch is therefore over-counted; the report
 says so in its assumptions.

@@ -1,4 +1,4 @@
-"""Hong & Kim's MWP-CWP analytical model (ISCA 2009, seed 004): Eqs. 5-28, with its classification.
+"""Hong & Kim's MWP-CWP analytical model (ISCA 2009): Eqs. 5-28, with its classification.
 
 `mwp_cwp(params)` is the paper's model on the paper's parameters (Table 1), nothing more, so it can be checked
 against the paper's worked example (Table 2). `mwp_cwp_params(...)` derives those parameters for a kernel on

@@ -1,4 +1,4 @@
-"""A best/worst time range from the boat hull model (Nugteren & Corporaal, seed 002), made static.
+"""A best/worst time range from the boat hull model (Nugteren & Corporaal), made static.
 
 The boat hull predicts ``t = max(c, m)`` from a compute line and a memory line, with "floors" (slower lines)
 where an optimisation cannot be assumed, and reports the range between the best and the worst line:

@@ -1,4 +1,4 @@
-"""The thesis's resource-allocation scheduler (seed 003, section 4.4.4): Algorithms 6, 7 and 8.
+"""The thesis's resource-allocation scheduler (the thesis, section 4.4.4): Algorithms 6, 7 and 8.
 
 Algorithm 6 list-schedules one basic block's dependence DAG under resource reservation: every instruction is
 executed by all `nTW` threads of a wave on the `R[R_map(v)]` lanes of its unit, in `ceil(nTW / R)` pipelined
