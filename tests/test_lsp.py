@@ -239,20 +239,26 @@ def make_workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d
 
 
+def answer_refresh_requests(lsp_client: LanguageClient) -> None:
+    """Answer the server's code-lens and inlay-hint refresh requests as an editor does, counting the former."""
+    lsp_client.code_lens_refreshes = 0
+
+    @lsp_client.feature(lsp.WORKSPACE_CODE_LENS_REFRESH)
+    def _code_lens_refresh(params: Any) -> None:
+        lsp_client.code_lens_refreshes += 1
+
+    @lsp_client.feature(lsp.WORKSPACE_INLAY_HINT_REFRESH)
+    def _inlay_refresh(params: Any) -> None:
+        return None
+
+
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER_COMMAND), scope="module",
                     params=["visual_studio_code", "neovim@v0.7.0"])
 async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest,
                  tmp_path_factory: pytest.TempPathFactory):
     workdir = lsp_client.workdir = make_workdir(tmp_path_factory)
     Session.install_recorder(lsp_client)
-
-    @lsp_client.feature(lsp.WORKSPACE_CODE_LENS_REFRESH)
-    def _code_lens_refresh(params: Any) -> None:
-        lsp_client.code_lens_refreshes = getattr(lsp_client, "code_lens_refreshes", 0) + 1
-
-    @lsp_client.feature(lsp.WORKSPACE_INLAY_HINT_REFRESH)
-    def _inlay_refresh(params: Any) -> None:
-        return None
+    answer_refresh_requests(lsp_client)
 
     lsp_client.client_name = request.param
     await lsp_client.initialize_session(lsp.InitializeParams(

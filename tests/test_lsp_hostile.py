@@ -19,6 +19,7 @@ import pytest_lsp
 from lsprotocol import types as lsp
 from pygls import uris
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from test_lsp import Session, answer_refresh_requests
 
 SERVER_COMMAND = [sys.executable, "-m", "kerncast.server", "lsp"]
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -54,23 +55,8 @@ async def client(lsp_client: LanguageClient, tmp_path_factory: pytest.TempPathFa
     markers = workdir / "markers"
     markers.mkdir()
     lsp_client.workdir, lsp_client.markers = workdir, markers
-    lsp_client.all_published = []
-    features = lsp_client.protocol.fm.features
-    original = features[lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS]
-
-    def recorder(params: lsp.PublishDiagnosticsParams) -> None:
-        original(params)
-        lsp_client.all_published.append(params)
-
-    features[lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = recorder
-
-    @lsp_client.feature(lsp.WORKSPACE_CODE_LENS_REFRESH)
-    def _code_lens_refresh(params: Any) -> None:
-        return None
-
-    @lsp_client.feature(lsp.WORKSPACE_INLAY_HINT_REFRESH)
-    def _inlay_refresh(params: Any) -> None:
-        return None
+    Session.install_recorder(lsp_client)
+    answer_refresh_requests(lsp_client)
     await lsp_client.initialize_session(lsp.InitializeParams(
         capabilities=client_capabilities("visual_studio_code"), root_uri=uris.from_fs_path(str(workdir)),
         initialization_options={"gpu": "v100", "arch": "sm_75", "defines": hostile_defines(markers),

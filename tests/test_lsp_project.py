@@ -11,14 +11,13 @@ from __future__ import annotations
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
 from pygls import uris
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
-from test_lsp import Session, needs_nvcc
+from test_lsp import Session, answer_refresh_requests, needs_nvcc
 
 SERVER_COMMAND = [sys.executable, "-m", "kerncast.server", "lsp"]
 TIMEOUT_S = 300  # a cold server's first compile (nvcc, ptxas, model loading) on a busy machine
@@ -46,14 +45,7 @@ def make_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 async def client(lsp_client: LanguageClient, tmp_path_factory: pytest.TempPathFactory):
     root = lsp_client.workdir = make_workspace(tmp_path_factory)
     Session.install_recorder(lsp_client)
-
-    @lsp_client.feature(lsp.WORKSPACE_CODE_LENS_REFRESH)
-    def _code_lens_refresh(params: Any) -> None:
-        return None
-
-    @lsp_client.feature(lsp.WORKSPACE_INLAY_HINT_REFRESH)
-    def _inlay_refresh(params: Any) -> None:
-        return None
+    answer_refresh_requests(lsp_client)
 
     lsp_client.client_name = "visual_studio_code"
     await lsp_client.initialize_session(lsp.InitializeParams(
