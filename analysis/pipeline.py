@@ -325,7 +325,7 @@ def _report_function_errors(report: FileReport, module: Module, from_cuda: bool)
         who = f"function {err.name}" if err.name else f"the function at PTX line {err.function_line}"
         line = 1 if from_cuda else err.line
         where = f" (PTX line {err.line})" if from_cuda else ""
-        report.findings.append(Finding("ptx-syntax-error", "error", line, err.column, line, err.column + 1,
+        report.findings.append(Finding(Code.PTX_SYNTAX_ERROR, "error", line, err.column, line, err.column + 1,
                                        f"malformed PTX in {who}{where}: {err.message}; not analysed"))
 
 

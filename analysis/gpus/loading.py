@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kerncast.analysis.gpus.profile import GpuProfile, ProfileError, load_profile
 from kerncast.analysis.report import Finding
+from kerncast.analysis.rules import Code
 
 
 def load_gpu(gpu: str) -> tuple[GpuProfile | None, Finding | None]:
@@ -14,5 +15,5 @@ def load_gpu(gpu: str) -> tuple[GpuProfile | None, Finding | None]:
     try:
         return load_profile(gpu), None
     except ProfileError as exc:
-        return None, Finding("gpu-profile-error", "error", 1, 1, 1, 1,
+        return None, Finding(Code.GPU_PROFILE_ERROR, "error", 1, 1, 1, 1,
                              f"GPU profile: {exc}; the kernels are analysed without a time prediction")

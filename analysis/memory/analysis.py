@@ -29,6 +29,7 @@ from kerncast.analysis.memory.symbolic import SymbolicResult, analyze_symbolic
 from kerncast.analysis.memory.warp import RequestCost, branch_outcome, global_cost, shared_cost, warp_lanes
 from kerncast.analysis.ptx.model import Function, Imm, Module, line_in_file
 from kerncast.analysis.report import Finding
+from kerncast.analysis.rules import Code
 
 MAX_ENUMERATED_ITERATIONS = 64
 #: A branch is divergent when at least this share of the sampled (warp, iteration) instances split the warp.
@@ -878,7 +879,7 @@ def _budget_finding(function: Function, result: MemoryAnalysis, budget_s: float 
     done = len(result.accesses) + len(result.branches)
     line = kernel_line or 1
     return Finding(
-        "analysis-budget", "information", line, 1, line, 2,
+        Code.ANALYSIS_BUDGET, "information", line, 1, line, 2,
         f"memory analysis stopped at its time budget of {budget_s:g} s: {result.skipped} memory "
         f"instruction(s) and branch(es) of this kernel were not analysed for coalescing, bank conflicts or "
         f"divergence ({done} analysed); the rest of the report is complete",

@@ -19,6 +19,7 @@ from typing import Any
 from kerncast.analysis.power.events import GLOBAL, SHARED, EventEnergy
 from kerncast.analysis.power.model import PowerPrediction
 from kerncast.analysis.report import Finding
+from kerncast.analysis.rules import Code
 
 #: A hotspot holds at least this many times the even share of its kernel's lines (a design choice, not a fit).
 HOTSPOT_OVER_EVEN = 2.0
@@ -103,7 +104,7 @@ def energy_hotspots(event: EventEnergy, kernel: str, threshold_share: float = 0.
         category, _ = line.top_event()
         reason = _reason(event, line)
         out.append(Finding(
-            code="energy-hotspot", severity="information", line=line.line, column=1, end_line=line.line,
+            code=Code.ENERGY_HOTSPOT, severity="information", line=line.line, column=1, end_line=line.line,
             end_column=1000, message=f"{reason}; the line takes {share:.0%} of the kernel's dynamic energy",
             detail={"share": round(share, 4), "uj": line.uj, "reason": category,
                     "events": {k: round(v / line.uj, 4) for k, v in line.events.items()},
