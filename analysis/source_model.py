@@ -13,6 +13,7 @@ names are known by name.
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -226,6 +227,7 @@ class ArrayDeclaration:
 
 _SCAN_CACHE: dict[str, SourceFacts] = {}
 _SCAN_CACHE_SIZE = 4
+_SCAN_LOCK = threading.Lock()
 
 
 def scan_source(cuda_source: str) -> SourceFacts:
@@ -233,13 +235,15 @@ def scan_source(cuda_source: str) -> SourceFacts:
 
     The last few scans are kept, because a file's kernels are inferred one after another from one text.
     """
-    cached = _SCAN_CACHE.get(cuda_source)
+    with _SCAN_LOCK:
+        cached = _SCAN_CACHE.get(cuda_source)
     if cached is not None:
         return cached
     facts = _scan(cuda_source)
-    if len(_SCAN_CACHE) >= _SCAN_CACHE_SIZE:
-        _SCAN_CACHE.pop(next(iter(_SCAN_CACHE)))
-    _SCAN_CACHE[cuda_source] = facts
+    with _SCAN_LOCK:  # the language server scans from two analysis threads and its event loop
+        _SCAN_CACHE[cuda_source] = facts
+        while len(_SCAN_CACHE) > _SCAN_CACHE_SIZE:
+            _SCAN_CACHE.pop(next(iter(_SCAN_CACHE)))
     return facts
 
 

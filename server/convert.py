@@ -6,6 +6,8 @@ of a report may be missing (`None`): it then reads "not available", never raises
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -143,12 +145,29 @@ class Anchor:
     end: int
 
 
+#: recent documents' source models by the identity of their line list (a published result's `lines` never
+#: changes): lenses, hovers, hints and actions ask once per kernel, and joining and hashing the whole text each
+#: time would cost O(kernels x file size) on the event loop
+_MODELS: OrderedDict[int, tuple[list[str], SourceFacts | None]] = OrderedDict()
+_MODELS_KEPT = 8
+_MODELS_LOCK = threading.Lock()
+
+
 def source_model(lines: list[str]) -> SourceFacts | None:
-    """The library's source model of the document's text (cached there by text); None if it cannot be read."""
+    """The library's source model of the document's text; None if it cannot be read."""
+    with _MODELS_LOCK:
+        hit = _MODELS.get(id(lines))
+        if hit is not None and hit[0] is lines:
+            return hit[1]
     try:
-        return scan_source("\n".join(lines))
+        facts: SourceFacts | None = scan_source("\n".join(lines))
     except (ValueError, IndexError, RecursionError):
-        return None
+        facts = None
+    with _MODELS_LOCK:
+        _MODELS[id(lines)] = (lines, facts)  # the list is kept, so its id is not reused while it is here
+        while len(_MODELS) > _MODELS_KEPT:
+            _MODELS.popitem(last=False)
+    return facts
 
 
 def _name_in_line(text: str, name: str) -> int:
