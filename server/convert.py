@@ -15,7 +15,7 @@ from kerncast.analysis.gpus import load_profile
 from kerncast.analysis.report import FileReport, Finding
 from kerncast.analysis.rules import rule
 from kerncast.analysis.source_model import KernelDefinition, SourceFacts, scan_source
-from kerncast.server.units import fmt_energy_uj, fmt_time
+from kerncast.server.units import fmt_energy_uj, fmt_time, time_range
 from lsprotocol import types as lsp
 from pygls import uris
 
@@ -90,12 +90,8 @@ def fmt_time_range(t: Any) -> str | None:
     point = fmt_time(t.get("us"))
     if point is None:
         return None
-    rng = t.get("range_us")
-    if isinstance(rng, list | tuple) and len(rng) == 2 and all(isinstance(x, int | float) for x in rng):
-        lo, hi = fmt_time(rng[0]), fmt_time(rng[1])
-        if lo and hi:
-            return f"{point} ({lo}–{hi})"
-    return point
+    rng = time_range(t)
+    return f"{point} ({rng[0]}–{rng[1]})" if rng else point
 
 
 ANNOTATION_HINT = "add // kerncast: grid=… block=…"

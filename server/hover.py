@@ -20,6 +20,7 @@ from kerncast.server.convert import (
     launch_known,
     launch_text,
 )
+from kerncast.server.units import time_range
 
 NA = "_not available_"
 BAR_WIDTH = 12
@@ -55,9 +56,9 @@ def time_section(k: dict[str, Any]) -> list[str]:
         return [f"**Time** {NA}{_notes_about(k, 'time', 'launch', 'gpu')}"]
     out = [f"**Time ≈ {fmt_time(t['us'])}**" + (f" ({t['model']})" if t.get("model") else "")
            + (f", bottleneck **{t['bottleneck']}**" if t.get("bottleneck") else "")]
-    rng = t.get("range_us")
-    if isinstance(rng, list | tuple) and len(rng) == 2 and all(isinstance(x, int | float) for x in rng):
-        out.append(f"Range {fmt_time(rng[0])} – {fmt_time(rng[1])}"
+    rng = time_range(t)
+    if rng:
+        out.append(f"Range {rng[0]} – {rng[1]}"
                    + (f": {t['range_basis']}" if t.get("range_basis") else ""))
     models = t.get("models") or {}
     others = [f"{name} {fmt_time(v)}" for name, v in models.items()

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from kerncast.analysis.report import FileReport, Finding, KernelReport
-from kerncast.server.units import fmt_energy_uj, fmt_time
+from kerncast.server.units import fmt_energy_uj, fmt_time, time_range
 
 
 def _fmt_bytes(n: int | None) -> str:
@@ -58,8 +58,8 @@ def _kernel_lines(k: KernelReport) -> list[str]:
         lo, hi = t.get("roofline_us") or (None, None)
         roof = f", roofline {fmt_time(lo)} to {fmt_time(hi)}" if lo is not None and hi is not None else ""
         mwp = f", MWP-CWP {fmt_time(t['mwp_cwp_us'])}" if t.get("mwp_cwp_us") is not None else ""
-        rng = t.get("range_us")
-        span = f", range {fmt_time(rng[0])} to {fmt_time(rng[1])}" if rng else ""
+        rng = time_range(t)
+        span = f", range {rng[0]} to {rng[1]}" if rng else ""
         out.append(f"  time: {fmt_time(t['us'])} ({t.get('model')}; bottleneck {t.get('bottleneck')}){span}{mwp}"
                    f"{roof}")
     p = data.get("power")

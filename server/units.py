@@ -31,3 +31,15 @@ def fmt_time(us: Any) -> str | None:
 def fmt_energy_uj(uj: Any) -> str | None:
     """An energy given in µJ, e.g. `850 µJ`, `1.1 mJ`."""
     return _scaled(uj, ("nJ", "µJ", "mJ", "J"))
+
+
+def time_range(t: Any) -> tuple[str, str] | None:
+    """A report time's range (`range_us` of its JSON) as two formatted times, or None when it has none.
+
+    The JSON comes from the library, but a front end reads it defensively: a missing or malformed range is
+    shown as no range, never as an error."""
+    rng = t.get("range_us") if isinstance(t, dict) else None
+    if not (isinstance(rng, list | tuple) and len(rng) == 2 and all(isinstance(x, int | float) for x in rng)):
+        return None
+    lo, hi = fmt_time(rng[0]), fmt_time(rng[1])
+    return (lo, hi) if lo and hi else None
