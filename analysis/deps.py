@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.ptx.model import Addr, Instruction, Operand, PredPair, Reg, Vec
 
-_SYNC_OPCODES = frozenset({"bar", "barrier", "membar", "fence"})
+#: Barriers and fences: each orders the memory accesses before it against those after it.
+SYNC_OPCODES = frozenset({"bar", "barrier", "membar", "fence"})
 
 
 @dataclass(slots=True)
@@ -88,7 +89,7 @@ def block_dependences(cfg: Cfg, block_id: int) -> DepGraph:
     body = cfg.function.body
     for n in nodes:
         ins = body[n]
-        if ins.opcode in _SYNC_OPCODES:
+        if ins.opcode in SYNC_OPCODES:
             for m in since_sync:
                 g.add_edge(m, n, "sync")
             last_sync = n
@@ -104,7 +105,7 @@ def block_dependences(cfg: Cfg, block_id: int) -> DepGraph:
             if w is not None:
                 g.add_edge(w, n, "waw")
             last_writer[r] = n
-        if ins.opcode not in _SYNC_OPCODES:
+        if ins.opcode not in SYNC_OPCODES:
             since_sync.append(n)
     return g
 

@@ -219,3 +219,50 @@ def test_loads_whose_inputs_fit_in_the_l2_wait_the_l2_hit_latency(nvcc_available
     big = LaunchOverrides.from_strings(grid="65536", block="256", params=["n=16777216"])
     k_big = analyze_file(path, options=AnalysisOptions(gpu="k4200", overrides=big)).kernels[0]
     assert not any("L2 hit latency" in a for a in k_big.time.assumptions)
+
+
+def test_a_partial_last_wave_still_takes_a_whole_latency_chain(nvcc_available):
+    """timedReduction is latency bound; on a K4200 (7 SMs, 8 resident blocks of 256 threads) 56 blocks are one
+    wave per SM and 64 blocks leave 2 blocks for a second wave on the busiest SM, which must cost a whole chain."""
+    path = ROOT / "benchmarks" / "data" / "timed_reduction.cu"
+
+    def detail(blocks: int) -> dict:
+        launch = LaunchOverrides.from_strings(grid=str(blocks), block="256", smem=2048)
+        return analyze_file(path, options=AnalysisOptions(gpu="k4200", overrides=launch)).kernels[0].time.detail
+
+    one, two = detail(56), detail(64)
+    clock = 784.0
+    assert one["kerncast_compute_us"] * clock < 1.5 * one["latency_chain_cycles"]
+    assert two["kerncast_compute_us"] * clock >= 2 * two["latency_chain_cycles"] - 1e-6
+
+
+def test_a_barrier_waits_for_the_stores_before_it(tmp_path, nvcc_available):
+    """Each iteration stores to shared memory and the next one's barrier must wait until that store is
+    performed: the chain holds one shared-store latency per iteration, while the same loop with no barrier
+    lets its stores go once issued."""
+    def chain(with_barrier: bool) -> float:
+        sync = "__syncthreads(); " if with_barrier else ""
+        src = tmp_path / f"bar{int(with_barrier)}.cu"
+        src.write_text("__global__ void k(float *out)\n{\n    __shared__ float buf[256];\n"
+                       "    #pragma unroll 1\n"
+                       f"    for (int i = 0; i < 64; ++i) {{ {sync}if (threadIdx.x > i) buf[threadIdx.x ^ i] = i; }}\n"
+                       "    out[threadIdx.x] = buf[threadIdx.x];\n}\n"
+                       "int main() { k<<<1, 256>>>(0); return 0; }\n")
+        return analyze_file(src, options=AnalysisOptions(gpu="m60")).kernels[0].time.detail["latency_chain_cycles"]
+
+    shared_store = 23.0  # Maxwell row of data/timing.toml [kerncast.latency.Maxwell]
+    assert chain(True) - chain(False) >= 64 * shared_store
+
+
+def test_blocks_before_a_barrier_are_those_that_reach_one(compile_example):
+    from kerncast.analysis.cfg import build_cfg
+    from kerncast.analysis.ptx import parse_ptx
+    from kerncast.analysis.timing.pipelined import blocks_before_a_barrier
+
+    fn = next(f for f in parse_ptx(compile_example("reduction.cu").ptx).kernels if "Sequential" in f.name)
+    cfg = build_cfg(fn)
+    waits = blocks_before_a_barrier(cfg)
+    exits = [i for i, b in enumerate(cfg.blocks) if not b.succs]
+    assert waits and not any(e in waits for e in exits if not any(
+        ins.opcode == "bar" for ins in fn.body[cfg.blocks[e].start:cfg.blocks[e].end]))
+    assert 0 in waits  # the entry block reaches the loop's barrier

@@ -17,6 +17,13 @@ changes how the parts combine, each change a physical property of the hardware:
   so they add only their busiest resource's cycles, or, when that is shorter, their latency chain shared by
   the resident blocks (Little's law: `resident` blocks in flight per chain). Global loads wait the loaded
   latency the thesis measured against the threads launched (its Table 3.3 microbenchmark).
+* Waves are whole: an SM runs at most `resident` blocks at once and none finishes before its chain, so
+  ``blocks`` blocks take at least ``ceil(blocks / resident)`` chains (the tail effect of a last, partial wave;
+  Little's law alone would let a partial wave cost a fraction of a chain).
+* A barrier waits for the stores before it: `__syncthreads()` returns only once every global and shared
+  memory access made before it is visible to the block's threads (CUDA C++ Programming Guide, synchronization
+  functions), so a block from which a barrier or fence is reachable ends, for the chain, when its stores are
+  performed (their latency), not when they are issued. Elsewhere a store costs its issue only.
 * A memory floor: DRAM bytes / achievable bandwidth. The bytes are the distinct bytes the launch touches
   (`footprint.py`) when a wave's working set fits in L2; when it does not, the share of the wave's re-reads
   that the L2 cannot hold goes to DRAM too. Never more than the requested sectors (no reuse at all).
@@ -34,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kerncast.analysis.cfg import Cfg
-from kerncast.analysis.deps import DepGraph
+from kerncast.analysis.deps import SYNC_OPCODES, DepGraph
 from kerncast.analysis.isa import InstrClass
 from kerncast.analysis.loops import block_weights
 from kerncast.analysis.ptx.model import Instruction
@@ -100,13 +107,14 @@ class _BlockCost:
     per_thread: dict[str, float]
     warp_instructions: float
     chain: float
+    drained: float  # the chain until the block's stores are performed, for blocks a barrier follows
 
 
 def _block_cost(dag: DepGraph, body: Any, classes: Mapping[int, InstrClass], units: Mapping[str, int],
                 latency: Mapping[str, float], replays: Mapping[int, float], warp: int) -> _BlockCost:
     per_thread: dict[str, float] = {}
     ready: dict[int, float] = {}
-    chain = 0.0
+    chain = drained = 0.0
     count = 0.0
     for v in dag.nodes:
         ins, cls = body[v], classes[v]
@@ -120,7 +128,27 @@ def _block_cost(dag: DepGraph, body: Any, classes: Mapping[int, InstrClass], uni
         ready[v] = start + float(latency.get(cls.latency, latency.get("misc", 1.0)))
         # a store has no result to wait for: the warp goes on once it is issued
         chain = max(chain, start + 1.0 if ins.opcode in _STORES else ready[v])
-    return _BlockCost(per_thread, count / warp, chain)
+        drained = max(drained, ready[v])
+    return _BlockCost(per_thread, count / warp, chain, max(chain, drained))
+
+
+def blocks_before_a_barrier(cfg: Cfg) -> set[int]:
+    """Basic blocks from which a barrier or fence is reachable through their successors: the stores such a
+    block issues must be performed before that barrier lets the warp go on."""
+    body = cfg.function.body
+    preds: dict[int, list[int]] = {}
+    for i, b in enumerate(cfg.blocks):
+        for s in b.succs:
+            preds.setdefault(s, []).append(i)
+    todo = [p for i, b in enumerate(cfg.blocks)
+            if any(ins.opcode in SYNC_OPCODES for ins in body[b.start:b.end]) for p in preds.get(i, [])]
+    found: set[int] = set()
+    while todo:
+        b = todo.pop()
+        if b not in found:
+            found.add(b)
+            todo.extend(preds.get(b, []))
+    return found
 
 
 def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, DepGraph],
@@ -154,7 +182,8 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
         for r, x in c.per_thread.items():
             per_thread[r] = per_thread.get(r, 0.0) + x * w
         warp_insts += c.warp_instructions * w
-    chain = cfg_longest_path(cfg, loops, {b: c.chain for b, c in costs.items()}, trips)
+    waits = blocks_before_a_barrier(cfg)
+    chain = cfg_longest_path(cfg, loops, {b: c.drained if b in waits else c.chain for b, c in costs.items()}, trips)
     dispatch = float(units.get("dispatch_units") or units.get("warp_schedulers") or 1)
     warps_per_block = math.ceil(threads_per_block / warp)
     busy_per_block = {r: x * warps_per_block * warp for r, x in per_thread.items()}
@@ -166,7 +195,8 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     # Little's law: a block's latency chain hides only behind the other resident blocks, so blocks retire
     # at most `resident` per chain
     later = max(per_block, chain / resident)
-    compute_cycles = first + later * (blocks_on_sm - resident)
+    # ...and never less than whole waves of chains: a partial last wave still takes a full chain
+    compute_cycles = max(first + later * (blocks_on_sm - resident), math.ceil(blocks_on_sm / resident) * chain)
     clock = profile.core_clock_mhz
     compute_us = compute_cycles / clock
 
@@ -206,7 +236,9 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     notes = [
         "kerncast model: parameter/constant loads cost no unit slot; units are held for their issue cycles "
         f"and dependants wait for native latencies ({profile.arch} rows of data/timing.toml); waves overlap "
-        f"after the first; launch: {fixed:.2f} us fixed plus block dispatch overlapped with the kernel",
+        "after the first, but each SM takes at least whole waves of latency chains; a barrier waits until the "
+        f"stores before it are performed; launch: {fixed:.2f} us fixed plus block dispatch overlapped with the "
+        "kernel",
         f"DRAM floor: {dram / 1e6:.3g} MB at {bw:.4g} GB/s ({bw_note})",
         *([f"global loads hit the warm L2: {l2_hit:g}-cycle L2 hit latency ({profile.arch} row of "
            "data/timing.toml [kerncast.l2_hit_latency]) instead of the loaded DRAM latency"]
