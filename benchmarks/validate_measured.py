@@ -1,0 +1,202 @@
+"""Compare Kerncast's predictions with the times and powers measured on a real GPU (`validation/<gpu>/`).
+
+Reads `validation/<gpu>/measurements.csv` (written by `benchmarks/measure_gpu.py`), predicts every row at its
+launch with the GPU's profile, and prints, for each time model and for the power model, the MAPE and the share
+of rows within 25 % of the measurement, per kernel family and per launch size (each kernel is measured at a
+small launch, where latency and launch overhead dominate, and a large one), plus how often the measurement lies
+inside the shown time range and the power interval. `--write` also writes the tables to
+`validation/<gpu>/REPORT.md`. No constant is fitted to these rows.
+
+    .venv/bin/python benchmarks/validate_measured.py --gpu h100 [--write]
+
+What the comparison can and cannot say: `kerncast measure` times a launch with CUDA events around it, so the
+launch's own latency (a few microseconds) is inside every measured time; the predictions use the profile's
+constants (`calibrated = false` sections are vendor figures and estimates, said in each prediction).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import importlib.util
+import statistics
+import sys
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from kerncast.analysis.context import AnalysisOptions
+from kerncast.analysis.launch import LaunchOverrides
+from kerncast.analysis.pipeline import analyze_file
+
+
+def _load_cases():
+    """The measurement script's case list (a sibling script, not a package: loaded by path)."""
+    spec = importlib.util.spec_from_file_location("measure_gpu", Path(__file__).with_name("measure_gpu.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["measure_gpu"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+_MEASURE = _load_cases()
+CASES, ROOT, Case = _MEASURE.CASES, _MEASURE.ROOT, _MEASURE.Case
+
+TIME_MODELS = ("kerncast", "thesis", "mwp-cwp")
+WITHIN = 0.25
+
+#: kernel -> family, for the per-family tables
+FAMILIES = {
+    "vectorAdd": "streaming", "saxpy": "streaming", "copy": "streaming", "copyFloat": "streaming",
+    "copyDouble": "streaming", "gridStride": "streaming", "moveSoa": "streaming",
+    "moveAos": "strided / uncoalesced", "strideTwo": "strided / uncoalesced",
+    "strideTwoDouble": "strided / uncoalesced", "strideParam": "strided / uncoalesced",
+    "transposeNaive": "strided / uncoalesced",
+    "transposeTiled": "shared memory", "transposePadded": "shared memory", "MatrixMulCUDA<32>": "shared memory",
+    "reduceInterleaved": "reduction", "reduceStrided": "reduction", "reduceSequential": "reduction",
+    "timedReduction": "reduction", "treeSum": "reduction", "fixedSum": "reduction", "rowSum": "reduction",
+    "matmulNaive": "compute / cache", "rowDot": "compute / cache", "fmaLoop": "compute / cache",
+    "evenOdd": "divergent", "uniformBranches": "divergent",
+}
+
+
+@dataclass
+class Row:
+    """One measured launch with every model's prediction."""
+
+    case: Case
+    size: str
+    time_us: float
+    power_w: float | None
+    models: dict[str, float]
+    time_range: tuple[float, float]
+    power_pred: float | None
+    power_interval: tuple[float, float] | None
+
+
+def _case_for(rec: dict[str, str]) -> tuple[Case, str] | None:
+    """The measured case of a CSV row (its params and buffer sizes live in `measure_gpu.CASES`)."""
+    src = Path(rec["source_file"])
+    rel = src.relative_to(ROOT).as_posix() if src.is_absolute() and src.is_relative_to(ROOT) else src.as_posix()
+    dims = {"grid": rec["grid"], "block": rec["block"]}
+    same = [c for c in CASES if c.file == rel and c.kernel == rec["kernel"]]
+    for i, c in enumerate(same):
+        if all(_dims(getattr(c, k)) == _dims(v) for k, v in dims.items()):
+            return c, "small" if i == 0 and len(same) > 1 else "large" if len(same) > 1 else "single"
+    return None
+
+
+def _dims(text: str) -> tuple[int, int, int]:
+    parts = [int(p) for p in text.replace("x", ",").split(",") if p.strip()]
+    return tuple((parts + [1, 1, 1])[:3])  # type: ignore[return-value]
+
+
+def _predict(case: Case, gpu: str) -> tuple[dict, tuple, float | None, tuple | None] | None:
+    launch = LaunchOverrides.from_strings(grid=case.grid, block=case.block, params=list(case.params),
+                                          smem=case.smem or None)
+    report = analyze_file(ROOT / case.file, options=AnalysisOptions(gpu=gpu, overrides=launch))
+    k = next((k for k in report.kernels if k.name == case.kernel or k.name.split("(")[0] == case.kernel), None)
+    if k is None or k.time is None:
+        return None
+    p = k.power
+    return (dict(k.time.models), tuple(k.time.range_us or (k.time.us, k.time.us)),
+            p.watts if p is not None else None, tuple(p.interval) if p is not None else None)
+
+
+def collect(gpu: str) -> list[Row]:
+    path = ROOT / "validation" / gpu / "measurements.csv"
+    rows: list[Row] = []
+    with path.open(encoding="utf-8") as fh:
+        for rec in csv.DictReader(fh):
+            found = _case_for(rec)
+            if found is None:
+                print(f"  skipped: {rec['kernel']} <<<{rec['grid']}, {rec['block']}>>> is not a case of measure_gpu.py")
+                continue
+            case, size = found
+            pred = _predict(case, gpu)
+            if pred is None:
+                print(f"  no prediction for {case.kernel} in {case.file}")
+                continue
+            models, rng, pw, piv = pred
+            power = float(rec["power_w"]) if rec.get("power_w") else None
+            rows.append(Row(case, size, float(rec["time_us"]), power, models, rng, pw, piv))
+    return rows
+
+
+def _err(pred: float, actual: float) -> float:
+    return abs(pred - actual) / actual
+
+
+def _stats(pairs: list[tuple[float, float]]) -> str:
+    if not pairs:
+        return "  -  |  -  "
+    errs = [_err(p, a) for p, a in pairs]
+    return f"{100 * statistics.fmean(errs):.0f}% | {100 * sum(e <= WITHIN for e in errs) / len(errs):.0f}%"
+
+
+def tables(rows: list[Row]) -> list[str]:
+    """The report's Markdown tables: time per model and power, overall, per family and per launch size."""
+    groups: dict[str, list[Row]] = defaultdict(list)
+    for r in rows:
+        groups["all"].append(r)
+        groups[FAMILIES.get(r.case.kernel, "other")].append(r)
+        groups[f"{r.size} launches"].append(r)
+    head = "| group | rows | " + " | ".join(f"{m} MAPE | within 25%" for m in TIME_MODELS) + \
+        " | power MAPE | within 25% |"
+    out = [head, "|" + " --- |" * (2 + 2 * len(TIME_MODELS) + 2)]
+    order = ["all", *sorted(k for k in groups if k != "all" and "launches" not in k),
+             *sorted(k for k in groups if "launches" in k)]
+    for name in order:
+        g = groups[name]
+        cells = [_stats([(r.models[m], r.time_us) for r in g if m in r.models]) for m in TIME_MODELS]
+        cells.append(_stats([(r.power_pred, r.power_w) for r in g if r.power_pred and r.power_w]))
+        out.append(f"| {name} | {len(g)} | " + " | ".join(cells) + " |")
+    inside = sum(r.time_range[0] <= r.time_us <= r.time_range[1] for r in rows)
+    covered = [r for r in rows if r.power_interval and r.power_w]
+    pin = sum(r.power_interval[0] <= r.power_w <= r.power_interval[1] for r in covered)
+    ratios = sorted(r.time_us / r.models["kerncast"] for r in rows if r.models.get("kerncast"))
+    out += ["", f"Measured time inside the shown kerncast range: {inside} of {len(rows)} rows. "
+            f"Measured power inside the 90% power interval: {pin} of {len(covered)} rows. "
+            f"Measured / kerncast time: median {statistics.median(ratios):.2f}, "
+            f"range {ratios[0]:.2f} to {ratios[-1]:.2f}."]
+    return out
+
+
+def per_row(rows: list[Row]) -> list[str]:
+    out = ["| kernel | launch | measured µs | kerncast µs | thesis µs | MWP-CWP µs | measured W | predicted W |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        m = r.models
+        out.append(f"| {r.case.kernel} | <<<{r.case.grid}, {r.case.block}>>> | {r.time_us:.4g} | "
+                   f"{m.get('kerncast', float('nan')):.4g} | {m.get('thesis', float('nan')):.4g} | "
+                   f"{m.get('mwp-cwp', float('nan')):.4g} | {r.power_w or float('nan'):.4g} | "
+                   f"{r.power_pred or float('nan'):.4g} |")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--gpu", required=True, help="profile id with a validation/<gpu>/measurements.csv")
+    ap.add_argument("--write", action="store_true", help="write validation/<gpu>/REPORT.md")
+    args = ap.parse_args(argv)
+    rows = collect(args.gpu)
+    if not rows:
+        print("no comparable rows")
+        return 1
+    summary = tables(rows)
+    print("\n".join(summary))
+    if args.write:
+        report = ROOT / "validation" / args.gpu / "REPORT.md"
+        report.write_text("\n".join([
+            f"# Predictions against measurement: {args.gpu}", "",
+            f"Generated by `benchmarks/validate_measured.py --gpu {args.gpu} --write` from `measurements.csv` "
+            f"({len(rows)} launches of {len({r.case.kernel for r in rows})} kernels, measured with "
+            "`benchmarks/measure_gpu.py`). MAPE: mean absolute percentage error; within 25%: share of rows whose "
+            "prediction is within 25% of the measurement. No constant of any model was fitted to these rows.", "",
+            *summary, "", "## Every row", "", *per_row(rows), ""]), encoding="utf-8")
+        print(f"wrote {report.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
