@@ -11,8 +11,11 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from kerncast.analysis.cfg import build_cfg
 from kerncast.analysis.launch import LaunchOverrides
 from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.ptx import parse_ptx
+from kerncast.analysis.timing.pipelined import blocks_before_a_barrier
 from kerncast.server.config import parse_settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -255,10 +258,6 @@ def test_a_barrier_waits_for_the_stores_before_it(tmp_path, nvcc_available):
 
 
 def test_blocks_before_a_barrier_are_those_that_reach_one(compile_example):
-    from kerncast.analysis.cfg import build_cfg
-    from kerncast.analysis.ptx import parse_ptx
-    from kerncast.analysis.timing.pipelined import blocks_before_a_barrier
-
     fn = next(f for f in parse_ptx(compile_example("reduction.cu").ptx).kernels if "Sequential" in f.name)
     cfg = build_cfg(fn)
     waits = blocks_before_a_barrier(cfg)
