@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import argparse
 import csv
-import importlib.util
+import runpy
 import statistics
-import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,18 +28,9 @@ from kerncast.analysis.context import AnalysisOptions
 from kerncast.analysis.launch import LaunchOverrides
 from kerncast.analysis.pipeline import analyze_file
 
-
-def _load_cases():
-    """The measurement script's case list (a sibling script, not a package: loaded by path)."""
-    spec = importlib.util.spec_from_file_location("measure_gpu", Path(__file__).with_name("measure_gpu.py"))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["measure_gpu"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-_MEASURE = _load_cases()
-CASES, ROOT, Case = _MEASURE.CASES, _MEASURE.ROOT, _MEASURE.Case
+#: the measurement script's names (a sibling script, not a package: run by path)
+_MEASURE = runpy.run_path(str(Path(__file__).with_name("measure_gpu.py")))
+CASES, ROOT, Case = _MEASURE["CASES"], _MEASURE["ROOT"], _MEASURE["Case"]
 
 TIME_MODELS = ("kerncast", "thesis", "mwp-cwp")
 WITHIN = 0.25

@@ -4,19 +4,10 @@ script lists, so that `benchmarks/validate_measured.py` can predict it at the sa
 from __future__ import annotations
 
 import csv
-import importlib.util
-import sys
+import runpy
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _measure_script():
-    spec = importlib.util.spec_from_file_location("measure_gpu", ROOT / "benchmarks" / "measure_gpu.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["measure_gpu"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _dims(text: str) -> tuple[int, ...]:
@@ -25,7 +16,7 @@ def _dims(text: str) -> tuple[int, ...]:
 
 
 def test_every_measured_row_is_a_listed_case_of_a_kernel_in_the_repository():
-    cases = _measure_script().CASES
+    cases = runpy.run_path(str(ROOT / "benchmarks" / "measure_gpu.py"))["CASES"]
     files = sorted((ROOT / "validation").glob("*/measurements.csv"))
     assert files, "no measurements committed"
     for path in files:
