@@ -64,6 +64,30 @@ def test_predictions_and_contributions_match_xgboost(model, file, features, tabl
         np.testing.assert_allclose(base + contrib.sum(axis=1), got[rows], rtol=0, atol=tol)
 
 
+@pytest.mark.parametrize(("model", "file", "features"), TREE_MEMBERS, ids=[m[1] for m in TREE_MEMBERS])
+def test_subset_tables_equal_the_polynomial_evaluation(model, file, features, tables) -> None:
+    """The run-time tables give the per-leaf polynomials' contributions to 1e-9, also with missing values and
+    with only the shorter paths tabulated; the one-pass prediction is the walked one."""
+    raw = (SHIPPED / file).read_bytes()
+    reference = TreeEnsemble.from_ubj(raw, table_max_features=0)
+    assert reference.tables is None and reference.groups
+    tabulated, mixed = TreeEnsemble.from_ubj(raw), TreeEnsemble.from_ubj(raw, table_max_features=4)
+    assert tabulated.tables is not None and not tabulated.groups  # the shipped paths all fit a table
+    assert mixed.tables is not None and mixed.groups
+    X = np.concatenate([matrix(t, features) for t in tables.values()]).astype(np.float32)
+    X = X[np.unique(np.linspace(0, len(X) - 1, 3 * CONTRIB_ROWS).astype(int))]
+    holes = X.copy()
+    holes[np.random.default_rng(3).random(X.shape) < 0.2] = np.nan
+    for rows in (X, holes):
+        base, expected = reference.contributions(rows)
+        walked = reference.predict(rows)
+        for trees in (tabulated, mixed):
+            pred, got_base, got = trees.evaluate(rows)
+            np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9, err_msg=model)
+            np.testing.assert_allclose(got_base, base, rtol=0, atol=1e-12)
+            np.testing.assert_allclose(pred, walked, rtol=0, atol=1e-9)
+
+
 def test_missing_values_repeated_features_and_stumps() -> None:
     """A small model trained here: NaNs take the learnt default way, a feature split twice on one path is one
     player of the Shapley game, and a single-leaf tree only moves the base value."""
@@ -79,6 +103,9 @@ def test_missing_values_repeated_features_and_stumps() -> None:
         expected = model.predict(xgb.DMatrix(X), pred_contribs=True)
         base, contrib = trees.contributions(X)
         np.testing.assert_allclose(trees.predict(X), model.inplace_predict(X), atol=1e-4)
+        np.testing.assert_allclose(trees.evaluate(X)[0], model.inplace_predict(X), atol=1e-4)
+        _, reference = TreeEnsemble.from_ubj(raw, table_max_features=0).contributions(X)
+        np.testing.assert_allclose(contrib, reference, rtol=0, atol=1e-9)
         np.testing.assert_allclose(contrib, expected[:, :-1], atol=1e-4)
         np.testing.assert_allclose(base, expected[:, -1], atol=1e-4)
     assert np.all(TreeEnsemble.from_ubj(bytes(stump.save_raw("ubj"))).contributions(X)[1] == 0.0)

@@ -54,10 +54,15 @@ class FittedMember:
 
     def contributions(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(base per row, (n, k) contributions): TreeSHAP for trees, additive terms for the GAM."""
+        _, base, contrib = self.evaluate(X)
+        return base, contrib
+
+    def evaluate(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(prediction, base, (n, k) contributions) per row, in one pass over the member."""
         if self.gam is not None:
             b, c = self.gam.contributions(X)
-            return np.full(X.shape[0], b), c
-        return self.trees.contributions(X)
+            return b + c.sum(axis=1), np.full(X.shape[0], b), c
+        return self.trees.evaluate(X)
 
 
 @dataclass
@@ -101,6 +106,20 @@ class PowerModel:
             for j, f in enumerate(m.features):
                 out[f] += m.weight * c[:, j]
         return base * scale + offset, {f: v * scale for f, v in out.items()}
+
+    def evaluate(self, table: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+        """(watts, base W, {feature: W}) per row: `predict` and `contributions` with each member evaluated once."""
+        n = len(next(iter(table.values())))
+        scale, offset = self._scale(table.get("d_tdp", 0.0), table.get("d_idle", 0.0))
+        z, base = np.zeros(n), np.zeros(n)
+        out = {f: np.zeros(n) for f in self.features}
+        for m in self.members:
+            p, b, c = m.evaluate(matrix(table, m.features))
+            z += m.weight * p
+            base += m.weight * b
+            for j, f in enumerate(m.features):
+                out[f] += m.weight * c[:, j]
+        return z * scale + offset, base * scale + offset, {f: v * scale for f, v in out.items()}
 
     def interval(self, watts, idle_w, tdp_w) -> tuple[np.ndarray, np.ndarray]:
         """90% interval, inside [idle, TDP] of the GPU (intervals.py); NaN when the model has none."""

@@ -172,10 +172,12 @@ def predict_powers(requests: list[tuple[dict[str, float], GpuProfile | str]], ex
         gpu = gpus[idx[0]]
         model = load_model(model_id)
         table = feature_table([requests[i][0] for i in idx], gpu, model)
-        watts = model.predict(table)
+        if explain:
+            watts, base, contrib = model.evaluate(table)
+        else:
+            watts, base, contrib = model.predict(table), np.zeros(len(idx)), {}
         interval = _interval_for(model, gpu.id)
         lo, hi = interval.apply(watts, gpu.idle_w, gpu.tdp_w) if interval else (watts * np.nan, watts * np.nan)
-        base, contrib = model.contributions(table) if explain else (np.zeros(len(idx)), {})
         trained = "+".join(f"{t['dataset']}({t['gpu']})" for t in model.metadata.get("trained_on", []))
         for j, i in enumerate(idx):
             w = float(np.clip(watts[j], gpu.idle_w, gpu.tdp_w))

@@ -21,6 +21,13 @@ with e_k the coefficient of t^k in prod_{j in P, j != i} (z_j + o_j t). The base
 cover-weighted mean of each tree. Everything is computed for all rows and all leaves of the ensemble at once;
 the polynomial excluding feature i is obtained by dividing the full product by (z_i + o_i t), which is exact
 because o_i is 0 or 1 and z_i > 0.
+
+That costs d^2 per leaf and row. At run time the same values come from tables made when the model is read: with
+A the features whose o_j is 1, the game above gives phi_i = -T(A) for every i outside A and
+phi_i = (1 - z_i) / z_i * T(A minus i) for every i in A, where T(A) = v * F(A) * prod_{j in P minus A} z_j and
+F(A) = sum_k w(k, d) * e_k(prod_{j in A} (z_j + t)) depend on the leaf alone. One 2^d table per leaf turns a
+row's work into one lookup per path feature (`_SubsetTables`); leaves with longer paths (or a zero cover ratio)
+keep the polynomial evaluation, which also stays available as the reference (`table_max_features=0`).
 """
 
 from __future__ import annotations
@@ -33,6 +40,12 @@ from kerncast.analysis.power.ubjson import loads
 
 #: rows x leaves x path slots evaluated at once (bounds the working memory to tens of MB)
 CHUNK_CELLS = 1_500_000
+#: leaves whose paths split on more distinct features keep the polynomial evaluation (a table has 2^d entries)
+TABLE_MAX_FEATURES = 12
+#: slots evaluated at once by the tables (one row of the shipped models: its arrays stay in the CPU cache)
+TABLE_ROW_CELLS = 100_000
+#: (subset, degree, leaf) cells of the polynomials built at once while the tables are made (a few MB)
+TABLE_BUILD_CELLS = 400_000
 
 
 class UnsupportedModel(ValueError):
@@ -71,11 +84,12 @@ class _PathGroup:
             inside = np.where(missing, self.nan_ok[:, None, :], inside)
         return inside.astype(float)
 
-    def contributions(self, X: np.ndarray, n_features: int) -> np.ndarray:
-        """(n, k) contributions of this group's leaves; arrays are laid out (slot or degree, row, leaf) so that
-        every step of the loops works on contiguous (row, leaf) planes."""
+    def evaluate(self, X: np.ndarray, n_features: int) -> tuple[np.ndarray, np.ndarray]:
+        """(value of the reached leaves per row, (n, k) contributions of this group's leaves); arrays are laid
+        out (slot or degree, row, leaf) so that every step of the loops works on contiguous (row, leaf) planes."""
         n, d, L = X.shape[0], self.d, self.value.size
         one, zero = self.taken(X), self.zero
+        reached = one.all(axis=0) @ self.value
         full = np.zeros((d + 1, n, L))  # prod_j (z_j + o_j t), coefficients of t^0..t^d
         full[0] = 1.0
         for j in range(d):  # multiply by (z_j + o_j t): degrees 1..j+1 at once (the right side is read first)
@@ -87,7 +101,123 @@ class _PathGroup:
         phi = np.where(one > 0, taken, missed)
         phi *= (one - zero[:, None, :]) * self.value
         index = (np.arange(n)[None, :, None] * n_features + self.feature[:, None, :]).ravel()
-        return np.bincount(index, weights=phi.ravel(), minlength=n * n_features).reshape(n, n_features)
+        return reached, np.bincount(index, weights=phi.ravel(), minlength=n * n_features).reshape(n, n_features)
+
+
+@dataclass(frozen=True)
+class _SubsetTables:
+    """Leaves with short paths, each leaf's game tabulated for every subset A of its path's features.
+
+    A slot is one (leaf, distinct path feature). Slots are laid out by slot position: the leaves are sorted by
+    path length, longest first, so the slots at position s of every leaf that has one form one contiguous run
+    of `runs[s]` entries that lines up with the first leaves. A leaf's subset mask is then the sum of the runs'
+    leading parts and every slot's mask a concatenation of prefixes: a row costs a few passes over the slots and
+    no loop over leaves or trees."""
+
+    runs: tuple[int, ...]   # leaves that have slot position s, for s = 0, 1, ... (non-increasing)
+    feature: np.ndarray     # (S,) the slot's feature
+    lo: np.ndarray          # (S,) float32: the path's splits on the feature hold for lo <= x <= hi ...
+    hi: np.ndarray          # (S,) float32 (the largest float32 below the tightest left split; +inf: none)
+    nan_ok: np.ndarray      # (S,) ... and for a missing x when every one of them sends missing values its way
+    bit: np.ndarray         # (S,) int64 1 << s: the slot's bit in its leaf's subset mask (int64 like the
+    others: np.ndarray      # (S,) every other bit                          offsets: no conversion per row)
+    offset: np.ndarray      # (S,) where the table of the slot's leaf starts
+    inv_zero: np.ndarray    # (S,) 1 / z of the slot: (1 - z) / z = 1 / z - 1
+    table: np.ndarray       # T(A) of every leaf (2^d entries each, indexed by the subset mask)
+    value: np.ndarray       # (L,) leaf values ...
+    full: np.ndarray        # (L,) int64 ... reached when the row's subset mask is the full one
+    by_feature: np.ndarray  # (S,) the slots ordered by feature ...
+    starts: np.ndarray      # ... where each feature's run starts in that order ...
+    features: np.ndarray    # ... and which feature it is
+
+    @classmethod
+    def build(cls, d: np.ndarray, feature: np.ndarray, zero: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+              nan_ok: np.ndarray, value: np.ndarray) -> _SubsetTables:
+        """From per-leaf (L, D) slot arrays (first d[l] slots valid), leaves in any order."""
+        order = np.argsort(-d, kind="stable")
+        d, feature, zero, lo, hi = d[order], feature[order], zero[order], lo[order], hi[order]
+        nan_ok, value = nan_ok[order], value[order]
+        runs = tuple(int(np.count_nonzero(d > s)) for s in range(int(d.max())))
+        slot = [(np.arange(r), s) for s, r in enumerate(runs)]
+        pick = lambda a: np.concatenate([a[r, s] for r, s in slot])  # noqa: E731 - slot-major view of a column
+        size = np.left_shift(1, d)
+        start = np.concatenate([[0], np.cumsum(size)[:-1]])
+        tables = np.empty(int(size.sum()))
+        for n in np.unique(d):
+            sel = np.flatnonzero(d == n)
+            t = _subset_table(np.ascontiguousarray(zero[sel, :n].T), _shapley_weights(int(n)), value[sel])
+            tables[(start[sel][:, None] + np.arange(1 << int(n))).ravel()] = t.T.ravel()
+        hi_in = np.where(np.isposinf(hi), np.float32(np.inf), np.nextafter(hi, np.float32(-np.inf)))
+        hi_in = np.where(np.isneginf(hi), np.float32(np.nan), hi_in)  # x < -inf holds for no x
+        bit = np.concatenate([np.full(r, 1 << s, np.int64) for s, r in enumerate(runs)])
+        feat = pick(feature)
+        by_feature = np.argsort(feat, kind="stable")
+        features, starts = np.unique(feat[by_feature], return_index=True)
+        return cls(runs, feat, pick(lo), pick(hi_in).astype(np.float32), pick(nan_ok), bit, ~bit,
+                   np.concatenate([start[:r] for r in runs]), 1.0 / pick(zero), tables, value,
+                   (size - 1).astype(np.int64), by_feature, starts, features)
+
+    def evaluate(self, X: np.ndarray, n_features: int) -> tuple[np.ndarray, np.ndarray]:
+        """(value of the reached leaves per row, (n, k) contributions of the tabulated leaves)."""
+        x = X.take(self.feature, axis=1)
+        taken = (x >= self.lo) & (x <= self.hi)
+        if np.isnan(X).any():
+            taken |= np.isnan(x) & self.nan_ok
+        bits = taken * self.bit
+        mask = bits[:, :self.runs[0]].copy()
+        pos = self.runs[0]
+        for run in self.runs[1:]:
+            mask[:, :run] += bits[:, pos:pos + run]
+            pos += run
+        reached = ((mask == self.full) * self.value).sum(axis=1)
+        slot_mask = np.concatenate([mask[:, :run] for run in self.runs], axis=1)
+        slot_mask &= self.others  # the subset without the slot's own feature: A for o = 0, A minus i for o = 1
+        slot_mask += self.offset
+        phi = self.table.take(slot_mask)
+        factor = taken * self.inv_zero
+        factor -= 1.0  # o = 1: (1 - z) / z; o = 0: -1
+        phi *= factor
+        out = np.zeros((X.shape[0], n_features))
+        out[:, self.features] = np.add.reduceat(phi.take(self.by_feature, axis=1), self.starts, axis=1)
+        return reached, out
+
+    @property
+    def slots(self) -> int:
+        return self.feature.size
+
+
+def _shapley_weights(d: int) -> np.ndarray:
+    """w(k, d) = k! (d - 1 - k)! / d! for k = 0 .. d-1."""
+    return np.array([factorial(k) * factorial(d - 1 - k) / factorial(d) for k in range(d)])
+
+
+def _subset_table(zero: np.ndarray, weights: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """(2^d, L) T(A) = v * F(A) * prod_{j not in A} z_j for every subset mask A of d path features of L leaves.
+
+    The polynomial of a mask is its parent's (the mask without its lowest bit j) times (z_j + t): one
+    vectorised step per bit, from the highest, whose parents are all done by then. Leaves go in chunks that
+    keep the (2^d, d + 1, leaves) polynomials to a few MB."""
+    d, L = zero.shape
+    M = 1 << d
+    out = np.empty((M, L))
+    chunk = max(1, TABLE_BUILD_CELLS // (M * (d + 1)))
+    for a in range(0, L, chunk):
+        z = zero[:, a:a + chunk]
+        n = z.shape[1]
+        poly = np.zeros((M, d + 1, n))
+        poly[0, 0] = 1.0
+        inside = np.ones((M, n))  # prod_{j in A} z_j
+        for j in reversed(range(d)):
+            # mask = high * 2^(j+1) + b * 2^j + low: the kids are b = 1, low = 0; their parents b = 0, low = 0
+            p = poly.reshape(M >> (j + 1), 2, 1 << j, d + 1, n)
+            prev, kid = p[:, 0, 0], p[:, 1, 0]
+            kid[:, 0] = prev[:, 0] * z[j]
+            kid[:, 1:] = prev[:, 1:] * z[j] + prev[:, :-1]
+            q = inside.reshape(M >> (j + 1), 2, 1 << j, n)
+            q[:, 1, 0] = q[:, 0, 0] * z[j]
+        subset_sum = np.einsum("mkl,k->ml", poly[:, :d], weights)
+        out[:, a:a + chunk] = value[a:a + chunk] * subset_sum * inside[::-1]  # (M - 1) ^ m = M - 1 - m
+    return out
 
 
 @dataclass(frozen=True)
@@ -98,13 +228,18 @@ class TreeEnsemble:
     n_features: int
     base_score: float
     nodes: _Nodes                  # the trees themselves, for predictions by walking them
-    groups: tuple[_PathGroup, ...]  # leaves of paths with 1, 2, ... distinct features (none: no contribution)
+    groups: tuple[_PathGroup, ...]  # polynomial leaves, by number of distinct path features (none: no contribution)
     expected: float                # base score + every tree's cover-weighted mean: the contributions' base value
+    tables: _SubsetTables | None = None  # the other leaves with a path, tabulated
+    stumps: float = 0.0            # the value of the trees that are a single leaf (reached by every row)
 
     # -- reading -------------------------------------------------------------------------------------
     @classmethod
-    def from_ubj(cls, raw: bytes) -> TreeEnsemble:
-        """The ensemble of an XGBoost model saved as UBJSON (`Booster.save_model('x.ubj')`)."""
+    def from_ubj(cls, raw: bytes, table_max_features: int = TABLE_MAX_FEATURES) -> TreeEnsemble:
+        """The ensemble of an XGBoost model saved as UBJSON (`Booster.save_model('x.ubj')`).
+
+        Leaves whose paths split on at most `table_max_features` distinct features are tabulated; 0 keeps the
+        polynomial evaluation for all (the reference the tables are tested against)."""
         doc = loads(raw)
         try:
             learner = doc["learner"]
@@ -121,10 +256,11 @@ class TreeEnsemble:
         if int(param.get("num_target", "1")) != 1 or int(param.get("num_class", "0")) > 1:
             raise UnsupportedModel("only single-output models are supported")
         base = float(np.float32(str(param["base_score"]).strip("[]")))
-        return cls._from_nodes(int(param["num_feature"]), base, _Nodes.concat(trees))
+        return cls._from_nodes(int(param["num_feature"]), base, _Nodes.concat(trees), table_max_features)
 
     @classmethod
-    def _from_nodes(cls, n_features: int, base: float, nodes: _Nodes) -> TreeEnsemble:
+    def _from_nodes(cls, n_features: int, base: float, nodes: _Nodes,
+                    table_max_features: int = TABLE_MAX_FEATURES) -> TreeEnsemble:
         """Walk every leaf up to its root (all leaves at once) and group each path's splits by feature."""
         leaves = np.flatnonzero(nodes.left < 0)
         L = leaves.size
@@ -171,18 +307,25 @@ class TreeEnsemble:
             lo[r, k] = np.where(sl[ok, s], lo[r, k], np.maximum(lo[r, k], t))
             nan_ok[r, k] &= sd[ok, s] == sl[ok, s]
         value = nodes.cond[leaves].astype(float)
+        # a table needs 1 / z (padding slots have z = 1) and a 16-bit subset mask
+        tabulated = (d >= 1) & (d <= min(table_max_features, 16)) & np.all(slot_z > 0, axis=1)
+        tables = None
+        if tabulated.any():
+            t = tabulated
+            tables = _SubsetTables.build(d[t], slot_f[t], slot_z[t], lo[t], hi[t], nan_ok[t], value[t])
         groups = []
         for n in range(1, D + 1):
-            sel = d == n
+            sel = (d == n) & ~tabulated
             if not sel.any():
                 continue
             z = np.ascontiguousarray(slot_z[sel, :n].T)
-            w = np.array([factorial(k) * factorial(n - 1 - k) / factorial(n) for k in range(n)])
+            w = _shapley_weights(n)
             h = np.ascontiguousarray(hi[sel, :n].T)
             groups.append(_PathGroup(value[sel], np.ascontiguousarray(slot_f[sel, :n].T),
                                      np.ascontiguousarray(lo[sel, :n].T), h, np.ascontiguousarray(nan_ok[sel, :n].T),
                                      np.isposinf(h), z, w, _unwind_weights(w, z)))
-        return cls(n_features, base, nodes, tuple(groups), base + float(np.sum(value * slot_z.prod(axis=1))))
+        return cls(n_features, base, nodes, tuple(groups), base + float(np.sum(value * slot_z.prod(axis=1))),
+                   tables, float(value[d == 0].sum()))
 
     # -- evaluation ----------------------------------------------------------------------------------
     def _check(self, X: np.ndarray) -> np.ndarray:
@@ -194,6 +337,8 @@ class TreeEnsemble:
     def _chunks(self, n: int):
         cells = sum(g.feature.size * (g.d + 1) for g in self.groups)
         size = max(1, CHUNK_CELLS // max(1, cells))
+        if self.tables is not None:  # a row's slot arrays should stay in the CPU cache
+            size = min(size, max(1, TABLE_ROW_CELLS // self.tables.slots))
         return [slice(a, min(n, a + size)) for a in range(0, n, size)]
 
     def predict(self, X: np.ndarray) -> np.ndarray:
@@ -213,18 +358,25 @@ class TreeEnsemble:
 
     def contributions(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(base per row, (n, k) exact TreeSHAP contributions); base + row sum equals `predict`."""
+        _, base, phi = self.evaluate(X)
+        return base, phi
+
+    def evaluate(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(prediction, base, (n, k) contributions) per row in one pass: the prediction is the sum of the
+        leaves every row reaches (a leaf is reached when the row takes all of its path's splits), the same
+        leaves `predict` walks to."""
         X = self._check(X)
         n = X.shape[0]
+        pred = np.full(n, self.base_score + self.stumps)
         phi = np.zeros((n, self.n_features))
         for part in self._chunks(n):
-            phi[part] = self._contributions(X[part])
-        return np.full(n, self.expected), phi
-
-    def _contributions(self, X: np.ndarray) -> np.ndarray:
-        phi = np.zeros((X.shape[0], self.n_features))
-        for group in self.groups:
-            phi += group.contributions(X, self.n_features)
-        return phi
+            parts = [g.evaluate(X[part], self.n_features) for g in self.groups]
+            if self.tables is not None:
+                parts.append(self.tables.evaluate(X[part], self.n_features))
+            for reached, contrib in parts:
+                pred[part] += reached
+                phi[part] += contrib
+        return pred, np.full(n, self.expected), phi
 
 
 def _unwind_weights(weights: np.ndarray, zero: np.ndarray) -> np.ndarray:
