@@ -111,15 +111,16 @@ class PowerModel:
         """(watts, base W, {feature: W}) per row: `predict` and `contributions` with each member evaluated once."""
         n = len(next(iter(table.values())))
         scale, offset = self._scale(table.get("d_tdp", 0.0), table.get("d_idle", 0.0))
-        z, base = np.zeros(n), np.zeros(n)
-        out = {f: np.zeros(n) for f in self.features}
+        names = self.features
+        column = {f: j for j, f in enumerate(names)}
+        z, base, out = np.zeros(n), np.zeros(n), np.zeros((n, len(names)))
         for m in self.members:
             p, b, c = m.evaluate(matrix(table, m.features))
             z += m.weight * p
             base += m.weight * b
-            for j, f in enumerate(m.features):
-                out[f] += m.weight * c[:, j]
-        return z * scale + offset, base * scale + offset, {f: v * scale for f, v in out.items()}
+            out[:, [column[f] for f in m.features]] += m.weight * c  # a member lists each feature once
+        out *= np.reshape(scale, (-1, 1))
+        return z * scale + offset, base * scale + offset, {f: out[:, j] for j, f in enumerate(names)}
 
     def interval(self, watts, idle_w, tdp_w) -> tuple[np.ndarray, np.ndarray]:
         """90% interval, inside [idle, TDP] of the GPU (intervals.py); NaN when the model has none."""
