@@ -7,11 +7,18 @@ launch is part of the key because a `<<<>>>` site in host code can change withou
 
 The cache is a bounded LRU held by a long-lived caller (the language server); one-off runs pass none. Its
 counters say what was reused, for tests and benchmarks.
+
+ptxas's numbers (registers, shared memory, spills) are kept apart, keyed by what ptxas reads: the kernel's PTX
+and the rest of the module without the `.loc`/`.file` line-table directives and the debug sections. Those
+only map instructions to source lines and change on every edit above a kernel, while register allocation never
+looks at them. A kernel whose report must be made again because its lines moved therefore needs no new ptxas
+run, and the kernels that do need one are found by a text scan, so that ptxas starts before the parse.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -38,6 +45,8 @@ class KernelCache:
     max_kernels: int = DEFAULT_MAX_KERNELS
     counters: CacheCounters = field(default_factory=CacheCounters)
     _entries: OrderedDict[str, Any] = field(default_factory=OrderedDict)
+    #: ptxas's numbers per kernel, by the key of the text ptxas reads (see the module docstring)
+    _resources: OrderedDict[str, Any] = field(default_factory=OrderedDict)
     #: the server analyses two documents at a time in threads that share this cache
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -53,13 +62,54 @@ class KernelCache:
 
     def put(self, key: str, report: Any) -> None:
         with self._lock:
-            self._entries[key] = report
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.max_kernels:
-                self._entries.popitem(last=False)
+            _put(self._entries, key, report, self.max_kernels)
+
+    def resources(self, key: str) -> Any:
+        """ptxas's numbers for one kernel by its `ptxas_keys` key, or None."""
+        with self._lock:
+            found = self._resources.get(key)
+            if found is not None:
+                self._resources.move_to_end(key)
+            return found
+
+    def put_resources(self, key: str, resources: Any) -> None:
+        with self._lock:
+            _put(self._resources, key, resources, self.max_kernels)
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+def _put(entries: OrderedDict[str, Any], key: str, value: Any, limit: int) -> None:
+    entries[key] = value
+    entries.move_to_end(key)
+    while len(entries) > limit:
+        entries.popitem(last=False)
+
+
+_ENTRY_RE = re.compile(r"^[ \t]*(?:\.(?:visible|extern|weak)[ \t]+)*\.entry[ \t]+([A-Za-z_$%][\w$%]*)", re.MULTILINE)
+_LINE_TABLE_RE = re.compile(r"^[ \t]*\.(?:loc|file)\b")
+
+
+def entry_spans(ptx: str) -> dict[str, tuple[int, int]]:
+    """Kernel name -> (first, last) line of its text, found by a scan of the text (no parse)."""
+    starts = {m.group(1): ptx.count("\n", 0, m.start()) + 1 for m in _ENTRY_RE.finditer(ptx)}
+    return dict(zip(starts, function_spans(ptx, list(starts.values())), strict=True))
+
+
+def ptxas_text(lines: list[str]) -> list[str]:
+    """The lines ptxas's register allocation depends on: without the `.loc`/`.file` line-table directives."""
+    return [ln for ln in lines if not _LINE_TABLE_RE.match(ln)]
+
+
+def ptxas_keys(ptx: str, spans: dict[str, tuple[int, int]], *context: Any) -> dict[str, str]:
+    """Per kernel, the key of what ptxas reads for it: its text and the module's other text (the other kernels
+    left out, as ptxas is run on the changed kernels only), line tables and debug sections left out, plus the
+    `context` (target, toolchain)."""
+    lines = ptx.splitlines()
+    outside = without_debug_sections(without_lines(ptx, list(spans.values())))
+    shared = digest(ptxas_text(outside.splitlines()), *context)
+    return {name: digest(shared, ptxas_text(lines[first - 1:last])) for name, (first, last) in spans.items()}
 
 
 def function_spans(ptx: str, starts: list[int]) -> list[tuple[int, int]]:

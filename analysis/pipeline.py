@@ -38,7 +38,15 @@ from kerncast.analysis.context import (
 from kerncast.analysis.demangle import demangle
 from kerncast.analysis.gpus.loading import load_gpu
 from kerncast.analysis.isa import classify
-from kerncast.analysis.kernel_cache import KernelCache, digest, function_spans, without_debug_sections, without_lines
+from kerncast.analysis.kernel_cache import (
+    KernelCache,
+    digest,
+    entry_spans,
+    function_spans,
+    ptxas_keys,
+    without_debug_sections,
+    without_lines,
+)
 from kerncast.analysis.launch_stage import launch_stage
 from kerncast.analysis.loops import find_loops
 from kerncast.analysis.memory.stage import memory_stage
@@ -215,11 +223,43 @@ def start_ptxas(ptx: str, options: AnalysisOptions) -> Future[PtxasResult]:
     return _PTXAS_POOL.submit(_ptxas_resources, ptx, options)
 
 
+def start_ptxas_cached(ptx: str, options: AnalysisOptions, cache: KernelCache) -> tuple[Future[PtxasResult], set[str]]:
+    """ptxas on the kernels whose assembled text is new to the cache, started at once (before the parse; the
+    kernels are found by a text scan), and the others' numbers from the cache; also the kernels scanned."""
+    spans = entry_spans(ptx)
+    keys = ptxas_keys(ptx, spans, _ptxas_target(ptx, options), options.nvcc_path)
+    table = {name: found for name, key in keys.items() if (found := cache.resources(key)) is not None}
+    missing = [name for name in keys if name not in table]
+    out: Future[PtxasResult] = Future()
+    if not missing:
+        out.set_result((table, None))
+        return out, set(spans)
+    cache.counters.ptxas_runs += 1
+    cache.counters.ptxas_kernels += len(missing)
+    fresh = start_ptxas(without_lines(ptx, [spans[n] for n in table]) if table else ptx, options)
+
+    def merge(done: Future[PtxasResult]) -> None:
+        try:
+            new, why_not = done.result()
+        except BaseException as exc:  # noqa: BLE001 - cancelled at shutdown: the waiting analysis must go on
+            out.set_result((table, f"registers unknown: ptxas did not run ({exc!r})"))
+            return
+        for name in missing:
+            if name in new:
+                cache.put_resources(keys[name], new[name])
+        out.set_result(({**table, **new}, why_not))
+
+    fresh.add_done_callback(merge)
+    return out, set(spans)
+
+
 def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_source: str | None,
                  cache: KernelCache | None = None) -> FileReport:
-    # Without a cache ptxas starts at once, overlapping the parse; with one it waits to know which kernels
-    # changed and compiles only those.
-    resources = start_ptxas(ptx, options) if cache is None else None
+    # ptxas starts at once, overlapping the parse and the analysis; with a cache, on the new kernels only.
+    if cache is None:
+        resources, scanned = start_ptxas(ptx, options), set()
+    else:
+        resources, scanned = start_ptxas_cached(ptx, options, cache)
     try:
         module = parse_ptx(ptx, report.file)
     except PtxSyntaxError as exc:
@@ -231,6 +271,8 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
     if not module.kernels:
         report.notes.append("no kernel (.entry) in this file")
         return report
+    if cache is not None and not {fn.name for fn in module.kernels} <= scanned:  # the scan missed a kernel
+        resources = start_ptxas(ptx, options)
     names = _display_names(module)
     if cuda_source is None:
         _locate_in_ptx(module, report.file)
@@ -258,12 +300,6 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
         for ctx in contexts:
             if cached[id(ctx)] is not None:
                 ctx.report = cached[id(ctx)]
-        if todo:
-            resources = start_ptxas(_ptx_for(ptx, module, [c.function for c in todo]), options)
-            cache.counters.ptxas_runs += 1
-            cache.counters.ptxas_kernels += len(todo)
-            for ctx in todo:
-                ctx.ptxas = resources
     first = keyed if cache is not None else 0
     for ctx in todo:
         for stage in STAGES[first:split]:
@@ -304,15 +340,6 @@ def _kernel_keys(ptx: str, module: Module, contexts: list[KernelContext], option
         keys[id(ctx)] = digest(shared, first, last, lines[first - 1:last], ctx.function.display_name,
                                ctx.report.line, repr(ctx.launch), repr(ctx.trip_counts), used, text)
     return keys
-
-
-def _ptx_for(ptx: str, module: Module, wanted: list[Function]) -> str:
-    """The PTX with the kernels not in `wanted` left out, so ptxas compiles only the changed kernels."""
-    names = {fn.name for fn in wanted}
-    others = [fn for fn in module.kernels if fn.name not in names]
-    if not others:
-        return ptx
-    return without_lines(ptx, function_spans(ptx, [fn.ptx_line for fn in others]))
 
 
 def _report_function_errors(report: FileReport, module: Module, from_cuda: bool) -> None:

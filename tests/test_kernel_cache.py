@@ -70,3 +70,29 @@ def test_ptx_input_is_cached_by_kernel_text_and_position(tmp_path: Path, compile
     shifted = analyze_file(path, text="// moved\n" + ptx, options=OPTIONS, cache=cache)
     assert cache.counters.misses == 6
     assert _json(shifted) == _json(analyze_file(path, text="// moved\n" + ptx, options=OPTIONS))
+
+
+def test_moved_kernels_are_analysed_again_without_ptxas(nvcc_available) -> None:
+    """A line inserted above every kernel moves all of them: each report is made again, but ptxas's numbers
+    are reused (only the line tables of the PTX changed), and the result is the fresh analysis's."""
+    cache = KernelCache()
+    text = EXAMPLE.read_text()
+    analyze_file(EXAMPLE, text=text, options=OPTIONS, cache=cache)
+    moved = "// a line above every kernel\n" + text
+    cached = analyze_file(EXAMPLE, text=moved, options=OPTIONS, cache=cache)
+    assert (cache.counters.hits, cache.counters.misses) == (0, 6)
+    assert (cache.counters.ptxas_runs, cache.counters.ptxas_kernels) == (1, 3)
+    fresh = analyze_file(EXAMPLE, text=moved, options=OPTIONS)
+    assert all(k.registers for k in fresh.kernels)
+    assert _json(cached) == _json(fresh)
+
+
+def test_kernels_the_text_scan_misses_still_get_ptxas(tmp_path: Path, compile_example) -> None:
+    """PTX that names its kernels on the line after `.entry` is legal; the scan that picks the kernels for ptxas
+    misses them, and ptxas then runs on the whole module instead of leaving the registers unknown."""
+    ptx = compile_example("transpose").ptx.replace(".entry ", ".entry\n")
+    path = tmp_path / "transpose.ptx"
+    cache = KernelCache()
+    cached = analyze_file(path, text=ptx, options=OPTIONS, cache=cache)
+    assert len(cached.kernels) == 3 and all(k.registers for k in cached.kernels)
+    assert _json(cached) == _json(analyze_file(path, text=ptx, options=OPTIONS))
