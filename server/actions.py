@@ -9,7 +9,7 @@ fix of its finding.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kerncast.analysis.edits import launch_annotation_edit
 from kerncast.analysis.report import FileReport, Finding, Fix, TextEdit
@@ -25,6 +25,9 @@ from kerncast.server.convert import (
     to_diagnostic,
 )
 from lsprotocol import types as lsp
+
+if TYPE_CHECKING:
+    from kerncast.analysis.launch import Launch
 
 SELECT_GPU = "kerncast.selectGpu"
 SWITCH_GPU_KIND = "source.kerncast.switchGpu"
@@ -53,11 +56,11 @@ def to_lsp_edit(e: TextEdit) -> lsp.TextEdit:
                                         lsp.Position(e.end_line - 1, e.end_column - 1)), new_text=e.new_text)
 
 
-def annotation_text(launch: dict[str, Any] | None, data: dict[str, Any] | None = None) -> tuple[str, str]:
+def annotation_text(launch: Launch | None, data: dict[str, Any] | None = None) -> tuple[str, str]:
     """(grid, block) texts for a `// kerncast:` annotation: the launch's values, else the defaults."""
     data = data or {}
-    grid = data.get("grid") or (launch or {}).get("grid") or [1024]
-    block = data.get("block") or (launch or {}).get("block") or [256]
+    grid = data.get("grid") or (launch.grid.value if launch is not None else None) or [1024]
+    block = data.get("block") or (launch.block.value if launch is not None else None) or [256]
     g = fmt_dim(grid) if isinstance(grid, list | tuple) else str(grid)
     b = fmt_dim(block) if isinstance(block, list | tuple) else str(block)
     return g.replace("x", ","), b.replace("x", ",")
@@ -84,7 +87,7 @@ def _fix_action(doc: Doc, f: Finding, fix: Fix, diag: lsp.Diagnostic, preferred:
 def code_actions(report: FileReport, doc: Doc, rng: lsp.Range, gpus: list[str], current_gpu: str,
                  only: list[str] | None = None) -> list[lsp.CodeAction]:
     out: list[lsp.CodeAction] = []
-    kernels = {k.name: k.to_json() for k in report.kernels}
+    kernels = {k.name: k for k in report.kernels}
     for f in all_findings(report):
         fixes = [x for x in f.fixes() if x.edits]
         if not fixes or not _lines_overlap(finding_range(f, doc.lines), rng):
@@ -99,8 +102,9 @@ def code_actions(report: FileReport, doc: Doc, rng: lsp.Range, gpus: list[str], 
         anchor = kernel_anchor(doc.lines, k)
         if anchor is None or not rng.start.line <= anchor.line <= rng.end.line:
             continue
-        if not launch_known(k.get("launch")) and facts is not None:
-            grid, block = annotation_text(k.get("launch"))
+        launch: Launch | None = k.launch  # type: ignore[assignment]
+        if not launch_known(launch) and facts is not None:
+            grid, block = annotation_text(launch)
             edit = launch_annotation_edit(facts, base_name(name), grid, block)
             if edit is not None:
                 out.append(lsp.CodeAction(title=f"Kerncast: add a // kerncast: launch annotation for {name}",

@@ -1,7 +1,7 @@
 """FileReport -> LSP data: diagnostics, where each kernel sits in the text, and the short numbers of a kernel.
 
-Only conversion lives here; every number comes from the report (`KernelReport.to_json()` forms), and any part
-of a report may be missing (`None`): it then reads "not available", never raises.
+Only conversion lives here; every number comes from the typed report (`KernelReport` and the model results it
+holds), and any part of a report may be missing (`None`): it then reads "not available", never raises.
 """
 
 from __future__ import annotations
@@ -9,15 +9,18 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kerncast.analysis.gpus import load_profile
-from kerncast.analysis.report import FileReport, Finding
+from kerncast.analysis.report import FileReport, Finding, KernelReport, Related
 from kerncast.analysis.rules import rule
 from kerncast.analysis.source_model import KernelDefinition, SourceFacts, scan_source
 from kerncast.server.units import fmt_energy_uj, fmt_time, time_range
 from lsprotocol import types as lsp
 from pygls import uris
+
+if TYPE_CHECKING:
+    from kerncast.analysis.launch import Launch
 
 SOURCE = "kerncast"
 
@@ -36,15 +39,10 @@ def fmt_watts(w: Any) -> str | None:
     return f"{w:.0f} W" if isinstance(w, int | float) else None
 
 
-def energy_uj(energy: dict[str, Any] | None) -> float | None:
-    """Energy in µJ from the energy JSON (`uj`, or `mj`/`j` if a model reports those)."""
-    if not energy:
-        return None
-    for key, scale in (("uj", 1.0), ("mj", 1e3), ("j", 1e6), ("joules", 1e6)):
-        v = energy.get(key)
-        if isinstance(v, int | float):
-            return float(v) * scale
-    return None
+def energy_uj(energy: Any) -> float | None:
+    """A kernel's board energy in µJ (`EnergyEstimate.uj`), None when there is none."""
+    v = getattr(energy, "uj", None)
+    return float(v) if isinstance(v, int | float) else None
 
 
 def fmt_dim(dim: Any) -> str:
@@ -56,20 +54,21 @@ def fmt_dim(dim: Any) -> str:
     return "x".join(str(v) for v in vals)
 
 
-def launch_known(launch: dict[str, Any] | None) -> bool:
+def _sized(launch: Launch | None) -> bool:
+    return launch is not None and launch.grid.value is not None and launch.block.value is not None
+
+
+def launch_known(launch: Launch | None) -> bool:
     """True when grid and block come from the user (setting, annotation, flags or a launch site)."""
-    if not launch or launch.get("grid") is None or launch.get("block") is None:
-        return False
-    src = launch.get("source") or {}
-    return isinstance(src, dict) and src.get("grid") != "default" and src.get("block") != "default"
+    return _sized(launch) and launch.grid.source != "default" and launch.block.source != "default"  # type: ignore[union-attr]
 
 
-def launch_text(launch: dict[str, Any] | None) -> str:
-    if not launch or launch.get("grid") is None or launch.get("block") is None:
+def launch_text(launch: Launch | None) -> str:
+    if launch is None or not _sized(launch):
         return "<<<?, ?>>>"
-    smem = launch.get("dynamic_shared_bytes") or 0
+    smem = launch.dynamic_shared_bytes.value or 0
     tail = f", {smem}" if smem else ""
-    return f"<<<{fmt_dim(launch['grid'])}, {fmt_dim(launch['block'])}{tail}>>>"
+    return f"<<<{fmt_dim(launch.grid.value)}, {fmt_dim(launch.block.value)}{tail}>>>"
 
 
 def gpu_label(gpu_id: str) -> str:
@@ -84,10 +83,10 @@ def gpu_label(gpu_id: str) -> str:
 
 
 def fmt_time_range(t: Any) -> str | None:
-    """A report's time with its range, e.g. `12.3 µs (9.1–16.0 µs)`; None when there is no time."""
-    if not isinstance(t, dict):
+    """A report's time (`TimeEstimate`) with its range, e.g. `12.3 µs (9.1–16.0 µs)`; None when there is none."""
+    if t is None:
         return None
-    point = fmt_time(t.get("us"))
+    point = fmt_time(t.us)
     if point is None:
         return None
     rng = time_range(t)
@@ -97,19 +96,17 @@ def fmt_time_range(t: Any) -> str | None:
 ANNOTATION_HINT = "add // kerncast: grid=… block=…"
 
 
-def kernel_summary(k: dict[str, Any], gpu: str) -> str:
+def kernel_summary(k: KernelReport, gpu: str) -> str:
     """One line: "≈ 12.3 µs · 87 W · 1.1 mJ on V100 @ <<<1024, 256>>>" with unknown parts said so."""
-    t = k.get("time") or {}
-    p = k.get("power") or {}
-    time = fmt_time_range(t)
-    watts = fmt_watts(p.get("watts"))
-    energy = fmt_energy_uj(energy_uj(k.get("energy")))
+    time = fmt_time_range(k.time)
+    watts = fmt_watts(getattr(k.power, "watts", None))
+    energy = fmt_energy_uj(energy_uj(k.energy))
     parts = [f"≈ {time}" if time else "time not available", watts or "power not available",
              energy or "energy not available"]
-    launch = k.get("launch")
+    launch: Launch | None = k.launch  # type: ignore[assignment]
     if launch_known(launch):
         where = f"@ {launch_text(launch)}"
-    elif launch and launch.get("grid") is not None:
+    elif launch is not None and launch.grid.value is not None:
         where = f"@ assumed {launch_text(launch)} — {ANNOTATION_HINT}"
     else:
         where = f"@ launch unknown — {ANNOTATION_HINT}"
@@ -181,14 +178,14 @@ def _name_in_line(text: str, name: str) -> int:
     return -1
 
 
-def kernel_definition(lines: list[str], k: dict[str, Any]) -> KernelDefinition | None:
+def kernel_definition(lines: list[str], k: KernelReport) -> KernelDefinition | None:
     """The source model's definition of a reported kernel: of its name, the last one at or above its line."""
     facts = source_model(lines)
     if facts is None:
         return None
-    base = base_name(str(k.get("name") or ""))
+    base = base_name(k.name or "")
     named = [d for d in facts.kernels if d.base_name == base]
-    reported = k.get("line")
+    reported = k.line
     if isinstance(reported, int) and reported >= 1:
         above = [d for d in named if d.line <= reported]
         if above:
@@ -196,7 +193,7 @@ def kernel_definition(lines: list[str], k: dict[str, Any]) -> KernelDefinition |
     return next((d for d in named if d.is_definition), named[0] if named else None)
 
 
-def kernel_anchor(lines: list[str], k: dict[str, Any]) -> Anchor | None:
+def kernel_anchor(lines: list[str], k: KernelReport) -> Anchor | None:
     """Where the kernel's name is written: its definition in the source model, else (PTX) the `.entry` line
     that names it, else the start of its reported line."""
     kdef = kernel_definition(lines, k)
@@ -204,14 +201,14 @@ def kernel_anchor(lines: list[str], k: dict[str, Any]) -> Anchor | None:
     if kdef is not None and facts is not None:
         line, col = facts.position(kdef.name_offset)
         return Anchor(line - 1, col - 1, col - 1 + len(kdef.name))
-    names = [n for n in (k.get("mangled"), base_name(str(k.get("name") or ""))) if n]
+    names = [n for n in (k.mangled, base_name(k.name or "")) if n]
     for ln, text in enumerate(lines):
         if ".entry" in text:
             for n in names:
                 at = _name_in_line(text, n)
                 if at >= 0:
                     return Anchor(ln, at, at + len(n))
-    reported = k.get("line")
+    reported = k.line
     if not isinstance(reported, int) or reported < 1 or not lines:
         return None
     last = min(reported - 1, len(lines) - 1)
@@ -219,7 +216,7 @@ def kernel_anchor(lines: list[str], k: dict[str, Any]) -> Anchor | None:
     return Anchor(last, len(text) - len(text.lstrip()), len(text.rstrip()))
 
 
-def signature_end(lines: list[str], k: dict[str, Any], anchor: Anchor) -> lsp.Position:
+def signature_end(lines: list[str], k: KernelReport, anchor: Anchor) -> lsp.Position:
     """After the `)` that closes the kernel's parameter list (the end of the anchor's line without one)."""
     kdef = kernel_definition(lines, k)
     facts = source_model(lines) if kdef is not None else None
@@ -259,9 +256,9 @@ def line_range(lines: list[str], line0: int) -> lsp.Range:
     return lsp.Range(lsp.Position(line0, start), lsp.Position(line0, max(end, start)))
 
 
-def finding_range(f: Finding | dict[str, Any], lines: list[str]) -> lsp.Range:
-    """0-based range of a finding; an empty or unknown range covers the text of its line."""
-    get = (lambda k: f.get(k)) if isinstance(f, dict) else (lambda k: getattr(f, k))
+def finding_range(f: Finding | Related, lines: list[str]) -> lsp.Range:
+    """0-based range of a finding (or a related location); an empty or unknown range covers its line's text."""
+    get = (lambda k: getattr(f, k))  # noqa: E731
     line0 = max(0, int(get("line") or 1) - 1)
     if lines:
         line0 = min(line0, len(lines) - 1)
@@ -287,9 +284,7 @@ def _related_uri(file: str | None, uri: str) -> str:
 def to_diagnostic(f: Finding, uri: str, lines: list[str]) -> lsp.Diagnostic:
     related = [
         lsp.DiagnosticRelatedInformation(
-            location=lsp.Location(uri=_related_uri(r.file, uri),
-                                  range=finding_range({"line": r.line, "column": r.column, "end_line": r.end_line,
-                                                       "end_column": r.end_column}, lines)),
+            location=lsp.Location(uri=_related_uri(r.file, uri), range=finding_range(r, lines)),
             message=r.message)
         for r in f.related
     ]

@@ -1,13 +1,14 @@
 """Markdown for hovers and for the full kernel report (`kerncast.showReport`).
 
-Reads the JSON forms of a kernel's report; each part that is missing says "not available" and why when the
-report's notes tell.
+Reads the typed report (`KernelReport` and the model results it holds: time, power, energy, launch,
+occupancy); each part that is missing says "not available" and why when the report's notes tell.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from kerncast.analysis.report import FileReport, Finding, KernelReport
 from kerncast.analysis.rules import is_code, rule
 from kerncast.server.convert import (
     ANNOTATION_HINT,
@@ -22,6 +23,14 @@ from kerncast.server.convert import (
 )
 from kerncast.server.units import time_range
 
+if TYPE_CHECKING:
+    from kerncast.analysis.launch import Launch
+    from kerncast.analysis.occupancy import Occupancy
+    from kerncast.analysis.power.energy import EnergyEstimate
+    from kerncast.analysis.power.events import EventEnergy
+    from kerncast.analysis.power.model import PowerPrediction
+    from kerncast.analysis.timing.estimate import TimeEstimate
+
 NA = "_not available_"
 BAR_WIDTH = 12
 
@@ -34,8 +43,13 @@ def _num(v: Any, digits: int = 3) -> str:
     return str(v)
 
 
-def _notes_about(k: dict[str, Any], *words: str) -> str:
-    hits = [n for n in k.get("notes") or [] if any(w in n.lower() for w in words)]
+def _pair(v: Any) -> bool:
+    """Two numbers (an interval or a range)."""
+    return isinstance(v, list | tuple) and len(v) == 2 and all(isinstance(x, int | float) for x in v)
+
+
+def _notes_about(k: KernelReport, *words: str) -> str:
+    hits = [n for n in k.notes if any(w in n.lower() for w in words)]
     return f" ({hits[0]})" if hits else ""
 
 
@@ -50,76 +64,69 @@ def _bar(value: float, largest: float) -> str:
 _MODEL_KEYS = {"thesis-scheduler": "thesis"}
 
 
-def time_section(k: dict[str, Any]) -> list[str]:
-    t = k.get("time")
-    if not t or fmt_time(t.get("us")) is None:
+def time_section(k: KernelReport) -> list[str]:
+    t: TimeEstimate | None = k.time  # type: ignore[assignment]
+    if t is None or fmt_time(t.us) is None:
         return [f"**Time** {NA}{_notes_about(k, 'time', 'launch', 'gpu')}"]
-    out = [f"**Time ≈ {fmt_time(t['us'])}**" + (f" ({t['model']})" if t.get("model") else "")
-           + (f", bottleneck **{t['bottleneck']}**" if t.get("bottleneck") else "")]
+    out = [f"**Time ≈ {fmt_time(t.us)}**" + (f" ({t.model})" if t.model else "")
+           + (f", bottleneck **{t.bottleneck}**" if t.bottleneck else "")]
     rng = time_range(t)
     if rng:
-        out.append(f"Range {rng[0]} – {rng[1]}"
-                   + (f": {t['range_basis']}" if t.get("range_basis") else ""))
-    models = t.get("models") or {}
-    others = [f"{name} {fmt_time(v)}" for name, v in models.items()
-              if isinstance(v, int | float) and name != _MODEL_KEYS.get(t.get("model"), t.get("model"))]
+        out.append(f"Range {rng[0]} – {rng[1]}" + (f": {t.range_basis}" if t.range_basis else ""))
+    others = [f"{name} {fmt_time(v)}" for name, v in t.models.items()
+              if isinstance(v, int | float) and name != _MODEL_KEYS.get(t.model, t.model)]
     if others:
         out.append("Other models: " + ", ".join(others))
     extra = []
-    if isinstance(t.get("cycles"), int | float):
-        extra.append(f"{t['cycles']:.4g} cycles")
-    if t.get("waves") is not None:
-        extra.append(f"{_num(t['waves'])} waves")
+    if isinstance(t.cycles, int | float):
+        extra.append(f"{t.cycles:.4g} cycles")
+    if t.waves is not None:
+        extra.append(f"{_num(t.waves)} waves")
     if extra:
         out.append("; ".join(extra))
-    breakdown = t.get("breakdown") or {}
-    if isinstance(breakdown, dict) and breakdown:
-        numeric = {key: v for key, v in breakdown.items() if isinstance(v, int | float)}
+    if t.breakdown:
+        numeric = {key: v for key, v in t.breakdown.items() if isinstance(v, int | float)}
         largest = max((abs(v) for v in numeric.values()), default=0.0)
         out += ["", "| part | value | |", "|---|---:|---|"]
         out += [f"| {key} | {_num(v)} | {_bar(v, largest)} |" for key, v in numeric.items()]
         out.append("")
-    mwp = fmt_time(t.get("mwp_cwp_us"))
-    out.append(f"MWP-CWP estimate: {mwp}" + (f" ({t['mwp_cwp_class']})" if t.get("mwp_cwp_class") else "")
+    mwp = fmt_time(t.mwp_cwp_us)
+    out.append(f"MWP-CWP estimate: {mwp}" + (f" ({t.mwp_cwp_class})" if t.mwp_cwp_class else "")
                if mwp else f"MWP-CWP estimate: {NA}")
-    roof = t.get("roofline_us")
-    if isinstance(roof, list | tuple) and len(roof) == 2 and all(isinstance(x, int | float) for x in roof):
-        lo, hi = fmt_time(roof[0]), fmt_time(roof[1])
+    if _pair(t.roofline_us):
+        lo, hi = fmt_time(t.roofline_us[0]), fmt_time(t.roofline_us[1])  # type: ignore[index]
         out.append(f"Roofline range: {lo} – {hi}" if lo != hi else f"Roofline bound: {lo}")
     else:
         out.append(f"Roofline range: {NA}")
     return out
 
 
-def power_section(k: dict[str, Any]) -> list[str]:
-    p = k.get("power")
-    if not p or fmt_watts(p.get("watts")) is None:
+def power_section(k: KernelReport) -> list[str]:
+    p: PowerPrediction | None = k.power  # type: ignore[assignment]
+    if p is None or fmt_watts(p.watts) is None:
         return [f"**Power** {NA}{_notes_about(k, 'power')}"]
-    line = f"**Power ≈ {fmt_watts(p['watts'])}**"
-    iv = p.get("interval")
-    if isinstance(iv, list | tuple) and len(iv) == 2 and all(isinstance(x, int | float) for x in iv):
-        line += f" (90% interval {iv[0]:.0f}–{iv[1]:.0f} W)"
-    if p.get("model"):
-        line += f", model: {p['model']}"
-    if p.get("trained_on"):
-        line += f" (trained on {p['trained_on']})"
+    line = f"**Power ≈ {fmt_watts(p.watts)}**"
+    if _pair(p.interval):
+        line += f" (90% interval {p.interval[0]:.0f}–{p.interval[1]:.0f} W)"
+    if p.model:
+        line += f", model: {p.model}"
+    if p.trained_on:
+        line += f" (trained on {p.trained_on})"
     out = [line]
-    expl = [e for e in p.get("explanation") or [] if isinstance(e, dict)]
-    if expl:
-        def w(e: dict[str, Any], key: str) -> float:
-            v = e.get(key)
+    if p.explanation:
+        def w(v: Any) -> float:
             return float(v) if isinstance(v, int | float) else 0.0
 
-        largest = max(max(abs(w(e, "watts")), abs(w(e, "lime_watts"))) for e in expl)
+        largest = max(max(abs(w(e.watts)), abs(w(e.lime_watts))) for e in p.explanation)
         out += ["", "| feature | value | SHAP W | LIME W | |", "|---|---:|---:|---:|---|"]
-        for e in expl:
-            label = e.get("name") or e.get("feature") or "?"
-            sign = "+" if w(e, "watts") >= 0 else "−"
-            lime = _num(e.get("lime_watts")) if e.get("lime_watts") is not None else "–"
-            shap = _num(e.get("watts")) if e.get("watts") is not None else "–"
-            out.append(f"| {label} | {_num(e.get('value'))} | {shap} | {lime} | {sign}{_bar(w(e, 'watts'), largest)} |")
+        for e in p.explanation:
+            label = e.name or e.feature or "?"
+            sign = "+" if w(e.watts) >= 0 else "−"
+            lime = _num(e.lime_watts) if e.lime_watts is not None else "–"
+            shap = _num(e.watts) if e.watts is not None else "–"
+            out.append(f"| {label} | {_num(e.value)} | {shap} | {lime} | {sign}{_bar(w(e.watts), largest)} |")
         out.append("")
-    for a in p.get("assumptions") or []:
+    for a in p.assumptions:
         out.append(f"- power model assumed: {a}")
     return out
 
@@ -128,141 +135,129 @@ def power_section(k: dict[str, Any]) -> list[str]:
 ENERGY_TABLE_LINES = 8
 
 
-def energy_section(k: dict[str, Any]) -> list[str]:
-    e = fmt_energy_uj(energy_uj(k.get("energy")))
-    if not e:
+def energy_section(k: KernelReport) -> list[str]:
+    energy: EnergyEstimate | None = k.energy  # type: ignore[assignment]
+    e = fmt_energy_uj(energy_uj(energy))
+    if energy is None or not e:
         return [f"**Energy** {NA}{_notes_about(k, 'energy')}"]
-    iv = (k.get("energy") or {}).get("interval")
-    if isinstance(iv, list | tuple) and len(iv) == 2 and all(isinstance(x, int | float) for x in iv):
+    iv = energy.interval_uj
+    if _pair(iv):
         out = [f"**Energy ≈ {e}** (90% interval {fmt_energy_uj(iv[0])} – {fmt_energy_uj(iv[1])}; "
                "power × predicted time)"]
     else:
         out = [f"**Energy ≈ {e}**"]
-    return out + event_energy_table(k.get("energy") or {})
+    return out + event_energy_table(energy.event)
 
 
-def event_energy_table(energy: dict[str, Any]) -> list[str]:
+def event_energy_table(ev: EventEnergy | None) -> list[str]:
     """The per-event model's total and its split over source lines (largest first)."""
-    ev = energy.get("event_model")
-    if not isinstance(ev, dict) or not ev.get("lines"):
+    if ev is None or not ev.lines:
         return []
-    out = ["", f"Per-event model: {fmt_energy_uj(ev.get('uj'))} (dynamic {fmt_energy_uj(ev.get('dynamic_uj'))}, "
-               f"constant {fmt_energy_uj(ev.get('constant_uj'))}, idle {fmt_energy_uj(ev.get('idle_uj'))})",
+    out = ["", f"Per-event model: {fmt_energy_uj(ev.total_uj)} (dynamic {fmt_energy_uj(ev.dynamic_uj)}, "
+               f"constant {fmt_energy_uj(ev.constant_uj)}, idle {fmt_energy_uj(ev.idle_uj)})",
            "", "| line | share | events |", "|---:|---:|---|"]
-    for ln in ev["lines"][:ENERGY_TABLE_LINES]:
-        events = ", ".join(f"{name} {uj / ln['uj']:.0%}" for name, uj in list(ln.get("events", {}).items())[:3]
-                           if ln.get("uj"))
-        out.append(f"| {ln.get('line')} | {ln.get('share', 0):.0%} | {events} |")
+    placed = ev.line_dynamic_uj
+    for ln in sorted(ev.lines, key=lambda ln: -ln.uj)[:ENERGY_TABLE_LINES]:
+        top = sorted(ln.events.items(), key=lambda kv: -kv[1])[:3]
+        events = ", ".join(f"{name} {uj / ln.uj:.0%}" for name, uj in top if ln.uj)
+        share = ln.uj / placed if placed > 0 else 0.0
+        out.append(f"| {ln.line} | {share:.0%} | {events} |")
     return out
 
 
-def launch_section(k: dict[str, Any]) -> list[str]:
-    launch = k.get("launch")
-    if not launch:
+def launch_section(k: KernelReport) -> list[str]:
+    launch: Launch | None = k.launch  # type: ignore[assignment]
+    if launch is None:
         return [f"**Launch** unknown — {ANNOTATION_HINT}{_notes_about(k, 'launch')}"]
-    src = launch.get("source") or {}
-    detail = launch.get("detail") or {}
     head = f"**Launch** `{launch_text(launch)}`" + ("" if launch_known(launch) else f" (assumed — {ANNOTATION_HINT})")
     out = [head, ""]
-    rows = [("grid", fmt_dim(launch.get("grid"))), ("block", fmt_dim(launch.get("block"))),
-            ("dynamic_shared_bytes", _num(launch.get("dynamic_shared_bytes"))), ("loops", _num(launch.get("loops")))]
+    rows = [("grid", launch.grid, fmt_dim(launch.grid.value)), ("block", launch.block, fmt_dim(launch.block.value)),
+            ("dynamic_shared_bytes", launch.dynamic_shared_bytes, _num(launch.dynamic_shared_bytes.value)),
+            ("loops", launch.loops, _num(launch.loops.value))]
     out += ["| | value | from |", "|---|---|---|"]
-    for key, value in rows:
-        where = src.get(key, "?") if isinstance(src, dict) else "?"
-        if detail.get(key):
-            where = f"{where}: {detail[key]}"
+    for key, sourced, value in rows:
+        where = f"{sourced.source}: {sourced.detail}" if sourced.detail else sourced.source
         out.append(f"| {key} | {value} | {where} |")
-    params = launch.get("params") or {}
-    psrc = src.get("params", {}) if isinstance(src, dict) else {}
-    for name, value in params.items():
-        out.append(f"| param `{name}` | {_num(value)} | {psrc.get(name, '?')} |")
-    assumptions = launch.get("assumptions") or []
-    if assumptions:
-        out += ["", "Assumed: " + "; ".join(str(a) for a in assumptions)]
+    for name, p in launch.params.items():
+        out.append(f"| param `{name}` | {_num(p.value)} | {p.source} |")
+    if launch.assumptions:
+        out += ["", "Assumed: " + "; ".join(str(a) for a in launch.assumptions)]
     return out
 
 
-def resources_section(k: dict[str, Any]) -> list[str]:
-    regs = "unknown" if k.get("registers") is None else str(k["registers"])
-    smem = "unknown" if k.get("shared_bytes") is None else f"{k['shared_bytes']} B"
+def resources_section(k: KernelReport) -> list[str]:
+    regs = "unknown" if k.registers is None else str(k.registers)
+    smem = "unknown" if k.shared_bytes is None else f"{k.shared_bytes} B"
     line = f"Registers/thread: {regs} · static shared memory: {smem}"
-    if k.get("spill_stores") or k.get("spill_loads"):
-        line += f" · spills {k.get('spill_stores') or 0} B stored / {k.get('spill_loads') or 0} B loaded"
-    occ = k.get("occupancy")
-    if occ and isinstance(occ.get("occupancy"), int | float):
-        occ_line = (f"Occupancy: {occ['occupancy']:.0%} ({occ.get('active_warps_per_sm')} of "
-                    f"{occ.get('max_warps_per_sm')} warps/SM, limited by {occ.get('limiter')})")
+    if k.spill_stores or k.spill_loads:
+        line += f" · spills {k.spill_stores or 0} B stored / {k.spill_loads or 0} B loaded"
+    occ: Occupancy | None = k.occupancy  # type: ignore[assignment]
+    if occ is not None and isinstance(occ.occupancy, int | float):
+        occ_line = (f"Occupancy: {occ.occupancy:.0%} ({occ.active_warps_per_sm} of "
+                    f"{occ.max_warps_per_sm} warps/SM, limited by {occ.limiter})")
     else:
         occ_line = f"Occupancy: {NA}"
     return [line, occ_line]
 
 
-def kernel_markdown(k: dict[str, Any], gpu: str, arch: str | None, full: bool = False,
+def kernel_markdown(k: KernelReport, gpu: str, arch: str | None, full: bool = False,
                     compiler: str | None = None) -> str:
     """Hover (and, with `full`, the report) of one kernel; `compiler` names the nvcc that produced its PTX."""
-    title = f"### {k.get('name')} — on {gpu_label(gpu)}" + (f" ({arch})" if arch else "")
+    title = f"### {k.name} — on {gpu_label(gpu)}" + (f" ({arch})" if arch else "")
     parts = [title, ""]
     parts += time_section(k) + [""]
     parts += power_section(k) + [""]
     parts += energy_section(k) + [""]
     parts += launch_section(k) + [""]
     parts += resources_section(k)
-    findings = k.get("findings") or []
-    if findings:
+    if k.findings:
         parts += ["", "**Findings**"]
-        parts += [f"- line {f['line']}: `{f['code']}` {f['message']}" for f in findings]
+        parts += [f"- line {f.line}: `{f.code}` {f.message}" for f in k.findings]
     if full:
-        mix = k.get("instruction_mix") or {}
-        if mix:
-            parts += ["", f"Instructions: {k.get('instruction_count')} ("
-                      + ", ".join(f"{n} {t}" for t, n in mix.items()) + ")"]
-        for lp in k.get("loops") or []:
-            trips = f", trip count {lp['trip_count']} ({lp.get('trip_source')})" \
-                if lp.get("trip_count") is not None else ""
-            how = f": {lp['trip_detail']}" if lp.get("trip_detail") and lp.get("trip_source") == "ptx" else ""
-            parts.append(f"- loop at line {lp.get('header_line')} (depth {lp.get('depth')}{trips}){how}")
-        t = k.get("time") or {}
-        for a in t.get("assumptions") or []:
+        if k.instruction_mix:
+            parts += ["", f"Instructions: {k.instruction_count} ("
+                      + ", ".join(f"{n} {t}" for t, n in k.instruction_mix.items()) + ")"]
+        for lp in k.loops:
+            trips = f", trip count {lp.trip_count} ({lp.trip_source})" if lp.trip_count is not None else ""
+            how = f": {lp.trip_detail}" if lp.trip_detail and lp.trip_source == "ptx" else ""
+            parts.append(f"- loop at line {lp.header_line} (depth {lp.depth}{trips}){how}")
+        for a in getattr(k.time, "assumptions", None) or []:
             parts.append(f"- time model assumed: {a}")
-        parts.append(f"\nMangled name: `{k.get('mangled')}`")
-    notes = k.get("notes") or []
-    if notes:
-        parts += ["", *[f"_note: {n}_" for n in notes]]
+        parts.append(f"\nMangled name: `{k.mangled}`")
+    if k.notes:
+        parts += ["", *[f"_note: {n}_" for n in k.notes]]
     if compiler:
         parts += ["", f"_compiled by {compiler}" + (f" for {arch}_" if arch else "_")]
     return "\n".join(parts).rstrip() + "\n"
 
 
-def finding_markdown(f: dict[str, Any]) -> str:
+def finding_markdown(f: Finding) -> str:
     """A flagged line's hover: the finding, its numbers and what to do."""
-    out = [f"**{f['code']}** ({f['severity']}): {f['message']}"]
-    detail = f.get("detail") or {}
-    if detail:
+    out = [f"**{f.code}** ({f.severity}): {f.message}"]
+    if f.detail:
         out += ["", "| | |", "|---|---|"]
-        out += [f"| {key} | {_num(v)} |" for key, v in detail.items()
+        out += [f"| {key} | {_num(v)} |" for key, v in f.detail.items()
                 if key != "advice" and not isinstance(v, dict | list)]
-    fix = f.get("fix")
-    known = is_code(str(f.get("code")))
-    advice = (fix or {}).get("description") or (fix or {}).get("kind") or detail.get("advice") or \
-        (rule(str(f["code"])).remedy if known else None)
+    known = is_code(str(f.code))
+    fix_advice = (f.fix.description or str(f.fix.kind)) if f.fix is not None else None
+    advice = fix_advice or f.detail.get("advice") or (rule(str(f.code)).remedy if known else None)
     if advice:
         out += ["", f"**What to do:** {advice}"]
-    for r in f.get("related") or []:
-        out.append(f"- see line {r.get('line')}: {r.get('message')}")
+    for r in f.related:
+        out.append(f"- see line {r.line}: {r.message}")
     if known:
-        spec = rule(str(f["code"]))
+        spec = rule(str(f.code))
         ncu = f" · Nsight Compute: {spec.ncu_rule}" if spec.ncu_rule else ""
         out += ["", f"[{spec.title}]({spec.href}){ncu} · `kerncast rules {spec.code.value}`"]
     return "\n".join(out) + "\n"
 
 
-def file_markdown(report: dict[str, Any]) -> str:
+def file_markdown(report: FileReport) -> str:
     """Every kernel's full report, for a file without a kernel under the cursor."""
-    parts = [kernel_markdown(k, report.get("gpu", "?"), report.get("arch"), full=True,
-                             compiler=report.get("compiler"))
-             for k in report.get("kernels") or []]
+    parts = [kernel_markdown(k, report.gpu or "?", report.arch, full=True, compiler=report.compiler)
+             for k in report.kernels]
     return "\n---\n".join(parts) if parts else "No kernel in this file.\n"
 
 
-def watts_label(k: dict[str, Any]) -> str:
-    return fmt_watts((k.get("power") or {}).get("watts")) or "power not available"
+def watts_label(k: KernelReport) -> str:
+    return fmt_watts(getattr(k.power, "watts", None)) or "power not available"

@@ -4,37 +4,36 @@ Where a kernel's name and signature are comes from the library's source model (s
 
 from __future__ import annotations
 
-from typing import Any
-
+from kerncast.analysis.report import FileReport
 from kerncast.server.convert import kernel_anchor, kernel_summary, signature_end
 from lsprotocol import types as lsp
 
 SHOW_REPORT = "kerncast.showReport"
 
 
-def code_lenses(report: dict[str, Any], uri: str, lines: list[str]) -> list[lsp.CodeLens]:
+def code_lenses(report: FileReport, uri: str, lines: list[str]) -> list[lsp.CodeLens]:
     out = []
-    for k in report.get("kernels") or []:
+    for k in report.kernels:
         anchor = kernel_anchor(lines, k)
         if anchor is None:
             continue
         rng = lsp.Range(lsp.Position(anchor.line, anchor.start), lsp.Position(anchor.line, anchor.end))
-        title = kernel_summary(k, report.get("gpu") or "?")
+        title = kernel_summary(k, report.gpu or "?")
         out.append(lsp.CodeLens(range=rng, command=lsp.Command(title=title, command=SHOW_REPORT,
-                                                                arguments=[uri, k.get("name")])))
+                                                                arguments=[uri, k.name])))
     return out
 
 
-def inlay_hints(report: dict[str, Any], lines: list[str], rng: lsp.Range) -> list[lsp.InlayHint]:
+def inlay_hints(report: FileReport, lines: list[str], rng: lsp.Range) -> list[lsp.InlayHint]:
     out = []
-    for k in report.get("kernels") or []:
+    for k in report.kernels:
         anchor = kernel_anchor(lines, k)
         if anchor is None:
             continue
         pos = signature_end(lines, k, anchor)
         if not rng.start.line <= pos.line <= rng.end.line:
             continue
-        summary = kernel_summary(k, report.get("gpu") or "?")
+        summary = kernel_summary(k, report.gpu or "?")
         out.append(lsp.InlayHint(position=pos, label=summary, padding_left=True,
-                                 tooltip=f"Kerncast prediction for {k.get('name')}; hover the name for details"))
+                                 tooltip=f"Kerncast prediction for {k.name}; hover the name for details"))
     return out

@@ -29,7 +29,7 @@ from urllib.parse import unquote
 from kerncast.analysis.gpus import list_profiles, load_profile
 from kerncast.analysis.kernel_cache import KernelCache
 from kerncast.analysis.pipeline import analyze_file
-from kerncast.analysis.report import FileReport
+from kerncast.analysis.report import FileReport, KernelReport
 from kerncast.analysis.toolchain import shown
 from kerncast.server import actions, config, convert, hover, lenses
 from lsprotocol import types as lsp
@@ -59,8 +59,7 @@ class Result:
 
     version: int | None
     key: str
-    report: FileReport
-    data: dict[str, Any]  # report.to_json()
+    report: FileReport  # typed: JSON is made only for command results (the CLI makes its own)
     lines: list[str]
 
 
@@ -219,20 +218,21 @@ class KerncastServer(LanguageServer):
 
     async def run_analysis(self, uri: str, path: str, text: str, version: int | None, key: str,
                            settings: config.Settings) -> Result:
+        loop = asyncio.get_running_loop()
+        # the analysis starts before the progress report, which waits for the client's answer
+        job = loop.run_in_executor(self.executor, _analyse_blocking, path, text, settings, self.kernel_cache)
         token = await self.begin_progress(os.path.basename(path))
         try:
-            loop = asyncio.get_running_loop()
-            report, data = await loop.run_in_executor(self.executor, _analyse_blocking, path, text, settings,
-                                                      self.kernel_cache)
+            report = await job
         finally:
             self.end_progress(token)
-        return Result(version, key, report, data, text.splitlines())
+        return Result(version, key, report, text.splitlines())
 
     def cached(self, uri: str, version: int | None, key: str) -> Result | None:
         entries = self.cache.get(uri)
         result = entries.get(key) if entries else None
         if result is not None and result.version != version:
-            result = Result(version, key, result.report, result.data, result.lines)
+            result = Result(version, key, result.report, result.lines)
         return result
 
     def remember(self, uri: str, result: Result) -> None:
@@ -314,10 +314,9 @@ def release_memory() -> None:
 
 
 def _analyse_blocking(path: str, text: str, settings: config.Settings,
-                      cache: KernelCache | None = None) -> tuple[FileReport, dict[str, Any]]:
-    """The analysis and its JSON form, both off the event loop in one executor job."""
-    report = analyze_file(path, text=text, options=settings.options, cache=cache)
-    return report, report.to_json()
+                      cache: KernelCache | None = None) -> FileReport:
+    """The analysis, off the event loop in an executor job."""
+    return analyze_file(path, text=text, options=settings.options, cache=cache)
 
 
 async def _quietly(awaitable: Any) -> None:
@@ -408,11 +407,11 @@ def did_close(ls: KerncastServer, params: lsp.DidCloseTextDocumentParams) -> Non
     ls.executor.submit(release_memory)
 
 
-def _hovered_kernel(result: Result, pos: lsp.Position) -> dict[str, Any] | None:
+def _hovered_kernel(result: Result, pos: lsp.Position) -> KernelReport | None:
     """The kernel whose name or `<<<>>>` launch is under the cursor."""
-    data, lines = result.data, result.lines
-    by_name = {convert.base_name(k["name"]): k for k in data.get("kernels") or []}
-    for k in data.get("kernels") or []:
+    kernels, lines = result.report.kernels, result.lines
+    by_name = {convert.base_name(k.name): k for k in kernels}
+    for k in kernels:
         anchor = convert.kernel_anchor(lines, k)
         if anchor and anchor.line == pos.line and anchor.start <= pos.character <= anchor.end:
             return k
@@ -428,33 +427,34 @@ def _add_lime(result: Result, name: str) -> None:
     # lazy import: the power runtime, which the server's start-up need not wait for
     from kerncast.analysis.power.stage import complete_lime
 
-    for i, kr in enumerate(result.report.kernels):
-        if kr.name == name and complete_lime(kr.power):  # type: ignore[arg-type]
-            result.data["kernels"][i] = kr.to_json()
+    for kr in result.report.kernels:
+        if kr.name == name:
+            complete_lime(kr.power)  # type: ignore[arg-type]
 
 
-async def with_lime(ls: KerncastServer, result: Result, kernel: dict[str, Any]) -> dict[str, Any]:
-    """The kernel's data with LIME weights, computed off the event loop the first time they are asked for."""
-    expl = (kernel.get("power") or {}).get("explanation") or []
-    if not any(e.get("lime_watts") is None for e in expl):
+async def with_lime(ls: KerncastServer, result: Result, kernel: KernelReport) -> KernelReport:
+    """The kernel with LIME weights in its power explanation, computed off the event loop the first time they
+    are asked for (the report is completed in place)."""
+    expl = getattr(kernel.power, "explanation", None) or []
+    if not any(e.lime_watts is None for e in expl):
         return kernel
     try:
-        await asyncio.get_running_loop().run_in_executor(ls.executor, _add_lime, result, kernel["name"])
+        await asyncio.get_running_loop().run_in_executor(ls.executor, _add_lime, result, kernel.name)
     except Exception:  # noqa: BLE001 - without LIME the exact contributions still explain the prediction
         log.exception("LIME explanation failed")
-    return next((k for k in result.data["kernels"] if k.get("name") == kernel["name"]), kernel)
+    return kernel
 
 
-def _hover_markdown(result: Result, pos: lsp.Position, k: dict[str, Any] | None) -> str | None:
+def _hover_markdown(result: Result, pos: lsp.Position, k: KernelReport | None) -> str | None:
     """Markdown for the kernel `k` under the cursor, else for the findings on the cursor's line, else None."""
-    data, lines = result.data, result.lines
+    report, lines = result.report, result.lines
     if k is not None:
-        return hover.kernel_markdown(k, data.get("gpu") or "?", data.get("arch"), compiler=data.get("compiler"))
+        return hover.kernel_markdown(k, report.gpu or "?", report.arch, compiler=report.compiler)
     found = []
-    for f in convert.all_findings(result.report):
+    for f in convert.all_findings(report):
         rng = convert.finding_range(f, lines)
         if rng.start.line <= pos.line <= rng.end.line:
-            found.append(hover.finding_markdown(f.to_json()))
+            found.append(hover.finding_markdown(f))
     return "\n---\n".join(found) if found else None
 
 
@@ -482,7 +482,7 @@ def on_code_lens(ls: KerncastServer, params: lsp.CodeLensParams) -> list[lsp.Cod
     if result is None:
         return []
     try:
-        return lenses.code_lenses(result.data, params.text_document.uri, result.lines)
+        return lenses.code_lenses(result.report, params.text_document.uri, result.lines)
     except Exception:  # noqa: BLE001
         log.exception("code lens failed")
         return []
@@ -494,7 +494,7 @@ def on_inlay_hint(ls: KerncastServer, params: lsp.InlayHintParams) -> list[lsp.I
     if result is None:
         return []
     try:
-        return lenses.inlay_hints(result.data, result.lines, params.range)
+        return lenses.inlay_hints(result.report, result.lines, params.range)
     except Exception:  # noqa: BLE001
         log.exception("inlay hints failed")
         return []
@@ -518,11 +518,10 @@ def on_code_action(ls: KerncastServer, params: lsp.CodeActionParams) -> list[lsp
 # ------------------------------------------------------------------------------------------- commands
 
 
-def _kernel_at(result: Result, target: Any) -> dict[str, Any] | None:
-    kernels = result.data.get("kernels") or []
+def _kernel_at(result: Result, target: Any) -> KernelReport | None:
+    kernels = result.report.kernels
     if isinstance(target, str):
-        return next((k for k in kernels if target in (k.get("name"), k.get("mangled"), convert.base_name(k["name"]))),
-                    None)
+        return next((k for k in kernels if target in (k.name, k.mangled, convert.base_name(k.name))), None)
     if isinstance(target, dict) and isinstance(target.get("line"), int):
         line = target["line"]
         anchors = [(convert.kernel_anchor(result.lines, k), k) for k in kernels]
@@ -547,14 +546,14 @@ async def show_report(ls: KerncastServer, *args: Any) -> dict[str, Any] | None:
             return None
         text = open(path, encoding="utf-8", errors="replace").read()  # noqa: SIM115
         result = await ls.run_analysis(uri, path, text, None, "", ls.settings)
-    data = result.data
+    report = result.report
     k = _kernel_at(result, target)
     if k is None:
-        return {"markdown": hover.file_markdown(data)}
+        return {"markdown": hover.file_markdown(report)}
     k = await with_lime(ls, result, k)
-    return {"markdown": hover.kernel_markdown(k, data.get("gpu") or "?", data.get("arch"), full=True,
-                                              compiler=data.get("compiler")),
-            "kernel": k.get("name")}
+    return {"markdown": hover.kernel_markdown(k, report.gpu or "?", report.arch, full=True,
+                                              compiler=report.compiler),
+            "kernel": k.name}
 
 
 @server.command(LIST_GPUS)

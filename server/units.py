@@ -34,11 +34,11 @@ def fmt_energy_uj(uj: Any) -> str | None:
 
 
 def time_range(t: Any) -> tuple[str, str] | None:
-    """A report time's range (`range_us` of its JSON) as two formatted times, or None when it has none.
+    """A report time's range (`range_us` of a `TimeEstimate`, or of its JSON form) as two formatted times, or
+    None when it has none.
 
-    The JSON comes from the library, but a front end reads it defensively: a missing or malformed range is
-    shown as no range, never as an error."""
-    rng = t.get("range_us") if isinstance(t, dict) else None
+    A front end reads it defensively: a missing or malformed range is shown as no range, never as an error."""
+    rng = t.get("range_us") if isinstance(t, dict) else getattr(t, "range_us", None)
     if not (isinstance(rng, list | tuple) and len(rng) == 2 and all(isinstance(x, int | float) for x in rng)):
         return None
     lo, hi = fmt_time(rng[0]), fmt_time(rng[1])

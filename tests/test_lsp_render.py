@@ -1,32 +1,37 @@
-"""The server's conversions on their own: lens titles, hover markdown and code-action edits from report data.
+"""The server's conversions on their own: lens titles, hover markdown and code-action edits from typed reports.
 
-These read the JSON forms of KernelReport parts (time, power, energy, launch, occupancy), including parts that
-are missing, which must read "not available" rather than fail.
+These read the typed KernelReport and the model results it holds (time, power, energy, launch, occupancy),
+including parts that are missing, which must read "not available" rather than fail.
 """
 
 from __future__ import annotations
 
-from kerncast.analysis.report import Finding, Fix, TextEdit
+from dataclasses import replace
+
+from kerncast.analysis.launch import Launch, Sourced
+from kerncast.analysis.occupancy import Occupancy
+from kerncast.analysis.power.energy import EnergyEstimate
+from kerncast.analysis.power.events import EnergyConstants, EventEnergy, LineEnergy
+from kerncast.analysis.power.model import Contribution, PowerPrediction
+from kerncast.analysis.report import Finding, Fix, KernelReport, TextEdit
+from kerncast.analysis.timing.estimate import TimeEstimate
 from kerncast.server import actions, convert, hover
 from lsprotocol import types as lsp
 
-FULL = {
-    "name": "saxpy", "mangled": "_Z5saxpyifPKfPf", "line": 3, "registers": 16, "shared_bytes": 0,
-    "time": {"us": 12.3, "cycles": 16000.0, "model": "thesis-scheduler", "breakdown": {"schedule_us": 9.0,
-             "launch_overhead_us": 3.3}, "waves": 2, "bottleneck": "memory", "mwp_cwp_us": 14.0,
-             "mwp_cwp_class": "memory-bound", "roofline_us": [10.0, 13.5], "assumptions": []},
-    "power": {"watts": 87.4, "interval": [70.0, 101.0], "model": "xgboost-thesis@v100",
-              "explanation": [{"feature": "f_glob", "name": "global memory share", "value": 0.4, "watts": 12.5,
-                               "lime_watts": 10.0},
-                              {"feature": "f_sp", "name": "SP share", "value": 0.3, "watts": -4.0,
-                               "lime_watts": -3.0}]},
-    "energy": {"uj": 1100.0, "interval": [880.0, 1250.0]},
-    "launch": {"grid": [1024, 1, 1], "block": [256, 1, 1], "dynamic_shared_bytes": 0, "loops": 10,
-               "source": {"grid": "launch-site", "block": "launch-site", "dynamic_shared_bytes": "launch-site",
-                          "loops": "default", "params": {}}, "detail": {}, "params": {}, "assumptions": []},
-    "occupancy": {"occupancy": 1.0, "active_warps_per_sm": 64, "max_warps_per_sm": 64, "limiter": "warps"},
-    "findings": [], "notes": [],
-}
+TIME = TimeEstimate(us=12.3, cycles=16000.0, model="thesis-scheduler",
+                    breakdown={"schedule_us": 9.0, "launch_overhead_us": 3.3}, waves=2, occupancy=None,
+                    bottleneck="memory", mwp_cwp_us=14.0, mwp_cwp_class="memory-bound", roofline_us=(10.0, 13.5))
+LAUNCH = Launch(kernel="saxpy", grid=Sourced((1024, 1, 1), "launch-site"), block=Sourced((256, 1, 1), "launch-site"),
+                dynamic_shared_bytes=Sourced(0, "launch-site"), params={}, loops=Sourced(10, "default"))
+FULL = KernelReport(
+    "saxpy", "_Z5saxpyifPKfPf", 3, registers=16, shared_bytes=0, time=TIME,
+    power=PowerPrediction(watts=87.4, interval=(70.0, 101.0), model="xgboost-thesis@v100", trained_on="",
+                          explanation=[Contribution("f_glob", "global memory share", 0.4, 12.5, 10.0),
+                                       Contribution("f_sp", "SP share", 0.3, -4.0, -3.0)]),
+    energy=EnergyEstimate(uj=1100.0, interval_uj=(880.0, 1250.0)), launch=LAUNCH,
+    occupancy=Occupancy(active_blocks_per_sm=8, active_warps_per_sm=64, max_warps_per_sm=64, occupancy=1.0,
+                        limiter="warps", limits={}),
+)
 
 
 def test_lens_title_with_every_number() -> None:
@@ -34,11 +39,12 @@ def test_lens_title_with_every_number() -> None:
 
 
 def test_lens_title_says_what_is_unknown() -> None:
-    bare = {"name": "k", "mangled": "k", "line": 1}
+    bare = KernelReport("k", "k", 1)
     assert convert.kernel_summary(bare, "v100") == (
         "time not available · power not available · energy not available on V100 SXM2 @ launch unknown — "
         "add // kerncast: grid=… block=…")
-    assumed = dict(FULL, launch=dict(FULL["launch"], source={"grid": "default", "block": "default"}))
+    assumed = replace(FULL, launch=replace(LAUNCH, grid=Sourced((1024, 1, 1), "default"),
+                                           block=Sourced((256, 1, 1), "default")))
     assert "@ assumed <<<1024, 256>>> — add // kerncast:" in convert.kernel_summary(assumed, "v100")
 
 
@@ -55,18 +61,18 @@ def test_hover_markdown_with_power_table() -> None:
 
 
 def test_hover_lists_the_per_event_energy_of_every_line() -> None:
-    event = {"uj": 1300.0, "dynamic_uj": 400.0, "constant_uj": 300.0, "idle_uj": 600.0,
-             "lines": [{"line": 12, "uj": 300.0, "share": 0.75, "events": {"global stores": 240.0,
-                                                                           "integer arithmetic": 60.0}},
-                       {"line": 10, "uj": 100.0, "share": 0.25, "events": {"global loads": 100.0}}]}
-    text = hover.kernel_markdown(dict(FULL, energy=dict(FULL["energy"], event_model=event)), "v100", "sm_75")
+    event = EventEnergy(dynamic_uj=400.0, constant_uj=300.0, idle_uj=600.0, by_event={}, by_component={},
+                        lines=[LineEnergy(10, 100.0, {"global loads": 100.0}),
+                               LineEnergy(12, 300.0, {"integer arithmetic": 60.0, "global stores": 240.0})],
+                        constants=EnergyConstants("Volta", {}, 0.0, "test", False))
+    text = hover.kernel_markdown(replace(FULL, energy=replace(FULL.energy, event=event)), "v100", "sm_75")
     assert "Per-event model: 1.3 mJ (dynamic 400 µJ, constant 300 µJ, idle 600 µJ)" in text
     assert "| 12 | 75% | global stores 80%, integer arithmetic 20% |" in text
     assert "| 10 | 25% | global loads 100% |" in text
 
 
 def test_hover_markdown_with_nothing_predicted() -> None:
-    bare = {"name": "k", "mangled": "k", "line": 1, "notes": ["no power prediction: model missing"]}
+    bare = KernelReport("k", "k", 1, notes=["no power prediction: model missing"])
     text = hover.kernel_markdown(bare, "v100", None)
     assert "**Time** _not available_" in text
     assert "**Power** _not available_ (no power prediction: model missing)" in text
@@ -84,7 +90,7 @@ def test_library_edits_convert_to_zero_based_lsp_edits() -> None:
 
 def test_actions_are_versioned_only_for_clients_that_take_it() -> None:
     text = "__global__ void k()\n{\n    __shared__ float tile[32][32];\n    x = tile[threadIdx.x][0];\n}\n"
-    from kerncast.analysis.report import FileReport, KernelReport
+    from kerncast.analysis.report import FileReport
 
     f = Finding("shared-bank-conflict", "warning", 4, 5, 4, 20, "m",
                 fix=Fix("pad-shared-array", "pad 'tile'", {"array": "tile", "line": 3},
@@ -103,16 +109,16 @@ def test_finding_hover_links_its_rule() -> None:
     from kerncast.analysis.rules import rule
 
     f = Finding("divergent-branch", "warning", 3, 5, 3, 20, "divergent branch: condition depends on threadIdx.x")
-    text = hover.finding_markdown(f.to_json())
+    text = hover.finding_markdown(f)
     spec = rule("divergent-branch")
     assert f"[{spec.title}]({spec.href})" in text and "ThreadDivergence" in text
     assert f"**What to do:** {spec.remedy}" in text  # no fix and no advice: the rule says what to do
 
 
 def test_lens_and_hover_show_the_time_range() -> None:
-    timed = dict(FULL, time=dict(FULL["time"], model="kerncast", range_us=[9.0, 16.0],
-                                 range_basis="best case all latency hidden; worst case no overlap",
-                                 models={"kerncast": 12.3, "thesis": 40.0, "mwp-cwp": 14.0}))
+    timed = replace(FULL, time=replace(TIME, model="kerncast", range_us=(9.0, 16.0),
+                                       range_basis="best case all latency hidden; worst case no overlap",
+                                       models={"kerncast": 12.3, "thesis": 40.0, "mwp-cwp": 14.0}))
     assert convert.kernel_summary(timed, "v100").startswith("≈ 12.3 µs (9 µs–16 µs) · 87 W")
     text = hover.kernel_markdown(timed, "v100", "sm_75")
     assert "Range 9 µs – 16 µs: best case all latency hidden; worst case no overlap" in text

@@ -28,7 +28,7 @@ def test_report_names_the_compiler(nvcc_available):
     where = {"cuda-pathfinder": "pip wheels", "CUDA_HOME": "CUDA toolkit"}.get(nvcc_available.origin,
                                                                                nvcc_available.origin)
     assert report.ok and report.compiler == f"nvcc {nvcc_available.version} ({where}: {nvcc_available.nvcc})"
-    text = hover.kernel_markdown(report.kernels[0].to_json(), report.gpu, report.arch, compiler=report.compiler)
+    text = hover.kernel_markdown(report.kernels[0], report.gpu, report.arch, compiler=report.compiler)
     assert f"_compiled by {report.compiler} for sm_80_" in text
 
 
