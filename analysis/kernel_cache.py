@@ -24,6 +24,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from kerncast.analysis.ptx.reuse import FunctionReuse
+
 #: kernels kept; a report is a few tens of KB, so this bounds the cache to a few tens of MB
 DEFAULT_MAX_KERNELS = 512
 
@@ -47,6 +49,8 @@ class KernelCache:
     _entries: OrderedDict[str, Any] = field(default_factory=OrderedDict)
     #: ptxas's numbers per kernel, by the key of the text ptxas reads (see the module docstring)
     _resources: OrderedDict[str, Any] = field(default_factory=OrderedDict)
+    #: parsed PTX functions, so that a save parses only the functions whose text changed (ptx/reuse.py)
+    functions: FunctionReuse = field(default_factory=FunctionReuse)
     #: the server analyses two documents at a time in threads that share this cache
     _lock: threading.Lock = field(default_factory=threading.Lock)
 

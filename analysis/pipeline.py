@@ -261,7 +261,7 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
     else:
         resources, scanned = start_ptxas_cached(ptx, options, cache)
     try:
-        module = parse_ptx(ptx, report.file)
+        module = parse_ptx(ptx, report.file, reuse=cache.functions if cache is not None else None)
     except PtxSyntaxError as exc:
         line = exc.line if cuda_source is None else 1
         report.findings.append(Finding(Code.PTX_SYNTAX_ERROR, "error", line, exc.column, line, exc.column + 1,

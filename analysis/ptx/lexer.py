@@ -30,7 +30,7 @@ _TOKEN_RE = re.compile(
 
 
 class Token:
-    """A token: kind in {float, int, dir, ident, punct, string, eof}, its text, position and gluing.
+    """A token: kind in {float, int, dir, ident, punct, string, reused, eof}, its text, position and gluing.
 
     A plain slotted class rather than a frozen dataclass: tokens are made by the hundred thousand and a frozen
     dataclass's `__init__` costs several times more.
@@ -59,17 +59,25 @@ def _blank_block_comments(text: str) -> str:
     return _BLOCK_COMMENT_RE.sub(lambda m: "".join(c if c == "\n" else " " for c in m.group()), text)
 
 
-def tokenize(text: str) -> list[Token]:
+def tokenize(text: str, skip: dict[int, tuple[int, str]] | None = None) -> list[Token]:
     """Split PTX text into tokens; raise `PtxSyntaxError` at the first character that starts no token.
 
     Works line by line (PTX tokens never span lines once block comments are blanked), which keeps line and
-    column bookkeeping out of the per-token loop.
+    column bookkeeping out of the per-token loop. `skip` maps a first line to (last line, key) of text that
+    is not lexed: one `reused` token carrying the key stands for it (a function parsed before, see reuse.py).
     """
     tokens: list[Token] = []
     append = tokens.append
     match = _TOKEN_RE.match
     lines = _blank_block_comments(text).split("\n")
+    skip_to = 0
     for line_no, line in enumerate(lines, start=1):
+        if line_no <= skip_to:
+            continue
+        if skip and line_no in skip:
+            skip_to, key = skip[line_no]
+            append(Token("reused", key, line_no, 1, False))
+            continue
         pos = 0
         n = len(line)
         glued = False

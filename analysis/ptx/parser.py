@@ -33,6 +33,7 @@ from kerncast.analysis.ptx.model import (
     VarDecl,
     Vec,
 )
+from kerncast.analysis.ptx.reuse import FunctionReuse, Span, function_spans
 
 _STATE_SPACES = frozenset({".reg", ".shared", ".local", ".const", ".global", ".param", ".tex", ".sreg"})
 _LINKAGE = frozenset({".visible", ".extern", ".weak", ".common"})
@@ -53,9 +54,21 @@ _MAX_DIM = 1 << 40
 
 
 class _Parser:
-    def __init__(self, text: str) -> None:
-        self.toks: list[Token] = tokenize(text)
+    def __init__(self, text: str, reuse: FunctionReuse | None = None, path: str | None = None) -> None:
         self.lines = text.split("\n")
+        self.reuse = reuse
+        #: module-scope functions found by the scan, by first line (only with `reuse`)
+        self.spans: dict[int, Span] = function_spans(text, self.lines, path) if reuse is not None else {}
+        #: the earlier functions that stand in for the text the lexer skipped, and the functions parsed now
+        self.kept: dict[str, Function] = {}
+        self.fresh: list[tuple[str, Function]] = []
+        if reuse is not None:
+            for span in self.spans.values():
+                fn = reuse.get(span.key)
+                if fn is not None:
+                    self.kept[span.key] = fn
+        skip = {s.first: (s.last, s.key) for s in self.spans.values() if s.key in self.kept}
+        self.toks: list[Token] = tokenize(text, skip)
         self.i = 0
         self.tok: Token = self.toks[0]
         self.files: dict[int, str] = {}
@@ -146,6 +159,10 @@ class _Parser:
         functions: list[Function] = []
         while self.tok.kind != "eof":
             t = self.tok
+            if t.kind == "reused":
+                functions.append(self.kept[t.text])
+                self.advance()
+                continue
             if t.kind != "dir":
                 if t.text == ";":
                     self.advance()
@@ -188,6 +205,7 @@ class _Parser:
                     fn = self.recovering_function(linkage, t.line)
                     if fn is not None:
                         functions.append(fn)
+                        self.note_fresh(fn, t)
                 elif self.tok.text in _STATE_SPACES:
                     globals_.extend(self.declaration(linkage == "extern", module_scope=True))
                 else:
@@ -195,6 +213,14 @@ class _Parser:
                     self.advance()
                     self.skip_statement()
         return Module(version, target, address_size, dict(self.files), globals_, functions)
+
+    def note_fresh(self, fn: Function, first: Token) -> None:
+        """Remember a function parsed now for reuse when it began and ended exactly where the scan says."""
+        span = self.spans.get(first.line)
+        if span is None or self.toks[self.i - 1].line != span.last or \
+                (self.tok.kind != "eof" and self.tok.line <= span.last):
+            return
+        self.fresh.append((span.key, fn))
 
     def name_list(self) -> tuple[str, ...]:
         names = [self.expect_kind("ident", "a name").text]
@@ -585,24 +611,31 @@ def _unquote(text: str) -> str:
     return text[1:-1].encode("utf-8").decode("unicode_escape", errors="replace") if len(text) >= 2 else text
 
 
-def _resolve_locs(module: Module) -> None:
-    """Replace the `.file` index stored in each SourceLoc by the file name (files may come after code)."""
+def _resolve_locs(module: Module, done: list[Function]) -> None:
+    """Replace the `.file` index stored in each SourceLoc by the file name (files may come after code); the
+    functions in `done` (reused from an earlier parse) have theirs already."""
+    skip = {id(fn) for fn in done}
     for fn in module.functions:
+        if id(fn) in skip:
+            continue
         for ins in fn.body:
             if ins.loc is not None:
                 idx = int(ins.loc.file)
                 ins.loc = SourceLoc(module.files.get(idx, str(idx)), ins.loc.line, ins.loc.column)
 
 
-def parse_ptx(text: str, path: str | None = None) -> Module:
-    """Parse PTX text into a `Module`; raise `PtxSyntaxError` (and nothing else) on malformed input."""
+def parse_ptx(text: str, path: str | None = None, reuse: FunctionReuse | None = None) -> Module:
+    """Parse PTX text into a `Module`; raise `PtxSyntaxError` (and nothing else) on malformed input.
+
+    With `reuse` (a long-lived caller's), functions parsed before with the same text and position are taken
+    from it and the functions parsed now are added to it (see reuse.py)."""
     if "\x00" in text:
         pos = text.index("\x00")
         line = text.count("\n", 0, pos) + 1
         raise PtxSyntaxError("binary data (NUL byte) in PTX text", line, pos - text.rfind("\n", 0, pos))
     parser: _Parser | None = None
     try:
-        parser = _Parser(text)
+        parser = _Parser(text, reuse, path)
         if len(parser.toks) > _MAX_TOKENS:
             raise PtxSyntaxError("PTX text too large to analyse", 1, 1)
         module = parser.module()
@@ -617,8 +650,13 @@ def parse_ptx(text: str, path: str | None = None) -> Module:
         tok = parser.tok if parser is not None and parser.toks else None
         line, col = (tok.line, tok.column) if tok else (1, 1)
         raise PtxSyntaxError(f"malformed PTX ({type(exc).__name__}: {exc})", line, col) from None
-    _resolve_locs(module)
+    _resolve_locs(module, list(parser.kept.values()))
     module.source_path = path
+    if reuse is not None:
+        for key, fn in parser.fresh:
+            reuse.put(key, fn)
+        reuse.reused += len(parser.kept)
+        reuse.parsed += len(parser.fresh)
     return module
 
 

@@ -1,0 +1,87 @@
+"""Functions parsed before, so that parsing an edited file parses only the functions whose text changed.
+
+A save in the editor changes one kernel at a time. Before lexing, a scan of the text finds every module-scope
+function (`.entry`/`.func` at the start of a line, up to its closing brace); a function whose exact text,
+first line, file and `.file` table were parsed before is neither lexed nor parsed again: the lexer leaves a
+placeholder token for it and the parser puts the earlier `Function` in its place. Its instructions' lines are
+the same because its position is part of the key. Only functions whose parse ended exactly at the end of the
+scanned text are kept, so a scan that reads a function differently from the parser is never trusted.
+
+The kept objects are shared by the analyses that reuse them; the pipeline treats a parsed function as
+read-only apart from setting the same demangled name and, for `.ptx` input, the same PTX positions again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from kerncast.analysis.ptx.model import Function
+
+#: functions kept (a few tens of KB each)
+DEFAULT_MAX_FUNCTIONS = 256
+
+_START_RE = re.compile(r"^[ \t]*(?:\.(?:visible|weak|extern)[ \t]+)*\.(?:entry|func)\b", re.MULTILINE)
+_FILE_RE = re.compile(r"^[ \t]*\.file\b[^\n]*", re.MULTILINE)
+
+
+@dataclass
+class FunctionReuse:
+    """A bounded LRU of parsed functions by their key (see the module docstring); thread-safe."""
+
+    max_functions: int = DEFAULT_MAX_FUNCTIONS
+    reused: int = 0
+    parsed: int = 0
+    _entries: OrderedDict[str, Function] = field(default_factory=OrderedDict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def get(self, key: str) -> Function | None:
+        with self._lock:
+            fn = self._entries.get(key)
+            if fn is not None:
+                self._entries.move_to_end(key)
+            return fn
+
+    def put(self, key: str, fn: Function) -> None:
+        with self._lock:
+            self._entries[key] = fn
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.max_functions:
+                self._entries.popitem(last=False)
+
+
+@dataclass(frozen=True)
+class Span:
+    """A module-scope function's text: 1-based first and last line, and its key."""
+
+    first: int
+    last: int
+    key: str
+
+
+def function_spans(text: str, lines: list[str], path: str | None) -> dict[int, Span]:
+    """Every module-scope function's span by its first line, keyed by path, `.file` table, position and text."""
+    files = hashlib.sha256("\n".join(m.group() for m in _FILE_RE.finditer(text)).encode()).hexdigest()
+    out: dict[int, Span] = {}
+    for m in _START_RE.finditer(text):
+        first = text.count("\n", 0, m.start()) + 1
+        last = _span_end(lines, first)
+        body = "\n".join(lines[first - 1:last])
+        key = hashlib.sha256(f"{path}\0{files}\0{first}\0{body}".encode("utf-8", "surrogatepass")).hexdigest()
+        out[first] = Span(first, last, key)
+    return out
+
+
+def _span_end(lines: list[str], first: int) -> int:
+    """The last line of the function starting at `first`: its closing brace, or the `;` of a prototype."""
+    depth, seen = 0, False
+    for i in range(first - 1, len(lines)):
+        code = lines[i].split("//", 1)[0]
+        depth += code.count("{") - code.count("}")
+        seen = seen or "{" in code
+        if (seen and depth <= 0) or (not seen and code.rstrip().endswith(";")):
+            return i + 1
+    return len(lines)
