@@ -3,11 +3,15 @@
 -- round makes an edit, writes the buffer and waits for the diagnostics of that buffer version:
 --   "all"  inserts a comment line at the top: every kernel's lines move, so every kernel is analysed again;
 --   "one"  toggles a constant inside the first kernel: only that kernel's PTX changes.
+-- After each save the bare `nvcc -ptx` of the same file ($KERNCAST_NVIM_NVCC, arch $KERNCAST_NVIM_ARCH) is timed
+-- too, so that every save has its own baseline taken under the same load of the machine.
 -- Writes the latencies (seconds) as JSON to $KERNCAST_NVIM_OUT.
 local out_path = assert(os.getenv("KERNCAST_NVIM_OUT"))
 local file = assert(os.getenv("KERNCAST_NVIM_FILE"))
 local rounds = tonumber(os.getenv("KERNCAST_NVIM_ROUNDS") or "5")
-local result = { all = {}, one = {} }
+local nvcc = os.getenv("KERNCAST_NVIM_NVCC")
+local arch = os.getenv("KERNCAST_NVIM_ARCH") or "sm_75"
+local result = { all = {}, one = {}, base_all = {}, base_one = {} }
 local published = {}
 
 local default = vim.lsp.handlers["textDocument/publishDiagnostics"]
@@ -24,6 +28,19 @@ local function save_and_wait(buf)
   vim.cmd("silent write")
   assert(vim.wait(300000, function() return published[version] ~= nil end, 5), "no diagnostics for a save")
   return (published[version] - start) / 1e9
+end
+
+local function bare_nvcc()
+  if not nvcc then
+    return nil
+  end
+  local out = vim.fn.tempname() .. ".ptx"
+  local start = vim.loop.hrtime()
+  vim.fn.system({ nvcc, "-ptx", "-arch=" .. arch, file, "-o", out })
+  local took = (vim.loop.hrtime() - start) / 1e9
+  os.remove(out)
+  assert(vim.v.shell_error == 0, "the bare nvcc failed")
+  return took
 end
 
 local function run()
@@ -45,11 +62,13 @@ local function run()
     vim.api.nvim_buf_set_lines(buf, 0, 0, false, { "// edit " .. r })
     target = target + 1
     table.insert(result.all, save_and_wait(buf))
+    table.insert(result.base_all, bare_nvcc())
     local line = vim.api.nvim_buf_get_lines(buf, target - 1, target, false)[1]
     local toggled = line:find("a * x[i];", 1, true) and line:gsub("a %* x%[i%];", "a * x[i] + 1.0f;")
       or line:gsub("a %* x%[i%] %+ 1%.0f;", "a * x[i];")
     vim.api.nvim_buf_set_lines(buf, target - 1, target, false, { toggled })
     table.insert(result.one, save_and_wait(buf))
+    table.insert(result.base_one, bare_nvcc())
   end
 end
 
