@@ -44,8 +44,8 @@ CHUNK_CELLS = 1_500_000
 TABLE_MAX_FEATURES = 12
 #: slots evaluated at once by the tables (one row of the shipped models: its arrays stay in the CPU cache)
 TABLE_ROW_CELLS = 100_000
-#: (subset, degree, leaf) cells of the polynomials built at once while the tables are made (a few MB)
-TABLE_BUILD_CELLS = 400_000
+#: (subset, leaf) cells of the tables built at once (a few MB)
+TABLE_BUILD_CELLS = 200_000
 
 
 class UnsupportedModel(ValueError):
@@ -138,15 +138,14 @@ class _SubsetTables:
         d, feature, zero, lo, hi = d[order], feature[order], zero[order], lo[order], hi[order]
         nan_ok, value = nan_ok[order], value[order]
         runs = tuple(int(np.count_nonzero(d > s)) for s in range(int(d.max())))
-        slot = [(np.arange(r), s) for s, r in enumerate(runs)]
-        pick = lambda a: np.concatenate([a[r, s] for r, s in slot])  # noqa: E731 - slot-major view of a column
+        pick = lambda a: np.concatenate([a[:r, s] for s, r in enumerate(runs)])  # noqa: E731 - slot-major
         size = np.left_shift(1, d)
         start = np.concatenate([[0], np.cumsum(size)[:-1]])
         tables = np.empty(int(size.sum()))
-        for n in np.unique(d):
-            sel = np.flatnonzero(d == n)
-            t = _subset_table(np.ascontiguousarray(zero[sel, :n].T), _shapley_weights(int(n)), value[sel])
-            tables[(start[sel][:, None] + np.arange(1 << int(n))).ravel()] = t.T.ravel()
+        for n in np.unique(d):  # the leaves of one path length are contiguous, and so are their tables
+            first, count = int(np.argmax(d == n)), int(np.count_nonzero(d == n))
+            t = _subset_table(np.ascontiguousarray(zero[first:first + count, :n].T), value[first:first + count])
+            tables[start[first]:start[first] + count * (1 << int(n))] = t.T.ravel()
         hi_in = np.where(np.isposinf(hi), np.float32(np.inf), np.nextafter(hi, np.float32(-np.inf)))
         hi_in = np.where(np.isneginf(hi), np.float32(np.nan), hi_in)  # x < -inf holds for no x
         bit = np.concatenate([np.full(r, 1 << s, np.int64) for s, r in enumerate(runs)])
@@ -191,32 +190,33 @@ def _shapley_weights(d: int) -> np.ndarray:
     return np.array([factorial(k) * factorial(d - 1 - k) / factorial(d) for k in range(d)])
 
 
-def _subset_table(zero: np.ndarray, weights: np.ndarray, value: np.ndarray) -> np.ndarray:
+def _subset_table(zero: np.ndarray, value: np.ndarray) -> np.ndarray:
     """(2^d, L) T(A) = v * F(A) * prod_{j not in A} z_j for every subset mask A of d path features of L leaves.
 
-    The polynomial of a mask is its parent's (the mask without its lowest bit j) times (z_j + t): one
-    vectorised step per bit, from the highest, whose parents are all done by then. Leaves go in chunks that
-    keep the (2^d, d + 1, leaves) polynomials to a few MB."""
+    The Shapley weights are Beta integrals, w(k, d) = int_0^1 t^k (1 - t)^(d-1-k) dt, so with a = |A|
+
+        F(A) = int_0^1 (1 - t)^(d-1-a) * prod_{j in A} (z_j (1 - t) + t) dt,
+
+    a polynomial of degree d - 1 in t that Gauss-Legendre quadrature with d // 2 + 1 nodes integrates exactly.
+    At each node T is then a product over the d features (z_j (1 - t) + t for j in A, z_j (1 - t) outside,
+    over (1 - t)), so the whole table is a sum of a few outer products, built one feature at a time. Leaves go
+    in chunks that keep a table of 2^d rows to a few MB."""
     d, L = zero.shape
     M = 1 << d
+    nodes, weights = np.polynomial.legendre.leggauss(d // 2 + 1)
+    t, g = (nodes + 1.0) / 2.0, weights / 2.0
     out = np.empty((M, L))
-    chunk = max(1, TABLE_BUILD_CELLS // (M * (d + 1)))
+    chunk = max(1, TABLE_BUILD_CELLS // M)
     for a in range(0, L, chunk):
         z = zero[:, a:a + chunk]
-        n = z.shape[1]
-        poly = np.zeros((M, d + 1, n))
-        poly[0, 0] = 1.0
-        inside = np.ones((M, n))  # prod_{j in A} z_j
-        for j in reversed(range(d)):
-            # mask = high * 2^(j+1) + b * 2^j + low: the kids are b = 1, low = 0; their parents b = 0, low = 0
-            p = poly.reshape(M >> (j + 1), 2, 1 << j, d + 1, n)
-            prev, kid = p[:, 0, 0], p[:, 1, 0]
-            kid[:, 0] = prev[:, 0] * z[j]
-            kid[:, 1:] = prev[:, 1:] * z[j] + prev[:, :-1]
-            q = inside.reshape(M >> (j + 1), 2, 1 << j, n)
-            q[:, 1, 0] = q[:, 0, 0] * z[j]
-        subset_sum = np.einsum("mkl,k->ml", poly[:, :d], weights)
-        out[:, a:a + chunk] = value[a:a + chunk] * subset_sum * inside[::-1]  # (M - 1) ^ m = M - 1 - m
+        total = np.zeros((M, z.shape[1]))
+        for tq, gq in zip(t, g, strict=True):
+            outside = z * (1.0 - tq)
+            prod = np.full((1, z.shape[1]), gq / (1.0 - tq))
+            for j in reversed(range(d)):  # the lowest bit last: row index = sum of b_j 2^j
+                prod = np.stack([prod * outside[j], prod * (outside[j] + tq)], axis=1).reshape(-1, z.shape[1])
+            total += prod
+        out[:, a:a + chunk] = value[a:a + chunk] * total
     return out
 
 
