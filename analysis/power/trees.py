@@ -205,19 +205,22 @@ def _subset_table(zero: np.ndarray, value: np.ndarray) -> np.ndarray:
     M = 1 << d
     nodes, weights = np.polynomial.legendre.leggauss(d // 2 + 1)
     t, g = (nodes + 1.0) / 2.0, weights / 2.0
-    out = np.empty((M, L))
+    out = np.zeros((M, L))
     chunk = max(1, TABLE_BUILD_CELLS // M)
+    prod = np.empty((M, min(chunk, L)))
     for a in range(0, L, chunk):
         z = zero[:, a:a + chunk]
-        total = np.zeros((M, z.shape[1]))
+        p = prod[:, :z.shape[1]]
         for tq, gq in zip(t, g, strict=True):
             outside = z * (1.0 - tq)
-            prod = np.full((1, z.shape[1]), gq / (1.0 - tq))
-            for j in reversed(range(d)):  # the lowest bit last: row index = sum of b_j 2^j
-                prod = np.stack([prod * outside[j], prod * (outside[j] + tq)], axis=1).reshape(-1, z.shape[1])
-            total += prod
-        out[:, a:a + chunk] = value[a:a + chunk] * total
-    return out
+            p[0] = gq / (1.0 - tq)
+            k = 1
+            for j in range(d):  # rows [k, 2k) are rows [0, k) with feature j in A: row index = sum of b_j 2^j
+                np.multiply(p[:k], outside[j] + tq, out=p[k:2 * k])
+                p[:k] *= outside[j]
+                k *= 2
+            out[:, a:a + chunk] += p
+    return out * value
 
 
 @dataclass(frozen=True)
