@@ -52,3 +52,17 @@ def test_another_file_or_file_table_is_not_reused(compile_example) -> None:
     module = parse_ptx(renamed, "t.cu", reuse=reuse)
     assert reuse.reused == 0
     _fresh_equal(module, renamed, "t.cu")
+
+
+def test_a_broken_function_does_not_hide_the_reused_ones(compile_example) -> None:
+    """While a function is being edited its braces may not balance: the parser skips it as it would without
+    reuse, and the functions after it (taken from the earlier parse) are still in the module."""
+    ptx = compile_example("transpose").ptx
+    reuse = FunctionReuse()
+    parse_ptx(ptx, "t.cu", reuse=reuse)
+    first_ret = ptx.index("ret;")
+    close = ptx.index("}", first_ret)  # the first kernel's closing brace
+    broken = ptx[:close] + "@@@" + ptx[close + 1:]
+    module = parse_ptx(broken, "t.cu", reuse=reuse)
+    assert reuse.reused == 2 and len(module.errors) == 1 and len(module.kernels) == 2
+    _fresh_equal(module, broken, "t.cu")

@@ -262,9 +262,10 @@ class _Parser:
             return None
 
     def resync(self) -> None:
-        """Skip to the next module-scope directive at the start of a line (or the end of the file)."""
+        """Skip to the next module-scope directive at the start of a line, a function kept from an earlier
+        parse, or the end of the file."""
         self.advance()
-        while self.tok.kind != "eof" and not (self.tok.column == 1 and self.tok.text in _RESYNC):
+        while self.tok.kind not in ("eof", "reused") and not (self.tok.column == 1 and self.tok.text in _RESYNC):
             self.advance()
 
     def function(self, linkage: str | None, start_line: int) -> Function:
