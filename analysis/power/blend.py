@@ -26,7 +26,12 @@ FORMAT_VERSION = 2
 def matrix(table: dict[str, np.ndarray], names: tuple[str, ...]) -> np.ndarray:
     """Columns `names` of a feature table as an (n, k) float array; a missing column is all NaN."""
     n = len(next(iter(table.values())))
-    return np.column_stack([np.asarray(table.get(c, np.full(n, np.nan)), dtype=float) for c in names])
+    out = np.full((n, len(names)), np.nan)
+    for j, c in enumerate(names):
+        column = table.get(c)
+        if column is not None:
+            out[:, j] = column
+    return out
 
 
 @dataclass
