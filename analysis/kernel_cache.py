@@ -12,7 +12,8 @@ ptxas's numbers (registers, shared memory, spills) are kept apart, keyed by what
 and the rest of the module without the `.loc`/`.file` line-table directives and the debug sections. Those
 only map instructions to source lines and change on every edit above a kernel, while register allocation never
 looks at them. A kernel whose report must be made again because its lines moved therefore needs no new ptxas
-run, and the kernels that do need one are found by a text scan, so that ptxas starts before the parse.
+run, and the kernels that do need one are found by a text scan, so that ptxas starts before the parse. For the
+same reason power predictions are kept by their feature values (a moved kernel's features do not change).
 """
 
 from __future__ import annotations
@@ -51,8 +52,22 @@ class KernelCache:
     _resources: OrderedDict[str, Any] = field(default_factory=OrderedDict)
     #: parsed PTX functions, so that a save parses only the functions whose text changed (ptx/reuse.py)
     functions: FunctionReuse = field(default_factory=FunctionReuse)
+    #: power predictions by GPU and feature values (`power.stage.PowerMemo`), made when first needed: the
+    #: power runtime is not loaded for files without kernels
+    _powers: Any = None
     #: the server analyses two documents at a time in threads that share this cache
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def powers(self) -> Any:
+        """The power predictions kept (a `kerncast.analysis.power.stage.PowerMemo`)."""
+        with self._lock:
+            if self._powers is None:
+                # lazy import: the power runtime, which files without kernels need not load
+                from kerncast.analysis.power.stage import PowerMemo
+
+                self._powers = PowerMemo(self.max_kernels)
+            return self._powers
 
     def get(self, key: str) -> Any:
         with self._lock:

@@ -307,7 +307,7 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
     for ctx in todo:
         for stage in STAGES[split:]:
             stage(ctx)
-    finish_power(todo)  # every analysed kernel's power in one batched prediction
+    finish_power(todo, cache)  # every analysed kernel's power in one batched prediction
     if cache is not None:
         for ctx in todo:
             cache.put(keys[id(ctx)], ctx.report)
@@ -443,14 +443,15 @@ def power_stage(ctx: KernelContext) -> None:
     power_inputs(ctx)
 
 
-def finish_power(contexts: list[KernelContext]) -> None:
-    """Every kernel's power in one batched prediction, then its energy (`kerncast.analysis.power.stage`)."""
+def finish_power(contexts: list[KernelContext], cache: KernelCache | None = None) -> None:
+    """Every kernel's power in one batched prediction, then its energy (`kerncast.analysis.power.stage`); with
+    a cache, predictions of features seen before are reused."""
     if not contexts:
         return
     # lazy import: the power runtime, as in `power_stage`
     from kerncast.analysis.power.stage import finish_power as predict_powers
 
-    predict_powers(contexts)
+    predict_powers(contexts, cache.powers if cache is not None else None)
 
 
 #: The stages, in data-flow order. Each later capability adds its stage here.

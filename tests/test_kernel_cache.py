@@ -74,7 +74,8 @@ def test_ptx_input_is_cached_by_kernel_text_and_position(tmp_path: Path, compile
 
 def test_moved_kernels_are_analysed_again_without_ptxas(nvcc_available) -> None:
     """A line inserted above every kernel moves all of them: each report is made again, but ptxas's numbers
-    are reused (only the line tables of the PTX changed), and the result is the fresh analysis's."""
+    and the power predictions are reused (only the line tables of the PTX changed, not the kernels' features),
+    and the result is the fresh analysis's."""
     cache = KernelCache()
     text = EXAMPLE.read_text()
     analyze_file(EXAMPLE, text=text, options=OPTIONS, cache=cache)
@@ -82,6 +83,7 @@ def test_moved_kernels_are_analysed_again_without_ptxas(nvcc_available) -> None:
     cached = analyze_file(EXAMPLE, text=moved, options=OPTIONS, cache=cache)
     assert (cache.counters.hits, cache.counters.misses) == (0, 6)
     assert (cache.counters.ptxas_runs, cache.counters.ptxas_kernels) == (1, 3)
+    assert cache.powers.hits == 3
     fresh = analyze_file(EXAMPLE, text=moved, options=OPTIONS)
     assert all(k.registers for k in fresh.kernels)
     assert _json(cached) == _json(fresh)

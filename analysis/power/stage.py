@@ -11,7 +11,10 @@ them in on demand (`complete_lime`) when a hover or report asks for the explanat
 
 from __future__ import annotations
 
+import copy
 import math
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -83,15 +86,17 @@ def power_stage(ctx: KernelContext) -> None:
     report.findings.extend(findings)
 
 
-def finish_power(contexts: list[KernelContext]) -> None:
-    """Predict the power of every kernel of a file in one batched call, then each kernel's board energy."""
+def finish_power(contexts: list[KernelContext], memo: PowerMemo | None = None) -> None:
+    """Predict the power of every kernel of a file in one batched call, then each kernel's board energy.
+
+    With a `memo` (a long-lived caller's), a kernel whose features were predicted before on the same GPU takes
+    a copy of that prediction: the prediction is a function of the features and the shipped model alone."""
     pending = [c for c in contexts if c.power_inputs is not None and c.gpu is not None]
     if not pending:
         return
     lime = bool(pending[0].options.lime)
     try:
-        rows = [(c.power_inputs.features, c.gpu) for c in pending if c.power_inputs is not None]
-        preds = predict_powers(rows, explain=True, lime=lime)
+        preds = _predict(pending, lime, memo)
     except (ModelsMissing, ValueError) as exc:
         for c in pending:
             c.report.notes.append(f"no power prediction: {exc}")
@@ -107,6 +112,48 @@ def finish_power(contexts: list[KernelContext]) -> None:
             ctx.report.notes.append("no energy: the time could not be predicted")
             continue
         ctx.report.energy = estimate_energy(pred, ctx.time, inputs.event)
+
+
+class PowerMemo:
+    """Power predictions by GPU, LIME flag and feature values: a bounded LRU, safe to share between threads."""
+
+    def __init__(self, max_entries: int = 512) -> None:
+        self.max_entries = max_entries
+        self.hits = 0
+        self._entries: OrderedDict[str, PowerPrediction] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> PowerPrediction | None:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is None:
+                return None
+            self._entries.move_to_end(key)
+            self.hits += 1
+            return copy.deepcopy(found)
+
+    def put(self, key: str, prediction: PowerPrediction) -> None:
+        with self._lock:
+            self._entries[key] = copy.deepcopy(prediction)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+
+
+def _predict(pending: list[KernelContext], lime: bool, memo: PowerMemo | None) -> list[PowerPrediction]:
+    """Every pending kernel's prediction, those the memo does not hold in one batched call."""
+    rows = [(c.power_inputs.features, c.gpu) for c in pending if c.power_inputs is not None]
+    if memo is None:
+        return predict_powers(rows, explain=True, lime=lime)
+    gpus = {id(g): repr(g) for _, g in rows}
+    keys = [repr((gpus[id(g)], lime, sorted(f.items()))) for f, g in rows]
+    out = [memo.get(k) for k in keys]
+    todo = [i for i, p in enumerate(out) if p is None]
+    if todo:
+        for i, pred in zip(todo, predict_powers([rows[i] for i in todo], explain=True, lime=lime), strict=True):
+            memo.put(keys[i], pred)
+            out[i] = pred
+    return out  # type: ignore[return-value]
 
 
 def complete_lime(prediction: PowerPrediction | None) -> bool:
