@@ -21,6 +21,7 @@ import os
 import sys
 import uuid
 from collections import OrderedDict
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +48,9 @@ SUFFIXES = {".cu", ".cuh", ".ptx"}
 CHANGE_DEBOUNCE_S = 0.5
 #: results kept per document (different versions or settings)
 CACHE_PER_DOCUMENT = 4
+#: documents up to this size are analysed with the garbage collector paused (`gc_paused`); a larger one takes
+#: long enough that its garbage is better collected as it goes
+GC_PAUSE_MAX_CHARS = 1 << 20
 
 SHOW_REPORT = "kerncast.showReport"
 LIST_GPUS = "kerncast.listGpus"
@@ -201,20 +205,22 @@ class KerncastServer(LanguageServer):
             build = config.build_stamp(settings, uris.to_fs_path(uri))  # a regenerated compile_commands.json
             key = hashlib.sha1(f"{settings.fingerprint()}\0{build}\0{text}".encode("utf-8", "surrogatepass")
                                ).hexdigest()
-            result = self.cached(uri, version, key)
-            if result is None:
-                try:
-                    result = await self.run_analysis(uri, self.analysis_path(self.client_uri(uri), language),
-                                                     text, version, key, settings)
-                except Exception as exc:  # noqa: BLE001 - one broken document must not affect the others
-                    log.exception("analysis of %s failed", uri)
-                    if self.current(uri, generation):
-                        self.publish_error(uri, version, f"{type(exc).__name__}: {exc}")
+            pause = gc_paused() if len(text) <= GC_PAUSE_MAX_CHARS else contextlib.nullcontext()
+            with pause:  # from the analysis to the publication: see `gc_paused`
+                result = self.cached(uri, version, key)
+                if result is None:
+                    try:
+                        result = await self.run_analysis(uri, self.analysis_path(self.client_uri(uri), language),
+                                                         text, version, key, settings)
+                    except Exception as exc:  # noqa: BLE001 - one broken document must not affect the others
+                        log.exception("analysis of %s failed", uri)
+                        if self.current(uri, generation):
+                            self.publish_error(uri, version, f"{type(exc).__name__}: {exc}")
+                        return
+                    self.remember(uri, result)
+                if not self.current(uri, generation) or self.document(uri) is None:
                     return
-                self.remember(uri, result)
-            if not self.current(uri, generation) or self.document(uri) is None:
-                return
-            self.publish(uri, result)
+                self.publish(uri, result)
 
     async def run_analysis(self, uri: str, path: str, text: str, version: int | None, key: str,
                            settings: config.Settings) -> Result:
@@ -300,6 +306,28 @@ class KerncastServer(LanguageServer):
 
     def doc_for_actions(self, uri: str, result: Result) -> actions.Doc:
         return actions.Doc(uri=uri, version=result.version, lines=result.lines, versioned=self.versioned_edits)
+
+
+_gc_pauses = 0
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off from a save's analysis to the publication of its result.
+
+    The server keeps tens of thousands of objects alive (cached reports and parsed functions, the power model),
+    and a full collection that happens to start during an analysis traverses all of them: tens of milliseconds
+    added to the save. Collection resumes once the result is published (pauses nest, as two documents may be
+    analysed at once), and the analysis's garbage is collected then, off the path the user waits on."""
+    global _gc_pauses
+    _gc_pauses += 1
+    gc.disable()
+    try:
+        yield
+    finally:
+        _gc_pauses -= 1
+        if _gc_pauses == 0:
+            gc.enable()
 
 
 def release_memory() -> None:
