@@ -99,8 +99,21 @@ def memory_touch(instr: Instruction) -> MemoryTouch | None:
     return MemoryTouch(space, access) if space in _ANALYSED_SPACES else None
 
 
+#: classes by mnemonic: a class depends on the opcode and its modifiers only (the state space and the data
+#: type are modifiers), and the time, power and resource stages ask for every instruction's class
+_CLASSES: dict[tuple[str, tuple[str, ...]], InstrClass] = {}
+
+
 def classify(instr: Instruction) -> InstrClass:
-    """Classify one instruction (see the rules at the top of `data/isa.toml`)."""
+    """Classify one instruction (see the rules at the top of `data/isa.toml`); memoised by mnemonic."""
+    key = (instr.opcode, instr.modifiers)
+    found = _CLASSES.get(key)
+    if found is None:
+        found = _CLASSES[key] = _classify(instr)
+    return found
+
+
+def _classify(instr: Instruction) -> InstrClass:
     entry = _entry(instr)
     if entry is None:
         return InstrClass("misc", "SP", "misc", known=False)
