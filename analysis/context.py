@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kerncast.analysis.cfg import Cfg
+from kerncast.analysis.dataflow import KernelDataflow
 from kerncast.analysis.launch import Launch, LaunchOverrides, Sourced
 from kerncast.analysis.loops import LoopForest
 from kerncast.analysis.ptx.model import Function, Module
@@ -107,3 +108,9 @@ class KernelContext:
     time_assumptions: list[str] = field(default_factory=list)
     #: the analysed file's path: `#include`d `.cu` files are found beside it
     source_path: str | None = None
+    #: the kernel's dataflow facts (reaching definitions, symbolic values, induction variables), each computed
+    #: on first use and shared: trip counts (launch stage) and addresses and branches (memory stage) query it
+    dataflow: KernelDataflow = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.dataflow = KernelDataflow(self.function, self.cfg, self.loops)

@@ -3,7 +3,7 @@
 PTX integer operations act on `bits`-wide two's-complement registers: a bitwise result keeps the low bits,
 an unsigned operand is read modulo 2**bits, division truncates toward zero (as C does) and `shr` is arithmetic
 on signed and logical on unsigned operands. The memory analysis evaluates these operations on Python ints
-(`memory/expr.py`) and on numpy lane vectors (`memory/lanevec.py`); both call `int_op` here with the
+(`dataflow/expr.py`) and on numpy lane vectors (`memory/lanevec.py`); both call `int_op` here with the
 elementwise primitives of their number kind (`SCALAR`, `LANES`), so the two can never disagree.
 """
 

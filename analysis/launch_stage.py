@@ -33,7 +33,7 @@ def launch_stage(ctx: KernelContext) -> None:
                           source_path=ctx.source_path, include_dirs=list(ctx.options.include_dirs))
     ctx.launch = launch
     ctx.report.launch = launch
-    ctx.trip_counts = trip_counts(ctx.function, ctx.cfg, ctx.loops, launch)
+    ctx.trip_counts = trip_counts(ctx.function, ctx.cfg, ctx.loops, launch, ctx.dataflow)
     for lp, info in zip(ctx.loops.loops, ctx.report.loops, strict=False):
         count = ctx.trip_counts.get(lp.header)
         if count is not None:

@@ -30,13 +30,22 @@ from typing import Any
 
 from kerncast.analysis.cexpr import Unknown
 from kerncast.analysis.cfg import Cfg
-from kerncast.analysis.intops import COMPARISONS, NoValue, int_op, wrap
+from kerncast.analysis.dataflow import KernelDataflow
+from kerncast.analysis.dataflow.induction import ADDITIVE as _ADDITIVE
+from kerncast.analysis.dataflow.induction import (
+    after_update,
+    carried_update,
+    check_once_per_iteration,
+    step,
+    update_in_loop,
+)
+from kerncast.analysis.dataflow.values import EntryValues, Index, IndexDependent, int_type, launch_dim
+from kerncast.analysis.deps import registers_written
+from kerncast.analysis.intops import COMPARISONS, wrap
 from kerncast.analysis.launch import DEFAULT_LOOPS, Launch, Sourced
 from kerncast.analysis.loops import Loop, LoopForest
-from kerncast.analysis.ptx.model import Addr, Function, Imm, Instruction, PredPair, Reg, Sym, Vec
+from kerncast.analysis.ptx.model import Function, Instruction, PredPair, Reg
 
-_ADDITIVE = {"add": 1, "sub": -1}
-_GEOMETRIC = ("mul", "shl", "shr", "div")
 _CMP = {"eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"}
 _FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "lo": "hi", "ls": "hs", "hi": "lo", "hs": "ls",
          "eq": "eq", "ne": "ne"}
@@ -45,7 +54,6 @@ _NEGATE = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt", "lo": "hs", "ls": "hi
 _SYMBOL = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "lo": "<", "ls": "<=",
            "hi": ">", "hs": ">="}
 MAX_GEOMETRIC_STEPS = 256
-_SPECIAL_LAUNCH = {"ntid": "block", "nctaid": "grid"}
 
 
 @dataclass(frozen=True)
@@ -66,7 +74,7 @@ class ExitTest:
 
 
 def trip_counts(function: Function, cfg: Cfg, loops: LoopForest | Iterable[Loop],
-                launch: Launch | None) -> dict[int, Sourced]:
+                launch: Launch | None, dataflow: KernelDataflow | None = None) -> dict[int, Sourced]:
     """Trip count per loop, keyed by the loop's header block id; every value says where it came from.
 
     `loops` is a `LoopForest` or any iterable of `Loop`s. Never raises: a loop that cannot be read gets the
@@ -76,17 +84,18 @@ def trip_counts(function: Function, cfg: Cfg, loops: LoopForest | Iterable[Loop]
                                                                "default trip count for loops of unknown count")
     out: dict[int, Sourced] = {}
     loop_list = list(_loop_list(loops))
-    defs = _definitions(function)
-    reaching = _ReachingDefs(function, cfg, defs)
+    if dataflow is None:
+        forest = loops if isinstance(loops, LoopForest) else LoopForest(loop_list, {}, [])
+        dataflow = KernelDataflow(function, cfg, forest)
     for loop in loop_list:
         line = _header_line(cfg, loop.header)
         try:
             try:
-                test = _exit_test(function, cfg, loop, loop_list, launch, defs, reaching)
+                test = _exit_test(dataflow, loop, loop_list, launch)
                 count = _count(test)
                 detail = _describe(test, count)
-            except _BlockDependent:
-                count, detail = _count_per_block(function, cfg, loop, loop_list, launch, defs, reaching)
+            except IndexDependent:
+                count, detail = _count_per_block(dataflow, loop, loop_list, launch)
         except Unknown as exc:
             out[loop.header] = _fallback(fallback, exc.reason, line)
             continue
@@ -97,13 +106,9 @@ def trip_counts(function: Function, cfg: Cfg, loops: LoopForest | Iterable[Loop]
     return out
 
 
-class _BlockDependent(Unknown):
-    """The exit test's init or bound reads `%ctaid` or `%tid`: the count must be read per block and thread."""
-
-
 def _samples(launch: Launch | None, field: str) -> list[tuple[int, int, int]]:
     """Indices to read an index-dependent count at: first, one step along each axis, middle, last."""
-    dim = _launch_dim(launch, field)
+    dim = launch_dim(launch, field)
     dims = tuple(dim.value) if dim is not None and dim.value is not None else (1 << 10, 1 << 10, 1 << 6)
     last = tuple(max(0, int(d) - 1) for d in dims)
     picks = {(0, 0, 0), last, tuple(d // 2 for d in last)}
@@ -114,13 +119,13 @@ def _samples(launch: Launch | None, field: str) -> list[tuple[int, int, int]]:
     return sorted(picks)  # type: ignore[arg-type]
 
 
-def _count_per_block(function: Function, cfg: Cfg, loop: Any, loop_list: list[Any], launch: Launch | None,
-                     defs: dict[str, list[Instruction]], reaching: _ReachingDefs) -> tuple[int, str]:
+def _count_per_block(dataflow: KernelDataflow, loop: Loop, loop_list: list[Loop],
+                     launch: Launch | None) -> tuple[int, str]:
     """The count of a loop whose bounds read the block index, when it is the same for every sampled block."""
     counts: dict[int, ExitTest] = {}
     for block in _samples(launch, "grid"):
         for thread in _samples(launch, "block"):
-            test = _exit_test(function, cfg, loop, loop_list, launch, defs, reaching, (block, thread))
+            test = _exit_test(dataflow, loop, loop_list, launch, (block, thread))
             counts.setdefault(_count(test), test)
     if len(counts) != 1:
         raise Unknown(f"the count differs between blocks or threads "
@@ -145,13 +150,6 @@ def trip_values(counts: dict[int, Sourced]) -> dict[int, float]:
     instructions with (a fallback is stated once, in the time assumptions)."""
     return {h: float(s.value) for h, s in counts.items()
             if isinstance(s.value, int | float) and not isinstance(s.value, bool)}
-
-
-def _launch_dim(launch: Launch | None, field: str) -> Sourced | None:
-    """The launch's `grid` or `block` size."""
-    if launch is None:
-        return None
-    return launch.grid if field == "grid" else launch.block
 
 
 def _loop_list(loops: LoopForest | Iterable[Loop]) -> Iterable[Loop]:
@@ -187,10 +185,10 @@ def _inputs(t: ExitTest) -> str:
 # ------------------------------------------------------------------------------------------ reading the test
 
 
-def _exit_test(fn: Function, cfg: Cfg, loop: Any, all_loops: list[Any], launch: Launch | None,
-               defs: dict[str, list[Instruction]], reaching: _ReachingDefs,
-               index: tuple[tuple[int, int, int], tuple[int, int, int]] | None = None) -> ExitTest:
+def _exit_test(dataflow: KernelDataflow, loop: Loop, all_loops: list[Loop], launch: Launch | None,
+               index: Index | None = None) -> ExitTest:
     """Find the loop's single exit branch, its `setp`, and the induction variable it compares."""
+    fn, cfg, defs = dataflow.function, dataflow.cfg, dataflow.definitions
     exits = list(loop.exits)
     if not exits:
         raise Unknown("the loop has no exit")
@@ -210,29 +208,29 @@ def _exit_test(fn: Function, cfg: Cfg, loop: Any, all_loops: list[Any], launch: 
     in_loop = set(loop.blocks)
     nested = [set(other.blocks) for other in all_loops
               if other.header != loop.header and other.header in in_loop and set(other.blocks) <= in_loop]
-    reader = _Values(fn, cfg, defs, reaching, loop, launch, index)
+    reader = EntryValues(fn, cfg, defs, dataflow.reaching, loop, launch, index)
     for iv_op, bound_op, rel in ((a, b, cmp), (b, a, _FLIP[cmp])):
         if not isinstance(iv_op, Reg) or iv_op.is_special:
             continue
-        iv, update = iv_op.name, _update_in_loop(defs, cfg, iv_op.name, in_loop)
+        iv, update = iv_op.name, update_in_loop(defs, cfg, iv_op.name, in_loop)
         after = None
         if update is None:
-            carried = _carried_update(defs, cfg, iv_op.name, in_loop)
+            carried = carried_update(defs, cfg, iv_op.name, in_loop)
             if carried is None:
                 continue
             # `t = s << 1; test t; s = t`: the test sees the carried variable's next value
             iv, update, after = carried[0], carried[1], True
-            _check_once_per_iteration(cfg, loop, carried[2], nested)
-        _check_once_per_iteration(cfg, loop, update, nested)
+            check_once_per_iteration(cfg, loop, carried[2], nested)
+        check_once_per_iteration(cfg, loop, update, nested)
         if after is None:
-            after = _after_update(cfg, update, setp, block)
-        elif not _after_update(cfg, update, setp, block):
+            after = after_update(cfg, update, setp, block)
+        elif not after_update(cfg, update, setp, block):
             raise Unknown("the compared value is computed after the test")
-        bits, signed = _type_of(setp)
-        op, step = _step(update, iv, reader)
+        bits, signed = int_type(setp)
+        op, amount = step(update, iv, reader.invariant)
         init = reader.outside(iv)
         bound = reader.invariant(bound_op)
-        return ExitTest(iv, rel, bound, init, op, step, after, bits, signed, setp.loc.line if setp.loc else None,
+        return ExitTest(iv, rel, bound, init, op, amount, after, bits, signed, setp.loc.line if setp.loc else None,
                         tuple(dict.fromkeys(reader.inputs)))
     raise Unknown("the exit test does not compare an induction variable updated once per iteration")
 
@@ -246,7 +244,7 @@ def _block_of_label(fn: Function, cfg: Cfg, label: str | None) -> int | None:
 
 def _defining_setp(body: list[Instruction], pred: str) -> Instruction:
     for ins in reversed(body[:-1]):
-        if any(pred in _dest_names(d) for d in ins.dests):
+        if pred in registers_written(ins):
             if ins.opcode != "setp":
                 raise Unknown(f"the exit predicate comes from {ins.full_opcode}")
             return ins
@@ -265,279 +263,6 @@ def _setp_parts(setp: Instruction, pred: str) -> tuple[str, Any, Any]:
     if isinstance(dest, PredPair) and dest.second.name == pred:
         cmp = _NEGATE[cmp]
     return cmp, setp.operands[1], setp.operands[2]
-
-
-def _type_of(ins: Instruction) -> tuple[int, bool]:
-    t = ins.dtype or "s32"
-    return (64 if t.endswith("64") else 16 if t.endswith("16") else 32), t.startswith("s")
-
-
-def _dest_names(op: Any) -> set[str]:
-    if isinstance(op, Reg):
-        return {op.name}
-    if isinstance(op, PredPair):
-        return {op.first.name, op.second.name}
-    items = op.items if isinstance(op, Vec) else ()
-    return {i.name for i in items if isinstance(i, Reg)}
-
-
-def _definitions(fn: Function) -> dict[str, list[Instruction]]:
-    defs: dict[str, list[Instruction]] = {}
-    for ins in fn.body:
-        for d in ins.dests:
-            for name in _dest_names(d):
-                defs.setdefault(name, []).append(ins)
-    return defs
-
-
-def _update_in_loop(defs: dict[str, list[Instruction]], cfg: Cfg, reg: str,
-                    in_loop: set[int]) -> Instruction | None:
-    """The single instruction of the loop that writes `reg` from itself (`add r, r, x`), else None."""
-    inside = [i for i in defs.get(reg, []) if cfg.block_of[i.index] in in_loop]
-    if len(inside) != 1:
-        return None
-    ins = inside[0]
-    srcs = [s for s in ins.srcs if isinstance(s, Reg) and s.name == reg]
-    ok = ins.opcode in _ADDITIVE or ins.opcode in _GEOMETRIC
-    return ins if srcs and ok and ins.guard is None else None
-
-
-def _carried_update(defs: dict[str, list[Instruction]], cfg: Cfg, reg: str,
-                    in_loop: set[int]) -> tuple[str, Instruction, Instruction] | None:
-    """For `t = s op c; ...; s = t` loops that compare `t`: (s, the `op` instruction, the copy `s = t`)."""
-    inside = [i for i in defs.get(reg, []) if cfg.block_of[i.index] in in_loop]
-    if len(inside) != 1 or inside[0].guard is not None:
-        return None
-    ins = inside[0]
-    if ins.opcode not in _ADDITIVE and ins.opcode not in _GEOMETRIC:
-        return None
-    for src in ins.srcs:
-        if not isinstance(src, Reg) or src.is_special or src.name == reg:
-            continue
-        copies = [i for i in defs.get(src.name, []) if cfg.block_of[i.index] in in_loop]
-        if len(copies) == 1 and copies[0].opcode == "mov" and copies[0].guard is None \
-                and [s.name for s in copies[0].srcs if isinstance(s, Reg)] == [reg]:
-            return src.name, ins, copies[0]
-    return None
-
-
-def _step(update: Instruction, reg: str, reader: _Values) -> tuple[str, int]:
-    srcs = list(update.srcs)
-    if len(srcs) != 2:
-        raise Unknown(f"the induction update {update.full_opcode} is not a two-operand step")
-    first_is_iv = isinstance(srcs[0], Reg) and srcs[0].name == reg
-    other = srcs[1] if first_is_iv else srcs[0]
-    if not first_is_iv and update.opcode in ("sub", "shl", "shr", "div"):
-        raise Unknown(f"the induction update {update.full_opcode} has the variable on the right")
-    step = reader.invariant(other)
-    if update.opcode in _ADDITIVE:
-        return update.opcode, step
-    if step <= (1 if update.opcode in ("mul", "div") else 0):
-        raise Unknown(f"the induction update {update.full_opcode} by {step} does not move the variable")
-    return update.opcode, step
-
-
-def _check_once_per_iteration(cfg: Cfg, loop: Any, update: Instruction, nested: list[set[int]]) -> None:
-    """The induction update must run exactly once per iteration: on every path to a latch, not nested."""
-    ub = cfg.block_of[update.index]
-    if any(ub in inner for inner in nested):
-        raise Unknown("the induction variable is updated inside a nested loop")
-    if not all(cfg.dominates(ub, latch) for latch in loop.latches):
-        raise Unknown("the induction variable is updated on only some paths")
-
-
-def _after_update(cfg: Cfg, update: Instruction, setp: Instruction, test_block: int) -> bool:
-    """Whether, in each iteration, the test sees the induction variable after its update."""
-    ub = cfg.block_of[update.index]
-    if ub == test_block:
-        return update.index < setp.index
-    if cfg.dominates(ub, test_block):
-        return True
-    if cfg.dominates(test_block, ub):
-        return False
-    raise Unknown("the induction variable is updated on only some paths")
-
-
-class _ReachingDefs:
-    """Which definitions reach each block entry (iterative data flow over bit sets of instruction indices)."""
-
-    def __init__(self, fn: Function, cfg: Cfg, defs: dict[str, list[Instruction]]) -> None:
-        self.fn, self.cfg = fn, cfg
-        self.mask = {reg: sum(1 << i.index for i in ins) for reg, ins in defs.items()}
-        n = len(cfg.blocks)
-        gen, kill = [0] * n, [0] * n
-        for b in range(n):
-            for ins in cfg.instructions(b):
-                for reg in {r for d in ins.dests for r in _dest_names(d)}:
-                    kill[b] |= self.mask[reg]
-                    gen[b] = (gen[b] & ~self.mask[reg]) | (1 << ins.index)
-        self.reach_in, self.reach_out = [0] * n, list(gen)
-        order = cfg.rpo or list(range(n))
-        changed = True
-        while changed:
-            changed = False
-            for b in order:
-                inn = 0
-                for p in cfg.blocks[b].preds:
-                    inn |= self.reach_out[p]
-                out = gen[b] | (inn & ~kill[b])
-                if inn != self.reach_in[b] or out != self.reach_out[b]:
-                    self.reach_in[b], self.reach_out[b] = inn, out
-                    changed = True
-
-    def _instructions(self, bits: int) -> list[Instruction]:
-        out = []
-        while bits:
-            low = bits & -bits
-            out.append(self.fn.body[low.bit_length() - 1])
-            bits ^= low
-        return out
-
-    def at(self, reg: str, ins: Instruction) -> list[Instruction]:
-        """The definitions of `reg` that reach instruction `ins`."""
-        block = self.cfg.block_of[ins.index]
-        for prev in reversed(self.fn.body[self.cfg.blocks[block].start:ins.index]):
-            if any(reg in _dest_names(d) for d in prev.dests):
-                return [prev]
-        return self._instructions(self.reach_in[block] & self.mask.get(reg, 0))
-
-    def entering(self, reg: str, header: int, in_loop: set[int]) -> list[Instruction]:
-        """The definitions of `reg` that reach the loop header from outside the loop."""
-        bits = 0
-        for p in self.cfg.blocks[header].preds:
-            if p not in in_loop:
-                bits |= self.reach_out[p]
-        return self._instructions(bits & self.mask.get(reg, 0))
-
-
-class _Values:
-    """Values of registers the loop does not change, from the definitions that reach the loop's entry."""
-
-    MAX_DEPTH = 32
-
-    def __init__(self, fn: Function, cfg: Cfg, defs: dict[str, list[Instruction]], reaching: _ReachingDefs,
-                 loop: Any, launch: Launch | None,
-                 index: tuple[tuple[int, int, int], tuple[int, int, int]] | None = None) -> None:
-        self.fn, self.cfg, self.defs, self.launch = fn, cfg, defs, launch
-        self.index = index
-        self.inputs: list[str] = []
-        self.reaching, self.header, self.in_loop = reaching, loop.header, set(loop.blocks)
-        self.params = {p.name: i for i, p in enumerate(fn.params)}
-        self._active: set[int] = set()
-
-    def invariant(self, op: Any) -> int:
-        """The value of an operand that the loop does not change."""
-        if isinstance(op, Reg) and not op.is_special:
-            if any(self.cfg.block_of[i.index] in self.in_loop for i in self.defs.get(op.name, [])):
-                raise Unknown(f"the bound {op.name} changes inside the loop")
-            return self.outside(op.name)
-        return self.operand(op, None, 0)
-
-    def outside(self, reg: str) -> int:
-        """The value a register holds on entry to the loop."""
-        return self._agree(reg, self.reaching.entering(reg, self.header, self.in_loop), 0)
-
-    def _agree(self, reg: str, defs: list[Instruction], depth: int) -> int:
-        if depth > self.MAX_DEPTH:
-            raise Unknown(f"{reg} is computed too indirectly")
-        if not defs:
-            raise Unknown(f"{reg} has no value on entry to the loop")
-        values = {self._evaluate(d, depth + 1) for d in defs}
-        if len(values) != 1:
-            raise Unknown(f"{reg} has different values on the paths into the loop")
-        return values.pop()
-
-    def _evaluate(self, ins: Instruction, depth: int) -> int:
-        if ins.index in self._active:
-            raise Unknown(f"{ins.full_opcode} at PTX line {ins.ptx_line} changes in an enclosing loop")
-        self._active.add(ins.index)
-        try:
-            return self.instruction(ins, depth)
-        finally:
-            self._active.discard(ins.index)
-
-    def operand(self, op: Any, at: Instruction | None, depth: int) -> int:
-        if isinstance(op, Imm):
-            if not isinstance(op.value, int):
-                raise Unknown(f"the floating-point operand {op.text}")
-            return op.value
-        if isinstance(op, Reg):
-            if op.is_special:
-                return self.special(op.name)
-            if at is None:
-                return self.outside(op.name)
-            return self._agree(op.name, self.reaching.at(op.name, at), depth)
-        raise Unknown(f"the operand {op!r} is not a register or an immediate")
-
-    def special(self, name: str) -> int:
-        base, _, axis = name.lstrip("%").partition(".")
-        if base in ("ctaid", "tid") and axis in ("x", "y", "z"):
-            if self.index is None:
-                raise _BlockDependent(f"the value depends on {name}, which differs between "
-                                      f"{'blocks' if base == 'ctaid' else 'threads'}")
-            return self.index[0 if base == "ctaid" else 1]["xyz".index(axis)]
-        field = _SPECIAL_LAUNCH.get(base)
-        if field is None or axis not in ("x", "y", "z"):
-            raise Unknown(f"the value depends on {name}, which differs between threads")
-        sourced = _launch_dim(self.launch, field)
-        if sourced is None or sourced.value is None:
-            raise Unknown(f"{name} needs the launch {field} size, which is unknown")
-        return sourced.value["xyz".index(axis)]
-
-    def instruction(self, ins: Instruction, depth: int) -> int:
-        if ins.guard is not None:
-            raise Unknown(f"{ins.full_opcode} at PTX line {ins.ptx_line} is predicated")
-        srcs = list(ins.srcs)
-        if ins.opcode == "ld" and "param" in ins.modifiers:
-            return self.param(srcs[0] if srcs else None)
-        if ins.opcode in ("ld", "ldu", "atom"):
-            where = f" (source line {ins.loc.line})" if ins.loc else ""
-            raise Unknown(f"the value is loaded from {ins.space} memory at PTX line {ins.ptx_line}{where}")
-        if ins.opcode in ("mov", "cvt") and len(srcs) == 1:
-            return self.operand(srcs[0], ins, depth)
-        vals = [self.operand(s, ins, depth) for s in srcs]
-        result = _arith(ins.opcode, vals, *_type_of(ins))
-        if result is None:
-            raise Unknown(f"{ins.full_opcode} at PTX line {ins.ptx_line} is not folded")
-        return result
-
-    def param(self, addr: Any) -> int:
-        if not isinstance(addr, Addr) or not isinstance(addr.base, Sym) or addr.offset != 0:
-            raise Unknown("a load from a parameter field")
-        index = self.params.get(addr.base.name)
-        if index is None:
-            raise Unknown(f"{addr.base.name} is not a parameter of {self.fn.name}")
-        names = self.launch.param_names if self.launch is not None else []
-        name = names[index] if index < len(names) and names[index] else f"#{index}"
-        known = self.launch.param(index) if self.launch is not None else None
-        if known is None or not isinstance(known.value, int):
-            raise Unknown(f"parameter {name} has no known value (set it with --param {name if names else index}"
-                          f"=VALUE or a // kerncast: annotation)")
-        self.inputs.append(f"{name} = {known.value} from the {known.source}")
-        return known.value
-
-
-def _arith(opcode: str, v: list[int], bits: int = 64, signed: bool = True) -> int | None:
-    """Integer semantics of the PTX opcodes that compute bounds, at the instruction's width and signedness
-    (`kerncast.analysis.intops`: C truncating division, logical `shr` on unsigned operands)."""
-    if opcode in ("add", "sub", "mul", "min", "max", "and", "or", "xor", "shl", "shr", "div", "rem") \
-            and len(v) == 2:
-        a, b = v
-        if opcode in ("add", "sub", "mul"):
-            return {"add": a + b, "sub": a - b, "mul": a * b}[opcode]
-        if opcode in ("shl", "shr") and not 0 <= b < 64:
-            raise Unknown(f"shift by {b}")
-        if opcode == "shl":
-            return a << b
-        try:
-            return int_op(opcode, a, b, bits, signed)
-        except NoValue as exc:
-            raise Unknown(str(exc)) from exc
-    if opcode == "mad" and len(v) == 3:
-        return v[0] * v[1] + v[2]
-    if opcode == "neg" and len(v) == 1:
-        return -v[0]
-    return None
 
 
 # ------------------------------------------------------------------------------------------ counting

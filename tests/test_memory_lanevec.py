@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from kerncast.analysis.cfg import build_cfg
 from kerncast.analysis.compile import CompileOptions, compile_cuda
+from kerncast.analysis.dataflow import expr as E
 from kerncast.analysis.loops import find_loops
-from kerncast.analysis.memory import expr as E
 from kerncast.analysis.memory.analysis import _Kernel
 from kerncast.analysis.memory.lanevec import concrete_op_lanes
 from kerncast.analysis.ptx import parse_ptx

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from kerncast.analysis.cfg import build_cfg
+from kerncast.analysis.dataflow import expr as E
+from kerncast.analysis.dataflow.expr import Atoms
+from kerncast.analysis.dataflow.symbolic import analyze_symbolic
 from kerncast.analysis.loops import find_loops
 from kerncast.analysis.memory import MemoryAnalysis, analyze_memory
-from kerncast.analysis.memory import expr as E
-from kerncast.analysis.memory.expr import Atoms
-from kerncast.analysis.memory.symbolic import analyze_symbolic
 from kerncast.analysis.memory.warp import MAX_SAMPLED_WARPS, global_cost, shared_cost, warp_lanes
 from kerncast.analysis.pipeline import Thresholds
 from kerncast.analysis.ptx import parse_ptx

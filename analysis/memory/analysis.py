@@ -18,14 +18,15 @@ from typing import Any
 
 from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.context import Thresholds
+from kerncast.analysis.dataflow import KernelDataflow
+from kerncast.analysis.dataflow import expr as E
+from kerncast.analysis.dataflow.expr import Atoms, Value
+from kerncast.analysis.dataflow.symbolic import SymbolicResult
 from kerncast.analysis.isa import MemoryTouch, memory_touch
 from kerncast.analysis.loops import LoopForest
-from kerncast.analysis.memory import expr as E
-from kerncast.analysis.memory.expr import Atoms, Value
 from kerncast.analysis.memory.findings import build_findings
 from kerncast.analysis.memory.lanevec import lane_vectors
 from kerncast.analysis.memory.render import Renderer, kernel_param_names
-from kerncast.analysis.memory.symbolic import SymbolicResult, analyze_symbolic
 from kerncast.analysis.memory.warp import RequestCost, branch_outcome, global_cost, shared_cost, warp_lanes
 from kerncast.analysis.ptx.model import Function, Imm, Module, line_in_file
 from kerncast.analysis.report import Finding
@@ -209,11 +210,14 @@ class _Kernel:
 
     def __init__(self, module: Module, fn: Function, cfg: Cfg, loops: LoopForest,
                  block: tuple[int, int, int] | None, params: dict[str, int], trip_counts: dict[int, int],
-                 main_file: str | None, cuda_source: str | None) -> None:
+                 main_file: str | None, cuda_source: str | None,
+                 dataflow: KernelDataflow | None = None) -> None:
         self.module, self.fn, self.cfg, self.loops = module, fn, cfg, loops
         self.block = _shape(block)
         self.main_file = main_file
-        self.sym: SymbolicResult = analyze_symbolic(cfg, loops)
+        if dataflow is None:
+            dataflow = KernelDataflow(fn, cfg, loops)
+        self.sym: SymbolicResult = dataflow.symbolic
         self.atoms: Atoms = self.sym.atoms
         self.assumptions: list[str] = []
         self.trip_counts = {int(k): int(v) for k, v in trip_counts.items() if v is not None and int(v) >= 0}
@@ -817,12 +821,15 @@ _MEMORY_OPCODES = ("ld", "ldu", "st", "atom", "red")
 def analyze_memory(module: Module, function: Function, cfg: Cfg, loops: LoopForest,
                    block: tuple[int, int, int] | None, params: dict[str, int], trip_counts: dict[int, int],
                    thresholds: Thresholds, main_file: str | None = None, *, cuda_source: str | None = None,
-                   kernel_line: int | None = None, budget_s: float | None = DEFAULT_BUDGET_S) -> MemoryAnalysis:
+                   kernel_line: int | None = None, budget_s: float | None = DEFAULT_BUDGET_S,
+                   dataflow: KernelDataflow | None = None) -> MemoryAnalysis:
     """Analyse the global/shared accesses and conditional branches of one kernel.
 
     `block` is the block shape (None: assume blockDim.x is a multiple of 32 and say so), `params` known
     parameter values by CUDA or PTX name, `trip_counts` loop trip counts by loop header block id.
     `cuda_source` (the analysed file's text) gives parameter names, exact ranges and fix hints.
+    `dataflow` is the kernel's shared dataflow facts (the launch stage's trip counts read the same object);
+    without it they are computed here.
     `budget_s` bounds the time spent (None: no bound): past it the remaining instructions are skipped, an
     information finding says how many, and what was analysed stands. The time is this thread's CPU time,
     so a busy machine (or the server's other analysis thread) does not make a kernel hit its budget.
@@ -830,7 +837,8 @@ def analyze_memory(module: Module, function: Function, cfg: Cfg, loops: LoopFore
     deadline = None if budget_s is None else time.thread_time() + max(0.0, float(budget_s))
     result = MemoryAnalysis(block=_shape(block))
     result.uncoalesced_percent = float(thresholds.uncoalesced_excess_percent)
-    k = _Kernel(module, function, cfg, loops, block, params or {}, trip_counts or {}, main_file, cuda_source)
+    k = _Kernel(module, function, cfg, loops, block, params or {}, trip_counts or {}, main_file, cuda_source,
+                dataflow)
     if k.block is None:
         k.assumptions.append("block shape unknown: assumed blockDim.x is a multiple of 32 (one warp = 32 "
                              "consecutive threadIdx.x)")

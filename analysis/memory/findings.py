@@ -12,7 +12,7 @@ from math import ceil
 from typing import TYPE_CHECKING, Any
 
 from kerncast.analysis.context import Thresholds
-from kerncast.analysis.memory import expr as E
+from kerncast.analysis.dataflow import expr as E
 from kerncast.analysis.memory import fixes as F
 from kerncast.analysis.memory.render import cuda_symbol_name
 from kerncast.analysis.report import Finding, Fix, Related, source_line_range

@@ -20,9 +20,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from kerncast.analysis.dataflow import expr as E
+from kerncast.analysis.dataflow.expr import Atoms, Mono, Value
 from kerncast.analysis.intops import LANES, OPERATIONS, NoValue, compare, int_op, wrap_lanes
-from kerncast.analysis.memory import expr as E
-from kerncast.analysis.memory.expr import Atoms, Mono, Value
 
 #: Largest magnitude an intermediate may reach; beyond it int64 could overflow, so we give up.
 _LIMIT = 1 << 62

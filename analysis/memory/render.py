@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
+from kerncast.analysis.dataflow.expr import Atoms, Value
 from kerncast.analysis.launch import split_kernel_name
-from kerncast.analysis.memory.expr import Atoms, Value
 from kerncast.analysis.source_model import scan_source
 
 _SPECIAL = {"tid": "threadIdx", "ntid": "blockDim", "ctaid": "blockIdx", "nctaid": "gridDim"}

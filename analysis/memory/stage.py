@@ -30,7 +30,7 @@ def memory_stage(ctx: KernelContext) -> None:
     try:
         result = analyze_memory(ctx.module, ctx.function, ctx.cfg, ctx.loops, block, params, _trips(ctx.trip_counts),
                                 ctx.options.thresholds, ctx.main_file, cuda_source=ctx.cuda_source,
-                                kernel_line=report.line, budget_s=ctx.options.budget_s)
+                                kernel_line=report.line, budget_s=ctx.options.budget_s, dataflow=ctx.dataflow)
     except (ArithmeticError, ValueError, TypeError, KeyError, IndexError, RecursionError) as exc:
         report.notes.append(f"memory analysis skipped: {type(exc).__name__}: {exc}")
         ctx.memory = MemoryAnalysis()

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from math import ceil, gcd
 
 import numpy as np
-from kerncast.analysis.memory import expr as E
-from kerncast.analysis.memory.expr import Atoms, Poly, Value
+from kerncast.analysis.dataflow import expr as E
+from kerncast.analysis.dataflow.expr import Atoms, Poly, Value
 
 WARP = 32
 SECTOR = 32

@@ -17,10 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kerncast.analysis.cfg import Cfg
+from kerncast.analysis.dataflow import expr as E
+from kerncast.analysis.dataflow.expr import Atoms, Value
+from kerncast.analysis.dataflow.induction import Recurrence, classify
 from kerncast.analysis.deps import registers_written
 from kerncast.analysis.loops import Loop, LoopForest
-from kerncast.analysis.memory import expr as E
-from kerncast.analysis.memory.expr import Atoms, Poly, Value
 from kerncast.analysis.ptx.model import TYPE_BYTES, Addr, Imm, Instruction, Operand, PredPair, Reg, Sym, Vec
 
 MEMORY_OPCODES = frozenset({"ld", "ldu", "st", "atom", "red"})
@@ -30,20 +31,6 @@ _CMP_OPS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"
 _BOOL_OPS = ("and", "or", "xor")
 _MISSING = object()
 _NONLINEAR = frozenset({"shr", "div", "rem", "and", "or", "xor", "min", "max", "abs"})
-
-
-@dataclass(slots=True)
-class Recurrence:
-    """How a register rewritten in a loop evolves: `kind` is invariant, affine, geometric or unknown."""
-
-    loop: int
-    reg: str
-    atom: int
-    init: Value
-    kind: str
-    step: Value = None  # affine: added per iteration
-    op: str | None = None  # geometric: "mul", "shl", "shr", "div"
-    factor: int = 0
 
 
 @dataclass(slots=True)
@@ -73,7 +60,8 @@ def _is_float(ins: Instruction) -> bool:
 class _Pass:
     """One forward pass; `rec_lane` says which recurrences are (believed) lane-dependent."""
 
-    def __init__(self, cfg: Cfg, loops: LoopForest, rec_lane: dict[tuple[int, str], bool]) -> None:
+    def __init__(self, cfg: Cfg, loops: LoopForest, written: dict[int, set[str]],
+                 rec_lane: dict[tuple[int, str], bool]) -> None:
         self.cfg = cfg
         self.loops = loops
         self.fn = cfg.function
@@ -81,13 +69,7 @@ class _Pass:
         self.res = SymbolicResult(Atoms())
         self.env_out: dict[int, dict[str, Value]] = {}
         self.header_of: dict[int, Loop] = {lp.header: lp for lp in loops.loops}
-        self.written: dict[int, set[str]] = {}
-        for lp in loops.loops:
-            regs: set[str] = set()
-            for b in lp.blocks:
-                for ins in cfg.instructions(b):
-                    regs.update(registers_written(ins))
-            self.written[lp.id] = regs
+        self.written = written
         self.rec_atoms: dict[tuple[int, str], int] = {}
 
     # ------------------------------------------------------------------------------------------- driver
@@ -363,7 +345,7 @@ class _Pass:
                     continue
                 init = _agree([self.env_out[p].get(r) for p in entry], atoms, f"init:{lp.id}:{r}")
                 bval = _agree([self.env_out[p].get(r) for p in back], atoms, None)
-                recs[r] = _classify(lp.id, r, a, init, bval, atoms)
+                recs[r] = classify(lp.id, r, a, init, bval, atoms)
             invariant = {rc.atom for rc in recs.values() if rc.kind == "invariant"}
             loop_recs = {rc.atom for rc in recs.values()}
             for rc in recs.values():
@@ -396,34 +378,23 @@ def _agree(vals: list[Value], atoms: Atoms, tag: str | None) -> Value:
     return None
 
 
-def _classify(loop: int, reg: str, a: int, init: Value, back: Value, atoms: Atoms) -> Recurrence:
-    rc = Recurrence(loop, reg, a, init, "unknown")
-    if back is None:
-        return rc
-    me: Poly = (((a,), 1),)
-    if back == me:
-        rc.kind = "invariant"
-        return rc
-    d = E.sub(back, me)
-    if d is not None and a not in atoms.atoms_of(d):
-        rc.kind, rc.step = "affine", d
-        return rc
-    if len(back) == 1 and back[0][0] == (a,) and back[0][1] > 1:
-        rc.kind, rc.op, rc.factor = "geometric", "mul", back[0][1]
-        return rc
-    if len(back) == 1 and back[0][1] == 1 and len(back[0][0]) == 1:
-        key = atoms.keys[back[0][0][0]]
-        if key[0] == "op" and key[1] in ("shr", "div") and len(key[2]) == 2 and key[2][0] == me:
-            c = E.as_const(key[2][1])
-            if c is not None and c > 0:
-                rc.kind, rc.op, rc.factor = "geometric", key[1], c
-    return rc
+def written_in_loops(cfg: Cfg, loops: LoopForest) -> dict[int, set[str]]:
+    """The registers each loop writes (loop id -> names): the ones that get a recurrence at its header."""
+    written: dict[int, set[str]] = {}
+    for lp in loops.loops:
+        regs: set[str] = set()
+        for b in lp.blocks:
+            for ins in cfg.instructions(b):
+                regs.update(registers_written(ins))
+        written[lp.id] = regs
+    return written
 
 
 def analyze_symbolic(cfg: Cfg, loops: LoopForest) -> SymbolicResult:
     """Symbolic values for a function; reruns while the lane-dependence of recurrences changes (≤ 3 passes)."""
+    written = written_in_loops(cfg, loops)
     rec_lane: dict[tuple[int, str], bool] = {}
-    result = _Pass(cfg, loops, rec_lane).run()
+    result = _Pass(cfg, loops, written, rec_lane).run()
     for _ in range(2):
         new = {(rc.loop, rc.reg): result.atoms.is_lane(result.resolution.get(a)) or rc.kind == "unknown"
                and result.resolution.get(a) is None
@@ -431,5 +402,5 @@ def analyze_symbolic(cfg: Cfg, loops: LoopForest) -> SymbolicResult:
         if all(new.get(k, False) == rec_lane.get(k, False) for k in set(new) | set(rec_lane)):
             break
         rec_lane = new
-        result = _Pass(cfg, loops, rec_lane).run()
+        result = _Pass(cfg, loops, written, rec_lane).run()
     return result

@@ -1,0 +1,144 @@
+"""Loop induction variables, at the two levels the analyses ask about them.
+
+A trip count needs the *instruction* that moves the compared register once per iteration (`add r, r, 4`,
+`shl r, r, 1`, or `t = s << 1; ...; s = t` where the test reads `t`), to prove it runs on every path to the
+latch and to know whether the test sees the value before or after it (`update_in_loop`, `carried_update`,
+`check_once_per_iteration`, `after_update`, `step`). An address needs the *value* of every register a loop
+rewrites as a closed form in the iteration number: the symbolic pass (`symbolic`) gives each such register a
+recurrence atom at the loop header and `classify` reads what flows back along the back edges (unchanged,
+`init + step * K`, geometric `* c`, `>> c`, `/ c`, or unknown). Both are read from the one set of reaching
+definitions and symbolic values of a kernel (`KernelDataflow`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kerncast.analysis.cexpr import Unknown
+from kerncast.analysis.cfg import Cfg
+from kerncast.analysis.dataflow import expr as E
+from kerncast.analysis.dataflow.expr import Atoms, Poly, Value
+from kerncast.analysis.loops import Loop
+from kerncast.analysis.ptx.model import Instruction, Reg
+
+#: additive updates and the sign they give the step
+ADDITIVE = {"add": 1, "sub": -1}
+#: updates that scale the variable (a geometric induction variable)
+GEOMETRIC = ("mul", "shl", "shr", "div")
+
+
+# ------------------------------------------------------------------------------ the update instruction
+
+def _inside(defs: dict[str, list[Instruction]], cfg: Cfg, reg: str, in_loop: set[int]) -> list[Instruction]:
+    return [i for i in defs.get(reg, []) if cfg.block_of[i.index] in in_loop]
+
+
+def update_in_loop(defs: dict[str, list[Instruction]], cfg: Cfg, reg: str,
+                   in_loop: set[int]) -> Instruction | None:
+    """The single instruction of the loop that writes `reg` from itself (`add r, r, x`), else None."""
+    inside = _inside(defs, cfg, reg, in_loop)
+    if len(inside) != 1:
+        return None
+    ins = inside[0]
+    srcs = [s for s in ins.srcs if isinstance(s, Reg) and s.name == reg]
+    ok = ins.opcode in ADDITIVE or ins.opcode in GEOMETRIC
+    return ins if srcs and ok and ins.guard is None else None
+
+
+def carried_update(defs: dict[str, list[Instruction]], cfg: Cfg, reg: str,
+                   in_loop: set[int]) -> tuple[str, Instruction, Instruction] | None:
+    """For `t = s op c; ...; s = t` loops that compare `t`: (s, the `op` instruction, the copy `s = t`)."""
+    inside = _inside(defs, cfg, reg, in_loop)
+    if len(inside) != 1 or inside[0].guard is not None:
+        return None
+    ins = inside[0]
+    if ins.opcode not in ADDITIVE and ins.opcode not in GEOMETRIC:
+        return None
+    for src in ins.srcs:
+        if not isinstance(src, Reg) or src.is_special or src.name == reg:
+            continue
+        copies = _inside(defs, cfg, src.name, in_loop)
+        if len(copies) == 1 and copies[0].opcode == "mov" and copies[0].guard is None \
+                and [s.name for s in copies[0].srcs if isinstance(s, Reg)] == [reg]:
+            return src.name, ins, copies[0]
+    return None
+
+
+def step(update: Instruction, reg: str, invariant: Any) -> tuple[str, int]:
+    """(opcode, step) of an induction update; `invariant(operand)` gives the loop-invariant step's value."""
+    srcs = list(update.srcs)
+    if len(srcs) != 2:
+        raise Unknown(f"the induction update {update.full_opcode} is not a two-operand step")
+    first_is_iv = isinstance(srcs[0], Reg) and srcs[0].name == reg
+    other = srcs[1] if first_is_iv else srcs[0]
+    if not first_is_iv and update.opcode in ("sub", "shl", "shr", "div"):
+        raise Unknown(f"the induction update {update.full_opcode} has the variable on the right")
+    amount = invariant(other)
+    if update.opcode in ADDITIVE:
+        return update.opcode, amount
+    if amount <= (1 if update.opcode in ("mul", "div") else 0):
+        raise Unknown(f"the induction update {update.full_opcode} by {amount} does not move the variable")
+    return update.opcode, amount
+
+
+def check_once_per_iteration(cfg: Cfg, loop: Loop, update: Instruction, nested: list[set[int]]) -> None:
+    """The induction update must run exactly once per iteration: on every path to a latch, not nested."""
+    ub = cfg.block_of[update.index]
+    if any(ub in inner for inner in nested):
+        raise Unknown("the induction variable is updated inside a nested loop")
+    if not all(cfg.dominates(ub, latch) for latch in loop.latches):
+        raise Unknown("the induction variable is updated on only some paths")
+
+
+def after_update(cfg: Cfg, update: Instruction, test: Instruction, test_block: int) -> bool:
+    """Whether, in each iteration, the test sees the induction variable after its update."""
+    ub = cfg.block_of[update.index]
+    if ub == test_block:
+        return update.index < test.index
+    if cfg.dominates(ub, test_block):
+        return True
+    if cfg.dominates(test_block, ub):
+        return False
+    raise Unknown("the induction variable is updated on only some paths")
+
+
+# ------------------------------------------------------------------------------ the closed-form value
+
+@dataclass(slots=True)
+class Recurrence:
+    """How a register rewritten in a loop evolves: `kind` is invariant, affine, geometric or unknown."""
+
+    loop: int
+    reg: str
+    atom: int
+    init: Value
+    kind: str
+    step: Value = None  # affine: added per iteration
+    op: str | None = None  # geometric: "mul", "shl", "shr", "div"
+    factor: int = 0
+
+
+def classify(loop: int, reg: str, a: int, init: Value, back: Value, atoms: Atoms) -> Recurrence:
+    """The recurrence of register `reg` (header atom `a`) from its entry value and its back-edge value."""
+    rc = Recurrence(loop, reg, a, init, "unknown")
+    if back is None:
+        return rc
+    me: Poly = (((a,), 1),)
+    if back == me:
+        rc.kind = "invariant"
+        return rc
+    d = E.sub(back, me)
+    if d is not None and a not in atoms.atoms_of(d):
+        rc.kind, rc.step = "affine", d
+        return rc
+    if len(back) == 1 and back[0][0] == (a,) and back[0][1] > 1:
+        rc.kind, rc.op, rc.factor = "geometric", "mul", back[0][1]
+        return rc
+    if len(back) == 1 and back[0][1] == 1 and len(back[0][0]) == 1:
+        key = atoms.keys[back[0][0][0]]
+        if key[0] == "op" and key[1] in ("shr", "div") and len(key[2]) == 2 and key[2][0] == me:
+            c = E.as_const(key[2][1])
+            if c is not None and c > 0:
+                rc.kind, rc.op, rc.factor = "geometric", key[1], c
+    return rc

@@ -1,0 +1,74 @@
+"""Reaching definitions: which instructions may have written a register when control reaches a point.
+
+PTX from nvcc is not in SSA form (a loop counter is one register rewritten in the body), so a register's
+value at an instruction is decided by the definitions that reach it along the CFG. They are computed once per
+kernel by iterative data flow over bit sets of instruction indices (Python ints: one bit per instruction);
+loop entry values (`values`) and induction variables (`induction`) are queries on them.
+"""
+
+from __future__ import annotations
+
+from kerncast.analysis.cfg import Cfg
+from kerncast.analysis.deps import registers_written
+from kerncast.analysis.ptx.model import Function, Instruction
+
+
+def definitions(fn: Function) -> dict[str, list[Instruction]]:
+    """Every instruction that writes each register, in program order."""
+    defs: dict[str, list[Instruction]] = {}
+    for ins in fn.body:
+        for name in dict.fromkeys(registers_written(ins)):
+            defs.setdefault(name, []).append(ins)
+    return defs
+
+
+class ReachingDefs:
+    """Which definitions reach each block entry (iterative data flow over bit sets of instruction indices)."""
+
+    def __init__(self, fn: Function, cfg: Cfg, defs: dict[str, list[Instruction]]) -> None:
+        self.fn, self.cfg = fn, cfg
+        self.mask = {reg: sum(1 << i.index for i in ins) for reg, ins in defs.items()}
+        n = len(cfg.blocks)
+        gen, kill = [0] * n, [0] * n
+        for b in range(n):
+            for ins in cfg.instructions(b):
+                for reg in set(registers_written(ins)):
+                    kill[b] |= self.mask[reg]
+                    gen[b] = (gen[b] & ~self.mask[reg]) | (1 << ins.index)
+        self.reach_in, self.reach_out = [0] * n, list(gen)
+        order = cfg.rpo or list(range(n))
+        changed = True
+        while changed:
+            changed = False
+            for b in order:
+                inn = 0
+                for p in cfg.blocks[b].preds:
+                    inn |= self.reach_out[p]
+                out = gen[b] | (inn & ~kill[b])
+                if inn != self.reach_in[b] or out != self.reach_out[b]:
+                    self.reach_in[b], self.reach_out[b] = inn, out
+                    changed = True
+
+    def _instructions(self, bits: int) -> list[Instruction]:
+        out = []
+        while bits:
+            low = bits & -bits
+            out.append(self.fn.body[low.bit_length() - 1])
+            bits ^= low
+        return out
+
+    def at(self, reg: str, ins: Instruction) -> list[Instruction]:
+        """The definitions of `reg` that reach instruction `ins`."""
+        block = self.cfg.block_of[ins.index]
+        for prev in reversed(self.fn.body[self.cfg.blocks[block].start:ins.index]):
+            if reg in registers_written(prev):
+                return [prev]
+        return self._instructions(self.reach_in[block] & self.mask.get(reg, 0))
+
+    def entering(self, reg: str, header: int, in_loop: set[int] | frozenset[int]) -> list[Instruction]:
+        """The definitions of `reg` that reach the loop header from outside the loop."""
+        bits = 0
+        for p in self.cfg.blocks[header].preds:
+            if p not in in_loop:
+                bits |= self.reach_out[p]
+        return self._instructions(bits & self.mask.get(reg, 0))

@@ -1,0 +1,176 @@
+"""Concrete values of the registers a loop does not change, from the definitions that reach the loop's entry.
+
+A trip count needs numbers: the start, bound and step of an induction variable under what the launch knows
+(kernel parameters, `%ntid`, `%nctaid`, and for a block-dependent bound one sampled block and thread index).
+This query walks the reaching definitions (`reaching`) back from the loop's entry and folds each defining
+instruction with PTX's integer semantics (`intops`); it raises `Unknown` with the first reason a value cannot
+be known (a load from memory, a predicated definition, paths that disagree, a parameter the launch does not
+give), and it records which launch facts it read, so that a count can say what it rests on.
+"""
+
+from __future__ import annotations
+
+from kerncast.analysis.cexpr import Unknown
+from kerncast.analysis.cfg import Cfg
+from kerncast.analysis.dataflow.reaching import ReachingDefs
+from kerncast.analysis.intops import NoValue, int_op
+from kerncast.analysis.launch import Launch, Sourced
+from kerncast.analysis.loops import Loop
+from kerncast.analysis.ptx.model import Addr, Function, Imm, Instruction, Operand, Reg, Sym
+
+_SPECIAL_LAUNCH = {"ntid": "block", "nctaid": "grid"}
+
+#: a sampled (block index, thread index) at which to read a value that depends on them
+Index = tuple[tuple[int, int, int], tuple[int, int, int]]
+
+
+class IndexDependent(Unknown):
+    """The value reads `%ctaid` or `%tid`: it must be read per sampled block and thread."""
+
+
+def launch_dim(launch: Launch | None, field: str) -> Sourced | None:
+    """The launch's `grid` or `block` size."""
+    if launch is None:
+        return None
+    return launch.grid if field == "grid" else launch.block
+
+
+def int_type(ins: Instruction) -> tuple[int, bool]:
+    """(bits, signed) of an integer instruction as its bounds are read: 16, 32 or 64 bits, s32 if untyped."""
+    t = ins.dtype or "s32"
+    return (64 if t.endswith("64") else 16 if t.endswith("16") else 32), t.startswith("s")
+
+
+class EntryValues:
+    """Values of registers the loop does not change, from the definitions that reach the loop's entry."""
+
+    MAX_DEPTH = 32
+
+    def __init__(self, fn: Function, cfg: Cfg, defs: dict[str, list[Instruction]], reaching: ReachingDefs,
+                 loop: Loop, launch: Launch | None, index: Index | None = None) -> None:
+        self.fn, self.cfg, self.defs, self.launch = fn, cfg, defs, launch
+        self.index = index
+        #: the launch facts read, e.g. "wA = 1024 from the launch-site"
+        self.inputs: list[str] = []
+        self.reaching, self.header, self.in_loop = reaching, loop.header, set(loop.blocks)
+        self.params = {p.name: i for i, p in enumerate(fn.params)}
+        self._active: set[int] = set()
+
+    def invariant(self, op: Operand) -> int:
+        """The value of an operand that the loop does not change."""
+        if isinstance(op, Reg) and not op.is_special:
+            if any(self.cfg.block_of[i.index] in self.in_loop for i in self.defs.get(op.name, [])):
+                raise Unknown(f"the bound {op.name} changes inside the loop")
+            return self.outside(op.name)
+        return self.operand(op, None, 0)
+
+    def outside(self, reg: str) -> int:
+        """The value a register holds on entry to the loop."""
+        return self._agree(reg, self.reaching.entering(reg, self.header, self.in_loop), 0)
+
+    def _agree(self, reg: str, defs: list[Instruction], depth: int) -> int:
+        if depth > self.MAX_DEPTH:
+            raise Unknown(f"{reg} is computed too indirectly")
+        if not defs:
+            raise Unknown(f"{reg} has no value on entry to the loop")
+        values = {self._evaluate(d, depth + 1) for d in defs}
+        if len(values) != 1:
+            raise Unknown(f"{reg} has different values on the paths into the loop")
+        return values.pop()
+
+    def _evaluate(self, ins: Instruction, depth: int) -> int:
+        if ins.index in self._active:
+            raise Unknown(f"{ins.full_opcode} at PTX line {ins.ptx_line} changes in an enclosing loop")
+        self._active.add(ins.index)
+        try:
+            return self.instruction(ins, depth)
+        finally:
+            self._active.discard(ins.index)
+
+    def operand(self, op: Operand, at: Instruction | None, depth: int) -> int:
+        """An operand's value: at instruction `at`, or on entry to the loop when `at` is None."""
+        if isinstance(op, Imm):
+            if not isinstance(op.value, int):
+                raise Unknown(f"the floating-point operand {op.text}")
+            return op.value
+        if isinstance(op, Reg):
+            if op.is_special:
+                return self.special(op.name)
+            if at is None:
+                return self.outside(op.name)
+            return self._agree(op.name, self.reaching.at(op.name, at), depth)
+        raise Unknown(f"the operand {op!r} is not a register or an immediate")
+
+    def special(self, name: str) -> int:
+        """A special register: a launch size, or the sampled block/thread index."""
+        base, _, axis = name.lstrip("%").partition(".")
+        if base in ("ctaid", "tid") and axis in ("x", "y", "z"):
+            if self.index is None:
+                raise IndexDependent(f"the value depends on {name}, which differs between "
+                                     f"{'blocks' if base == 'ctaid' else 'threads'}")
+            return self.index[0 if base == "ctaid" else 1]["xyz".index(axis)]
+        field = _SPECIAL_LAUNCH.get(base)
+        if field is None or axis not in ("x", "y", "z"):
+            raise Unknown(f"the value depends on {name}, which differs between threads")
+        sourced = launch_dim(self.launch, field)
+        if sourced is None or sourced.value is None:
+            raise Unknown(f"{name} needs the launch {field} size, which is unknown")
+        return sourced.value["xyz".index(axis)]
+
+    def instruction(self, ins: Instruction, depth: int) -> int:
+        """The value one defining instruction writes."""
+        if ins.guard is not None:
+            raise Unknown(f"{ins.full_opcode} at PTX line {ins.ptx_line} is predicated")
+        srcs = list(ins.srcs)
+        if ins.opcode == "ld" and "param" in ins.modifiers:
+            return self.param(srcs[0] if srcs else None)
+        if ins.opcode in ("ld", "ldu", "atom"):
+            where = f" (source line {ins.loc.line})" if ins.loc else ""
+            raise Unknown(f"the value is loaded from {ins.space} memory at PTX line {ins.ptx_line}{where}")
+        if ins.opcode in ("mov", "cvt") and len(srcs) == 1:
+            return self.operand(srcs[0], ins, depth)
+        vals = [self.operand(s, ins, depth) for s in srcs]
+        result = fold(ins.opcode, vals, *int_type(ins))
+        if result is None:
+            raise Unknown(f"{ins.full_opcode} at PTX line {ins.ptx_line} is not folded")
+        return result
+
+    def param(self, addr: Operand | None) -> int:
+        """A kernel parameter's value, when the launch knows it."""
+        if not isinstance(addr, Addr) or not isinstance(addr.base, Sym) or addr.offset != 0:
+            raise Unknown("a load from a parameter field")
+        index = self.params.get(addr.base.name)
+        if index is None:
+            raise Unknown(f"{addr.base.name} is not a parameter of {self.fn.name}")
+        names = self.launch.param_names if self.launch is not None else []
+        name = names[index] if index < len(names) and names[index] else f"#{index}"
+        known = self.launch.param(index) if self.launch is not None else None
+        if known is None or not isinstance(known.value, int):
+            raise Unknown(f"parameter {name} has no known value (set it with --param {name if names else index}"
+                          f"=VALUE or a // kerncast: annotation)")
+        self.inputs.append(f"{name} = {known.value} from the {known.source}")
+        return known.value
+
+
+def fold(opcode: str, v: list[int], bits: int = 64, signed: bool = True) -> int | None:
+    """Integer semantics of the PTX opcodes that compute bounds, at the instruction's width and signedness
+    (`kerncast.analysis.intops`: C truncating division, logical `shr` on unsigned operands); None for an
+    opcode that is not folded."""
+    if opcode in ("add", "sub", "mul", "min", "max", "and", "or", "xor", "shl", "shr", "div", "rem") \
+            and len(v) == 2:
+        a, b = v
+        if opcode in ("add", "sub", "mul"):
+            return {"add": a + b, "sub": a - b, "mul": a * b}[opcode]
+        if opcode in ("shl", "shr") and not 0 <= b < 64:
+            raise Unknown(f"shift by {b}")
+        if opcode == "shl":
+            return a << b
+        try:
+            return int_op(opcode, a, b, bits, signed)
+        except NoValue as exc:
+            raise Unknown(str(exc)) from exc
+    if opcode == "mad" and len(v) == 3:
+        return v[0] * v[1] + v[2]
+    if opcode == "neg" and len(v) == 1:
+        return -v[0]
+    return None
