@@ -25,9 +25,16 @@ from kerncast.analysis.dataflow.symbolic import SymbolicResult
 from kerncast.analysis.isa import MemoryTouch, memory_touch
 from kerncast.analysis.loops import LoopForest
 from kerncast.analysis.memory.findings import build_findings
-from kerncast.analysis.memory.lanevec import lane_vectors
+from kerncast.analysis.memory.lanevec import VecPoly, lane_vectors
 from kerncast.analysis.memory.render import Renderer, kernel_param_names
-from kerncast.analysis.memory.warp import RequestCost, branch_outcome, global_cost, shared_cost, warp_lanes
+from kerncast.analysis.memory.warp import (
+    LaneConstants,
+    RequestCost,
+    branch_outcome,
+    global_cost,
+    shared_cost,
+    warp_lanes,
+)
 from kerncast.analysis.ptx.model import Function, Imm, Module, line_in_file
 from kerncast.analysis.report import Finding
 from kerncast.analysis.rules import Code
@@ -239,6 +246,8 @@ class _Kernel:
                 ints = {a: E.as_const(v) for a, v in lsub.items()}
                 warp.append((ln.lane, lsub, ints if all(x is not None for x in ints.values()) else None))  # type: ignore[misc]
             self.lane_maps.append(warp)
+        #: whether each sampled warp lists its lanes as 0, 1, 2, ... (then a lane's id is its position)
+        self.lanes_by_position = all(ln == i for lanes in self.lane_maps for i, (ln, _, _) in enumerate(lanes))
         self.conditions = self._edge_conditions()
         self.vectors = lane_vectors(self.atoms, self.lane_maps, self.lane_atoms)
         self._trip_cache: dict[int, int | None] = {}
@@ -446,17 +455,41 @@ class _Kernel:
             vkey = (key, v1)
             per_warp = self._values.get(vkey)
             if per_warp is None:
-                per_warp = self._values[vkey] = self._lane_table(v1)
+                per_warp = self._values[vkey] = self._warp_values(v1)
             self.work += len(masks)
             for mask, table in zip(masks, per_warp, strict=True):
-                out.append((mask, [table[ln] for ln in mask]))
+                out.append((mask, table.take(mask) if isinstance(table, LaneConstants) else [table[ln] for ln in mask]))
+        return out
+
+    def _warp_values(self, v: Value) -> list[LaneConstants] | list[dict[int, Value]]:
+        """`v` in every lane of every sampled warp: as `LaneConstants` (indexed by lane) where the lanes differ
+        only by a constant, else as `_lane_table` gives it."""
+        if self.vectors is None or not self.lanes_by_position:
+            return self._lane_table(v)
+        self.work += 1
+        vp = self.vectors.evaluate(v)
+        if vp is None:
+            return self._tables(v, vp)
+        others = sorted(m for m in vp if m)
+        if any((vp[m] != vp[m][0]).any() for m in others):
+            return self._tables(v, vp)
+        rest = tuple((m, c) for m in others if (c := int(vp[m][0])))
+        consts = vp[()].tolist() if () in vp else [0] * self.vectors.size  # type: ignore[union-attr]
+        out: list[LaneConstants] = []
+        i = 0
+        for lanes in self.lane_maps:
+            out.append(LaneConstants(rest, consts[i:i + len(lanes)]))
+            i += len(lanes)
         return out
 
     def _lane_table(self, v: Value) -> list[dict[int, Value]]:
         """`v` in every lane of every sampled warp (lane index -> value): all lanes at once where the
         vectorised evaluation applies, else lane by lane."""
         self.work += 1
-        vp = self.vectors.evaluate(v) if self.vectors is not None else None
+        return self._tables(v, self.vectors.evaluate(v) if self.vectors is not None else None)
+
+    def _tables(self, v: Value, vp: VecPoly | None) -> list[dict[int, Value]]:
+        """`_lane_table` from `v`'s lane vectors `vp` when there are some."""
         if vp is not None:
             flat = self.vectors.to_values(vp)  # type: ignore[union-attr]
             tables: list[dict[int, Value]] = []
@@ -482,7 +515,15 @@ class _Kernel:
 
     def _lanes_where(self, pred: Value) -> list[set[int]]:
         """Per sampled warp, the lanes where a predicate is not known to be false."""
-        return [{ln for ln, v in t.items() if E.as_const(v) != 0} for t in self._lane_table(pred)]
+        out: list[set[int]] = []
+        for t in self._warp_values(pred):
+            if not isinstance(t, LaneConstants):
+                out.append({ln for ln, v in t.items() if E.as_const(v) != 0})
+            elif t.rest:  # a symbol left: not known to be false in any lane
+                out.append(set(range(len(t))))
+            else:
+                out.append({ln for ln, c in enumerate(t.consts) if c})
+        return out
 
     def _active(self, block: int, key: tuple, subst: dict[int, Value], cache: dict[int, Value]) -> list[list[int]]:
         """Per sampled warp, the lanes that reach `block` (cached per block and iteration assignment).

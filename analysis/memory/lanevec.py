@@ -36,12 +36,10 @@ class GiveUp(Exception):
 
 def _bound(v: VecPoly) -> int:
     """The largest magnitude of any coefficient in any lane."""
-    if not v:
-        return 0
-    if len(v) == 1:
-        a = next(iter(v.values()))
-        return int(np.abs(a).max(initial=0))
-    return int(np.abs(np.stack(list(v.values()))).max(initial=0))
+    top = 0
+    for a in v.values():  # the largest and the smallest of each array: cheaper than stacking them
+        top = max(top, int(a.max(initial=0)), -int(a.min(initial=0)))
+    return top
 
 
 def _most_terms_in_a_lane(v: VecPoly) -> int:
@@ -69,6 +67,7 @@ class LaneVectors:
         self.capped = capped
         self.lane_ids = frozenset(lane_values)
         self._atom_cache: dict[int, tuple[VecPoly, bool]] = {}
+        self._uniform_cache: dict[int, bool] = {}
         #: set while evaluating a value when an operation had to be simplified lane by lane
         self.symbolic = False
 
@@ -151,12 +150,38 @@ class LaneVectors:
         if v is None or depth > 6:
             raise GiveUp
         out: VecPoly = {}
+        bound = 0  # a bound on the magnitudes in `out`: the sum of its terms' bounds
         for m, c in v:
-            term = self._const(c)
-            for a in m:
-                term = self._mul(term, self._atom(a, depth))
-            out = self._add(out, term) if out else term
+            if all(self._uniform(a) for a in m):  # `c` times symbols the same in every lane
+                _check(abs(c))
+                if self.capped and len(m) > E.MAX_DEGREE:
+                    raise GiveUp
+                term, term_bound = {m: np.full(self.size, c, dtype=np.int64)}, abs(c)
+            else:
+                term = self._const(c)
+                for a in m:
+                    term = self._mul(term, self._atom(a, depth))
+                term_bound = _bound(term)
+            bound += term_bound
+            _check(bound)
+            if out:
+                for tm, arr in term.items():
+                    out[tm] = out[tm] + arr if tm in out else arr
+                self._cap(out)
+            else:
+                out = dict(term)
         return {m: arr for m, arr in out.items() if m == () or arr.any()} if out else out
+
+    def _uniform(self, a: int) -> bool:
+        """Whether atom `a` is a plain symbol with the same value in every lane (no lane vector, no lane
+        operation): its lane vector is all ones, so a term of such symbols needs no multiplication."""
+        hit = self._uniform_cache.get(a)
+        if hit is None:
+            atoms = self.atoms
+            hit = self._uniform_cache[a] = not (
+                a in self.lane_values or atoms.lane[a]
+                or (atoms.keys[a][0] == "op" and _op_has_lane(atoms, a, self.lane_ids)))
+        return hit
 
     def _atom(self, a: int, depth: int) -> VecPoly:
         hit = self._atom_cache.get(a)
@@ -278,7 +303,10 @@ def lane_vectors(atoms: Atoms, warps: list[list[tuple[int, dict[int, Value], Any
         if any(atoms.lane[x] or atoms.keys[x][0] == "op" for m in monos for x in m):
             return None
         capped = capped or any(m for m in monos)
-        vp: VecPoly = {m: np.array([dict(p).get(m, 0) for p in per_lane], dtype=np.int64)  # type: ignore[arg-type]
-                       for m in monos}
+        columns: dict[Mono, list[int]] = {m: [0] * len(lanes) for m in monos}
+        for i, p in enumerate(per_lane):
+            for m, c in p:  # type: ignore[union-attr]
+                columns[m][i] = c
+        vp: VecPoly = {m: np.array(col, dtype=np.int64) for m, col in columns.items()}
         values[atom] = vp if vp else {(): np.zeros(len(lanes), dtype=np.int64)}
     return LaneVectors(atoms, values, len(lanes), capped)

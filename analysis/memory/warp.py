@@ -13,8 +13,10 @@ phases.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from math import ceil, gcd
+from typing import overload
 
 import numpy as np
 from kerncast.analysis.dataflow import expr as E
@@ -84,9 +86,47 @@ def _alignment(atoms: Atoms, rest: Poly, align_of: dict[int, int]) -> int:
     return gcd(g, 128) if g else 128
 
 
-def lane_offsets(atoms: Atoms, addrs: list[Value]) -> tuple[dict[Poly, list[int]], Poly] | None:
+class LaneConstants(Sequence[Poly]):
+    """The values of a warp's lanes when they share one lane-uniform part and differ by a constant: lane `i`
+    holds `rest + consts[i]`. This is the common case (an address `base + 4 * tid.x` once the lane symbols
+    are numbers), kept as plain ints so that costs and branch outcomes build no polynomial per lane; indexing
+    gives the same `Value` as the lane-by-lane evaluation."""
+
+    __slots__ = ("rest", "consts")
+
+    def __init__(self, rest: Poly, consts: list[int]) -> None:
+        self.rest = rest
+        self.consts = consts
+
+    def __len__(self) -> int:
+        return len(self.consts)
+
+    @overload
+    def __getitem__(self, i: int) -> Poly: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[Poly]: ...
+
+    def __getitem__(self, i: int | slice) -> Poly | list[Poly]:
+        if isinstance(i, slice):
+            return [self._value(c) for c in self.consts[i]]
+        return self._value(self.consts[i])
+
+    def _value(self, c: int) -> Poly:
+        return (((), c), *self.rest) if c else self.rest
+
+    def take(self, lanes: list[int]) -> LaneConstants:
+        """The values of the listed lanes (by position)."""
+        consts = self.consts
+        return LaneConstants(self.rest, [consts[i] for i in lanes])
+
+
+def lane_offsets(atoms: Atoms, addrs: Sequence[Value]) -> tuple[dict[Poly, list[int]], Poly] | None:
     """Group lane addresses by their symbolic difference to the first lane; None when a lane's address is
     unknown or lanes differ through an operation we could not compute (a gather)."""
+    if isinstance(addrs, LaneConstants):  # one group: the lanes differ by constants
+        c0 = addrs.consts[0]
+        return {E.ZERO: [c - c0 for c in addrs.consts]}, addrs[0]
     first = addrs[0]
     if first is None:
         return None
@@ -109,7 +149,7 @@ def lane_offsets(atoms: Atoms, addrs: list[Value]) -> tuple[dict[Poly, list[int]
     return groups, first
 
 
-def global_cost(atoms: Atoms, addrs: list[Value], width: int, align_of: dict[int, int]) -> RequestCost | None:
+def global_cost(atoms: Atoms, addrs: Sequence[Value], width: int, align_of: dict[int, int]) -> RequestCost | None:
     """Sectors per request and the ideal for the active lanes' addresses (best case over unknown alignment)."""
     if not addrs or width <= 0:
         return None
@@ -163,7 +203,7 @@ def _distinct_bytes(offsets: list[int], width: int) -> int:
 
 # ----------------------------------------------------------------------------------------------- shared
 
-def shared_cost(atoms: Atoms, lanes: list[int], addrs: list[Value], width: int) -> RequestCost | None:
+def shared_cost(atoms: Atoms, lanes: list[int], addrs: Sequence[Value], width: int) -> RequestCost | None:
     """Wavefronts of a shared-memory request and the ideal; None when lanes' relative addresses are unknown."""
     if not addrs or width <= 0:
         return None
@@ -201,10 +241,14 @@ def shared_cost(atoms: Atoms, lanes: list[int], addrs: list[Value], width: int) 
 
 # -------------------------------------------------------------------------------------------- divergence
 
-def branch_outcome(preds: list[Value]) -> str:
+def branch_outcome(preds: Sequence[Value]) -> str:
     """`divergent`, `uniform` or `unknown` for the predicate values of a warp's active lanes."""
     if not preds:
         return "uniform"
+    if isinstance(preds, LaneConstants):
+        if preds.rest:  # a symbol left: the same in every lane when the constants agree, else not known
+            return "uniform" if len(set(preds.consts)) == 1 else "unknown"
+        return "divergent" if len({bool(c) for c in preds.consts}) > 1 else "uniform"
     if any(p is None for p in preds):
         return "unknown"
     consts = [E.as_const(p) for p in preds]
