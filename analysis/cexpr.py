@@ -3,8 +3,10 @@
 Launch sizes are usually written as constant expressions over `#define`s, `const`/`constexpr` variables and
 `dim3` objects (`dim3 grid(n / threads.x, n / threads.y)`). This module folds such expressions without a
 compiler. It is deliberately not a C parser: it scans tokens, knows declarations of scalar and `dim3`
-variables and object- and function-like macros, and evaluates integer arithmetic. Whatever it cannot fold
-comes back as unknown with the reason (the first name or construct it could not evaluate), never as a guess.
+variables and object- and function-like macros, and evaluates integer arithmetic with C's types and rules
+(`intops`: `int` is 32-bit, `-1 < 1u` is false, `(unsigned)-1` is 4294967295). Whatever it cannot fold comes
+back as unknown with the reason (the first name or construct it could not evaluate, or an operation C leaves
+undefined such as signed overflow or a shift by the width), never as a guess.
 """
 
 from __future__ import annotations
@@ -12,6 +14,22 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field
+
+from kerncast.analysis.intops import (
+    C_BOOL,
+    C_INT,
+    C_LLONG,
+    C_TYPES,
+    C_UINT,
+    C_ULONG,
+    CType,
+    NoValue,
+    c_binary,
+    c_common,
+    c_convert,
+    c_literal_type,
+    c_unary,
+)
 
 Dim3 = tuple[int, int, int]
 Value = int | Dim3
@@ -217,36 +235,49 @@ _TYPE_WORDS = frozenset({
 _QUALIFIERS = frozenset({"const", "constexpr", "static", "volatile", "inline", "register", "extern",
                          "__host__", "__device__", "__constant__", "__managed__", "__shared__"})
 
-# Integer width and signedness of the types a cast may convert to (None: leave the value alone).
-_CAST_BITS: dict[str, tuple[int, bool]] = {
-    "int": (32, True), "signed": (32, True), "signed int": (32, True), "int32_t": (32, True),
-    "unsigned": (32, False), "unsigned int": (32, False), "uint32_t": (32, False),
-    "short": (16, True), "unsigned short": (16, False), "int16_t": (16, True), "uint16_t": (16, False),
-    "char": (8, True), "signed char": (8, True), "unsigned char": (8, False), "int8_t": (8, True),
-    "uint8_t": (8, False), "long": (64, True), "long long": (64, True), "int64_t": (64, True),
-    "unsigned long": (64, False), "unsigned long long": (64, False), "uint64_t": (64, False),
-    "size_t": (64, False), "std::size_t": (64, False), "ptrdiff_t": (64, True), "bool": (1, False),
-}
-
-
 def parse_int_literal(text: str) -> int:
     """The value of a C integer literal (`0x1F`, `0b101`, `017`, `1'000`, with `u`/`l`/`z` suffixes).
 
     A floating-point literal raises Unknown: launch sizes are integers and a float folded into one would be
     a guess about rounding.
     """
+    return _literal(text).value
+
+
+@dataclass(frozen=True, slots=True)
+class CInt:
+    """A folded scalar and its C type (the type decides how later operations convert and wrap it)."""
+
+    value: int
+    ctype: CType
+
+
+def _literal(text: str) -> CInt:
+    """An integer literal's value and type (from its value, base and suffix)."""
     body = text.replace("'", "")
     stripped = body.rstrip("uUlLzZ")
+    suffix = body[len(stripped):]
     low = stripped.lower()
+    decimal = False
     if low.startswith("0x"):
-        return int(low[2:], 16)
-    if low.startswith("0b"):
-        return int(low[2:], 2)
-    if any(ch in low for ch in ".ef"):
+        value = int(low[2:], 16)
+    elif low.startswith("0b"):
+        value = int(low[2:], 2)
+    elif any(ch in low for ch in ".ef"):
         raise Unknown(f"floating-point literal {text}")
-    if len(low) > 1 and low.startswith("0"):
-        return int(low, 8)
-    return int(low)
+    elif len(low) > 1 and low.startswith("0"):
+        value = int(low, 8)
+    else:
+        value, decimal = int(low), True
+    try:
+        return CInt(value, c_literal_type(value, suffix, decimal))
+    except NoValue as exc:
+        raise Unknown(str(exc)) from exc
+
+
+def _fitting_type(v: int) -> CType:
+    """The type assumed for a value whose declaration names none (`auto`): int when it fits, else long long."""
+    return C_INT if c_convert(v, C_INT) == v else C_LLONG
 
 
 # ------------------------------------------------------------------------------------------ declarations
@@ -280,6 +311,8 @@ class Declaration:
     const: bool
     mutated_line: int | None = None
     cache: Folded | None = field(default=None, repr=False)
+    #: the declared integer type (None: `dim3`, or `auto`, typed by its value)
+    ctype: CType | None = None
 
 
 _DEFINE_RE = re.compile(r"^[ \t]*#[ \t]*(define|undef)[ \t]+([A-Za-z_]\w*)(\([^)]*\))?(.*)$", re.M)
@@ -406,7 +439,8 @@ class ConstEnv:
             if j >= len(toks) or toks[j].text not in (",", ";"):
                 return 0  # a function, a pointer, an array, ...: not a variable the folder knows
             self.decls.setdefault(name_tok.text, []).append(Declaration(
-                name_tok.text, kind, init, name_tok.offset, scope_end, self.lines.line(name_tok.offset), const))
+                name_tok.text, kind, init, name_tok.offset, scope_end, self.lines.line(name_tok.offset), const,
+                ctype=C_TYPES.get(" ".join(type_words))))
             if j < len(toks) and toks[j].text == ",":
                 j += 1
                 continue
@@ -552,6 +586,8 @@ class ConstEnv:
             return Folded(folded.as_dim3())
         if not isinstance(folded.value, int):
             return Folded(None, f"'{decl.name}' (line {decl.line}) is not an integer")
+        if decl.ctype is not None:  # initialisation converts the value to the declared type
+            return Folded(c_convert(folded.value, decl.ctype))
         return folded
 
     def _expand(self, tokens: list[Token], offset: int, depth: int, hidden: frozenset[str]) -> list[Token]:
@@ -650,7 +686,11 @@ class _Evaluator:
         node = self._ternary()
         if self.pos != len(self.toks):
             raise Unknown(f"cannot fold the expression at '{self.toks[self.pos].text}'")
-        return _eval(node, self)
+        try:
+            v = _eval(node, self)
+        except NoValue as exc:
+            raise Unknown(str(exc)) from exc
+        return v.value if isinstance(v, CInt) else v
 
     # parsing produces small closures-free tuples evaluated lazily by _eval
 
@@ -741,9 +781,9 @@ class _Evaluator:
         self._expect(")")
         text = " ".join(words).replace("std :: ", "std::")
         if text.endswith("*"):
-            return ("num", 8)
+            return ("size", 8)
         if text in SIZEOF:
-            return ("num", SIZEOF[text])
+            return ("size", SIZEOF[text])
         raise Unknown(f"sizeof({text}) is not a type of known size")
 
     def _postfix(self) -> tuple:
@@ -764,7 +804,7 @@ class _Evaluator:
     def _primary(self) -> tuple:
         tok = self._take()
         if tok.kind == "num":
-            return ("num", parse_int_literal(tok.text))
+            return ("num", _literal(tok.text))
         if tok.text == "(":
             inner = self._ternary()
             self._expect(")")
@@ -785,7 +825,7 @@ class _Evaluator:
                 self._expect(")")
                 return ("call", name, args)
             if name in ("true", "false"):
-                return ("num", int(name == "true"))
+                return ("num", CInt(int(name == "true"), C_BOOL))
             return ("var", name)
         raise Unknown(f"cannot fold '{tok.text}'")
 
@@ -793,88 +833,78 @@ class _Evaluator:
 _MIN_MAX = {"min": min, "max": max, "std::min": min, "std::max": max, "umin": min, "umax": max,
             "imin": min, "imax": max}
 
+Typed = CInt | Dim3
 
-def _eval(node: tuple, ev: _Evaluator) -> Value:
-    """Evaluate a parsed node; C integer semantics (division truncates toward zero)."""
+
+def _eval(node: tuple, ev: _Evaluator) -> Typed:
+    """Evaluate a parsed node with C's integer types and rules (`intops`); NoValue where C gives none.
+
+    A conditional's value keeps the type of the arm it chose (the other arm is not evaluated, so the common
+    type of the two is not known); `dim3` components are kept as written.
+    """
     kind = node[0]
     if kind == "num":
         return node[1]
+    if kind == "size":
+        return CInt(node[1], C_ULONG)
     if kind == "var":
-        return ev.env.variable(node[1], ev.offset)
+        v = ev.env.variable(node[1], ev.offset)
+        if not isinstance(v, int):
+            return v
+        decl = ev.env.declaration(node[1], ev.offset)
+        return CInt(v, decl.ctype if decl is not None and decl.ctype is not None else _fitting_type(v))
     if kind == "?":
-        return _eval(node[2] if _scalar(_eval(node[1], ev)) else node[3], ev)
+        return _eval(node[2] if _scalar(_eval(node[1], ev)).value else node[3], ev)
     if kind == "un":
         v = _scalar(_eval(node[2], ev))
-        return {"+": v, "-": -v, "~": ~v, "!": int(not v)}[node[1]]
+        return CInt(*c_unary(node[1], v.value, v.ctype))
     if kind == "cast":
         return _cast(node[1], _eval(node[2], ev))
     if kind == "member":
-        return _member(_eval(node[1], ev), node[2])
+        return CInt(_member(_eval(node[1], ev), node[2]), C_UINT)
     if kind == "call":
         return _call(node[1], [_eval(a, ev) for a in node[2]])
     op, left = node[1], node[2]
     if op in ("&&", "||"):
-        lv = _scalar(_eval(left, ev))
+        lv = _scalar(_eval(left, ev)).value
         if (op == "&&") != bool(lv):
-            return int(bool(lv))
-        return int(bool(_scalar(_eval(node[3], ev))))
-    return _binary(op, _scalar(_eval(left, ev)), _scalar(_eval(node[3], ev)))
+            return CInt(int(bool(lv)), C_INT)
+        return CInt(int(bool(_scalar(_eval(node[3], ev)).value)), C_INT)
+    a, b = _scalar(_eval(left, ev)), _scalar(_eval(node[3], ev))
+    return CInt(*c_binary(op, a.value, a.ctype, b.value, b.ctype))
 
 
-def _scalar(v: Value) -> int:
-    if not isinstance(v, int):
+def _scalar(v: Typed) -> CInt:
+    if not isinstance(v, CInt):
         raise Unknown("a dim3 used where an integer is needed")
     return v
 
 
-def _binary(op: str, a: int, b: int) -> int:
-    if op in ("/", "%"):
-        if b == 0:
-            raise Unknown("division by zero")
-        q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
-        return q if op == "/" else a - q * b
-    if op in ("<<", ">>"):
-        if b < 0 or b > 127:
-            raise Unknown(f"shift by {b}")
-        return a << b if op == "<<" else a >> b
-    table = {
-        "+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "&": lambda: a & b, "|": lambda: a | b,
-        "^": lambda: a ^ b, "==": lambda: int(a == b), "!=": lambda: int(a != b), "<": lambda: int(a < b),
-        ">": lambda: int(a > b), "<=": lambda: int(a <= b), ">=": lambda: int(a >= b),
-    }
-    return table[op]()
-
-
-def _cast(type_name: str, v: Value) -> Value:
+def _cast(type_name: str, v: Typed) -> Typed:
     if type_name == "dim3":
         return _call("dim3", [v])
-    bits = _CAST_BITS.get(type_name)
-    if bits is None:
+    ctype = C_TYPES.get(type_name)
+    if ctype is None:
         if type_name in _TYPE_WORDS or type_name.startswith("std::"):
             return v
         raise Unknown(f"cast to {type_name}")
-    width, signed = bits
-    x = _scalar(v)
-    if width == 1:
-        return int(bool(x))
-    x &= (1 << width) - 1
-    if signed and x >= 1 << (width - 1):
-        x -= 1 << width
-    return x
+    return CInt(c_convert(_scalar(v).value, ctype), ctype)
 
 
-def _member(v: Value, name: str) -> int:
+def _member(v: Typed, name: str) -> int:
     if isinstance(v, tuple) and name in ("x", "y", "z"):
         return v["xyz".index(name)]
     raise Unknown(f"member '.{name}' of a non-dim3 value")
 
 
-def _call(name: str, args: list[Value]) -> Value:
+def _call(name: str, args: list[Typed]) -> Typed:
     if name in ("dim3", "make_uint3", "make_int3"):
         if len(args) > 3 or (name != "dim3" and len(args) != 3):
             raise Unknown(f"{name} with {len(args)} arguments")
-        vals = [_scalar(a) for a in args] + [1] * (3 - len(args))
+        vals = [_scalar(a).value for a in args] + [1] * (3 - len(args))
         return (vals[0], vals[1], vals[2])
     if name in _MIN_MAX and len(args) == 2:
-        return _MIN_MAX[name](_scalar(args[0]), _scalar(args[1]))
+        a, b = _scalar(args[0]), _scalar(args[1])
+        t = c_common(a.ctype, b.ctype)
+        return CInt(_MIN_MAX[name](c_convert(a.value, t), c_convert(b.value, t)), t)
     raise Unknown(f"call to function '{name}'")

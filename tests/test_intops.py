@@ -4,9 +4,27 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from kerncast.analysis.cexpr import ConstEnv
 from kerncast.analysis.dataflow.expr import concrete_op
 from kerncast.analysis.dataflow.values import fold
-from kerncast.analysis.intops import LANES, OPERATIONS, SCALAR, NoValue, compare, int_op, wrap
+from kerncast.analysis.intops import (
+    C_CHAR,
+    C_INT,
+    C_LLONG,
+    C_LONG,
+    C_SHORT,
+    C_UINT,
+    C_ULLONG,
+    C_ULONG,
+    LANES,
+    OPERATIONS,
+    SCALAR,
+    NoValue,
+    c_common,
+    compare,
+    int_op,
+    wrap,
+)
 from kerncast.analysis.memory.lanevec import GiveUp, concrete_op_lanes
 
 
@@ -59,3 +77,43 @@ def test_comparisons_read_unsigned_operands_at_the_width():
     assert [int(x) for x in lanes] == [0, 1]
     with pytest.raises(NoValue):
         compare("nan", 1, 2, 32, True)
+
+
+C_SOURCE = "const unsigned n = 0;\nconst int k = 7;\nconst short s = 70000;\n"
+
+
+@pytest.mark.parametrize(("expr", "value"), [
+    ("-1 < 1u", 0),  # -1 converts to unsigned int first
+    ("(unsigned)-1 + 1", 0),  # unsigned arithmetic wraps
+    ("1 << 31", -(1 << 31)),  # a left shift into the sign bit wraps (C++14 and later)
+    ("n - 1", (1 << 32) - 1),  # the declared type of n is unsigned int
+    ("k - 8", -1),
+    ("s", 70000 - (1 << 16)),  # initialisation converts to short
+    ("sizeof(int) - 8", (1 << 64) - 4),  # sizeof is a size_t
+    ("min(-1, 2u)", 2),  # the usual arithmetic conversions apply to min's arguments too
+    ("(char)300", 44),
+    ("2147483648 - 1", 2147483647),  # a decimal literal too big for int is a long
+    ("0xFFFFFFFF + 1", 0),  # a hexadecimal one is an unsigned int
+    ("-7 / 2", -3),
+])
+def test_launch_expressions_follow_c_integer_types(expr: str, value: int) -> None:
+    from_source = ConstEnv(C_SOURCE).fold(expr, len(C_SOURCE) - 1)
+    assert from_source.value == value, (expr, from_source.reason)
+
+
+@pytest.mark.parametrize(("expr", "reason"), [
+    ("65536 * 65536", "signed overflow"),
+    ("1 << 32", "shift by 32"),
+    ("1 / 0", "division by zero"),
+])
+def test_launch_expressions_c_leaves_undefined_are_unknown(expr: str, reason: str) -> None:
+    folded = ConstEnv("").fold(expr, 0)
+    assert folded.value is None and reason in folded.reason
+
+
+def test_usual_arithmetic_conversions() -> None:
+    assert c_common(C_CHAR, C_SHORT) == C_INT  # both promoted
+    assert c_common(C_INT, C_UINT) == C_UINT
+    assert c_common(C_UINT, C_LONG) == C_LONG  # long holds every unsigned int
+    assert c_common(C_LONG, C_ULLONG) == C_ULLONG
+    assert c_common(C_LLONG, C_ULONG) == C_ULLONG  # same width: the unsigned type of the signed one's rank
