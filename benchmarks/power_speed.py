@@ -10,21 +10,10 @@ batches of the power datasets' own feature rows, so the numbers do not depend on
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 from kerncast.analysis.power.dataset import load_all
 from kerncast.analysis.power.model import predict_powers
-
-
-def _median_ms(fn, repeat: int) -> float:
-    fn()  # load the model once: the language server keeps it for its lifetime
-    runs = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        runs.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(runs)
+from timer import median_ms
 
 
 def main() -> int:
@@ -37,8 +26,9 @@ def main() -> int:
     rows = [{k: float(v[i]) for k, v in ds.columns.items()} for i in range(0, ds.rows, ds.rows // args.kernels)]
     rows = rows[: args.kernels]
     requests = [(r, args.gpu) for r in rows]
-    batched = _median_ms(lambda: predict_powers(requests, explain=True, lime=False), args.repeat)
-    single = _median_ms(lambda: [predict_powers([q], explain=True, lime=False) for q in requests], args.repeat)
+    batched = median_ms(lambda: predict_powers(requests, explain=True, lime=False), args.repeat, warm_up=True)
+    single = median_ms(lambda: [predict_powers([q], explain=True, lime=False) for q in requests], args.repeat,
+                       warm_up=True)
     n = len(requests)
     print(f"{n} kernels on {args.gpu}: batched {batched:.1f} ms ({batched / n:.2f} ms/kernel), "
           f"one call per kernel {single:.1f} ms ({single / n:.2f} ms/kernel)")

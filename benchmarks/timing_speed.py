@@ -1,4 +1,4 @@
-"""Time the time prediction: every example kernel, a 10^6-block launch and a 10^4-iteration loop.
+"""Time the time prediction: every example kernel, and the first looping one at up to 10^6 blocks and 10^4 iterations.
 
 Prediction (the kerncast model with its distinct-bytes footprint, the thesis scheduler + penalties, MWP-CWP and
 the roofline) must stay in milliseconds and must not grow with the grid size or the trip count: identical waves
@@ -11,9 +11,7 @@ the median time per prediction over several runs (parse, CFG, memory analysis an
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 from kerncast.analysis.cfg import build_cfg
@@ -24,42 +22,9 @@ from kerncast.analysis.memory.analysis import analyze_memory
 from kerncast.analysis.pipeline import Thresholds
 from kerncast.analysis.ptx import parse_ptx
 from kerncast.analysis.timing import predict_time
+from timer import median_ms
 
 ROOT = Path(__file__).resolve().parent.parent
-
-LOOP_PTX = """.version 7.0
-.target sm_70
-.address_size 64
-.visible .entry accum(.param .u64 pa)
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<4>;
-    .reg .f32 %f<4>;
-    .reg .b64 %rd<4>;
-    ld.param.u64 %rd1, [pa];
-    cvta.to.global.u64 %rd2, %rd1;
-    mov.u32 %r1, 0;
-    mov.f32 %f1, 0f00000000;
-$L_loop:
-    ld.global.f32 %f2, [%rd2];
-    fma.rn.f32 %f1, %f2, %f2, %f1;
-    add.s32 %r1, %r1, 1;
-    setp.lt.s32 %p1, %r1, 10000;
-    @%p1 bra $L_loop;
-    st.global.f32 [%rd2], %f1;
-    ret;
-}
-"""
-
-
-def _median_ms(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
-
 
 def _memory(module, fn, cfg, loops, block: tuple[int, int, int], trips: dict[int, int]):
     """The memory analysis the kerncast model's footprint reads (computed once, not timed)."""
@@ -90,27 +55,32 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     profile = load_profile(args.gpu)
     print(f"GPU profile {profile.id}; median of {args.repeat} runs per prediction")
-    for name, fn, module in _kernels():
+    kernels = _kernels()
+    for name, fn, module in kernels:
         cfg = build_cfg(fn)
         loops = find_loops(cfg)
         mem = _memory(module, fn, cfg, loops, (256, 1, 1), {})
-        ms = _median_ms(lambda cfg=cfg, loops=loops, mem=mem: predict_time(
+        ms = median_ms(lambda cfg=cfg, loops=loops, mem=mem: predict_time(
             cfg, loops, profile, blocks=4096, threads_per_block=256, memory=mem), args.repeat)
         print(f"  {name:60s} {len(fn.body):5d} instructions  {ms:7.2f} ms")
-    module = parse_ptx(LOOP_PTX)
-    fn = module.kernels[0]
+    looped = [(name, fn, module) for name, fn, module in kernels if find_loops(build_cfg(fn)).loops]
+    if not looped:
+        print("no example kernel with a loop: the launch and trip-count scaling is not measured")
+        return 0
+    name, fn, module = looped[0]
     cfg = build_cfg(fn)
     loops = find_loops(cfg)
     header = loops.loops[0].header
+    print(f"{name}, its first loop's trip count set:")
     rows = []
     for blocks, trips in ((13, 1), (10**6, 1), (13, 10**4), (10**6, 10**4)):
         mem = _memory(module, fn, cfg, loops, (256, 1, 1), {header: trips})
-        ms = _median_ms(lambda b=blocks, t=trips, mem=mem: predict_time(
+        ms = median_ms(lambda b=blocks, t=trips, mem=mem: predict_time(
             cfg, loops, profile, blocks=b, threads_per_block=256, trips={header: t}, memory=mem), args.repeat)
         est = predict_time(cfg, loops, profile, blocks=blocks, threads_per_block=256, trips={header: trips},
                            memory=mem)
         rows.append(ms)
-        print(f"  loop kernel, {blocks:>8d} blocks x 256 threads, {trips:>6d} iterations: {ms:6.2f} ms "
+        print(f"  {blocks:>8d} blocks x 256 threads, {trips:>6d} iterations: {ms:6.2f} ms "
               f"(kerncast {est.us:,.1f} us, range {est.range_us[0]:,.1f}-{est.range_us[1]:,.1f} us, "
               f"{est.waves} waves)")
     growth = max(rows) / min(rows)
