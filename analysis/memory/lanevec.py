@@ -66,7 +66,7 @@ class LaneVectors:
         self.size = size
         self.capped = capped
         self.lane_ids = frozenset(lane_values)
-        self._atom_cache: dict[int, tuple[VecPoly, bool]] = {}
+        self._atom_cache: dict[int, tuple[VecPoly, bool, int]] = {}
         self._uniform_cache: dict[int, bool] = {}
         #: set while evaluating a value when an operation had to be simplified lane by lane
         self.symbolic = False
@@ -78,7 +78,7 @@ class LaneVectors:
             return None
         self.symbolic = False
         try:
-            vp = self._poly(v, 0)
+            vp, _ = self._poly(v, 0)
         except (GiveUp, ArithmeticError, ValueError, OverflowError):
             return None
         if self.symbolic and not self._within_caps(vp):
@@ -120,16 +120,10 @@ class LaneVectors:
         _check(abs(c))
         return {(): np.full(self.size, c, dtype=np.int64)}
 
-    def _add(self, a: VecPoly, b: VecPoly) -> VecPoly:
-        _check(_bound(a) + _bound(b))
-        out = dict(a)
-        for m, arr in b.items():
-            out[m] = out[m] + arr if m in out else arr
-        self._cap(out)
-        return out
-
-    def _mul(self, a: VecPoly, b: VecPoly) -> VecPoly:
-        _check(_bound(a) * _bound(b) * len(a) * len(b))
+    def _mul(self, a: VecPoly, a_bound: int, b: VecPoly, b_bound: int) -> tuple[VecPoly, int]:
+        """The product and a bound on its magnitudes (from the factors' bounds: no array is scanned)."""
+        bound = a_bound * b_bound * len(a) * len(b)
+        _check(bound)
         out: VecPoly = {}
         for ma, xa in a.items():
             for mb, xb in b.items():
@@ -139,14 +133,20 @@ class LaneVectors:
                 p = xa * xb
                 out[m] = out[m] + p if m in out else p
         self._cap(out)
-        return out
+        return out, bound
 
     def _cap(self, v: VecPoly) -> None:
         if self.capped and len(v) > E.MAX_TERMS and _most_terms_in_a_lane(v) > E.MAX_TERMS:
             raise GiveUp
 
     # ------------------------------------------------------------------------------------- evaluation
-    def _poly(self, v: Value, depth: int) -> VecPoly:
+    def _poly(self, v: Value, depth: int) -> tuple[VecPoly, int]:
+        """`v` over the lanes, and a bound on its magnitudes.
+
+        Bounds are carried along rather than measured: each is at least the largest magnitude in the arrays,
+        so the overflow checks may give up early (the per-lane way then gives the same result) but never
+        late, and no array is scanned for them.
+        """
         if v is None or depth > 6:
             raise GiveUp
         out: VecPoly = {}
@@ -158,10 +158,9 @@ class LaneVectors:
                     raise GiveUp
                 term, term_bound = {m: np.full(self.size, c, dtype=np.int64)}, abs(c)
             else:
-                term = self._const(c)
+                term, term_bound = self._const(c), abs(c)
                 for a in m:
-                    term = self._mul(term, self._atom(a, depth))
-                term_bound = _bound(term)
+                    term, term_bound = self._mul(term, term_bound, *self._atom(a, depth))
             bound += term_bound
             _check(bound)
             if out:
@@ -170,7 +169,7 @@ class LaneVectors:
                 self._cap(out)
             else:
                 out = dict(term)
-        return {m: arr for m, arr in out.items() if m == () or arr.any()} if out else out
+        return ({m: arr for m, arr in out.items() if m == () or arr.any()} if out else out), bound
 
     def _uniform(self, a: int) -> bool:
         """Whether atom `a` is a plain symbol with the same value in every lane (no lane vector, no lane
@@ -183,32 +182,35 @@ class LaneVectors:
                 or (atoms.keys[a][0] == "op" and _op_has_lane(atoms, a, self.lane_ids)))
         return hit
 
-    def _atom(self, a: int, depth: int) -> VecPoly:
+    def _atom(self, a: int, depth: int) -> tuple[VecPoly, int]:
+        """Atom `a` over the lanes, and a bound on its magnitudes (cached per atom)."""
         hit = self._atom_cache.get(a)
         if hit is not None:
             self.symbolic = self.symbolic or hit[1]
-            return hit[0]
+            return hit[0], hit[2]
         atoms = self.atoms
         outer, self.symbolic = self.symbolic, False
         if a in self.lane_values:
             r = self.lane_values[a]
+            bound = _bound(r)
         else:
             key = atoms.keys[a]
             if key[0] == "op" and (atoms.lane[a] or _op_has_lane(atoms, a, self.lane_ids)):
                 r = self._op(a, depth)
+                bound = _bound(r)
             elif atoms.lane[a]:
                 raise GiveUp  # a lane-dependent unknown (a loaded value, a lane recurrence)
             else:
-                r = {(a,): np.ones(self.size, dtype=np.int64)}
-        self._atom_cache[a] = (r, self.symbolic)
+                r, bound = {(a,): np.ones(self.size, dtype=np.int64)}, 1
+        self._atom_cache[a] = (r, self.symbolic, bound)
         self.symbolic = outer or self.symbolic
-        return r
+        return r, bound
 
     def _op(self, a: int, depth: int) -> VecPoly:
         """A lane-dependent operation node: elementwise when its arguments are plain integers in every lane,
         else simplified lane by lane (`expr.apply_op`, as the per-lane way does) and gathered back."""
         _, name, args, extra = self.atoms.keys[a]
-        polys = [self._poly(x, depth + 1) for x in args]
+        polys = [self._poly(x, depth + 1)[0] for x in args]
         consts = [self.constants(vp) for vp in polys]
         if all(c is not None for c in consts):
             return {(): concrete_op_lanes(name, consts, extra)}  # type: ignore[arg-type]
