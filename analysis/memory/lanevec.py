@@ -104,8 +104,14 @@ class LaneVectors:
             if () not in vp:
                 return [rest] * self.size
             return [(((), c), *rest) if c else rest for c in vp[()].tolist()]
-        columns = zip(*(vp[m].tolist() for m in monos), strict=True)  # one tuple of coefficients per lane
-        return [tuple((m, c) for m, c in zip(monos, col, strict=True) if c) for col in columns]
+        # the non-zero coefficients, lane by lane and in monomial order within a lane (the lanes of gathered
+        # operation results each hold their own monomial: the table is sparse)
+        table = np.stack([vp[m] for m in monos], axis=1)
+        lanes, cols = np.nonzero(table)
+        per_lane: list[list[tuple[Mono, int]]] = [[] for _ in range(self.size)]
+        for lane, col, c in zip(lanes.tolist(), cols.tolist(), table[lanes, cols].tolist(), strict=True):
+            per_lane[lane].append((monos[col], c))
+        return [tuple(terms) for terms in per_lane]
 
     def constants(self, vp: VecPoly) -> np.ndarray | None:
         """The lane values when no uniform symbol is left (an int64 array), else None."""
