@@ -16,8 +16,10 @@ can be computed exactly once `tid.x` is a number (`tid.x % 32`, `tid.x >> 5`, `(
 from __future__ import annotations
 
 from math import gcd
+from typing import Any
 
-from kerncast.analysis.intops import OPERATIONS, SCALAR, NoValue, compare, int_op
+from kerncast.analysis.intops import OPERATIONS, SCALAR, Kind, NoValue, compare, int_op
+from kerncast.analysis.ptx.model import TYPE_BYTES, Instruction
 
 Mono = tuple[int, ...]
 Poly = tuple[tuple[Mono, int], ...]
@@ -165,36 +167,51 @@ class Atoms:
 # (the integer semantics themselves are `kerncast.analysis.intops`, shared with the lane evaluator)
 
 
-def _concrete(name: str, vals: list[int], extra: object) -> int | None:
-    """Compute a non-polynomial operation on integers; None where the result is not an integer we model."""
-    bits, signed = 32, False
+def int_type(ins: Instruction) -> tuple[int, bool]:
+    """(bits, signed) of a PTX instruction's integer type: `s*` types are signed; an untyped one reads as u32.
+
+    The one reading of an instruction's width and signedness, for symbolic values and for the loop-entry
+    values of trip counts alike (integer arithmetic and comparisons in PTX are 16, 32 or 64 bits wide).
+    """
+    t = ins.dtype or "u32"
+    return TYPE_BYTES.get(t, 4) * 8, t.startswith("s")
+
+
+def op_type(extra: object) -> tuple[int, bool]:
+    """(bits, signed) of an operation node's `extra`; an untyped node is read as u32."""
     if isinstance(extra, tuple) and len(extra) >= 2 and isinstance(extra[0], int):
-        bits, signed = extra[0], bool(extra[1])
+        return extra[0], bool(extra[1])
+    return 32, False
+
+
+def _comparison(extra: object) -> tuple[str, int, bool]:
+    """(comparison, bits, signed) of a `cmp` node's `extra`; an untyped comparison is a signed 32-bit `eq`."""
+    cmp = extra[2] if isinstance(extra, tuple) and len(extra) > 2 else "eq"
+    bits = extra[0] if isinstance(extra, tuple) and isinstance(extra[0], int) else 32
+    signed = not (isinstance(extra, tuple) and not extra[1])
+    return str(cmp), bits, signed
+
+
+def concrete(name: str, vals: list[Any], extra: object, kind: Kind = SCALAR) -> Any:
+    """A non-polynomial operation (`shr`, `rem`, `and`, `cmp`, `sel`, ...) on integers of `kind` (Python ints,
+    or lane vectors); NoValue where it has no integer value we model."""
     a = vals[0]
-    b = vals[1] if len(vals) > 1 else 0
+    b = vals[1] if len(vals) > 1 else a * 0
     if name in OPERATIONS:
-        try:
-            return int_op(name, a, b, bits, signed, SCALAR)
-        except NoValue:
-            return None
+        bits, signed = op_type(extra)
+        return int_op(name, a, b, bits, signed, kind)
     if name == "sel":
-        return vals[1] if a else vals[2]
+        return kind.select(a != 0, vals[1], vals[2])
     if name == "cmp":
-        return _compare(extra, a, b)
-    return None
+        cmp, bits, signed = _comparison(extra)
+        return compare(cmp, a, b, bits, signed, kind)
+    raise NoValue(f"the operation {name}")
 
 
 def concrete_op(name: str, vals: list[int], extra: object) -> int | None:
     """An operation on integers (`shr`, `rem`, `and`, `cmp`, `sel`, ...); None where it has no integer value."""
-    return _concrete(name, vals, extra)
-
-
-def _compare(extra: object, a: int, b: int) -> int | None:
-    cmp = extra[2] if isinstance(extra, tuple) and len(extra) > 2 else "eq"
-    bits = extra[0] if isinstance(extra, tuple) and isinstance(extra[0], int) else 32
-    signed = not (isinstance(extra, tuple) and not extra[1])
     try:
-        return compare(str(cmp), a, b, bits, signed, SCALAR)
+        return concrete(name, vals, extra)
     except NoValue:
         return None
 
@@ -216,7 +233,7 @@ def apply_op(atoms: Atoms, name: str, args: tuple[Value, ...], extra: object) ->
         return None
     consts = [as_const(a) for a in args]
     if all(c is not None for c in consts):
-        r = _concrete(name, consts, extra)  # type: ignore[arg-type]
+        r = concrete_op(name, consts, extra)  # type: ignore[arg-type]
         if r is not None:
             return const(r)
         if name not in ("shr", "div", "rem", "and", "or", "xor", "not", "min", "max", "abs", "mulhi", "sel",

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 
 from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.dataflow import expr as E
-from kerncast.analysis.dataflow.expr import Atoms, Value
+from kerncast.analysis.dataflow.expr import Atoms, Value, int_type
 from kerncast.analysis.dataflow.induction import Recurrence, classify
 from kerncast.analysis.deps import registers_written
 from kerncast.analysis.loops import Loop, LoopForest
-from kerncast.analysis.ptx.model import TYPE_BYTES, Addr, Imm, Instruction, Operand, PredPair, Reg, Sym, Vec
+from kerncast.analysis.ptx.model import Addr, Imm, Instruction, Operand, PredPair, Reg, Sym, Vec
 
 MEMORY_OPCODES = frozenset({"ld", "ldu", "st", "atom", "red"})
 _FLOAT_TYPES = frozenset({"f16", "f32", "f64", "bf16", "f16x2", "bf16x2", "tf32", "e4m3", "e5m2"})
@@ -46,11 +46,6 @@ class SymbolicResult:
     iteration_atom: dict[int, int] = field(default_factory=dict)  # loop id -> K atom
     params: dict[str, int] = field(default_factory=dict)  # param symbol name -> atom
     undefined: set[str] = field(default_factory=set)
-
-
-def _bits_signed(ins: Instruction) -> tuple[int, bool]:
-    t = ins.dtype or "u32"
-    return TYPE_BYTES.get(t, 4) * 8, t.startswith("s")
 
 
 def _is_float(ins: Instruction) -> bool:
@@ -225,7 +220,7 @@ class _Pass:
         atoms = self.res.atoms
         op = ins.opcode
         mods = ins.modifiers
-        bits, signed = _bits_signed(ins)
+        bits, signed = int_type(ins)
         extra = (bits, signed)
         is_float = _is_float(ins)
         a = s[0] if s else None
@@ -308,7 +303,7 @@ class _Pass:
         dest = ops[0]
         srcs = [self._value(o, env) for o in ops[1:]]
         cmp = next((m for m in ins.modifiers if m in _CMP_OPS), "eq")
-        bits, signed = _bits_signed(ins)
+        bits, signed = int_type(ins)
         if _is_float(ins):
             v = atoms.op("fcmp", tuple(srcs[:2]), cmp)
         elif len(srcs) >= 2:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from kerncast.analysis.cexpr import Unknown
 from kerncast.analysis.cfg import Cfg
+from kerncast.analysis.dataflow.expr import int_type
 from kerncast.analysis.dataflow.reaching import ReachingDefs
 from kerncast.analysis.intops import NoValue, int_op
 from kerncast.analysis.launch import Launch, Sourced
@@ -33,12 +34,6 @@ def launch_dim(launch: Launch | None, field: str) -> Sourced | None:
     if launch is None:
         return None
     return launch.grid if field == "grid" else launch.block
-
-
-def int_type(ins: Instruction) -> tuple[int, bool]:
-    """(bits, signed) of an integer instruction as its bounds are read: 16, 32 or 64 bits, s32 if untyped."""
-    t = ins.dtype or "s32"
-    return (64 if t.endswith("64") else 16 if t.endswith("16") else 32), t.startswith("s")
 
 
 class EntryValues:

@@ -25,7 +25,7 @@ from kerncast.analysis.dataflow.symbolic import SymbolicResult
 from kerncast.analysis.isa import MemoryTouch, memory_touch
 from kerncast.analysis.loops import LoopForest
 from kerncast.analysis.memory.findings import build_findings
-from kerncast.analysis.memory.lanevec import VecPoly, lane_vectors
+from kerncast.analysis.memory.lanevec import VecPoly, lane_vectors, op_has_lane
 from kerncast.analysis.memory.render import Renderer, kernel_param_names
 from kerncast.analysis.memory.warp import (
     LaneConstants,
@@ -656,7 +656,7 @@ def _decompose(atoms: Atoms, v: Value, lane_ids: frozenset[int], depth: int = 0)
         for a in m:
             if a in lane_ids:
                 lanes.append(a)
-            elif keys[a][0] == "op" and (lane[a] or _op_has_lane(atoms, a, lane_ids)):
+            elif keys[a][0] == "op" and (lane[a] or op_has_lane(atoms, a, lane_ids)):
                 args = [_decompose(atoms, x, lane_ids, depth + 1) for x in keys[a][2]]
                 if any(f is None for f in args):
                     return None
@@ -667,10 +667,6 @@ def _decompose(atoms: Atoms, v: Value, lane_ids: frozenset[int], depth: int = 0)
                 other.append(a)
         terms.append((tuple(other), c, tuple(lanes), tuple(ops)))
     return _Compiled(atoms, terms)
-
-
-def _op_has_lane(atoms: Atoms, a: int, lane_ids: frozenset[int]) -> bool:
-    return any(x in lane_ids or atoms.lane[x] for arg in atoms.keys[a][2] if arg for m, _ in arg for x in m)
 
 
 def _lane_value(d: _Compiled, ints: dict[int, int]) -> Value:

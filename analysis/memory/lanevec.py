@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from kerncast.analysis.dataflow import expr as E
 from kerncast.analysis.dataflow.expr import Atoms, Mono, Value
-from kerncast.analysis.intops import LANES, OPERATIONS, NoValue, compare, int_op, wrap_lanes
+from kerncast.analysis.intops import LANES, NoValue
 
 #: Largest magnitude an intermediate may reach; beyond it int64 could overflow, so we give up.
 _LIMIT = 1 << 62
@@ -185,7 +185,7 @@ class LaneVectors:
             atoms = self.atoms
             hit = self._uniform_cache[a] = not (
                 a in self.lane_values or atoms.lane[a]
-                or (atoms.keys[a][0] == "op" and _op_has_lane(atoms, a, self.lane_ids)))
+                or (atoms.keys[a][0] == "op" and op_has_lane(atoms, a, self.lane_ids)))
         return hit
 
     def _atom(self, a: int, depth: int) -> tuple[VecPoly, int]:
@@ -201,7 +201,7 @@ class LaneVectors:
             bound = _bound(r)
         else:
             key = atoms.keys[a]
-            if key[0] == "op" and (atoms.lane[a] or _op_has_lane(atoms, a, self.lane_ids)):
+            if key[0] == "op" and (atoms.lane[a] or op_has_lane(atoms, a, self.lane_ids)):
                 r = self._op(a, depth)
                 bound = _bound(r)
             elif atoms.lane[a]:
@@ -247,49 +247,17 @@ class LaneVectors:
         return out
 
 
-def _op_has_lane(atoms: Atoms, a: int, lane_ids: frozenset[int]) -> bool:
+def op_has_lane(atoms: Atoms, a: int, lane_ids: frozenset[int]) -> bool:
+    """Whether operation atom `a` has an argument that reads a lane symbol or a lane-dependent atom."""
     return any(x in lane_ids or atoms.lane[x] for arg in atoms.keys[a][2] if arg for m, _ in arg for x in m)
 
 
 # ------------------------------------------------------------------------------- integer operations
 
-def _wrap(v: np.ndarray, bits: int, signed: bool) -> np.ndarray:
-    """`expr._wrap` over lanes: keep the low `bits` bits, as two's complement when signed."""
-    try:
-        return wrap_lanes(v, bits, signed)
-    except NoValue as exc:
-        raise GiveUp from exc
-
-
-def _bits_signed(extra: Any) -> tuple[int, bool]:
-    if isinstance(extra, tuple) and len(extra) >= 2 and isinstance(extra[0], int):
-        return extra[0], bool(extra[1])
-    return 32, False
-
-
 def concrete_op_lanes(name: str, vals: list[np.ndarray], extra: Any) -> np.ndarray:
     """`expr.concrete_op` elementwise over lanes; raises GiveUp where some lane has no integer value."""
-    bits, signed = _bits_signed(extra)
-    a = vals[0]
-    b = vals[1] if len(vals) > 1 else np.zeros_like(a)
-    if name in OPERATIONS:
-        try:
-            return int_op(name, a, b, bits, signed, LANES)
-        except NoValue as exc:
-            raise GiveUp from exc
-    if name == "sel":
-        return np.where(a != 0, vals[1], vals[2])
-    if name == "cmp":
-        return _compare(extra, a, b)
-    raise GiveUp
-
-
-def _compare(extra: Any, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    cmp = extra[2] if isinstance(extra, tuple) and len(extra) > 2 else "eq"
-    bits = extra[0] if isinstance(extra, tuple) and isinstance(extra[0], int) else 32
-    signed = not (isinstance(extra, tuple) and not extra[1])
     try:
-        return compare(str(cmp), a, b, bits, signed, LANES)
+        return E.concrete(name, vals, extra, LANES)
     except NoValue as exc:
         raise GiveUp from exc
 
