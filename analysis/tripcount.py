@@ -36,6 +36,7 @@ from kerncast.analysis.dataflow.induction import (
     after_update,
     carried_update,
     check_once_per_iteration,
+    geometric_step,
     step,
     update_in_loop,
 )
@@ -301,24 +302,10 @@ def _advance(t: ExitTest, start: int, n: int) -> int:
         return start + _ADDITIVE[t.op] * t.step * n
     v = start
     for _ in range(n):
-        v = _geometric_step(t.op, v, t.step)
+        v = geometric_step(t.op, v, t.step)
         if v == 0 or abs(v) > 1 << 70:
             break
     return v
-
-
-def _geometric_step(op: str, v: int, step: int) -> int:
-    """One step of a geometric induction variable, in PTX's integer semantics (only the op asked for is
-    computed: a huge shift amount from the text is clamped to 64 as PTX clamps it to the width)."""
-    if op == "mul":
-        return v * step
-    if op in ("shl", "shr"):
-        amount = 64 if step < 0 else min(step, 64)
-        return v << amount if op == "shl" else v >> amount
-    if step == 0:
-        raise Unknown("division by zero")
-    q = abs(v) // abs(step)
-    return q if (v < 0) == (step < 0) else -q
 
 
 def _first_failure_additive(t: ExitTest, value: Any, bound: int) -> int:

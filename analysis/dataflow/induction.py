@@ -19,6 +19,7 @@ from kerncast.analysis.cexpr import Unknown
 from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.dataflow import expr as E
 from kerncast.analysis.dataflow.expr import Atoms, Poly, Value
+from kerncast.analysis.intops import NoValue, int_op
 from kerncast.analysis.loops import Loop
 from kerncast.analysis.ptx.model import Instruction, Reg
 
@@ -80,6 +81,21 @@ def step(update: Instruction, reg: str, invariant: Any) -> tuple[str, int]:
     if amount <= (1 if update.opcode in ("mul", "div") else 0):
         raise Unknown(f"the induction update {update.full_opcode} by {amount} does not move the variable")
     return update.opcode, amount
+
+
+def geometric_step(op: str, v: int, step: int) -> int:
+    """One step `v <op>= step` of a geometric induction variable (`mul`, `shl`, `shr`, `div`) on unbounded
+    ints, in PTX's semantics: a huge shift amount from the text is clamped to 64 as PTX clamps it to the
+    width, and division truncates toward zero. Unknown for a division by zero."""
+    if op == "mul":
+        return v * step
+    if op in ("shl", "shr"):
+        amount = 64 if step < 0 else min(step, 64)
+        return v << amount if op == "shl" else v >> amount
+    try:
+        return int_op("div", v, step, 64, True)
+    except NoValue as exc:
+        raise Unknown(str(exc)) from exc
 
 
 def check_once_per_iteration(cfg: Cfg, loop: Loop, update: Instruction, nested: list[set[int]]) -> None:

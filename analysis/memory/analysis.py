@@ -21,6 +21,7 @@ from kerncast.analysis.context import Thresholds
 from kerncast.analysis.dataflow import KernelDataflow
 from kerncast.analysis.dataflow import expr as E
 from kerncast.analysis.dataflow.expr import Atoms, Value
+from kerncast.analysis.dataflow.induction import geometric_step
 from kerncast.analysis.dataflow.symbolic import SymbolicResult
 from kerncast.analysis.isa import MemoryTouch, memory_touch
 from kerncast.analysis.loops import LoopForest
@@ -340,12 +341,7 @@ class _Kernel:
         vals, v = [], init
         for _ in range(n):
             vals.append(v)
-            if rc.op == "mul":
-                v *= rc.factor
-            elif rc.op == "shr":
-                v >>= rc.factor
-            elif rc.op == "div":
-                v = int(v / rc.factor)
+            v = geometric_step(rc.op, v, rc.factor)  # type: ignore[arg-type]
             if abs(v) > 1 << 62:
                 break
         return vals

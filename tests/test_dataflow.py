@@ -1,0 +1,83 @@
+"""The PTX dataflow layer: one set of facts per kernel, shared by trip counts and the memory analysis.
+
+Kernels come from `examples/loops.cu` compiled by nvcc (`compile_example`).
+"""
+
+from __future__ import annotations
+
+import pytest
+from kerncast.analysis.cexpr import Unknown
+from kerncast.analysis.cfg import build_cfg
+from kerncast.analysis.context import Thresholds
+from kerncast.analysis.dataflow import KernelDataflow
+from kerncast.analysis.dataflow.expr import int_type
+from kerncast.analysis.dataflow.induction import geometric_step, update_in_loop
+from kerncast.analysis.launch import infer_launch
+from kerncast.analysis.loops import find_loops
+from kerncast.analysis.memory import analyze_memory
+from kerncast.analysis.ptx import parse_ptx
+from kerncast.analysis.ptx.model import Instruction, Reg
+from kerncast.analysis.tripcount import trip_counts
+
+
+@pytest.fixture(scope="module")
+def loops_module(compile_example):
+    result = compile_example("loops", arch="sm_80")
+    assert result.ok and result.ptx is not None, result.diagnostics
+    return parse_ptx(result.ptx)
+
+
+def _kernel(module, name: str):
+    fn = next(f for f in module.kernels if name in f.name)
+    cfg = build_cfg(fn)
+    return fn, cfg, find_loops(cfg)
+
+
+def test_trip_counts_and_memory_analysis_read_one_set_of_facts(loops_module) -> None:
+    fn, cfg, loops = _kernel(loops_module, "treeSum")
+    dataflow = KernelDataflow(fn, cfg, loops)
+    counts = trip_counts(fn, cfg, loops, infer_launch("treeSum", None), dataflow)
+    reaching = dataflow.reaching
+    assert [c.source for c in counts.values()] == ["ptx"]
+    memory = analyze_memory(loops_module, fn, cfg, loops, (256, 1, 1), {}, {h: int(c.value) for h, c in
+                            counts.items()}, Thresholds(), dataflow=dataflow)
+    assert memory.atoms is dataflow.symbolic.atoms  # the memory analysis used the shared symbolic values
+    assert dataflow.reaching is reaching  # and nothing was computed twice
+    assert dataflow.symbolic is dataflow.symbolic
+
+
+def test_reaching_definitions_into_a_loop_come_from_outside_it(loops_module) -> None:
+    fn, cfg, loops = _kernel(loops_module, "fixedSum")
+    dataflow = KernelDataflow(fn, cfg, loops)
+    (loop,) = loops.loops
+    in_loop = set(loop.blocks)
+    found = 0
+    for reg, defs in dataflow.definitions.items():
+        update = update_in_loop(dataflow.definitions, cfg, reg, in_loop)
+        if update is None:
+            continue
+        found += 1  # an induction variable: updated once inside, started outside
+        entering = dataflow.reaching.entering(reg, loop.header, in_loop)
+        assert entering and all(cfg.block_of[d.index] not in in_loop for d in entering)
+        assert all(d in defs for d in entering)
+        assert dataflow.reaching.at(reg, update) != []
+    assert found >= 1
+
+
+@pytest.mark.parametrize(("op", "v", "step", "expected"), [
+    ("mul", 3, 2, 6), ("shl", 1, 3, 8), ("shr", -16, 2, -4), ("shr", 5, 1000, 0), ("div", -7, 2, -3),
+])
+def test_geometric_steps_follow_ptx_integer_semantics(op: str, v: int, step: int, expected: int) -> None:
+    assert geometric_step(op, v, step) == expected
+
+
+def test_a_geometric_division_by_zero_is_unknown() -> None:
+    with pytest.raises(Unknown, match="division by zero"):
+        geometric_step("div", 8, 0)
+
+
+@pytest.mark.parametrize(("dtype", "expected"), [("s32", (32, True)), ("u64", (64, False)), ("b16", (16, False)),
+                                                 (None, (32, False))])
+def test_one_reading_of_an_instruction_integer_type(dtype: str | None, expected: tuple[int, bool]) -> None:
+    ins = Instruction("add", (dtype,) if dtype else (), (Reg("%r1"),), None, 1, 1, None)
+    assert int_type(ins) == expected
