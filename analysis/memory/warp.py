@@ -149,11 +149,15 @@ def lane_offsets(atoms: Atoms, addrs: Sequence[Value]) -> tuple[dict[Poly, list[
     return groups, first
 
 
+def _request_groups(atoms: Atoms, addrs: Sequence[Value], width: int) -> tuple[dict[Poly, list[int]], Poly] | None:
+    """A request's lane addresses grouped as `lane_offsets` groups them; None for no lanes, no width, or
+    addresses that cannot be related."""
+    return lane_offsets(atoms, addrs) if addrs and width > 0 else None
+
+
 def global_cost(atoms: Atoms, addrs: Sequence[Value], width: int, align_of: dict[int, int]) -> RequestCost | None:
     """Sectors per request and the ideal for the active lanes' addresses (best case over unknown alignment)."""
-    if not addrs or width <= 0:
-        return None
-    grouped = lane_offsets(atoms, addrs)
+    grouped = _request_groups(atoms, addrs, width)
     if grouped is None:
         return None
     groups, first = grouped
@@ -205,9 +209,7 @@ def _distinct_bytes(offsets: list[int], width: int) -> int:
 
 def shared_cost(atoms: Atoms, lanes: list[int], addrs: Sequence[Value], width: int) -> RequestCost | None:
     """Wavefronts of a shared-memory request and the ideal; None when lanes' relative addresses are unknown."""
-    if not addrs or width <= 0:
-        return None
-    grouped = lane_offsets(atoms, addrs)
+    grouped = _request_groups(atoms, addrs, width)
     if grouped is None:
         return None
     groups, _ = grouped
