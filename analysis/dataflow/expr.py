@@ -77,7 +77,9 @@ def scale(a: Value, k: int) -> Value:
         return None
     if k == 0:
         return ZERO
-    return tuple((m, c * k) for m, c in a)
+    if k == 1:
+        return a
+    return tuple([(m, c * k) for m, c in a])
 
 
 def sub(a: Value, b: Value) -> Value:
@@ -147,9 +149,13 @@ class Atoms:
 
     def op(self, name: str, args: tuple[Value, ...], extra: object = None) -> Value:
         """An operation node; TOP if an argument is TOP. Its lane flag is that of its arguments."""
-        if any(a is None for a in args):
+        if None in args:
             return None
-        lane = any(self.is_lane(a) for a in args)  # type: ignore[arg-type]
+        lane = False
+        for a in args:
+            if self.is_lane(a):
+                lane = True
+                break
         return (((self.atom(("op", name, args, extra), lane),), 1),)
 
     def is_lane(self, p: Value) -> bool:
@@ -157,7 +163,11 @@ class Atoms:
         if p is None:
             return True
         lane = self.lane
-        return any(lane[a] for m, _ in p for a in m)
+        for m, _ in p:  # loops, not any(): this runs for every value the passes build
+            for a in m:
+                if lane[a]:
+                    return True
+        return False
 
     def atoms_of(self, p: Poly) -> set[int]:
         return {a for m, _ in p for a in m}
@@ -229,7 +239,7 @@ def _pow2(c: int | None) -> int | None:
 
 def apply_op(atoms: Atoms, name: str, args: tuple[Value, ...], extra: object) -> Value:
     """Evaluate an operation on (possibly symbolic) arguments as exactly as the algebra allows."""
-    if any(a is None for a in args):
+    if None in args:
         return None
     consts = [as_const(a) for a in args]
     if all(c is not None for c in consts):

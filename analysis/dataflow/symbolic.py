@@ -65,6 +65,8 @@ class _Pass:
         self.env_out: dict[int, dict[str, Value]] = {}
         self.header_of: dict[int, Loop] = {lp.header: lp for lp in loops.loops}
         self.written = written
+        #: the lane-dependence each recurrence was given: `rec_lane`'s, else guessed from its start
+        self.lane_used: dict[tuple[int, str], bool] = {}
         self.rec_atoms: dict[tuple[int, str], int] = {}
 
     # ------------------------------------------------------------------------------------------- driver
@@ -102,10 +104,22 @@ class _Pass:
             atoms = self.res.atoms
             for r in self.written[lp.id]:
                 key = (lp.id, r)
-                a = atoms.atom(("rec", lp.id, r), self.rec_lane.get(key, False))
+                lane = self.rec_lane.get(key)
+                if lane is None:  # a lane-dependent start makes a lane-dependent recurrence, whatever its step
+                    lane = self._start_is_lane(b, lp, r)
+                self.lane_used[key] = lane
+                a = atoms.atom(("rec", lp.id, r), lane)
                 self.rec_atoms[key] = a
                 env[r] = (((a,), 1),)
         return env
+
+    def _start_is_lane(self, header: int, lp: Loop, reg: str) -> bool:
+        """Whether the start of `reg`'s recurrence (see `_resolve`) is TOP or lane-dependent, read from the
+        values entering the loop without creating an atom."""
+        starts = [self.env_out[p].get(reg) for p in self.cfg.blocks[header].preds
+                  if p not in lp.blocks and p in self.env_out]
+        atoms = self.res.atoms
+        return not starts or any(v is None or atoms.is_lane(v) for v in starts)
 
     def _join(self, b: int, preds: list[int]) -> dict[str, Value]:
         envs = [self.env_out[p] for p in preds]
@@ -386,16 +400,22 @@ def written_in_loops(cfg: Cfg, loops: LoopForest) -> dict[int, set[str]]:
 
 
 def analyze_symbolic(cfg: Cfg, loops: LoopForest) -> SymbolicResult:
-    """Symbolic values for a function; reruns while the lane-dependence of recurrences changes (≤ 3 passes)."""
+    """Symbolic values for a function; reruns while the lane-dependence of recurrences changes (≤ 3 passes).
+
+    The first pass takes a recurrence as lane-dependent when its start is (then so is every value it takes),
+    which settles most kernels in one pass; a recurrence whose step alone depends on the lane is found by
+    the next pass.
+    """
     written = written_in_loops(cfg, loops)
-    rec_lane: dict[tuple[int, str], bool] = {}
-    result = _Pass(cfg, loops, written, rec_lane).run()
+    run = _Pass(cfg, loops, written, {})
+    result = run.run()
     for _ in range(2):
         new = {(rc.loop, rc.reg): result.atoms.is_lane(result.resolution.get(a)) or rc.kind == "unknown"
                and result.resolution.get(a) is None
                for a, rc in result.recurrences.items()}
-        if all(new.get(k, False) == rec_lane.get(k, False) for k in set(new) | set(rec_lane)):
+        used = run.lane_used
+        if all(new.get(k, False) == used.get(k, False) for k in set(new) | set(used)):
             break
-        rec_lane = new
-        result = _Pass(cfg, loops, written, rec_lane).run()
+        run = _Pass(cfg, loops, written, new)
+        result = run.run()
     return result

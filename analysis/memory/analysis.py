@@ -26,7 +26,7 @@ from kerncast.analysis.dataflow.symbolic import SymbolicResult
 from kerncast.analysis.isa import MemoryTouch, memory_touch
 from kerncast.analysis.loops import LoopForest
 from kerncast.analysis.memory.findings import build_findings
-from kerncast.analysis.memory.lanevec import VecPoly, lane_vectors, op_has_lane
+from kerncast.analysis.memory.lanevec import VecPoly, lane_varying, lane_vectors, op_has_lane
 from kerncast.analysis.memory.render import Renderer, kernel_param_names
 from kerncast.analysis.memory.warp import (
     LaneConstants,
@@ -467,7 +467,7 @@ class _Kernel:
         if vp is None:
             return self._tables(v, vp)
         others = sorted(m for m in vp if m)
-        if any((vp[m] != vp[m][0]).any() for m in others):
+        if any(lane_varying(vp[m]) for m in others):
             return self._tables(v, vp)
         rest = tuple((m, c) for m in others if (c := int(vp[m][0])))
         consts = vp[()].tolist() if () in vp else [0] * self.vectors.size  # type: ignore[union-attr]

@@ -24,6 +24,16 @@ from kerncast.analysis.dataflow import expr as E
 from kerncast.analysis.dataflow.expr import Atoms, Mono, Value
 from kerncast.analysis.intops import LANES, NoValue
 
+#: Reductions called as ufuncs: the array methods (`a.max()`, `a.any()`) go through a Python wrapper, which
+#: costs more than the reduction itself on arrays of a few warps' lanes.
+_MAX, _MIN, _ANY = np.maximum.reduce, np.minimum.reduce, np.logical_or.reduce
+
+
+def lane_varying(a: np.ndarray) -> bool:
+    """Whether a lane vector holds different values in different lanes."""
+    return bool(_ANY(a != a[0]))
+
+
 #: Largest magnitude an intermediate may reach; beyond it int64 could overflow, so we give up.
 _LIMIT = 1 << 62
 
@@ -38,7 +48,8 @@ def _bound(v: VecPoly) -> int:
     """The largest magnitude of any coefficient in any lane."""
     top = 0
     for a in v.values():  # the largest and the smallest of each array: cheaper than stacking them
-        top = max(top, int(a.max(initial=0)), -int(a.min(initial=0)))
+        if a.size:
+            top = max(top, int(_MAX(a)), -int(_MIN(a)))
     return top
 
 
@@ -99,7 +110,7 @@ class LaneVectors:
             return [(((), x),) if x else E.ZERO for x in ints.tolist()]
         monos = sorted(vp)  # monomials in order (the constant () first), so each lane's terms come out sorted
         symbols = [m for m in monos if m]
-        if all(not (vp[m] != vp[m][0]).any() for m in symbols):  # common: only the constant differs by lane
+        if not any(lane_varying(vp[m]) for m in symbols):  # common: only the constant differs by lane
             rest = tuple((m, c) for m in symbols if (c := int(vp[m][0])))
             if () not in vp:
                 return [rest] * self.size
@@ -175,7 +186,7 @@ class LaneVectors:
                 self._cap(out)
             else:
                 out = dict(term)
-        return ({m: arr for m, arr in out.items() if m == () or arr.any()} if out else out), bound
+        return ({m: arr for m, arr in out.items() if m == () or _ANY(arr)} if out else out), bound
 
     def _uniform(self, a: int) -> bool:
         """Whether atom `a` is a plain symbol with the same value in every lane (no lane vector, no lane
