@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from math import ceil, gcd
 from typing import overload
 
@@ -45,6 +46,12 @@ def warp_lanes(atoms: Atoms, block: tuple[int, int, int] | None) -> list[list[La
         return [[Lane(lane, {"tid.x": E.add(E.scale(base, WARP), E.const(lane)), "tid.y": ty, "tid.z": tz,
                              "laneid": E.const(lane)}) for lane in range(WARP)]]
     bx, by, bz = (max(1, int(d)) for d in block)
+    return _block_lanes(bx, by, bz)
+
+
+@cache
+def _block_lanes(bx: int, by: int, bz: int) -> list[list[Lane]]:
+    """The sampled lanes of a known block shape (shared by every kernel with that shape: read only)."""
     threads = bx * by * bz
     nwarps = ceil(threads / WARP)
     if nwarps <= MAX_SAMPLED_WARPS:
