@@ -11,11 +11,14 @@ Where that is not known the builder returns a snippet: comment lines to adapt, n
 from __future__ import annotations
 
 import re
+import tomllib
 from dataclasses import dataclass
+from functools import cache
+from importlib import resources
 
 from kerncast.analysis.edits import insert_lines_above, line_indent, replace
 from kerncast.analysis.report import Fix
-from kerncast.analysis.rules import Code, FixKind, rule
+from kerncast.analysis.rules import RULES, Code, FixKind, rule
 from kerncast.analysis.source_model import ArrayDeclaration, KernelDefinition, SourceFacts
 
 BANKS = 32
@@ -191,24 +194,27 @@ def tiled_transpose(facts: SourceFacts, kdef: KernelDefinition,
 # ------------------------------------------------------------------------------------------ snippets
 
 
-def _snippet(facts: SourceFacts, code: Code, kind: FixKind, line: int, title: str, text: list[str]) -> Fix:
-    """Comment lines above the finding's line: a template to adapt, which declares nothing."""
-    return _fix(code, kind, f"snippet: {title}", {"line": line},
+@cache
+def _snippets() -> dict[str, dict]:
+    text = resources.files("kerncast.analysis").joinpath("data/snippets.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+def _snippet(facts: SourceFacts, kind: FixKind, line: int, array: str | None) -> Fix:
+    """The template of `kind` (data/snippets.toml) for `array`, as comment lines above the finding's line:
+    a template to adapt, which declares nothing."""
+    template = _snippets()[kind.value]
+    name = array or template["default_array"]
+    text = [s.format(array=name) for s in template["text"]]
+    code = next(r.code for r in RULES.values() if any(f.kind == kind for f in r.fixes))
+    return _fix(code, kind, f"snippet: {template['title'].format(array=name)}", {"line": line},
                 [insert_lines_above(facts, line, [f"// kerncast snippet: {s}" if i == 0 else f"//   {s}"
                                                    for i, s in enumerate(text)])])
 
 
 def stage_snippet(facts: SourceFacts, line: int, array: str | None) -> Fix:
-    src = array or "in"
-    return _snippet(facts, Code.UNCOALESCED_GLOBAL, FixKind.STAGE_THROUGH_SHARED, line,
-                    "stage the strided access through shared memory", [
-                        "stage the strided access through shared memory: each block loads a tile with",
-                        "coalesced reads (consecutive threadIdx.x, consecutive addresses), then reads it in any order:",
-                        "__shared__ float tile[32][33];  // one padding column against bank conflicts",
-                        f"tile[threadIdx.y][threadIdx.x] = {src}[(row0 + threadIdx.y) * width + col0 + threadIdx.x];",
-                        "__syncthreads();",
-                        "... then use tile[threadIdx.x][threadIdx.y] instead of the strided global access",
-                    ])
+    """Staging a strided global access through a shared-memory tile."""
+    return _snippet(facts, FixKind.STAGE_THROUGH_SHARED, line, array)
 
 
 def _struct_array_on_line(facts: SourceFacts, line: int) -> str | None:
@@ -227,31 +233,15 @@ def _struct_array_on_line(facts: SourceFacts, line: int) -> str | None:
 
 
 def soa_snippet(facts: SourceFacts, line: int, array: str | None) -> Fix:
-    a = _struct_array_on_line(facts, line) or array or "items"
-    return _snippet(facts, Code.UNCOALESCED_GLOBAL, FixKind.USE_SOA, line,
-                    "store the fields as separate arrays (structure of arrays)", [
-                        f"{a} is an array of structures: a warp reading one field strides by the struct size.",
-                        "Store each field in its own array (structure of arrays) so that consecutive threads",
-                        f"read consecutive addresses: struct {{ float *x, *y, *z; }} {a}; ... {a}.x[i]",
-                    ])
+    """Storing an array of structures as a structure of arrays (the array is read from the line)."""
+    return _snippet(facts, FixKind.USE_SOA, line, _struct_array_on_line(facts, line) or array)
 
 
 def sequential_snippet(facts: SourceFacts, line: int, array: str | None) -> Fix:
-    a = array or "sdata"
-    return _snippet(facts, Code.SHARED_BANK_CONFLICT, FixKind.SEQUENTIAL_ADDRESSING, line,
-                    "sequential addressing", [
-                        "let consecutive threads access consecutive words (sequential addressing):",
-                        "for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {",
-                        f"    if (tid < s) {a}[tid] += {a}[tid + s];",
-                        "    __syncthreads();",
-                        "}",
-                    ])
+    """Sequential addressing in a shared-memory reduction."""
+    return _snippet(facts, FixKind.SEQUENTIAL_ADDRESSING, line, array)
 
 
 def swizzle_snippet(facts: SourceFacts, line: int, array: str) -> Fix:
-    return _snippet(facts, Code.SHARED_BANK_CONFLICT, FixKind.SWIZZLE, line,
-                    f"swizzle the columns of '{array}'", [
-                        f"no padding of '{array}' leaves every access of this kernel conflict-free; an XOR",
-                        "swizzle spreads both the row and the column walks over the banks. Index every access as",
-                        f"{array}[r][c ^ (r % 32)] instead of {array}[r][c] (reads and writes alike).",
-                    ])
+    """An XOR swizzle of a shared array's columns."""
+    return _snippet(facts, FixKind.SWIZZLE, line, array)
