@@ -16,6 +16,7 @@ from kerncast.analysis.dataflow import expr as E
 from kerncast.analysis.loops import find_loops
 from kerncast.analysis.memory.analysis import _Kernel
 from kerncast.analysis.memory.lanevec import concrete_op_lanes
+from kerncast.analysis.memory.warp import LaneConstants, branch_outcome, lane_offsets
 from kerncast.analysis.ptx import parse_ptx
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,6 +55,38 @@ def test_vectorised_lane_tables_equal_the_per_lane_ones(modules, shape) -> None:
                         assert k._lane_table(w) == k._lane_table_per_lane(w), (fn.name, shape, w)
     assert compared > 100
     assert vectorised > 0.9 * compared  # the vectorised way is the one taken, not the exception
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_lanes_kept_as_constants_equal_the_per_lane_values(modules, shape) -> None:
+    """Where the lanes differ only by a constant the memory analysis keeps them as `LaneConstants` (ints);
+    read lane by lane they must be the per-lane values, and so must the branch outcomes and cost groups."""
+    compared = compact = 0
+    for module in modules:
+        for fn in module.kernels:
+            cfg = build_cfg(fn)
+            k = _Kernel(module, fn, cfg, find_loops(cfg), shape, {}, {}, None, None)
+            values = [*k.sym.addresses.values(), *k.sym.guards.values(), *k.conditions.values()]
+            for ins_block in {cfg.block_of[i] for i in k.sym.addresses}:
+                for assign in k.iteration_assignments(ins_block):
+                    subst = {**k.base, **assign}
+                    for v in values:
+                        w = E.evaluate(k.atoms, v, subst, {})
+                        if w is None:
+                            continue
+                        compared += 1
+                        want = k._lane_table_per_lane(w)
+                        for table, lanes in zip(k._warp_values(w), want, strict=True):
+                            if not isinstance(table, LaneConstants):
+                                assert table == lanes
+                                continue
+                            compact += 1
+                            listed = [lanes[ln] for ln in sorted(lanes)]
+                            assert [table[i] for i in range(len(table))] == listed, (fn.name, shape, w)
+                            assert branch_outcome(table) == branch_outcome(listed)
+                            assert lane_offsets(k.atoms, table) == lane_offsets(k.atoms, listed)
+    assert compared > 100
+    assert compact > 0.5 * compared
 
 
 def test_elementwise_operations_follow_the_integer_semantics() -> None:
