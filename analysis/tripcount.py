@@ -31,6 +31,7 @@ from typing import Any
 from kerncast.analysis.cexpr import Unknown
 from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.dataflow import KernelDataflow
+from kerncast.analysis.dataflow.expr import int_type
 from kerncast.analysis.dataflow.induction import ADDITIVE as _ADDITIVE
 from kerncast.analysis.dataflow.induction import (
     after_update,
@@ -40,7 +41,7 @@ from kerncast.analysis.dataflow.induction import (
     step,
     update_in_loop,
 )
-from kerncast.analysis.dataflow.values import EntryValues, Index, IndexDependent, int_type, launch_dim
+from kerncast.analysis.dataflow.values import EntryValues, Index, IndexDependent, launch_dim
 from kerncast.analysis.deps import registers_written
 from kerncast.analysis.intops import COMPARISONS, wrap
 from kerncast.analysis.launch import DEFAULT_LOOPS, Launch, Sourced

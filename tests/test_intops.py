@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from kerncast.analysis.cexpr import ConstEnv
-from kerncast.analysis.dataflow.expr import concrete_op
-from kerncast.analysis.dataflow.values import fold
+from kerncast.analysis.dataflow import expr as E
+from kerncast.analysis.dataflow.expr import Atoms, concrete_op
+from kerncast.analysis.dataflow.symbolic import instruction_value
 from kerncast.analysis.intops import (
     C_CHAR,
     C_INT,
@@ -26,6 +27,7 @@ from kerncast.analysis.intops import (
     wrap,
 )
 from kerncast.analysis.memory.lanevec import GiveUp, concrete_op_lanes
+from kerncast.analysis.ptx.model import Instruction, Reg
 
 
 def test_shr_is_logical_on_unsigned_and_arithmetic_on_signed():
@@ -63,7 +65,9 @@ def test_the_memory_and_trip_count_evaluators_use_it():
     assert concrete_op("shr", [-16, 2], shr_u32) == int_op("shr", -16, 2, 32, False)
     lanes = concrete_op_lanes("shr", [np.array([-16]), np.array([2])], shr_u32)
     assert int(lanes[0]) == int_op("shr", -16, 2, 32, False)
-    assert fold("shr", [-16, 2], 32, False) == int_op("shr", -16, 2, 32, False)
+    shr = Instruction("shr", ("u32",), (Reg("%r1"), Reg("%r2"), Reg("%r3")), None, 1, 1, None)
+    assert concrete_op("shr", [-16, 2], shr_u32) == E.as_const(instruction_value(Atoms(), shr, [E.const(-16),
+                                                                                                 E.const(2)]))
     assert concrete_op("div", [1, 0], shr_u32) is None
     with pytest.raises(GiveUp):
         concrete_op_lanes("div", [np.array([1]), np.array([0])], shr_u32)

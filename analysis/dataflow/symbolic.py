@@ -231,55 +231,7 @@ class _Pass:
         return registers_written(ins)
 
     def _compute(self, ins: Instruction, s: list[Value]) -> Value:
-        atoms = self.res.atoms
-        op = ins.opcode
-        mods = ins.modifiers
-        bits, signed = int_type(ins)
-        extra = (bits, signed)
-        is_float = _is_float(ins)
-        a = s[0] if s else None
-        b = s[1] if len(s) > 1 else None
-        if op in ("mov", "cvta") and len(s) == 1:
-            return a
-        if op == "cvt" and not is_float and len(s) == 1:
-            return a
-        if op in ("vote", "activemask"):
-            return atoms.fresh("vote")
-        if op in ("shfl", "atom", "call", "tex", "tld4", "suld", "ldmatrix", "wmma", "mma", "redux"):
-            return None if op != "redux" else atoms.fresh("redux")
-        if not is_float:
-            if op == "add" and len(s) == 2:
-                return E.add(a, b)
-            if op == "sub" and len(s) == 2:
-                return E.sub(a, b)
-            if op in ("mul", "mul24") and len(s) == 2:
-                if "hi" in mods:
-                    return atoms.op("mulhi", (a, b), extra)
-                return E.mul(a, b)
-            if op in ("mad", "mad24") and len(s) == 3:
-                if "hi" in mods:
-                    return atoms.op(f"mad.hi#{ins.index}", tuple(s), extra)
-                return E.add(E.mul(a, b), s[2])
-            if op == "shl" and len(s) == 2:
-                k = E.as_const(b)
-                if k is not None and 0 <= k < 64:
-                    return E.scale(a, 1 << k)
-                return atoms.op("shl", (a, b), extra)
-            if op == "neg" and len(s) == 1:
-                return E.scale(a, -1)
-            if op == "not" and len(s) == 1:
-                if ins.dtype == "pred":
-                    return E.sub(E.const(1), a)
-                return E.apply_op(atoms, "not", (a,), extra)
-            if op in _NONLINEAR and len(s) in (1, 2):
-                if ins.dtype == "pred":
-                    extra = (1, False)
-                return E.apply_op(atoms, op, tuple(s), extra)
-        if op in ("selp", "slct") and len(s) == 3:
-            if op == "selp":
-                return E.apply_op(atoms, "sel", (s[2], s[0], s[1]), None)
-            return atoms.op(f"{ins.full_opcode}", tuple(s), None)
-        return atoms.op(ins.full_opcode, tuple(s), None)
+        return instruction_value(self.res.atoms, ins, s)
 
     def _memory(self, ins: Instruction, env: dict[str, Value], values: list[tuple[str, Value]]) -> None:
         res = self.res
@@ -385,6 +337,61 @@ def _agree(vals: list[Value], atoms: Atoms, tag: str | None) -> Value:
     if tag is not None and all(v is not None and not atoms.is_lane(v) for v in vals):
         return (((atoms.atom(("u", tag)),), 1),)
     return None
+
+
+def instruction_value(atoms: Atoms, ins: Instruction, s: list[Value]) -> Value:
+    """What a PTX instruction that is not a memory access or a comparison writes, from its operands' values
+    `s`: the one reading of PTX arithmetic for the symbolic pass and for the loop-entry values of trip counts
+    (`values`), which give it constants. Widths and signedness follow the instruction's type (`intops`); an
+    opcode not modelled is an opaque operation over its arguments."""
+    op = ins.opcode
+    mods = ins.modifiers
+    bits, signed = int_type(ins)
+    extra = (bits, signed)
+    is_float = _is_float(ins)
+    a = s[0] if s else None
+    b = s[1] if len(s) > 1 else None
+    if op in ("mov", "cvta") and len(s) == 1:
+        return a
+    if op == "cvt" and not is_float and len(s) == 1:
+        return a
+    if op in ("vote", "activemask"):
+        return atoms.fresh("vote")
+    if op in ("shfl", "atom", "call", "tex", "tld4", "suld", "ldmatrix", "wmma", "mma", "redux"):
+        return None if op != "redux" else atoms.fresh("redux")
+    if not is_float:
+        if op == "add" and len(s) == 2:
+            return E.add(a, b)
+        if op == "sub" and len(s) == 2:
+            return E.sub(a, b)
+        if op in ("mul", "mul24") and len(s) == 2:
+            if "hi" in mods:
+                return atoms.op("mulhi", (a, b), extra)
+            return E.mul(a, b)
+        if op in ("mad", "mad24") and len(s) == 3:
+            if "hi" in mods:
+                return atoms.op(f"mad.hi#{ins.index}", tuple(s), extra)
+            return E.add(E.mul(a, b), s[2])
+        if op == "shl" and len(s) == 2:
+            k = E.as_const(b)
+            if k is not None and 0 <= k < 64:
+                return E.scale(a, 1 << k)
+            return atoms.op("shl", (a, b), extra)
+        if op == "neg" and len(s) == 1:
+            return E.scale(a, -1)
+        if op == "not" and len(s) == 1:
+            if ins.dtype == "pred":
+                return E.sub(E.const(1), a)
+            return E.apply_op(atoms, "not", (a,), extra)
+        if op in _NONLINEAR and len(s) in (1, 2):
+            if ins.dtype == "pred":
+                extra = (1, False)
+            return E.apply_op(atoms, op, tuple(s), extra)
+    if op in ("selp", "slct") and len(s) == 3:
+        if op == "selp":
+            return E.apply_op(atoms, "sel", (s[2], s[0], s[1]), None)
+        return atoms.op(f"{ins.full_opcode}", tuple(s), None)
+    return atoms.op(ins.full_opcode, tuple(s), None)
 
 
 def written_in_loops(cfg: Cfg, loops: LoopForest) -> dict[int, set[str]]:

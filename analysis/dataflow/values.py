@@ -2,19 +2,22 @@
 
 A trip count needs numbers: the start, bound and step of an induction variable under what the launch knows
 (kernel parameters, `%ntid`, `%nctaid`, and for a block-dependent bound one sampled block and thread index).
-This query walks the reaching definitions (`reaching`) back from the loop's entry and folds each defining
-instruction with PTX's integer semantics (`intops`); it raises `Unknown` with the first reason a value cannot
-be known (a load from memory, a predicated definition, paths that disagree, a parameter the launch does not
-give), and it records which launch facts it read, so that a count can say what it rests on.
+This query walks the reaching definitions (`reaching`) back from the loop's entry and computes each defining
+instruction on constants with the symbolic pass's own reading of it (`symbolic.instruction_value`, over
+`intops`), so a trip count and an address never read an instruction differently; it raises `Unknown` with
+the first reason a value cannot be known (a load from memory, a predicated definition, paths that disagree, a
+parameter the launch does not give), and it records which launch facts it read, so that a count can say what
+it rests on.
 """
 
 from __future__ import annotations
 
 from kerncast.analysis.cexpr import Unknown
 from kerncast.analysis.cfg import Cfg
-from kerncast.analysis.dataflow.expr import int_type
+from kerncast.analysis.dataflow import expr as E
+from kerncast.analysis.dataflow.expr import Atoms
 from kerncast.analysis.dataflow.reaching import ReachingDefs
-from kerncast.analysis.intops import NoValue, int_op
+from kerncast.analysis.dataflow.symbolic import instruction_value
 from kerncast.analysis.launch import Launch, Sourced
 from kerncast.analysis.loops import Loop
 from kerncast.analysis.ptx.model import Addr, Function, Imm, Instruction, Operand, Reg, Sym
@@ -50,6 +53,7 @@ class EntryValues:
         self.reaching, self.header, self.in_loop = reaching, loop.header, set(loop.blocks)
         self.params = {p.name: i for i, p in enumerate(fn.params)}
         self._active: set[int] = set()
+        self._atoms = Atoms()  # for `instruction_value`, which folds constants and names what it cannot
 
     def invariant(self, op: Operand) -> int:
         """The value of an operand that the loop does not change."""
@@ -125,7 +129,7 @@ class EntryValues:
         if ins.opcode in ("mov", "cvt") and len(srcs) == 1:
             return self.operand(srcs[0], ins, depth)
         vals = [self.operand(s, ins, depth) for s in srcs]
-        result = fold(ins.opcode, vals, *int_type(ins))
+        result = E.as_const(instruction_value(self._atoms, ins, [E.const(v) for v in vals]))
         if result is None:
             raise Unknown(f"{ins.full_opcode} at PTX line {ins.ptx_line} is not folded")
         return result
@@ -145,27 +149,3 @@ class EntryValues:
                           f"=VALUE or a // kerncast: annotation)")
         self.inputs.append(f"{name} = {known.value} from the {known.source}")
         return known.value
-
-
-def fold(opcode: str, v: list[int], bits: int = 64, signed: bool = True) -> int | None:
-    """Integer semantics of the PTX opcodes that compute bounds, at the instruction's width and signedness
-    (`kerncast.analysis.intops`: C truncating division, logical `shr` on unsigned operands); None for an
-    opcode that is not folded."""
-    if opcode in ("add", "sub", "mul", "min", "max", "and", "or", "xor", "shl", "shr", "div", "rem") \
-            and len(v) == 2:
-        a, b = v
-        if opcode in ("add", "sub", "mul"):
-            return {"add": a + b, "sub": a - b, "mul": a * b}[opcode]
-        if opcode in ("shl", "shr") and not 0 <= b < 64:
-            raise Unknown(f"shift by {b}")
-        if opcode == "shl":
-            return a << b
-        try:
-            return int_op(opcode, a, b, bits, signed)
-        except NoValue as exc:
-            raise Unknown(str(exc)) from exc
-    if opcode == "mad" and len(v) == 3:
-        return v[0] * v[1] + v[2]
-    if opcode == "neg" and len(v) == 1:
-        return -v[0]
-    return None
