@@ -5,6 +5,11 @@ init, bound and step are all known: immediates, kernel parameters whose value th
 sizes (`%ntid`, `%nctaid`). Anything else leaves the count unknown with the reason, and the count falls back
 to the launch's `loops` value (annotation, setting, CLI or default), which says where it came from.
 
+A trip count is a query on the kernel's dataflow layer (`kerncast.analysis.dataflow`, shared with the memory
+analysis): the induction variable and its update come from `dataflow.induction`, and the start, step and bound
+from `dataflow.values`, which walks the reaching definitions back from the loop's entry. This module reads the
+exit test and counts.
+
 The trip count is the number of times the loop's header block runs per entry into the loop. nvcc rotates
 loops so that the test sits at the bottom, where this is the number of times the body runs. A loop whose very
 first test fails is counted once: the zero-trip guard nvcc places in front of a rotated loop is not followed.

@@ -1,10 +1,11 @@
 """Warp-level behaviour of every global/shared access and every conditional branch of a kernel.
 
-For each memory instruction the symbolic byte address (see `symbolic`) is instantiated for the 32 lanes of the
-sampled warps (see `warp`), restricted to the lanes that reach it (the conditions of the branches that
-dominate its block, and its own guard). Loops whose variable is geometric (`s *= 2`, `s >>= 1`) and whose
-start and bound are known are enumerated iteration by iteration, because both the bank conflicts of a
-strided reduction and the divergence of an interleaved one change with `s`. The per-request costs are
+For each memory instruction the symbolic byte address (the kernel's dataflow layer, `dataflow.symbolic`) is
+instantiated for the 32 lanes of the sampled warps (see `warp`; all lanes at once, see `lanevec`, and kept as
+plain ints where the lanes differ only by a constant), restricted to the lanes that reach it (the conditions
+of the branches that dominate its block, and its own guard). Loops whose variable is geometric (`s *= 2`,
+`s >>= 1`) and whose start and bound are known are enumerated iteration by iteration, because both the bank
+conflicts of a strided reduction and the divergence of an interleaved one change with `s`. The per-request costs are
 averaged over the sampled (warp, iteration) instances; how often an instruction runs per thread comes from
 the loop trip counts.
 """
