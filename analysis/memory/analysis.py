@@ -25,6 +25,7 @@ from kerncast.analysis.dataflow.expr import Atoms, Value
 from kerncast.analysis.dataflow.induction import geometric_step
 from kerncast.analysis.dataflow.symbolic import SymbolicResult
 from kerncast.analysis.isa import MemoryTouch, memory_touch
+from kerncast.analysis.launch import LaunchOverrides, infer_launch
 from kerncast.analysis.loops import LoopForest
 from kerncast.analysis.memory.findings import build_findings
 from kerncast.analysis.memory.lanevec import VecPoly, lane_varying, lane_vectors, op_has_lane
@@ -40,6 +41,7 @@ from kerncast.analysis.memory.warp import (
 from kerncast.analysis.ptx.model import Function, Imm, Module, line_in_file
 from kerncast.analysis.report import Finding
 from kerncast.analysis.rules import Code
+from kerncast.analysis.tripcount import trip_counts as ptx_trip_counts
 
 MAX_ENUMERATED_ITERATIONS = 64
 #: A branch is divergent when at least this share of the sampled (warp, iteration) instances split the warp.
@@ -226,10 +228,13 @@ class _Kernel:
         self.main_file = main_file
         if dataflow is None:
             dataflow = KernelDataflow(fn, cfg, loops)
+        self.dataflow = dataflow
         self.sym: SymbolicResult = dataflow.symbolic
         self.atoms: Atoms = self.sym.atoms
         self.assumptions: list[str] = []
-        self.trip_counts = {int(k): int(v) for k, v in trip_counts.items() if v is not None and int(v) >= 0}
+        self.trip_counts: dict[int, int | None] = {int(k): int(v) for k, v in trip_counts.items()
+                                                   if v is not None and int(v) >= 0}
+        self.params = params
         cuda_names = kernel_param_names(cuda_source, fn.display_name)
         self.param_names: dict[str, str] = {}
         for i, p in enumerate(fn.params):
@@ -252,7 +257,6 @@ class _Kernel:
         self.lanes_by_position = all(ln == i for lanes in self.lane_maps for i, (ln, _, _) in enumerate(lanes))
         self.conditions = self._edge_conditions()
         self.vectors = lane_vectors(self.atoms, self.lane_maps, self.lane_atoms)
-        self._trip_cache: dict[int, int | None] = {}
         self._stage1: dict[tuple, tuple[dict[int, Value], dict[int, Value]]] = {}
         self._masks: dict[tuple, list[list[int]]] = {}
         self._values: dict[tuple, list[dict[int, Value]]] = {}
@@ -321,15 +325,31 @@ class _Kernel:
 
     # ---------------------------------------------------------------------------------- loop handling
     def trip(self, loop_id: int) -> int | None:
-        """Iterations of a loop's body: from the caller's trip counts, else by stepping a geometric loop."""
-        if loop_id in self._trip_cache:
-            return self._trip_cache[loop_id]
-        lp = self.loops.loops[loop_id]
-        t = self.trip_counts.get(lp.header)
-        if t is None:
-            t = self._simulate(loop_id)
-        self._trip_cache[loop_id] = t
-        return t
+        """Iterations of a loop's body: from the caller's trip counts, else as `tripcount` reads it from the
+        PTX under the block and parameters this analysis knows (None: unknown)."""
+        header = self.loops.loops[loop_id].header
+        if header not in self.trip_counts:
+            for h, count in self._ptx_trip_counts().items():
+                self.trip_counts.setdefault(h, count)
+        return self.trip_counts.get(header)
+
+    def _ptx_trip_counts(self) -> dict[int, int | None]:
+        """Every loop's count read from its exit test (the one trip-count query, on the shared dataflow facts)
+        under the known block and parameters only: no default grid or block is assumed, and a loop it cannot
+        read is None."""
+        by_index = {}
+        for name, value in self.params.items():
+            for i, p in enumerate(self.fn.params):
+                if name in (p.name, self.param_names.get(p.name)) or p.name.endswith(f"_{name}"):
+                    by_index[str(i)] = int(value)
+        launch = infer_launch(self.fn.display_name, None, LaunchOverrides(block=self.block, params=by_index),
+                              default_block=None, default_grid=None)
+        counts = ptx_trip_counts(self.fn, self.cfg, self.loops, launch, self.dataflow)
+        out: dict[int, int | None] = {lp.header: None for lp in self.loops.loops}
+        for header, count in counts.items():
+            if count.source == "ptx" and isinstance(count.value, int) and count.value >= 0:
+                out[header] = count.value
+        return out
 
     def _geo_of(self, loop_id: int) -> dict[int, Any]:
         return {g: rc for g, rc in self.sym.geo.items() if rc.loop == loop_id}
@@ -346,43 +366,6 @@ class _Kernel:
             if abs(v) > 1 << 62:
                 break
         return vals
-
-    def _simulate(self, loop_id: int) -> int | None:
-        geos = self._geo_of(loop_id)
-        if not geos:
-            return None
-        lp = self.loops.loops[loop_id]
-        body = self.fn.body
-        label_block = {lab: b.id for b in self.cfg.blocks for lab in b.labels}
-        conds: list[tuple[Value, bool, bool]] = []
-        for b, s in lp.exits:
-            blk = self.cfg.blocks[b]
-            last = body[blk.end - 1]
-            if last.opcode != "bra" or last.guard is None:
-                return None
-            conds.append((self.sym.guards.get(last.index), label_block.get(last.branch_target or "") == s,
-                          b == lp.header))
-        if not conds:
-            return None
-        seqs = {g: self._geo_sequence(g, MAX_ENUMERATED_ITERATIONS + 1) for g in geos}
-        if any(s is None for s in seqs.values()):
-            return None
-        k_atom = self.sym.iteration_atom[loop_id]
-        for k in range(MAX_ENUMERATED_ITERATIONS + 1):
-            subst = dict(self.base)
-            subst[k_atom] = E.const(k)
-            for g, seq in seqs.items():
-                if k >= len(seq):  # type: ignore[arg-type]
-                    return None
-                subst[g] = E.const(seq[k])  # type: ignore[index]
-            cache: dict[int, Value] = {}
-            for pred, exit_when_true, at_header in conds:
-                v = E.as_const(E.evaluate(self.atoms, pred, subst, cache))
-                if v is None:
-                    return None
-                if bool(v) == exit_when_true:
-                    return k if at_header else k + 1
-        return None
 
     def iteration_assignments(self, block: int) -> list[dict[int, Value]]:
         """Substitutions for the enumerated iterations of the geometric loops around `block` (≥ one entry)."""
