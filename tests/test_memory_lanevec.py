@@ -60,7 +60,8 @@ def test_vectorised_lane_tables_equal_the_per_lane_ones(modules, shape) -> None:
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 def test_lanes_kept_as_constants_equal_the_per_lane_values(modules, shape) -> None:
     """Where the lanes differ only by a constant the memory analysis keeps them as `LaneConstants` (ints);
-    read lane by lane they must be the per-lane values, and so must the branch outcomes and cost groups."""
+    read lane by lane they must be the per-lane values, and so must the branch outcomes and cost groups, and
+    the lanes where a predicate is not known false (read from the lane vectors' coefficients)."""
     compared = compact = 0
     for module in modules:
         for fn in module.kernels:
@@ -76,6 +77,8 @@ def test_lanes_kept_as_constants_equal_the_per_lane_values(modules, shape) -> No
                             continue
                         compared += 1
                         want = k._lane_table_per_lane(w)
+                        assert k._lanes_where(w) == [{ln for ln, x in t.items() if E.as_const(x) != 0}
+                                                     for t in want]
                         for table, lanes in zip(k._warp_values(w), want, strict=True):
                             if not isinstance(table, LaneConstants):
                                 assert table == lanes

@@ -28,7 +28,7 @@ from kerncast.analysis.isa import MemoryTouch, memory_touch
 from kerncast.analysis.launch import LaunchOverrides, infer_launch
 from kerncast.analysis.loops import LoopForest
 from kerncast.analysis.memory.findings import build_findings
-from kerncast.analysis.memory.lanevec import VecPoly, lane_varying, lane_vectors, op_has_lane
+from kerncast.analysis.memory.lanevec import VecPoly, any_nonzero, lane_varying, lane_vectors, op_has_lane
 from kerncast.analysis.memory.render import Renderer, kernel_param_names
 from kerncast.analysis.memory.warp import (
     LaneConstants,
@@ -494,15 +494,21 @@ class _Kernel:
         return tables
 
     def _lanes_where(self, pred: Value) -> list[set[int]]:
-        """Per sampled warp, the lanes where a predicate is not known to be false."""
+        """Per sampled warp, the lanes where a predicate is not known to be false: those whose value is not
+        the zero polynomial (a constant other than 0, or anything symbolic), read from the lane vectors'
+        coefficients without building a value per lane where the vectorised evaluation applies."""
+        if self.vectors is None or not self.lanes_by_position:
+            return [{ln for ln, v in t.items() if E.as_const(v) != 0} for t in self._lane_table(pred)]
+        self.work += 1
+        vp = self.vectors.evaluate(pred)
+        if vp is None:
+            return [{ln for ln, v in t.items() if E.as_const(v) != 0} for t in self._tables(pred, None)]
+        nonzero = any_nonzero(vp, self.vectors.size).tolist()
         out: list[set[int]] = []
-        for t in self._warp_values(pred):
-            if not isinstance(t, LaneConstants):
-                out.append({ln for ln, v in t.items() if E.as_const(v) != 0})
-            elif t.rest:  # a symbol left: not known to be false in any lane
-                out.append(set(range(len(t))))
-            else:
-                out.append({ln for ln, c in enumerate(t.consts) if c})
+        i = 0
+        for lanes in self.lane_maps:
+            out.append({ln for ln in range(len(lanes)) if nonzero[i + ln]})
+            i += len(lanes)
         return out
 
     def _active(self, block: int, key: tuple, subst: dict[int, Value], cache: dict[int, Value]) -> list[list[int]]:

@@ -29,6 +29,13 @@ from kerncast.analysis.intops import LANES, NoValue
 _MAX, _MIN, _ANY = np.maximum.reduce, np.minimum.reduce, np.logical_or.reduce
 
 
+def any_nonzero(vp: VecPoly, size: int) -> np.ndarray:
+    """Per lane, whether any coefficient of the value is non-zero (the value is not the zero polynomial)."""
+    if not vp:
+        return np.zeros(size, dtype=bool)
+    return _ANY(np.stack(list(vp.values())) != 0, axis=0)
+
+
 def lane_varying(a: np.ndarray) -> bool:
     """Whether a lane vector holds different values in different lanes."""
     return bool(_ANY(a != a[0]))
@@ -233,29 +240,61 @@ class LaneVectors:
             return {(): concrete_op_lanes(name, consts, extra)}  # type: ignore[arg-type]
         self.symbolic = True
         per_arg = [self.to_values(vp) for vp in polys]
+        apply = self._opaque_comparison(name, polys, extra) or (lambda lane_args: E.apply_op(self.atoms, name,
+                                                                                          lane_args, extra))
         results: list[Value] = []
         for lane in range(self.size):
             lane_args = tuple(vals[lane] for vals in per_arg)
             if self.capped and lane_args == args:  # `expr.evaluate` keeps an unchanged node as it is
                 r: Value = (((a,), 1),)
             else:
-                r = E.apply_op(self.atoms, name, lane_args, extra)
+                r = apply(lane_args)
             if r is None:
                 raise GiveUp
             results.append(r)
         return self._gather(results)
 
+    def _opaque_comparison(self, name: str, polys: list[VecPoly], extra: Any) -> Any:
+        """For a comparison whose two sides keep different lane-uniform symbolic parts (`i < n` with `n` not
+        known), what `expr.apply_op` gives in every lane without its work: their difference is never zero and
+        never a constant, so each lane's result is the comparison node of its arguments, and whether that
+        node is lane-dependent is the same in every lane. None when this does not hold."""
+        if name != "cmp" or len(polys) != 2:
+            return None
+        rests = [_uniform_rest(vp) for vp in polys]
+        if rests[0] is None or rests[1] is None or rests[0] == rests[1]:
+            return None
+        atoms = self.atoms
+        lane = atoms.is_lane(rests[0]) or atoms.is_lane(rests[1])
+        return lambda lane_args: (((atoms.atom(("op", name, lane_args, extra), lane),), 1),)
+
     def _gather(self, values: list[Value]) -> VecPoly:
         """Per-lane polynomials as one `VecPoly` (a monomial's coefficient is 0 in lanes without it)."""
         out: VecPoly = {}
+        top = 0
         for lane, v in enumerate(values):
             for m, c in v:  # type: ignore[union-attr]
                 arr = out.get(m)
                 if arr is None:
                     arr = out[m] = np.zeros(self.size, dtype=np.int64)
-                arr[lane] = c
-        _check(_bound(out))
+                arr[lane] = c  # OverflowError beyond int64, which makes `evaluate` give up too
+                top = max(top, abs(c))
+        _check(top)
         return out
+
+
+def _uniform_rest(vp: VecPoly) -> Value:
+    """The symbolic part of a lane vector whose symbolic monomials have the same coefficient in every lane
+    (lanes then differ only by their constant), as a polynomial; None when some coefficient varies."""
+    rest = []
+    for m in sorted(vp):
+        if m:
+            arr = vp[m]
+            if lane_varying(arr):
+                return None
+            if c := int(arr[0]):
+                rest.append((m, c))
+    return tuple(rest)
 
 
 def op_has_lane(atoms: Atoms, a: int, lane_ids: frozenset[int]) -> bool:
