@@ -245,18 +245,11 @@ class _Kernel:
         self.lanes = warp_lanes(self.atoms, self.block)
         self.lane_atoms = {n: self.atoms.atom(("sym", n), True) for n in ("tid.x", "tid.y", "tid.z", "laneid")}
         self.lane_atom_ids = frozenset(self.lane_atoms.values())
-        self.lane_maps: list[list[tuple[int, dict[int, Value], dict[int, int] | None]]] = []
-        for lanes in self.lanes:
-            warp: list[tuple[int, dict[int, Value], dict[int, int] | None]] = []
-            for ln in lanes:
-                lsub = {self.lane_atoms[n]: v for n, v in ln.subst.items()}
-                ints = {a: E.as_const(v) for a, v in lsub.items()}
-                warp.append((ln.lane, lsub, ints if all(x is not None for x in ints.values()) else None))  # type: ignore[misc]
-            self.lane_maps.append(warp)
+        self._lane_maps: list[list[tuple[int, dict[int, Value], dict[int, int] | None]]] | None = None
         #: whether each sampled warp lists its lanes as 0, 1, 2, ... (then a lane's id is its position)
-        self.lanes_by_position = all(ln == i for lanes in self.lane_maps for i, (ln, _, _) in enumerate(lanes))
+        self.lanes_by_position = all(ln.lane == i for lanes in self.lanes for i, ln in enumerate(lanes))
         self.conditions = self._edge_conditions()
-        self.vectors = lane_vectors(self.atoms, self.lane_maps, self.lane_atoms)
+        self.vectors = lane_vectors(self.atoms, self.lanes, self.lane_atoms)
         self._stage1: dict[tuple, tuple[dict[int, Value], dict[int, Value]]] = {}
         self._masks: dict[tuple, list[list[int]]] = {}
         self._values: dict[tuple, list[dict[int, Value]]] = {}
@@ -268,6 +261,21 @@ class _Kernel:
         self.render = Renderer(self.atoms, self.param_names, loop_lines, self.sym.resolution)
 
     # ----------------------------------------------------------------------------------------- set-up
+    @property
+    def lane_maps(self) -> list[list[tuple[int, dict[int, Value], dict[int, int] | None]]]:
+        """Per sampled warp, each lane's (lane, {lane atom: value}, {lane atom: int} or None when a value is
+        symbolic): the substitutions of the lane-by-lane evaluation, built when it is first needed."""
+        if self._lane_maps is None:
+            self._lane_maps = []
+            for lanes in self.lanes:
+                warp: list[tuple[int, dict[int, Value], dict[int, int] | None]] = []
+                for ln in lanes:
+                    lsub = {self.lane_atoms[n]: v for n, v in ln.subst.items()}
+                    ints = {a: E.as_const(v) for a, v in lsub.items()}
+                    warp.append((ln.lane, lsub, ints if all(x is not None for x in ints.values()) else None))  # type: ignore[misc]
+                self._lane_maps.append(warp)
+        return self._lane_maps
+
     def _base_subst(self, params: dict[str, int]) -> dict[int, Value]:
         atoms = self.atoms
         subst: dict[int, Value] = dict(self.sym.resolution)
@@ -457,7 +465,7 @@ class _Kernel:
         consts = vp[()].tolist() if () in vp else [0] * self.vectors.size  # type: ignore[union-attr]
         out: list[LaneConstants] = []
         i = 0
-        for lanes in self.lane_maps:
+        for lanes in self.lanes:
             out.append(LaneConstants(rest, consts[i:i + len(lanes)]))
             i += len(lanes)
         return out
@@ -474,8 +482,8 @@ class _Kernel:
             flat = self.vectors.to_values(vp)  # type: ignore[union-attr]
             tables: list[dict[int, Value]] = []
             i = 0
-            for lanes in self.lane_maps:
-                tables.append({lane: flat[i + j] for j, (lane, _, _) in enumerate(lanes)})
+            for lanes in self.lanes:
+                tables.append({ln.lane: flat[i + j] for j, ln in enumerate(lanes)})
                 i += len(lanes)
             return tables
         return self._lane_table_per_lane(v)
@@ -506,7 +514,7 @@ class _Kernel:
         nonzero = any_nonzero(vp, self.vectors.size).tolist()
         out: list[set[int]] = []
         i = 0
-        for lanes in self.lane_maps:
+        for lanes in self.lanes:
             out.append({ln for ln in range(len(lanes)) if nonzero[i + ln]})
             i += len(lanes)
         return out
@@ -533,7 +541,7 @@ class _Kernel:
                 break
             b = parent
         if masks is None:
-            masks = [[ln for ln, _, _ in lanes] for lanes in self.lane_maps]
+            masks = [[ln.lane for ln in lanes] for lanes in self.lanes]
         for b in reversed(chain):
             if b in self.conditions and b not in cfg.unreachable:
                 allowed = self._lanes_where(E.evaluate(self.atoms, self.conditions[b], subst, cache))

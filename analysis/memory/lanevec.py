@@ -23,6 +23,7 @@ import numpy as np
 from kerncast.analysis.dataflow import expr as E
 from kerncast.analysis.dataflow.expr import Atoms, Mono, Value
 from kerncast.analysis.intops import LANES, NoValue
+from kerncast.analysis.memory.warp import Lane
 
 #: Reductions called as ufuncs: the array methods (`a.max()`, `a.any()`) go through a Python wrapper, which
 #: costs more than the reduction itself on arrays of a few warps' lanes.
@@ -312,17 +313,17 @@ def concrete_op_lanes(name: str, vals: list[np.ndarray], extra: Any) -> np.ndarr
         raise GiveUp from exc
 
 
-def lane_vectors(atoms: Atoms, warps: list[list[tuple[int, dict[int, Value], Any]]],
-                 lane_atoms: dict[str, int]) -> LaneVectors | None:
-    """Lane vectors for the sampled warps' lane substitutions (lane, {lane atom: value}, ints), warps
-    concatenated; None when a lane's substitution is not a plain polynomial (then lane by lane it is)."""
-    lanes = [entry for warp in warps for entry in warp]
+def lane_vectors(atoms: Atoms, warps: list[list[Lane]], lane_atoms: dict[str, int]) -> LaneVectors | None:
+    """Lane vectors for the sampled warps' lanes (their lane symbols' values by name, `lane_atoms` giving each
+    name's atom), warps concatenated; None when a lane's value is not a plain polynomial (then lane by lane
+    it is)."""
+    lanes = [lane for warp in warps for lane in warp]
     if not lanes:
         return None
     values: dict[int, VecPoly] = {}
     capped = False
-    for atom in lane_atoms.values():
-        per_lane = [lsub.get(atom) for _, lsub, _ in lanes]
+    for name, atom in lane_atoms.items():
+        per_lane = [ln.subst.get(name) for ln in lanes]
         if any(p is None for p in per_lane):
             return None
         monos = sorted({m for p in per_lane for m, _ in p})  # type: ignore[union-attr]
