@@ -15,6 +15,7 @@ we do not model becomes an opaque operation over its arguments.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 
 from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.dataflow import expr as E
@@ -46,6 +47,13 @@ class SymbolicResult:
     iteration_atom: dict[int, int] = field(default_factory=dict)  # loop id -> K atom
     params: dict[str, int] = field(default_factory=dict)  # param symbol name -> atom
     undefined: set[str] = field(default_factory=set)
+
+
+@cache
+def _special(name: str) -> bool:
+    """Whether a register name is a hardware special register (`%tid.x`, ...), once per name: the pass asks
+    for every operand it reads."""
+    return Reg(name).is_special
 
 
 def _is_float(ins: Instruction) -> bool:
@@ -174,7 +182,7 @@ class _Pass:
             return atoms.sym(f"float:{op.text}")
         if isinstance(op, Reg):
             name = op.name
-            if op.is_special:
+            if _special(name):
                 return atoms.sym(name.lstrip("%"))
             if name in env:
                 v = env[name]
@@ -220,7 +228,7 @@ class _Pass:
                     values.append((r, atoms.op(f"{ins.full_opcode}#{k}", tuple(srcs), ins.index)
                                    if op not in ("shfl", "call") else None))
         for r, v in values:
-            if Reg(r).is_special:
+            if _special(r):
                 continue
             if ins.guard is not None:
                 old = env.get(r, atoms.sym(f"undef:{r}"))

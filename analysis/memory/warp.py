@@ -187,6 +187,10 @@ def _fewest_sectors(residues: range, offsets: list[int], width: int) -> int:
         return 0
     if width > SECTOR + 1:  # an access may span three sectors or more: count them one by one
         return min(_sectors(r, offsets, width) for r in residues)
+    if len(residues) <= 4:  # a known alignment leaves one or a few: sets of ints beat the array set-up
+        last = width - 1
+        return min(len({(r + o) // SECTOR for o in offsets} | {(r + o + last) // SECTOR for o in offsets})
+                   for r in residues)
     starts = np.asarray(residues, dtype=np.int64)[:, None] + np.asarray(offsets, dtype=np.int64)[None, :]
     touched = np.sort(np.concatenate((starts // SECTOR, (starts + width - 1) // SECTOR), axis=1), axis=1)
     distinct = 1 + np.count_nonzero(np.diff(touched, axis=1), axis=1)
