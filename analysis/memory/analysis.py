@@ -252,7 +252,7 @@ class _Kernel:
         self.vectors = lane_vectors(self.atoms, self.lanes, self.lane_atoms)
         self._stage1: dict[tuple, tuple[dict[int, Value], dict[int, Value]]] = {}
         self._masks: dict[tuple, list[list[int]]] = {}
-        self._values: dict[tuple, list[dict[int, Value]]] = {}
+        self._values: dict[tuple, list[LaneConstants] | list[dict[int, Value]]] = {}
         self._geo_cache: dict[int, list[int] | None] = {}
         #: deterministic count of the warp-level work done (lane tables, reach masks, instances): what the
         #: time budget bounds, and what a test can check grows linearly with the kernel
