@@ -20,25 +20,21 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from launch_case import LaunchCase
+
 ROOT = Path(__file__).resolve().parent.parent
 MiB = 1 << 20
 
 
 @dataclass(frozen=True)
-class Case:
+class Case(LaunchCase):
     """One launch to measure; `nbytes` sizes every pointer buffer (None: threads launched x element size)."""
 
-    file: str
-    kernel: str
-    grid: str
-    block: str
-    params: tuple[str, ...] = ()
-    smem: int = 0
     nbytes: int | None = None
 
 
 def _case(file: str, kernel: str, grid: str, block: str, params: tuple[str, ...] = (), nbytes: int | None = None,
-          smem: int = 0) -> Case:
+          smem: int | None = None) -> Case:
     return Case(file, kernel, grid, block, tuple(params), smem, nbytes)
 
 

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kerncast.analysis.context import AnalysisOptions
-from kerncast.analysis.launch import LaunchOverrides
 from kerncast.analysis.pipeline import analyze_file
 
 #: the measurement script's names (a sibling script, not a package: run by path)
@@ -82,8 +81,7 @@ def _dims(text: str) -> tuple[int, int, int]:
 
 
 def _predict(case: Case, gpu: str) -> tuple[dict, tuple, float | None, tuple | None] | None:
-    launch = LaunchOverrides.from_strings(grid=case.grid, block=case.block, params=list(case.params),
-                                          smem=case.smem or None)
+    launch = case.overrides()
     report = analyze_file(ROOT / case.file, options=AnalysisOptions(gpu=gpu, overrides=launch))
     k = next((k for k in report.kernels if k.name == case.kernel or k.name.split("(")[0] == case.kernel), None)
     if k is None or k.time is None:

@@ -20,8 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kerncast.analysis.launch import LaunchOverrides
 from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from launch_case import LaunchCase
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data" / "thesis_times.csv"
@@ -30,34 +30,28 @@ ERROR_BAND = ROOT / "analysis" / "data" / "time_error.toml"
 
 
 @dataclass(frozen=True)
-class Case:
+class Case(LaunchCase):
     """A kernel and the launch assumed for the thesis's measurement of it; `defines` rewrite `#define`s."""
 
-    file: str
-    kernel: str
-    grid: str
-    block: str
-    params: tuple[str, ...]
-    source: str
+    source: str = ""
     defines: tuple[tuple[str, str], ...] = ()
-    smem: int | None = None
 
 
 VECTOR_ADD = Case("examples/vector_add.cu", "vectorAdd", "196", "256", ("n=50000",),
-                  "CUDA samples vectorAdd: numElements = 50000, 256 threads per block")
+                  source="CUDA samples vectorAdd: numElements = 50000, 256 threads per block")
 SAXPY = Case("examples/saxpy.cu", "saxpy", "2000", "512", ("n=1024000",),
-             "thesis power dataset row 'saxpy 2000 x 512': 1,024,000 threads cover n exactly")
+             source="thesis power dataset row 'saxpy 2000 x 512': 1,024,000 threads cover n exactly")
 MATMUL = Case("examples/matmul.cu", "MatrixMulCUDA", "32,32", "32,32", ("wA=1024", "wB=1024"),
-              "thesis Table 6.1: 1024 blocks of 1024 threads, i.e. 1024 x 1024 matrices")
+              source="thesis Table 6.1: 1024 blocks of 1024 threads, i.e. 1024 x 1024 matrices")
 _T = ("width=1024", "height=1024")
 _TS = ("thesis-era CUDA transpose sample: TILE_DIM 16, BLOCK_ROWS 16, 1024 x 1024 matrix, grid 64 x 64 of "
        "16 x 16 threads (one element per thread)")
 _TD = (("TILE_DIM", "16"), ("BLOCK_ROWS", "16"))
-T_NAIVE = Case("examples/transpose.cu", "transposeNaive", "64,64", "16,16", _T, _TS, _TD)
-T_TILED = Case("examples/transpose.cu", "transposeTiled", "64,64", "16,16", _T, _TS, _TD)
-T_PADDED = Case("examples/transpose.cu", "transposePadded", "64,64", "16,16", _T, _TS, _TD)
+T_NAIVE = Case("examples/transpose.cu", "transposeNaive", "64,64", "16,16", _T, source=_TS, defines=_TD)
+T_TILED = Case("examples/transpose.cu", "transposeTiled", "64,64", "16,16", _T, source=_TS, defines=_TD)
+T_PADDED = Case("examples/transpose.cu", "transposePadded", "64,64", "16,16", _T, source=_TS, defines=_TD)
 TIMED = Case("benchmarks/data/timed_reduction.cu", "timedReduction", "64", "256", (),
-             "CUDA samples clock: 64 blocks of 256 threads, 2 x 256 floats of dynamic shared memory", smem=2048)
+             source="CUDA samples clock: 64 blocks of 256 threads, 2 x 256 floats of dynamic shared memory", smem=2048)
 
 #: (table, thesis kernel name) -> case. Table 6.2 names are matched as printed.
 CASES = {
@@ -109,8 +103,7 @@ def _source(case: Case) -> str:
 def _predict(case: Case, gpu: str, cache: dict) -> tuple[dict[str, float], tuple, tuple] | None:
     key = (case, gpu)
     if key not in cache:
-        overrides = LaunchOverrides.from_strings(grid=case.grid, block=case.block, params=list(case.params),
-                                                 smem=case.smem)
+        overrides = case.overrides()
         report = analyze_file(ROOT / case.file, text=_source(case),
                               options=AnalysisOptions(gpu=gpu, arch="sm_75", overrides=overrides))
         k = next((k for k in report.kernels if k.name.split("<", 1)[0] == case.kernel), None)
