@@ -56,6 +56,7 @@ from kerncast.analysis.ptx.parser import kernel_shared_bytes
 from kerncast.analysis.report import FileReport, Finding, KernelReport, LoopInfo
 from kerncast.analysis.resource_findings import resource_stage
 from kerncast.analysis.rules import Code
+from kerncast.analysis.source_model import scan_source
 from kerncast.analysis.targets import resolve_target
 from kerncast.analysis.timing.stages import occupancy_stage, time_stage
 
@@ -179,6 +180,9 @@ def _analyze_cuda(report: FileReport, path: Path, source: str, options: Analysis
         copts.include_dirs = [*build.include_dirs, *copts.include_dirs]
         copts.defines = [*build.defines, *copts.defines]
         copts.extra_flags = [*build.flags, *(f"-U{u}" for u in build.undefines)]
+    # the launch sites are scanned from the source while nvcc runs (its wait frees the interpreter); the
+    # scan is cached by text, so the launch stage finds it done
+    _SCAN_POOL.submit(scan_source, source)
     try:
         result = compile_cuda(path, text=source, options=copts, with_resources=False)
     except ToolchainError as exc:
@@ -198,6 +202,7 @@ def _analyze_cuda(report: FileReport, path: Path, source: str, options: Analysis
 
 
 _PTXAS_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kerncast-ptxas")
+_SCAN_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kerncast-scan")
 _TARGET_RE = re.compile(r"^\s*\.target\s+(sm_\d+[a-z]?)", re.MULTILINE)
 
 
