@@ -34,9 +34,9 @@ def modules(nvcc_available) -> list:
     return out
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=str)
-def test_vectorised_lane_tables_equal_the_per_lane_ones(modules, shape) -> None:
-    compared = vectorised = 0
+def _lane_values(modules, shape):
+    """(kernel, function, value) for every address, guard and branch condition of every kernel, evaluated at
+    every enumerated loop iteration of its block: the values the memory analysis reads lane by lane."""
     for module in modules:
         for fn in module.kernels:
             cfg = build_cfg(fn)
@@ -47,12 +47,18 @@ def test_vectorised_lane_tables_equal_the_per_lane_ones(modules, shape) -> None:
                     subst = {**k.base, **assign}
                     for v in values:
                         w = E.evaluate(k.atoms, v, subst, {})
-                        if w is None:
-                            continue
-                        compared += 1
-                        if k.vectors is not None and k.vectors.evaluate(w) is not None:
-                            vectorised += 1
-                        assert k._lane_table(w) == k._lane_table_per_lane(w), (fn.name, shape, w)
+                        if w is not None:
+                            yield k, fn, w
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_vectorised_lane_tables_equal_the_per_lane_ones(modules, shape) -> None:
+    compared = vectorised = 0
+    for k, fn, w in _lane_values(modules, shape):
+        compared += 1
+        if k.vectors is not None and k.vectors.evaluate(w) is not None:
+            vectorised += 1
+        assert k._lane_table(w) == k._lane_table_per_lane(w), (fn.name, shape, w)
     assert compared > 100
     assert vectorised > 0.9 * compared  # the vectorised way is the one taken, not the exception
 
@@ -63,31 +69,20 @@ def test_lanes_kept_as_constants_equal_the_per_lane_values(modules, shape) -> No
     read lane by lane they must be the per-lane values, and so must the branch outcomes and cost groups, and
     the lanes where a predicate is not known false (read from the lane vectors' coefficients)."""
     compared = compact = 0
-    for module in modules:
-        for fn in module.kernels:
-            cfg = build_cfg(fn)
-            k = _Kernel(module, fn, cfg, find_loops(cfg), shape, {}, {}, None, None)
-            values = [*k.sym.addresses.values(), *k.sym.guards.values(), *k.conditions.values()]
-            for ins_block in {cfg.block_of[i] for i in k.sym.addresses}:
-                for assign in k.iteration_assignments(ins_block):
-                    subst = {**k.base, **assign}
-                    for v in values:
-                        w = E.evaluate(k.atoms, v, subst, {})
-                        if w is None:
-                            continue
-                        compared += 1
-                        want = k._lane_table_per_lane(w)
-                        assert k._lanes_where(w) == [{ln for ln, x in t.items() if E.as_const(x) != 0}
-                                                     for t in want]
-                        for table, lanes in zip(k._warp_values(w), want, strict=True):
-                            if not isinstance(table, LaneConstants):
-                                assert table == lanes
-                                continue
-                            compact += 1
-                            listed = [lanes[ln] for ln in sorted(lanes)]
-                            assert [table[i] for i in range(len(table))] == listed, (fn.name, shape, w)
-                            assert branch_outcome(table) == branch_outcome(listed)
-                            assert lane_offsets(k.atoms, table) == lane_offsets(k.atoms, listed)
+    for k, fn, w in _lane_values(modules, shape):
+        compared += 1
+        want = k._lane_table_per_lane(w)
+        assert k._lanes_where(w) == [{ln for ln, x in t.items() if E.as_const(x) != 0}
+                                     for t in want]
+        for table, lanes in zip(k._warp_values(w), want, strict=True):
+            if not isinstance(table, LaneConstants):
+                assert table == lanes
+                continue
+            compact += 1
+            listed = [lanes[ln] for ln in sorted(lanes)]
+            assert [table[i] for i in range(len(table))] == listed, (fn.name, shape, w)
+            assert branch_outcome(table) == branch_outcome(listed)
+            assert lane_offsets(k.atoms, table) == lane_offsets(k.atoms, listed)
     assert compared > 100
     assert compact > 0.5 * compared
 
