@@ -7,9 +7,16 @@ run and an editor session show the same numbers for the same input.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kerncast.analysis.rules import is_code
+
+if TYPE_CHECKING:  # the stages' result types; they import this module, so only their names are used here
+    from kerncast.analysis.launch import Launch
+    from kerncast.analysis.occupancy import Occupancy
+    from kerncast.analysis.power.energy import EnergyEstimate
+    from kerncast.analysis.power.model import PowerPrediction
+    from kerncast.analysis.timing.estimate import TimeEstimate
 
 SEVERITIES = ("error", "warning", "information", "hint")
 
@@ -167,11 +174,11 @@ class KernelReport:
     instruction_mix: dict[str, int] = field(default_factory=dict)
     instruction_count: int = 0
     loops: list[LoopInfo] = field(default_factory=list)
-    launch: JsonReportable | None = None
-    occupancy: JsonReportable | None = None
-    time: JsonReportable | None = None
-    power: JsonReportable | None = None
-    energy: JsonReportable | None = None
+    launch: Launch | None = None
+    occupancy: Occupancy | None = None
+    time: TimeEstimate | None = None
+    power: PowerPrediction | None = None
+    energy: EnergyEstimate | None = None
     findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 

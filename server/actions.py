@@ -102,7 +102,7 @@ def code_actions(report: FileReport, doc: Doc, rng: lsp.Range, gpus: list[str], 
         anchor = kernel_anchor(doc.lines, k)
         if anchor is None or not rng.start.line <= anchor.line <= rng.end.line:
             continue
-        launch: Launch | None = k.launch  # type: ignore[assignment]
+        launch = k.launch
         if not launch_known(launch) and facts is not None:
             grid, block = annotation_text(launch)
             edit = launch_annotation_edit(facts, base_name(name), grid, block)

@@ -21,6 +21,8 @@ from pygls import uris
 
 if TYPE_CHECKING:
     from kerncast.analysis.launch import Launch
+    from kerncast.analysis.power.energy import EnergyEstimate
+    from kerncast.analysis.timing.estimate import TimeEstimate
 
 SOURCE = "kerncast"
 
@@ -39,10 +41,9 @@ def fmt_watts(w: Any) -> str | None:
     return f"{w:.0f} W" if isinstance(w, int | float) else None
 
 
-def energy_uj(energy: Any) -> float | None:
-    """A kernel's board energy in µJ (`EnergyEstimate.uj`), None when there is none."""
-    v = getattr(energy, "uj", None)
-    return float(v) if isinstance(v, int | float) else None
+def energy_uj(energy: EnergyEstimate | None) -> float | None:
+    """A kernel's board energy in µJ, None when there is none."""
+    return float(energy.uj) if energy is not None else None
 
 
 def fmt_dim(dim: Any) -> str:
@@ -82,7 +83,7 @@ def gpu_label(gpu_id: str) -> str:
     return name.strip() or gpu_id.upper()
 
 
-def fmt_time_range(t: Any) -> str | None:
+def fmt_time_range(t: TimeEstimate | None) -> str | None:
     """A report's time (`TimeEstimate`) with its range, e.g. `12.3 µs (9.1–16.0 µs)`; None when there is none."""
     if t is None:
         return None
@@ -99,11 +100,11 @@ ANNOTATION_HINT = "add // kerncast: grid=… block=…"
 def kernel_summary(k: KernelReport, gpu: str) -> str:
     """One line: "≈ 12.3 µs · 87 W · 1.1 mJ on V100 @ <<<1024, 256>>>" with unknown parts said so."""
     time = fmt_time_range(k.time)
-    watts = fmt_watts(getattr(k.power, "watts", None))
+    watts = fmt_watts(k.power.watts if k.power is not None else None)
     energy = fmt_energy_uj(energy_uj(k.energy))
     parts = [f"≈ {time}" if time else "time not available", watts or "power not available",
              energy or "energy not available"]
-    launch: Launch | None = k.launch  # type: ignore[assignment]
+    launch = k.launch
     if launch_known(launch):
         where = f"@ {launch_text(launch)}"
     elif launch is not None and launch.grid.value is not None:
@@ -258,13 +259,12 @@ def line_range(lines: list[str], line0: int) -> lsp.Range:
 
 def finding_range(f: Finding | Related, lines: list[str]) -> lsp.Range:
     """0-based range of a finding (or a related location); an empty or unknown range covers its line's text."""
-    get = (lambda k: getattr(f, k))  # noqa: E731
-    line0 = max(0, int(get("line") or 1) - 1)
+    line0 = max(0, int(f.line or 1) - 1)
     if lines:
         line0 = min(line0, len(lines) - 1)
-    end_line0 = max(line0, int(get("end_line") or get("line") or 1) - 1)
-    col0 = max(0, int(get("column") or 1) - 1)
-    end_col0 = max(0, int(get("end_column") or 1) - 1)
+    end_line0 = max(line0, int(f.end_line or f.line or 1) - 1)
+    col0 = max(0, int(f.column or 1) - 1)
+    end_col0 = max(0, int(f.end_column or 1) - 1)
     text = lines[line0] if 0 <= line0 < len(lines) else ""
     if (end_line0, end_col0) <= (line0, col0) or col0 >= len(text.rstrip()) and end_line0 == line0:
         return line_range(lines, line0)

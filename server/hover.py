@@ -24,12 +24,7 @@ from kerncast.server.convert import (
 from kerncast.server.units import time_range
 
 if TYPE_CHECKING:
-    from kerncast.analysis.launch import Launch
-    from kerncast.analysis.occupancy import Occupancy
-    from kerncast.analysis.power.energy import EnergyEstimate
     from kerncast.analysis.power.events import EventEnergy
-    from kerncast.analysis.power.model import PowerPrediction
-    from kerncast.analysis.timing.estimate import TimeEstimate
 
 NA = "_not available_"
 BAR_WIDTH = 12
@@ -65,7 +60,7 @@ _MODEL_KEYS = {"thesis-scheduler": "thesis"}
 
 
 def time_section(k: KernelReport) -> list[str]:
-    t: TimeEstimate | None = k.time  # type: ignore[assignment]
+    t = k.time
     if t is None or fmt_time(t.us) is None:
         return [f"**Time** {NA}{_notes_about(k, 'time', 'launch', 'gpu')}"]
     out = [f"**Time ≈ {fmt_time(t.us)}**" + (f" ({t.model})" if t.model else "")
@@ -102,7 +97,7 @@ def time_section(k: KernelReport) -> list[str]:
 
 
 def power_section(k: KernelReport) -> list[str]:
-    p: PowerPrediction | None = k.power  # type: ignore[assignment]
+    p = k.power
     if p is None or fmt_watts(p.watts) is None:
         return [f"**Power** {NA}{_notes_about(k, 'power')}"]
     line = f"**Power ≈ {fmt_watts(p.watts)}**"
@@ -136,7 +131,7 @@ ENERGY_TABLE_LINES = 8
 
 
 def energy_section(k: KernelReport) -> list[str]:
-    energy: EnergyEstimate | None = k.energy  # type: ignore[assignment]
+    energy = k.energy
     e = fmt_energy_uj(energy_uj(energy))
     if energy is None or not e:
         return [f"**Energy** {NA}{_notes_about(k, 'energy')}"]
@@ -166,7 +161,7 @@ def event_energy_table(ev: EventEnergy | None) -> list[str]:
 
 
 def launch_section(k: KernelReport) -> list[str]:
-    launch: Launch | None = k.launch  # type: ignore[assignment]
+    launch = k.launch
     if launch is None:
         return [f"**Launch** unknown — {ANNOTATION_HINT}{_notes_about(k, 'launch')}"]
     head = f"**Launch** `{launch_text(launch)}`" + ("" if launch_known(launch) else f" (assumed — {ANNOTATION_HINT})")
@@ -191,7 +186,7 @@ def resources_section(k: KernelReport) -> list[str]:
     line = f"Registers/thread: {regs} · static shared memory: {smem}"
     if k.spill_stores or k.spill_loads:
         line += f" · spills {k.spill_stores or 0} B stored / {k.spill_loads or 0} B loaded"
-    occ: Occupancy | None = k.occupancy  # type: ignore[assignment]
+    occ = k.occupancy
     if occ is not None and isinstance(occ.occupancy, int | float):
         occ_line = (f"Occupancy: {occ.occupancy:.0%} ({occ.active_warps_per_sm} of "
                     f"{occ.max_warps_per_sm} warps/SM, limited by {occ.limiter})")
@@ -221,7 +216,7 @@ def kernel_markdown(k: KernelReport, gpu: str, arch: str | None, full: bool = Fa
             trips = f", trip count {lp.trip_count} ({lp.trip_source})" if lp.trip_count is not None else ""
             how = f": {lp.trip_detail}" if lp.trip_detail and lp.trip_source == "ptx" else ""
             parts.append(f"- loop at line {lp.header_line} (depth {lp.depth}{trips}){how}")
-        for a in getattr(k.time, "assumptions", None) or []:
+        for a in k.time.assumptions if k.time is not None else []:
             parts.append(f"- time model assumed: {a}")
         parts.append(f"\nMangled name: `{k.mangled}`")
     if k.notes:
@@ -260,4 +255,4 @@ def file_markdown(report: FileReport) -> str:
 
 
 def watts_label(k: KernelReport) -> str:
-    return fmt_watts(getattr(k.power, "watts", None)) or "power not available"
+    return fmt_watts(k.power.watts if k.power is not None else None) or "power not available"

@@ -58,7 +58,7 @@ def _kernel_lines(k: KernelReport) -> list[str]:
         lo, hi = t.get("roofline_us") or (None, None)
         roof = f", roofline {fmt_time(lo)} to {fmt_time(hi)}" if lo is not None and hi is not None else ""
         mwp = f", MWP-CWP {fmt_time(t['mwp_cwp_us'])}" if t.get("mwp_cwp_us") is not None else ""
-        rng = time_range(t)
+        rng = time_range(k.time) if k.time is not None else None
         span = f", range {rng[0]} to {rng[1]}" if rng else ""
         out.append(f"  time: {fmt_time(t['us'])} ({t.get('model')}; bottleneck {t.get('bottleneck')}){span}{mwp}"
                    f"{roof}")

@@ -457,13 +457,13 @@ def _add_lime(result: Result, name: str) -> None:
 
     for kr in result.report.kernels:
         if kr.name == name:
-            complete_lime(kr.power)  # type: ignore[arg-type]
+            complete_lime(kr.power)
 
 
 async def with_lime(ls: KerncastServer, result: Result, kernel: KernelReport) -> KernelReport:
     """The kernel with LIME weights in its power explanation, computed off the event loop the first time they
     are asked for (the report is completed in place)."""
-    expl = getattr(kernel.power, "explanation", None) or []
+    expl = kernel.power.explanation if kernel.power is not None else []
     if not any(e.lime_watts is None for e in expl):
         return kernel
     try:

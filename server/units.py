@@ -6,7 +6,10 @@ LSP type library.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kerncast.analysis.timing.estimate import TimeEstimate
 
 
 def _scaled(value: Any, units: tuple[str, str, str, str]) -> str | None:
@@ -33,13 +36,10 @@ def fmt_energy_uj(uj: Any) -> str | None:
     return _scaled(uj, ("nJ", "µJ", "mJ", "J"))
 
 
-def time_range(t: Any) -> tuple[str, str] | None:
-    """A report time's range (`range_us` of a `TimeEstimate`, or of its JSON form) as two formatted times, or
-    None when it has none.
-
-    A front end reads it defensively: a missing or malformed range is shown as no range, never as an error."""
-    rng = t.get("range_us") if isinstance(t, dict) else getattr(t, "range_us", None)
-    if not (isinstance(rng, list | tuple) and len(rng) == 2 and all(isinstance(x, int | float) for x in rng)):
+def time_range(t: TimeEstimate) -> tuple[str, str] | None:
+    """A report time's range as two formatted times, or None when it has none."""
+    rng = t.range_us
+    if rng is None:
         return None
     lo, hi = fmt_time(rng[0]), fmt_time(rng[1])
     return (lo, hi) if lo and hi else None
