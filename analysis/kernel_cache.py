@@ -25,7 +25,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from kerncast.analysis.ptx.reuse import FunctionReuse
+from kerncast.analysis.ptx.reuse import FunctionReuse, match_lines, span_end
 
 #: kernels kept; a report is a few tens of KB, so this bounds the cache to a few tens of MB
 DEFAULT_MAX_KERNELS = 512
@@ -112,7 +112,7 @@ _LINE_TABLE_RE = re.compile(r"^[ \t]*\.(?:loc|file)\b")
 
 def entry_spans(ptx: str) -> dict[str, tuple[int, int]]:
     """Kernel name -> (first, last) line of its text, found by a scan of the text (no parse)."""
-    starts = {m.group(1): ptx.count("\n", 0, m.start()) + 1 for m in _ENTRY_RE.finditer(ptx)}
+    starts = {m.group(1): line for line, m in match_lines(ptx, _ENTRY_RE)}
     return dict(zip(starts, function_spans(ptx, list(starts.values())), strict=True))
 
 
@@ -134,21 +134,7 @@ def ptxas_keys(ptx: str, spans: dict[str, tuple[int, int]], *context: Any) -> di
 def function_spans(ptx: str, starts: list[int]) -> list[tuple[int, int]]:
     """For each function's first line (1-based), the (first, last) line of its text up to its closing brace."""
     lines = ptx.splitlines()
-    spans = []
-    for start in starts:
-        depth, seen, end = 0, False, len(lines)
-        for i in range(start - 1, len(lines)):
-            code = lines[i].split("//", 1)[0]
-            depth += code.count("{") - code.count("}")
-            seen = seen or "{" in code
-            if seen and depth <= 0:
-                end = i + 1
-                break
-            if not seen and code.rstrip().endswith(";"):  # a declaration without a body
-                end = i + 1
-                break
-        spans.append((start, end))
-    return spans
+    return [(start, span_end(lines, start)) for start in starts]
 
 
 def without_lines(ptx: str, spans: list[tuple[int, int]]) -> str:

@@ -66,17 +66,28 @@ def function_spans(text: str, lines: list[str], path: str | None) -> dict[int, S
     """Every module-scope function's span by its first line, keyed by path, `.file` table, position and text."""
     files = hashlib.sha256("\n".join(m.group() for m in _FILE_RE.finditer(text)).encode()).hexdigest()
     out: dict[int, Span] = {}
-    for m in _START_RE.finditer(text):
-        first = text.count("\n", 0, m.start()) + 1
-        last = _span_end(lines, first)
+    for first, _ in match_lines(text, _START_RE):
+        last = span_end(lines, first)
         body = "\n".join(lines[first - 1:last])
         key = hashlib.sha256(f"{path}\0{files}\0{first}\0{body}".encode("utf-8", "surrogatepass")).hexdigest()
         out[first] = Span(first, last, key)
     return out
 
 
-def _span_end(lines: list[str], first: int) -> int:
-    """The last line of the function starting at `first`: its closing brace, or the `;` of a prototype."""
+def match_lines(text: str, pattern: re.Pattern[str]) -> list[tuple[int, re.Match[str]]]:
+    """(1-based line, match) of every match of `pattern`, counting the newlines once through the text."""
+    out = []
+    line, pos = 1, 0
+    for m in pattern.finditer(text):
+        line += text.count("\n", pos, m.start())
+        pos = m.start()
+        out.append((line, m))
+    return out
+
+
+def span_end(lines: list[str], first: int) -> int:
+    """The last line (1-based) of the function starting at `first`: its closing brace, or the `;` of a
+    declaration without a body."""
     depth, seen = 0, False
     for i in range(first - 1, len(lines)):
         code = lines[i].split("//", 1)[0]
