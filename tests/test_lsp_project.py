@@ -64,12 +64,17 @@ async def _diagnostics(s: Session, uri: str) -> list[lsp.Diagnostic]:
     return await s.diagnostics(uri)
 
 
+async def _strided_accesses(s: Session, uri: str) -> list[lsp.Diagnostic]:
+    """The uncoalesced-access diagnostics of a document that compiled without an error."""
+    diags = await _diagnostics(s, uri)
+    assert not [d for d in diags if d.severity == lsp.DiagnosticSeverity.Error], [d.message for d in diags]
+    return [d for d in diags if d.code == "uncoalesced-global"]
+
+
 async def test_compile_commands_give_include_dir_and_define(client: LanguageClient) -> None:
     s = Session(client, client.workdir)
     uri = s.open("cmake_project/src/scale.cu")
-    diags = await _diagnostics(s, uri)
-    assert not [d for d in diags if d.severity == lsp.DiagnosticSeverity.Error], [d.message for d in diags]
-    strided = [d for d in diags if d.code == "uncoalesced-global"]
+    strided = await _strided_accesses(s, uri)
     assert strided and strided[0].range.start.line == 6  # in[i * kc_tile]: 32 floats apart (KC_TILE=32)
     assert "128 bytes apart" in strided[0].message
     hov = await s.hover(uri, 3, 18)
@@ -80,9 +85,7 @@ async def test_compile_commands_give_include_dir_and_define(client: LanguageClie
 async def test_relative_include_dirs_resolve_against_the_workspace_folder(client: LanguageClient) -> None:
     s = Session(client, client.workdir)
     uri = s.open("plain/scale.cu")
-    diags = await _diagnostics(s, uri)
-    assert not [d for d in diags if d.severity == lsp.DiagnosticSeverity.Error], [d.message for d in diags]
-    strided = [d for d in diags if d.code == "uncoalesced-global"]
+    strided = await _strided_accesses(s, uri)
     assert strided and "32 bytes apart" in strided[0].message  # kc_tile = 8 from plain/headers
     s.close(uri)
 
