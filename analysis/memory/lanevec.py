@@ -160,6 +160,16 @@ class LaneVectors:
         self._cap(out)
         return out, bound
 
+    def _unit_times(self, b: VecPoly, b_bound: int) -> tuple[VecPoly, int]:
+        """`_mul` of the constant 1 by `b`: the same product, checks and bound, without multiplying arrays."""
+        bound = b_bound * len(b)
+        _check(bound)
+        if self.capped and any(len(m) > E.MAX_DEGREE for m in b):
+            raise GiveUp
+        out = dict(b)
+        self._cap(out)
+        return out, bound
+
     def _cap(self, v: VecPoly) -> None:
         if self.capped and len(v) > E.MAX_TERMS and _most_terms_in_a_lane(v) > E.MAX_TERMS:
             raise GiveUp
@@ -183,8 +193,12 @@ class LaneVectors:
                     raise GiveUp
                 term, term_bound = {m: np.full(self.size, c, dtype=np.int64)}, abs(c)
             else:
-                term, term_bound = self._const(c), abs(c)
-                for a in m:
+                factors = iter(m)
+                if c == 1:  # common: no coefficient to multiply the first factor by
+                    term, term_bound = self._unit_times(*self._atom(next(factors), depth))
+                else:
+                    term, term_bound = self._const(c), abs(c)
+                for a in factors:
                     term, term_bound = self._mul(term, term_bound, *self._atom(a, depth))
             bound += term_bound
             _check(bound)
@@ -194,7 +208,7 @@ class LaneVectors:
                 self._cap(out)
             else:
                 out = dict(term)
-        return ({m: arr for m, arr in out.items() if m == () or _ANY(arr)} if out else out), bound
+        return _without_zero_terms(out), bound
 
     def _uniform(self, a: int) -> bool:
         """Whether atom `a` is a plain symbol with the same value in every lane (no lane vector, no lane
@@ -221,8 +235,7 @@ class LaneVectors:
         else:
             key = atoms.keys[a]
             if key[0] == "op" and (atoms.lane[a] or op_has_lane(atoms, a, self.lane_ids)):
-                r = self._op(a, depth)
-                bound = _bound(r)
+                r, bound = self._op(a, depth)
             elif atoms.lane[a]:
                 raise GiveUp  # a lane-dependent unknown (a loaded value, a lane recurrence)
             else:
@@ -231,14 +244,16 @@ class LaneVectors:
         self.symbolic = outer or self.symbolic
         return r, bound
 
-    def _op(self, a: int, depth: int) -> VecPoly:
-        """A lane-dependent operation node: elementwise when its arguments are plain integers in every lane,
-        else simplified lane by lane (`expr.apply_op`, as the per-lane way does) and gathered back."""
+    def _op(self, a: int, depth: int) -> tuple[VecPoly, int]:
+        """A lane-dependent operation node, and a bound on its magnitudes: elementwise when its arguments are
+        plain integers in every lane, else simplified lane by lane (`expr.apply_op`, as the per-lane way does)
+        and gathered back."""
         _, name, args, extra = self.atoms.keys[a]
         polys = [self._poly(x, depth + 1)[0] for x in args]
         consts = [self.constants(vp) for vp in polys]
         if all(c is not None for c in consts):
-            return {(): concrete_op_lanes(name, consts, extra)}  # type: ignore[arg-type]
+            r = {(): concrete_op_lanes(name, consts, extra)}  # type: ignore[arg-type]
+            return r, _bound(r)
         self.symbolic = True
         per_arg = [self.to_values(vp) for vp in polys]
         apply = self._opaque_comparison(name, polys, extra) or (lambda lane_args: E.apply_op(self.atoms, name,
@@ -269,19 +284,41 @@ class LaneVectors:
         lane = atoms.is_lane(rests[0]) or atoms.is_lane(rests[1])
         return lambda lane_args: (((atoms.atom(("op", name, lane_args, extra), lane),), 1),)
 
-    def _gather(self, values: list[Value]) -> VecPoly:
-        """Per-lane polynomials as one `VecPoly` (a monomial's coefficient is 0 in lanes without it)."""
-        out: VecPoly = {}
-        top = 0
+    def _gather(self, values: list[Value]) -> tuple[VecPoly, int]:
+        """Per-lane polynomials as one `VecPoly` (a monomial's coefficient is 0 in lanes without it), and the
+        largest magnitude among them.
+
+        Lanes usually hold few monomials each but many between them (a comparison with an unknown bound is a
+        node of its own in every lane), so each monomial's lanes and coefficients are collected first and its
+        array is filled in one assignment."""
+        columns: dict[Mono, tuple[list[int], list[int]]] = {}
         for lane, v in enumerate(values):
             for m, c in v:  # type: ignore[union-attr]
-                arr = out.get(m)
-                if arr is None:
-                    arr = out[m] = np.zeros(self.size, dtype=np.int64)
-                arr[lane] = c  # OverflowError beyond int64, which makes `evaluate` give up too
-                top = max(top, abs(c))
-        _check(top)
-        return out
+                column = columns.get(m)
+                if column is None:
+                    column = columns[m] = ([], [])
+                column[0].append(lane)
+                column[1].append(c)
+        top = max((abs(c) for _, cs in columns.values() for c in cs), default=0)
+        _check(top)  # before any array is filled: int64 holds every coefficient
+        out: VecPoly = {}
+        for m, (lanes, cs) in columns.items():
+            arr = out[m] = np.zeros(self.size, dtype=np.int64)
+            arr[lanes] = cs
+        return out, top
+
+
+#: From this many monomials on, their zero tests run as one reduction over the stacked arrays.
+_STACKED_TEST_FROM = 8
+
+
+def _without_zero_terms(vp: VecPoly) -> VecPoly:
+    """`vp` without the monomials whose coefficient is 0 in every lane (the constant term is always kept), as
+    the per-lane simplification drops zero terms."""
+    if len(vp) < _STACKED_TEST_FROM:
+        return {m: arr for m, arr in vp.items() if m == () or _ANY(arr)}
+    nonzero = _ANY(np.stack(list(vp.values())), axis=1).tolist()
+    return {m: arr for (m, arr), keep in zip(vp.items(), nonzero, strict=True) if keep or m == ()}
 
 
 def _uniform_rest(vp: VecPoly) -> Value:
