@@ -256,15 +256,15 @@ class LaneVectors:
             return r, _bound(r)
         self.symbolic = True
         per_arg = [self.to_values(vp) for vp in polys]
-        apply = self._opaque_comparison(name, polys, extra) or (lambda lane_args: E.apply_op(self.atoms, name,
-                                                                                          lane_args, extra))
+        per_lane = list(zip(*per_arg, strict=True))
+        capped = self.capped  # then `expr.evaluate` keeps a node whose arguments did not change as it is
+        node = self._opaque_comparison(name, polys, extra)
+        if node is not None:
+            return self._one_node_per_lane([a if capped and lane_args == args else node(lane_args)
+                                           for lane_args in per_lane])
         results: list[Value] = []
-        for lane in range(self.size):
-            lane_args = tuple(vals[lane] for vals in per_arg)
-            if self.capped and lane_args == args:  # `expr.evaluate` keeps an unchanged node as it is
-                r: Value = (((a,), 1),)
-            else:
-                r = apply(lane_args)
+        for lane_args in per_lane:
+            r = (((a,), 1),) if capped and lane_args == args else E.apply_op(self.atoms, name, lane_args, extra)
             if r is None:
                 raise GiveUp
             results.append(r)
@@ -273,8 +273,9 @@ class LaneVectors:
     def _opaque_comparison(self, name: str, polys: list[VecPoly], extra: Any) -> Any:
         """For a comparison whose two sides keep different lane-uniform symbolic parts (`i < n` with `n` not
         known), what `expr.apply_op` gives in every lane without its work: their difference is never zero and
-        never a constant, so each lane's result is the comparison node of its arguments, and whether that
-        node is lane-dependent is the same in every lane. None when this does not hold."""
+        never a constant, so each lane's result is the comparison node of its arguments (returned as a function
+        of them giving the node's atom), and whether that node is lane-dependent is the same in every lane.
+        None when this does not hold."""
         if name != "cmp" or len(polys) != 2:
             return None
         rests = [_uniform_rest(vp) for vp in polys]
@@ -282,7 +283,22 @@ class LaneVectors:
             return None
         atoms = self.atoms
         lane = atoms.is_lane(rests[0]) or atoms.is_lane(rests[1])
-        return lambda lane_args: (((atoms.atom(("op", name, lane_args, extra), lane),), 1),)
+        return lambda lane_args: atoms.atom(("op", name, lane_args, extra), lane)
+
+    def _one_node_per_lane(self, nodes: list[int]) -> tuple[VecPoly, int]:
+        """`_gather` of values that are each one atom with coefficient 1 (`nodes` gives each lane's atom)."""
+        columns: dict[int, list[int]] = {}
+        for lane, node in enumerate(nodes):
+            column = columns.get(node)
+            if column is None:
+                columns[node] = [lane]
+            else:
+                column.append(lane)
+        out: VecPoly = {}
+        for node, lanes in columns.items():
+            arr = out[(node,)] = np.zeros(self.size, dtype=np.int64)
+            arr[lanes] = 1
+        return out, 1
 
     def _gather(self, values: list[Value]) -> tuple[VecPoly, int]:
         """Per-lane polynomials as one `VecPoly` (a monomial's coefficient is 0 in lanes without it), and the
