@@ -34,7 +34,13 @@ def any_nonzero(vp: VecPoly, size: int) -> np.ndarray:
     """Per lane, whether any coefficient of the value is non-zero (the value is not the zero polynomial)."""
     if not vp:
         return np.zeros(size, dtype=bool)
-    return _ANY(np.stack(list(vp.values())) != 0, axis=0)
+    return _ANY(_rows(vp) != 0, axis=0)
+
+
+def _rows(vp: VecPoly) -> np.ndarray:
+    """The lane vectors of a value as the rows of one 2-D array (`np.array` of the equal-length rows: a few
+    times cheaper than `np.stack` on the handful of lanes a value holds)."""
+    return np.array(list(vp.values()))
 
 
 def lane_varying(a: np.ndarray) -> bool:
@@ -63,7 +69,7 @@ def _bound(v: VecPoly) -> int:
 
 def _most_terms_in_a_lane(v: VecPoly) -> int:
     """The most monomials with a non-zero coefficient in any one lane (the term count of that lane's value)."""
-    return int(np.count_nonzero(np.stack(list(v.values())), axis=0).max(initial=0))
+    return int(np.count_nonzero(_rows(v), axis=0).max(initial=0))
 
 
 def _check(*bounds: int) -> None:
@@ -125,7 +131,7 @@ class LaneVectors:
             return [(((), c), *rest) if c else rest for c in vp[()].tolist()]
         # the non-zero coefficients, lane by lane and in monomial order within a lane (the lanes of gathered
         # operation results each hold their own monomial: the table is sparse)
-        table = np.stack([vp[m] for m in monos], axis=1)
+        table = np.array([vp[m] for m in monos]).T
         lanes, cols = np.nonzero(table)
         per_lane: list[list[tuple[Mono, int]]] = [[] for _ in range(self.size)]
         for lane, col, c in zip(lanes.tolist(), cols.tolist(), table[lanes, cols].tolist(), strict=True):
@@ -333,7 +339,7 @@ def _without_zero_terms(vp: VecPoly) -> VecPoly:
     the per-lane simplification drops zero terms."""
     if len(vp) < _STACKED_TEST_FROM:
         return {m: arr for m, arr in vp.items() if m == () or _ANY(arr)}
-    nonzero = _ANY(np.stack(list(vp.values())), axis=1).tolist()
+    nonzero = _ANY(_rows(vp), axis=1).tolist()
     return {m: arr for (m, arr), keep in zip(vp.items(), nonzero, strict=True) if keep or m == ()}
 
 
