@@ -35,6 +35,7 @@ from kerncast.analysis.memory.warp import (
     RequestCost,
     branch_outcome,
     global_cost,
+    lanes_taken,
     shared_cost,
     warp_lanes,
 )
@@ -808,7 +809,7 @@ def _branch(k: _Kernel, ins: Any) -> BranchInfo | None:
             continue
         known += 1
         if outcome == "divergent":
-            taken = sum(1 for v in vals if E.as_const(v))
+            taken = lanes_taken(vals)
             if min(taken, len(vals) - taken) > 1:  # one lane apart (`if (tid == 0)`) costs little: not counted
                 divergent += 1
     info.instances = total

@@ -271,3 +271,11 @@ def branch_outcome(preds: Sequence[Value]) -> str:
     if all(p == first for p in preds):
         return "uniform"
     return "unknown"
+
+
+def lanes_taken(preds: Sequence[Value]) -> int:
+    """How many lanes' predicate is known to be true (a non-zero constant); read from the constants alone
+    for `LaneConstants`, without building a value per lane."""
+    if isinstance(preds, LaneConstants):
+        return 0 if preds.rest else sum(1 for c in preds.consts if c)
+    return sum(1 for p in preds if E.as_const(p))
