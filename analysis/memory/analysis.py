@@ -253,7 +253,8 @@ class _Kernel:
         self.vectors = lane_vectors(self.atoms, self.lanes, self.lane_atoms)
         self._stage1: dict[tuple, tuple[dict[int, Value], dict[int, Value]]] = {}
         self._masks: dict[tuple, list[list[int]]] = {}
-        self._values: dict[tuple, list[LaneConstants] | list[dict[int, Value]]] = {}
+        self._values: dict[Value, list[LaneConstants] | list[dict[int, Value]]] = {}
+        self._where: dict[Value, list[set[int]]] = {}
         self._geo_cache: dict[int, list[int] | None] = {}
         #: deterministic count of the warp-level work done (lane tables, reach masks, instances): what the
         #: time budget bounds, and what a test can check grows linearly with the kernel
@@ -439,12 +440,11 @@ class _Kernel:
                 masks = [[ln for ln in m if ln in g] for m, g in
                          zip(masks, self._lanes_where(E.evaluate(atoms, guard, subst, cache)), strict=True)]
             v1 = E.evaluate(atoms, value, subst, cache)
-            # The whole value, constant offset included, in every lane at once (cached per instruction value:
-            # accesses to the same array at other offsets reuse the lane vectors of their shared part).
-            vkey = (key, v1)
-            per_warp = self._values.get(vkey)
+            # The whole value, constant offset included, in every lane at once (cached per value: iterations
+            # where it does not change, and other instructions computing the same value, reuse its lanes).
+            per_warp = self._values.get(v1)
             if per_warp is None:
-                per_warp = self._values[vkey] = self._warp_values(v1)
+                per_warp = self._values[v1] = self._warp_values(v1)
             self.work += len(masks)
             for mask, table in zip(masks, per_warp, strict=True):
                 out.append((mask, table.take(mask) if isinstance(table, LaneConstants) else [table[ln] for ln in mask]))
@@ -503,6 +503,13 @@ class _Kernel:
         return tables
 
     def _lanes_where(self, pred: Value) -> list[set[int]]:
+        """`_lanes_where_uncached`, once per predicate value (the result is only read)."""
+        hit = self._where.get(pred)
+        if hit is None:
+            hit = self._where[pred] = self._lanes_where_uncached(pred)
+        return hit
+
+    def _lanes_where_uncached(self, pred: Value) -> list[set[int]]:
         """Per sampled warp, the lanes where a predicate is not known to be false: those whose value is not
         the zero polynomial (a constant other than 0, or anything symbolic), read from the lane vectors'
         coefficients without building a value per lane where the vectorised evaluation applies."""
