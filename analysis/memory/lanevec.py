@@ -93,6 +93,7 @@ class LaneVectors:
         self.lane_ids = frozenset(lane_values)
         self._atom_cache: dict[int, tuple[VecPoly, bool, int]] = {}
         self._uniform_cache: dict[int, bool] = {}
+        self._constants: dict[int, np.ndarray] = {}
         #: set while evaluating a value when an operation had to be simplified lane by lane
         self.symbolic = False
 
@@ -149,7 +150,15 @@ class LaneVectors:
     # ---------------------------------------------------------------------------------------- algebra
     def _const(self, c: int) -> VecPoly:
         _check(abs(c))
-        return {(): np.full(self.size, c, dtype=np.int64)}
+        return {(): self._filled(c)}
+
+    def _filled(self, c: int) -> np.ndarray:
+        """The lane vector holding `c` in every lane, made once per constant: arrays are never written once
+        built, so values share them."""
+        arr = self._constants.get(c)
+        if arr is None:
+            arr = self._constants[c] = np.full(self.size, c, dtype=np.int64)
+        return arr
 
     def _mul(self, a: VecPoly, a_bound: int, b: VecPoly, b_bound: int) -> tuple[VecPoly, int]:
         """The product and a bound on its magnitudes (from the factors' bounds: no array is scanned)."""
@@ -197,7 +206,7 @@ class LaneVectors:
                 _check(abs(c))
                 if self.capped and len(m) > E.MAX_DEGREE:
                     raise GiveUp
-                term, term_bound = {m: np.full(self.size, c, dtype=np.int64)}, abs(c)
+                term, term_bound = {m: self._filled(c)}, abs(c)
             else:
                 factors = iter(m)
                 if c == 1:  # common: no coefficient to multiply the first factor by
@@ -245,7 +254,7 @@ class LaneVectors:
             elif atoms.lane[a]:
                 raise GiveUp  # a lane-dependent unknown (a loaded value, a lane recurrence)
             else:
-                r, bound = {(a,): np.ones(self.size, dtype=np.int64)}, 1
+                r, bound = {(a,): self._filled(1)}, 1
         self._atom_cache[a] = (r, self.symbolic, bound)
         self.symbolic = outer or self.symbolic
         return r, bound
@@ -293,41 +302,32 @@ class LaneVectors:
 
     def _one_node_per_lane(self, nodes: list[int]) -> tuple[VecPoly, int]:
         """`_gather` of values that are each one atom with coefficient 1 (`nodes` gives each lane's atom)."""
-        columns: dict[int, list[int]] = {}
-        for lane, node in enumerate(nodes):
-            column = columns.get(node)
-            if column is None:
-                columns[node] = [lane]
-            else:
-                column.append(lane)
-        out: VecPoly = {}
-        for node, lanes in columns.items():
-            arr = out[(node,)] = np.zeros(self.size, dtype=np.int64)
-            arr[lanes] = 1
-        return out, 1
+        row_of: dict[int, int] = {}
+        rows = [row_of.setdefault(node, len(row_of)) for node in nodes]
+        table = np.zeros((len(row_of), self.size), dtype=np.int64)
+        table[rows, np.arange(self.size)] = 1
+        return {(node,): table[row] for node, row in row_of.items()}, 1
 
     def _gather(self, values: list[Value]) -> tuple[VecPoly, int]:
         """Per-lane polynomials as one `VecPoly` (a monomial's coefficient is 0 in lanes without it), and the
         largest magnitude among them.
 
-        Lanes usually hold few monomials each but many between them (a comparison with an unknown bound is a
-        node of its own in every lane), so each monomial's lanes and coefficients are collected first and its
-        array is filled in one assignment."""
-        columns: dict[Mono, tuple[list[int], list[int]]] = {}
+        Lanes usually hold few monomials each but many between them, so every coefficient is written into one
+        table (a row per monomial) in one assignment, and the monomials' arrays are its rows."""
+        row_of: dict[Mono, int] = {}
+        rows: list[int] = []
+        lanes: list[int] = []
+        coefficients: list[int] = []
         for lane, v in enumerate(values):
             for m, c in v:  # type: ignore[union-attr]
-                column = columns.get(m)
-                if column is None:
-                    column = columns[m] = ([], [])
-                column[0].append(lane)
-                column[1].append(c)
-        top = max((abs(c) for _, cs in columns.values() for c in cs), default=0)
-        _check(top)  # before any array is filled: int64 holds every coefficient
-        out: VecPoly = {}
-        for m, (lanes, cs) in columns.items():
-            arr = out[m] = np.zeros(self.size, dtype=np.int64)
-            arr[lanes] = cs
-        return out, top
+                rows.append(row_of.setdefault(m, len(row_of)))
+                lanes.append(lane)
+                coefficients.append(c)
+        top = max(map(abs, coefficients), default=0)
+        _check(top)  # before the table is filled: int64 holds every coefficient
+        table = np.zeros((len(row_of), self.size), dtype=np.int64)
+        table[rows, lanes] = coefficients
+        return {m: table[row] for m, row in row_of.items()}, top
 
 
 #: From this many monomials on, their zero tests run as one reduction over the stacked arrays.
