@@ -25,7 +25,7 @@ demo: $(VENV)/.demo-installed
 	$(VENV)/bin/kerncast analyze $(DEMO)
 
 test: $(VENV)/.test-installed
-	$(VENV)/bin/ruff check analysis server tests benchmarks
+	$(VENV)/bin/ruff check analysis server tests benchmarks build_backend
 	$(PY) -m pytest -q -rs
 	@$(MAKE) --no-print-directory vscode-client
 
