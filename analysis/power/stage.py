@@ -51,7 +51,7 @@ def _instruction_weights(ctx: KernelContext) -> list[float]:
 
 
 def _event_energy(ctx: KernelContext, launch: Launch, gpu: GpuProfile, weights: list[float]) -> EventEnergy | None:
-    if ctx.time is None:
+    if ctx.report.time is None:
         ctx.report.notes.append("no energy split: the time could not be predicted")
         return None
     try:
@@ -61,13 +61,13 @@ def _event_energy(ctx: KernelContext, launch: Launch, gpu: GpuProfile, weights: 
         return None
     warps = launch.blocks * math.ceil(launch.threads_per_block / WARP)
     accesses = {a.index: a for a in (ctx.memory.accesses if ctx.memory is not None else [])}
-    return event_energy(ctx.function, weights, warps, accesses, gpu, float(ctx.time.us),
+    return event_energy(ctx.function, weights, warps, accesses, gpu, float(ctx.report.time.us),
                         lambda ins: line_in_file(ins.loc, ctx.main_file), constants)
 
 
 def power_stage(ctx: KernelContext) -> None:
     """Features and per-event energy of one kernel, and its energy-hotspot finding (power comes later)."""
-    launch, gpu = ctx.launch, ctx.gpu
+    launch, gpu = ctx.report.launch, ctx.gpu
     report = ctx.report
     if gpu is None or launch is None or not launch.blocks or not launch.threads_per_block:
         report.notes.append("no power prediction: the GPU profile or the launch size is unknown")
@@ -106,12 +106,11 @@ def finish_power(contexts: list[KernelContext], memo: PowerMemo | None = None) -
         inputs = ctx.power_inputs
         assert inputs is not None
         pred.assumptions.append("loop trip counts as in the time prediction (see the launch and loops)")
-        ctx.power = pred
         ctx.report.power = pred
-        if ctx.time is None:
+        if ctx.report.time is None:
             ctx.report.notes.append("no energy: the time could not be predicted")
             continue
-        ctx.report.energy = estimate_energy(pred, ctx.time, inputs.event)
+        ctx.report.energy = estimate_energy(pred, ctx.report.time, inputs.event)
 
 
 class PowerMemo(BoundedLru[str, PowerPrediction]):
