@@ -120,9 +120,26 @@ class KernelDefinition:
         return self.name.rsplit("::", 1)[-1]
 
 
-@dataclass
-class Annotation:
-    """A `// kerncast: key=value ...` comment and what it applies to.
+@dataclass(kw_only=True)
+class LaunchValues:
+    """Launch values the user states instead of the code: grid and block size, dynamic shared memory, loop trip
+    count and parameter values (by name or 0-based position). A `// kerncast:` annotation and a command-line
+    or editor override state the same set, so launch inference takes both the same way (`sizes`)."""
+
+    grid: Dim | None = None
+    block: Dim | None = None
+    smem: int | None = None
+    loops: int | None = None
+    params: dict[str, int] = field(default_factory=dict)
+
+    def sizes(self) -> dict[str, Dim | int | None]:
+        """Grid, block, dynamic shared memory and loops by name, None where not stated."""
+        return {"grid": self.grid, "block": self.block, "smem": self.smem, "loops": self.loops}
+
+
+@dataclass(kw_only=True)
+class Annotation(LaunchValues):
+    """A `// kerncast: key=value ...` comment, the launch values it states, and what it applies to.
 
     `target` is "launch" or "kernel" with `target_name` and `target_line`, or None when no launch or kernel
     definition follows it. Keys it could not read are listed in `errors`, never applied.
@@ -132,11 +149,6 @@ class Annotation:
     text: str
     offset: int
     end_offset: int
-    grid: Dim | None = None
-    block: Dim | None = None
-    smem: int | None = None
-    loops: int | None = None
-    params: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     target: str | None = None
     target_name: str | None = None
