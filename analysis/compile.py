@@ -12,11 +12,10 @@ import hashlib
 import json
 import os
 import re
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kerncast.analysis.lru import BoundedLru
 from kerncast.analysis.toolchain import (
     DEFAULT_CUDA_ROOTS,
     HOST_COMPILER_HINT,
@@ -493,14 +492,12 @@ def _check_host_compiler(output: str) -> None:
 
 # ------------------------------------------------------------------------------------------------- compile
 
-_cache: OrderedDict[str, CompileResult] = OrderedDict()
-_cache_lock = threading.Lock()
+_cache: BoundedLru[str, CompileResult] = BoundedLru(_CACHE_SIZE)
 
 
 def clear_cache() -> None:
     """Forget every cached compilation (tests and the server's "reload toolkit" use this)."""
-    with _cache_lock:
-        _cache.clear()
+    _cache.clear()
 
 
 def compile_cuda(path: str | Path, text: str | None = None,
@@ -531,18 +528,14 @@ def compile_cuda(path: str | Path, text: str | None = None,
         from_buffer = not _matches_disk(original, text)
     include_dirs = [Path(os.path.abspath(d)) for d in options.include_dirs]
     key = _cache_key(original, text, options, toolchain, include_dirs) + ("" if with_resources else "-ptx")
-    with _cache_lock:
-        if key in _cache:
-            _cache.move_to_end(key)
-            return _cache[key]
+    cached = _cache.get(key)
+    if cached is not None:
+        return cached
     result, cacheable = _compile_uncached(original, text, from_buffer, options, toolchain, include_dirs,
                                           with_resources)
     if not cacheable:
         return result
-    with _cache_lock:
-        _cache[key] = result
-        while len(_cache) > _CACHE_SIZE:
-            _cache.popitem(last=False)
+    _cache.put(key, result)
     return result
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.dataflow import KernelDataflow
-from kerncast.analysis.launch import Launch, LaunchOverrides, Sourced
+from kerncast.analysis.launch import LaunchOverrides, Sourced
 from kerncast.analysis.loops import LoopForest
 from kerncast.analysis.ptx.model import Function, Module
 from kerncast.analysis.report import KernelReport
@@ -23,10 +23,7 @@ if TYPE_CHECKING:
     from kerncast.analysis.compile import KernelResources
     from kerncast.analysis.gpus import GpuProfile
     from kerncast.analysis.memory.analysis import MemoryAnalysis
-    from kerncast.analysis.occupancy import Occupancy
-    from kerncast.analysis.power.model import PowerPrediction
     from kerncast.analysis.power.stage import PowerInputs
-    from kerncast.analysis.timing.estimate import TimeEstimate
 
 #: Files larger than this are refused with a clear message (the limit is a setting).
 DEFAULT_MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -80,7 +77,9 @@ PtxasResult = tuple[dict[str, "KernelResources"], str | None]
 
 @dataclass(slots=True)
 class KernelContext:
-    """What the stages know about one kernel while it is analysed; each stage adds its typed result here."""
+    """What the stages know about one kernel while it is analysed. A stage's user-facing result (launch,
+    occupancy, time, power, energy) goes into `report`, the one place later stages read it from; the context
+    holds only what the report does not show (ptxas's raw numbers, the memory analysis, the power inputs)."""
 
     module: Module
     function: Function
@@ -94,16 +93,11 @@ class KernelContext:
     ptxas: Future[PtxasResult] | None = None
     resources: KernelResources | None = None
     gpu: GpuProfile | None = None
-    #: the launch, inferred once (every field known or assumed, with its source); memory, time and power read it
-    launch: Launch | None = None
     #: loop header block -> trip count per thread, with its source
     trip_counts: dict[int, Sourced] = field(default_factory=dict)
-    occupancy: Occupancy | None = None
     memory: MemoryAnalysis | None = None
-    time: TimeEstimate | None = None
     #: the power stage's features and per-event energy, waiting for the file's batched power prediction
     power_inputs: PowerInputs | None = None
-    power: PowerPrediction | None = None
     #: what the time prediction assumes beyond the launch and the trip counts (e.g. no register limit)
     time_assumptions: list[str] = field(default_factory=list)
     #: the analysed file's path: `#include`d `.cu` files are found beside it

@@ -21,10 +21,10 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from kerncast.analysis.lru import BoundedLru
 from kerncast.analysis.ptx.reuse import FunctionReuse, match_lines, span_end
 
 #: kernels kept; a report is a few tens of KB, so this bounds the cache to a few tens of MB
@@ -47,16 +47,20 @@ class KernelCache:
 
     max_kernels: int = DEFAULT_MAX_KERNELS
     counters: CacheCounters = field(default_factory=CacheCounters)
-    _entries: OrderedDict[str, Any] = field(default_factory=OrderedDict)
+    _reports: BoundedLru[str, Any] = field(init=False)
     #: ptxas's numbers per kernel, by the key of the text ptxas reads (see the module docstring)
-    _resources: OrderedDict[str, Any] = field(default_factory=OrderedDict)
+    _resources: BoundedLru[str, Any] = field(init=False)
     #: parsed PTX functions, so that a save parses only the functions whose text changed (ptx/reuse.py)
     functions: FunctionReuse = field(default_factory=FunctionReuse)
     #: power predictions by GPU and feature values (`power.stage.PowerMemo`), made when first needed: the
     #: power runtime is not loaded for files without kernels
     _powers: Any = None
-    #: the server analyses two documents at a time in threads that share this cache
+    #: the server analyses two documents at a time in threads that share this cache and its counters
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self._reports = BoundedLru(self.max_kernels)
+        self._resources = BoundedLru(self.max_kernels)
 
     @property
     def powers(self) -> Any:
@@ -70,40 +74,27 @@ class KernelCache:
             return self._powers
 
     def get(self, key: str) -> Any:
+        """The report kept for a kernel key, or None; counted as a hit or a miss."""
+        report = self._reports.get(key)
         with self._lock:
-            report = self._entries.get(key)
             if report is None:
                 self.counters.misses += 1
-                return None
-            self._entries.move_to_end(key)
-            self.counters.hits += 1
-            return report
+            else:
+                self.counters.hits += 1
+        return report
 
     def put(self, key: str, report: Any) -> None:
-        with self._lock:
-            _put(self._entries, key, report, self.max_kernels)
+        self._reports.put(key, report)
 
     def resources(self, key: str) -> Any:
         """ptxas's numbers for one kernel by its `ptxas_keys` key, or None."""
-        with self._lock:
-            found = self._resources.get(key)
-            if found is not None:
-                self._resources.move_to_end(key)
-            return found
+        return self._resources.get(key)
 
     def put_resources(self, key: str, resources: Any) -> None:
-        with self._lock:
-            _put(self._resources, key, resources, self.max_kernels)
+        self._resources.put(key, resources)
 
     def __len__(self) -> int:
-        return len(self._entries)
-
-
-def _put(entries: OrderedDict[str, Any], key: str, value: Any, limit: int) -> None:
-    entries[key] = value
-    entries.move_to_end(key)
-    while len(entries) > limit:
-        entries.popitem(last=False)
+        return len(self._reports)
 
 
 _ENTRY_RE = re.compile(r"^[ \t]*(?:\.(?:visible|extern|weak)[ \t]+)*\.entry[ \t]+([A-Za-z_$%][\w$%]*)", re.MULTILINE)

@@ -18,6 +18,7 @@ from kerncast.analysis.source_model import (
     Annotation,
     KernelDefinition,
     LaunchSite,
+    LaunchValues,
     SourceFacts,
     find_annotations,
     find_kernel_definitions,
@@ -79,15 +80,10 @@ def parse_param(text: str) -> tuple[str, int]:
     return name, int(value)
 
 
-@dataclass
-class LaunchOverrides:
+@dataclass(kw_only=True)
+class LaunchOverrides(LaunchValues):
     """Launch values given from outside the source: CLI flags (`source="cli"`) or editor settings."""
 
-    grid: Dim | None = None
-    block: Dim | None = None
-    smem: int | None = None
-    loops: int | None = None
-    params: dict[str, int] = field(default_factory=dict)
     source: str = "cli"
 
     @classmethod
@@ -344,14 +340,12 @@ def _layers(overrides: LaunchOverrides | None, settings: LaunchOverrides | None,
         if ov is not None:
             src = ov.source if ov.source in SOURCES else name
             label = "command line" if src == "cli" else "settings"
-            layers.append(_Layer(src, {"grid": ov.grid, "block": ov.block, "smem": ov.smem, "loops": ov.loops},
-                                 {}, dict(ov.params), None, f"from the {label}"))
+            layers.append(_Layer(src, ov.sizes(), {}, dict(ov.params), None, f"from the {label}"))
     for anns, where in ((launch_anns, "above the launch"), (kernel_anns, "above the kernel")):
         for ann in reversed(anns):  # the annotation nearest the target wins
             for err in ann.errors:
                 assumptions.append(f"ignored part of the annotation at line {ann.line}: {err}")
-            layers.append(_Layer("annotation", {"grid": ann.grid, "block": ann.block, "smem": ann.smem,
-                                                "loops": ann.loops}, {}, dict(ann.params), ann.line,
+            layers.append(_Layer("annotation", ann.sizes(), {}, dict(ann.params), ann.line,
                                  f"// kerncast: annotation at line {ann.line} ({where})"))
     if site is not None:
         values, unknown = {}, {}

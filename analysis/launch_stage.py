@@ -31,7 +31,6 @@ def launch_stage(ctx: KernelContext) -> None:
     launch = infer_launch(ctx.function.display_name, ctx.cuda_source, overrides=overrides,
                           settings=_kernel_settings(ctx), reqntid=tuple(reqntid) if reqntid else None,
                           source_path=ctx.source_path, include_dirs=list(ctx.options.include_dirs))
-    ctx.launch = launch
     ctx.report.launch = launch
     ctx.trip_counts = trip_counts(ctx.function, ctx.cfg, ctx.loops, launch, ctx.dataflow)
     for lp, info in zip(ctx.loops.loops, ctx.report.loops, strict=False):

@@ -343,7 +343,7 @@ def _kernel_keys(ptx: str, module: Module, contexts: list[KernelContext], option
                       | {ctx.report.line or 0})
         text = [source_lines[ln - 1] for ln in used if 1 <= ln <= len(source_lines)]
         keys[id(ctx)] = digest(shared, first, last, lines[first - 1:last], ctx.function.display_name,
-                               ctx.report.line, repr(ctx.launch), repr(ctx.trip_counts), used, text)
+                               ctx.report.line, repr(ctx.report.launch), repr(ctx.trip_counts), used, text)
     return keys
 
 

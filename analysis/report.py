@@ -6,8 +6,8 @@ run and an editor session show the same numbers for the same input.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from kerncast.analysis.rules import is_code
 
@@ -27,6 +27,26 @@ class JsonReportable(Protocol):
     def to_json(self) -> dict[str, Any]: ...
 
 
+class FieldsJson:
+    """Mixin for a dataclass whose JSON form is its own fields, by name and in declaration order, up to and
+    including `JSON_LAST` (every field when it is empty): the fields after it serve the analyses only.
+
+    Values are taken as they are (no copy, no conversion), so such a class's JSON keys, order and value types
+    follow its field list and cannot drift from it.
+    """
+
+    __slots__ = ()
+    JSON_LAST: ClassVar[str] = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in fields(self):  # type: ignore[arg-type]
+            out[f.name] = getattr(self, f.name)
+            if f.name == self.JSON_LAST:
+                break
+        return out
+
+
 def source_line_range(lines: list[str], line: int, column: int = 0) -> tuple[int, int]:
     """(start, end) columns, 1-based and end exclusive, of a finding on `line` of the analysed source: from
     `column` (or the first non-blank character when 0) to the end of the line's text."""
@@ -40,7 +60,7 @@ def source_line_range(lines: list[str], line: int, column: int = 0) -> tuple[int
 
 
 @dataclass(frozen=True, slots=True)
-class TextEdit:
+class TextEdit(FieldsJson):
     """Replace the text from (line, column) to (end_line, end_column) of the analysed file by `new_text`.
 
     1-based lines and columns, end exclusive, as findings use them; an empty range inserts. Edits are built
@@ -52,10 +72,6 @@ class TextEdit:
     end_line: int
     end_column: int
     new_text: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"line": self.line, "column": self.column, "end_line": self.end_line,
-                "end_column": self.end_column, "new_text": self.new_text}
 
 
 @dataclass(slots=True)
@@ -79,7 +95,7 @@ class Fix:
 
 
 @dataclass(slots=True)
-class Related:
+class Related(FieldsJson):
     """A location that explains a finding (e.g. the shared array declaration behind a bank conflict)."""
 
     line: int
@@ -88,10 +104,6 @@ class Related:
     end_column: int
     message: str
     file: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"line": self.line, "column": self.column, "end_line": self.end_line,
-                "end_column": self.end_column, "message": self.message, "file": self.file}
 
 
 @dataclass(slots=True)

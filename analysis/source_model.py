@@ -120,9 +120,26 @@ class KernelDefinition:
         return self.name.rsplit("::", 1)[-1]
 
 
-@dataclass
-class Annotation:
-    """A `// kerncast: key=value ...` comment and what it applies to.
+@dataclass(kw_only=True)
+class LaunchValues:
+    """Launch values the user states instead of the code: grid and block size, dynamic shared memory, loop trip
+    count and parameter values (by name or 0-based position). A `// kerncast:` annotation and a command-line
+    or editor override state the same set, so launch inference takes both the same way (`sizes`)."""
+
+    grid: Dim | None = None
+    block: Dim | None = None
+    smem: int | None = None
+    loops: int | None = None
+    params: dict[str, int] = field(default_factory=dict)
+
+    def sizes(self) -> dict[str, Dim | int | None]:
+        """Grid, block, dynamic shared memory and loops by name, None where not stated."""
+        return {"grid": self.grid, "block": self.block, "smem": self.smem, "loops": self.loops}
+
+
+@dataclass(kw_only=True)
+class Annotation(LaunchValues):
+    """A `// kerncast: key=value ...` comment, the launch values it states, and what it applies to.
 
     `target` is "launch" or "kernel" with `target_name` and `target_line`, or None when no launch or kernel
     definition follows it. Keys it could not read are listed in `errors`, never applied.
@@ -132,11 +149,6 @@ class Annotation:
     text: str
     offset: int
     end_offset: int
-    grid: Dim | None = None
-    block: Dim | None = None
-    smem: int | None = None
-    loops: int | None = None
-    params: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     target: str | None = None
     target_name: str | None = None
@@ -305,17 +317,26 @@ def _split_top(tokens: list[Token]) -> list[list[Token]]:
     return [] if parts == [[]] else parts
 
 
-def _group_end(tokens: list[Token], k: int) -> int:
-    """Index of the token closing the bracket that opens at k (len(tokens) if unbalanced)."""
+_OPENING = ("(", "[", "{")
+_CLOSING = (")", "]", "}")
+
+
+def _matching_bracket(tokens: list[Token], k: int, step: int) -> int:
+    """Index of the token that balances the bracket at k: forward (`step` 1) from an opening bracket to its
+    closing one, or backward (`step` -1) from a closing bracket to its opening one. When the brackets do not
+    balance, the index just past the scan (len(tokens) forward, -1 backward), which callers treat as "runs to
+    the end" instead of failing on the half-typed code an editor sends."""
+    deeper, shallower = (_OPENING, _CLOSING) if step > 0 else (_CLOSING, _OPENING)
+    past = len(tokens) if step > 0 else -1
     depth = 0
-    for j in range(k, len(tokens)):
-        if tokens[j].text in ("(", "[", "{"):
+    for j in range(k, past, step):
+        if tokens[j].text in deeper:
             depth += 1
-        elif tokens[j].text in (")", "]", "}"):
+        elif tokens[j].text in shallower:
             depth -= 1
             if depth == 0:
                 return j
-    return len(tokens)
+    return past
 
 
 def _statement_start(tokens: list[Token], k: int) -> int:
@@ -372,7 +393,7 @@ def _launch_site_at(env: ConstEnv, k: int) -> LaunchSite | None:
         return None
     args: list[list[Token]] = []
     if close + 1 < len(toks) and toks[close + 1].text == "(":
-        args = _split_top(toks[close + 2:_group_end(toks, close + 1)])
+        args = _split_top(toks[close + 2:_matching_bracket(toks, close + 1, 1)])
     offset = toks[k].offset
 
     def fold(part: list[Token]) -> Folded:
@@ -424,10 +445,10 @@ def _kernel_definitions(env: ConstEnv) -> list[KernelDefinition]:
                                      and not _is_attribute(toks[j].text)):
             if toks[j].text in (";", "{", "}"):
                 break
-            j += 1 if toks[j].text != "(" else _group_end(toks, j) - j + 1
+            j += 1 if toks[j].text != "(" else _matching_bracket(toks, j, 1) - j + 1
         if j + 1 >= len(toks) or toks[j].kind != "id" or toks[j + 1].text != "(":
             continue
-        close = _group_end(toks, j + 1)
+        close = _matching_bracket(toks, j + 1, 1)
         after = close + 1
         while after < len(toks) and toks[after].kind == "id":  # noexcept, const, attributes ...
             after += 1
@@ -570,7 +591,7 @@ def _function_bodies(env: ConstEnv, kernels: list[KernelDefinition]) -> list[Fun
             j -= 1
         if j < 0 or toks[j].text != ")":
             continue
-        open_at = _group_start(toks, j)
+        open_at = _matching_bracket(toks, j, -1)
         if open_at <= 0 or toks[open_at - 1].kind != "id" or toks[open_at - 1].text in _NOT_FUNCTIONS:
             continue
         name_tok = toks[open_at - 1]
@@ -578,19 +599,6 @@ def _function_bodies(env: ConstEnv, kernels: list[KernelDefinition]) -> list[Fun
         out.append(FunctionBody(name_tok.text, name_tok.offset, tok.offset, end, name_tok.offset in kernel_names))
         inside_until = end
     return out
-
-
-def _group_start(tokens: list[Token], k: int) -> int:
-    """Index of the token opening the bracket that closes at k (-1 if unbalanced)."""
-    depth = 0
-    for j in range(k, -1, -1):
-        if tokens[j].text in (")", "]", "}"):
-            depth += 1
-        elif tokens[j].text in ("(", "[", "{"):
-            depth -= 1
-            if depth == 0:
-                return j
-    return -1
 
 
 _NOT_TYPES = frozenset({"return", "case", "delete", "sizeof", "throw", "goto", "else", "do"})
@@ -611,7 +619,7 @@ def _arrays(env: ConstEnv, functions: list[FunctionBody]) -> list[ArrayDeclarati
         dims: list[ArrayDimension] = []
         j = k + 1
         while j < len(toks) and toks[j].text == "[":
-            close = _group_end(toks, j)
+            close = _matching_bracket(toks, j, 1)
             if close >= len(toks):
                 break
             inner_start = toks[j].offset + 1

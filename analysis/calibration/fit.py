@@ -33,15 +33,32 @@ MIN_EXP_POINTS = 5
 
 @dataclass(frozen=True, slots=True)
 class FitQuality:
-    """How well a model fits its data, with the measures of thesis Table 3.4."""
+    """How well a model fits its data, with the measures of thesis Table 3.4.
+
+    Only the residual sum of squares and R-square are measured; MSE, RMSE and RSE follow from RSS, the number
+    of points and the number of fitted parameters, so they are derived here and cannot disagree with it.
+    """
 
     n: int
     n_params: int
     r2: float
-    mse: float
-    rmse: float
     rss: float
-    rse: float
+
+    @property
+    def mse(self) -> float:
+        """Mean squared error, RSS / n."""
+        return self.rss / self.n
+
+    @property
+    def rmse(self) -> float:
+        """Root mean squared error, in the unit of the fitted quantity."""
+        return math.sqrt(self.mse)
+
+    @property
+    def rse(self) -> float:
+        """Residual standard error, sqrt(RSS / (n - parameters)); NaN without a degree of freedom left."""
+        dof = self.n - self.n_params
+        return math.sqrt(self.rss / dof) if dof > 0 else float("nan")
 
     def as_dict(self) -> dict[str, float | int]:
         """Plain values, for a profile's TOML or a JSON report."""
@@ -86,10 +103,7 @@ def fit_quality(y, predicted, n_params: int) -> FitQuality:
     tss = float(np.sum((ya - ya.mean()) ** 2))
     exact = rss <= 1e-24 * max(1.0, float(np.dot(ya, ya)))
     r2 = 1.0 - rss / tss if tss > 0.0 else float(exact)
-    mse = rss / n
-    dof = n - n_params
-    rse = math.sqrt(rss / dof) if dof > 0 else float("nan")
-    return FitQuality(n=n, n_params=n_params, r2=r2, mse=mse, rmse=math.sqrt(mse), rss=rss, rse=rse)
+    return FitQuality(n=n, n_params=n_params, r2=r2, rss=rss)
 
 
 def _least_squares_line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field, fields
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kerncast.analysis.gpus.models import ExpModel, Linear, ModelError, PiecewiseLinear
 from kerncast.analysis.gpus.tomlwriter import dumps
@@ -177,21 +177,11 @@ class GpuProfile:
 
     def is_calibrated(self, name: str) -> bool:
         """Whether a section ("latency") or a field ("latency.addf") is measured rather than estimated."""
-        if name in self.calibration:
-            return self.calibration[name]
-        section = name.split(".", 1)[0]
-        if section not in self.calibration:
-            raise KeyError(name)
-        return self.calibration[section]
+        return _own_or_section(self.calibration, name)
 
     def source_of(self, name: str) -> str:
         """The source of a field ("latency.addf") or section ("latency"): its own, else its section's."""
-        if name in self.sources:
-            return self.sources[name]
-        section = name.split(".", 1)[0]
-        if section not in self.sources:
-            raise KeyError(name)
-        return self.sources[section]
+        return _own_or_section(self.sources, name)
 
     def calibration_summary(self) -> dict[str, bool]:
         """Section -> True when every value in it is measured, False when any of it is estimated."""
@@ -245,6 +235,23 @@ class GpuProfile:
                 body["sources"] = own
             data[section] = body
         return data
+
+
+_V = TypeVar("_V")
+
+
+def _own_or_section(table: dict[str, _V], name: str) -> _V:
+    """The entry of a field ("latency.addf") or section ("latency") in a per-name table: its own, else its
+    section's, because a profile records a field only where it differs from the rest of its section.
+
+    KeyError when neither the name nor its section is in the table.
+    """
+    if name in table:
+        return table[name]
+    section = name.split(".", 1)[0]
+    if section not in table:
+        raise KeyError(name)
+    return table[section]
 
 
 def _section_field_names(profile: GpuProfile, section: str) -> list[str]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from itertools import product
-from typing import Any
+from typing import Any, ClassVar
 
 from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.context import Thresholds
@@ -40,7 +40,7 @@ from kerncast.analysis.memory.warp import (
     warp_lanes,
 )
 from kerncast.analysis.ptx.model import Function, Imm, Module, line_in_file
-from kerncast.analysis.report import Finding
+from kerncast.analysis.report import FieldsJson, Finding
 from kerncast.analysis.rules import Code
 from kerncast.analysis.tripcount import trip_counts as ptx_trip_counts
 
@@ -51,15 +51,18 @@ _ALIGN_PARAM_POINTER = 256
 
 
 @dataclass(slots=True)
-class AccessInfo:
+class AccessInfo(FieldsJson):
     """One global, shared or local load, store or atomic, as a warp sees it (averages over sampled warps).
 
     `sectors_per_request`/`ideal_sectors` are for global accesses (32-byte sectors), `wavefronts`/
     `ideal_wavefronts` for shared ones. `lane_stride_bytes` is the address step from one lane to the next
     (a string when it is symbolic, e.g. `4*cols`). `executions` is how often one thread runs the instruction.
     `known` is False when the lanes' addresses could not be related (a gather through loaded indices).
-    `condition` says under which parameter values a symbolic-stride access would be coalesced.
+    `condition` says under which parameter values a symbolic-stride access would be coalesced. The fields
+    after it are for findings and fixes, not the JSON form.
     """
+
+    JSON_LAST: ClassVar[str] = "condition"
 
     index: int
     line: int | None
@@ -91,19 +94,13 @@ class AccessInfo:
             return 0.0
         return max(0.0, (a - i) / a * 100.0)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "index": self.index, "line": self.line, "space": self.space, "kind": self.kind,
-            "width_bytes": self.width_bytes, "sectors_per_request": self.sectors_per_request,
-            "ideal_sectors": self.ideal_sectors, "wavefronts": self.wavefronts,
-            "ideal_wavefronts": self.ideal_wavefronts, "lane_stride_bytes": self.lane_stride_bytes,
-            "executions": self.executions, "known": self.known, "condition": self.condition,
-        }
-
 
 @dataclass(slots=True)
-class BranchInfo:
-    """A conditional branch: the share of sampled warp instances whose lanes disagree, and why."""
+class BranchInfo(FieldsJson):
+    """A conditional branch: the share of sampled warp instances whose lanes disagree, and why (the JSON form
+    ends at `executions`; the position and the instance count serve findings)."""
+
+    JSON_LAST: ClassVar[str] = "executions"
 
     index: int
     line: int | None
@@ -115,10 +112,6 @@ class BranchInfo:
     column: int = 0
     file: str | None = None
     instances: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        return {"index": self.index, "line": self.line, "divergent": self.divergent, "share": self.share,
-                "depends_on": self.depends_on, "condition": self.condition, "executions": self.executions}
 
 
 @dataclass(slots=True)

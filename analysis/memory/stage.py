@@ -23,7 +23,7 @@ def _trips(counts: dict[int, Sourced]) -> dict[int, int]:
 
 def memory_stage(ctx: KernelContext) -> None:
     """Run the memory and divergence analysis for one kernel: `ctx.memory`, findings, and assumptions."""
-    launch = ctx.launch
+    launch = ctx.report.launch
     block = launch.block_dims(known_only=True) if launch is not None else None
     params = launch.known_params() if launch is not None else {}
     report = ctx.report

@@ -24,12 +24,13 @@ from kerncast.analysis.power.blend import PowerModel
 from kerncast.analysis.power.engineered import NAMES, descriptor_features, engineer
 from kerncast.analysis.power.explain import lime_contributions
 from kerncast.analysis.power.intervals import PowerInterval
+from kerncast.analysis.report import FieldsJson
 
 TOP_CONTRIBUTIONS = 8  # contributions kept in an explanation (hover-sized)
 
 
 @dataclass
-class Contribution:
+class Contribution(FieldsJson):
     """One feature's share of a prediction, in watts relative to the model's base value."""
 
     feature: str
@@ -37,10 +38,6 @@ class Contribution:
     value: float
     watts: float
     lime_watts: float | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"feature": self.feature, "name": self.name, "value": self.value, "watts": self.watts,
-                "lime_watts": self.lime_watts}
 
 
 @dataclass

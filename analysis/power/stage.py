@@ -14,12 +14,12 @@ from __future__ import annotations
 import copy
 import math
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kerncast.analysis.context import KernelContext
 from kerncast.analysis.loops import block_weights
+from kerncast.analysis.lru import BoundedLru
 from kerncast.analysis.power.energy import energy_hotspots, estimate_energy
 from kerncast.analysis.power.events import EnergyConstantsError, EventEnergy, event_energy, load_constants
 from kerncast.analysis.power.explain import lime_contributions
@@ -51,7 +51,7 @@ def _instruction_weights(ctx: KernelContext) -> list[float]:
 
 
 def _event_energy(ctx: KernelContext, launch: Launch, gpu: GpuProfile, weights: list[float]) -> EventEnergy | None:
-    if ctx.time is None:
+    if ctx.report.time is None:
         ctx.report.notes.append("no energy split: the time could not be predicted")
         return None
     try:
@@ -61,13 +61,13 @@ def _event_energy(ctx: KernelContext, launch: Launch, gpu: GpuProfile, weights: 
         return None
     warps = launch.blocks * math.ceil(launch.threads_per_block / WARP)
     accesses = {a.index: a for a in (ctx.memory.accesses if ctx.memory is not None else [])}
-    return event_energy(ctx.function, weights, warps, accesses, gpu, float(ctx.time.us),
+    return event_energy(ctx.function, weights, warps, accesses, gpu, float(ctx.report.time.us),
                         lambda ins: line_in_file(ins.loc, ctx.main_file), constants)
 
 
 def power_stage(ctx: KernelContext) -> None:
     """Features and per-event energy of one kernel, and its energy-hotspot finding (power comes later)."""
-    launch, gpu = ctx.launch, ctx.gpu
+    launch, gpu = ctx.report.launch, ctx.gpu
     report = ctx.report
     if gpu is None or launch is None or not launch.blocks or not launch.threads_per_block:
         report.notes.append("no power prediction: the GPU profile or the launch size is unknown")
@@ -106,38 +106,35 @@ def finish_power(contexts: list[KernelContext], memo: PowerMemo | None = None) -
         inputs = ctx.power_inputs
         assert inputs is not None
         pred.assumptions.append("loop trip counts as in the time prediction (see the launch and loops)")
-        ctx.power = pred
         ctx.report.power = pred
-        if ctx.time is None:
+        if ctx.report.time is None:
             ctx.report.notes.append("no energy: the time could not be predicted")
             continue
-        ctx.report.energy = estimate_energy(pred, ctx.time, inputs.event)
+        ctx.report.energy = estimate_energy(pred, ctx.report.time, inputs.event)
 
 
-class PowerMemo:
-    """Power predictions by GPU, LIME flag and feature values: a bounded LRU, safe to share between threads."""
+class PowerMemo(BoundedLru[str, PowerPrediction]):
+    """Power predictions by GPU, LIME flag and feature values: a bounded LRU, safe to share between threads.
+
+    It keeps and hands out copies, because a kernel's prediction is changed in place later (`complete_lime`
+    fills in LIME weights); `hits` counts the predictions it answered.
+    """
 
     def __init__(self, max_entries: int = 512) -> None:
-        self.max_entries = max_entries
+        super().__init__(max_entries)
         self.hits = 0
-        self._entries: OrderedDict[str, PowerPrediction] = OrderedDict()
-        self._lock = threading.Lock()
+        self._hits_lock = threading.Lock()
 
     def get(self, key: str) -> PowerPrediction | None:
-        with self._lock:
-            found = self._entries.get(key)
-            if found is None:
-                return None
-            self._entries.move_to_end(key)
+        found = super().get(key)
+        if found is None:
+            return None
+        with self._hits_lock:
             self.hits += 1
-            return copy.deepcopy(found)
+        return copy.deepcopy(found)
 
     def put(self, key: str, prediction: PowerPrediction) -> None:
-        with self._lock:
-            self._entries[key] = copy.deepcopy(prediction)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
+        super().put(key, copy.deepcopy(prediction))
 
 
 def _predict(pending: list[KernelContext], lime: bool, memo: PowerMemo | None) -> list[PowerPrediction]:

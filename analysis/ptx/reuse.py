@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-import threading
-from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from kerncast.analysis.lru import BoundedLru
 from kerncast.analysis.ptx.model import Function
 
 #: functions kept (a few tens of KB each)
@@ -28,29 +27,14 @@ _START_RE = re.compile(r"^[ \t]*(?:\.(?:visible|weak|extern)[ \t]+)*\.(?:entry|f
 _FILE_RE = re.compile(r"^[ \t]*\.file\b[^\n]*", re.MULTILINE)
 
 
-@dataclass
-class FunctionReuse:
-    """A bounded LRU of parsed functions by their key (see the module docstring); thread-safe."""
+class FunctionReuse(BoundedLru[str, Function]):
+    """A bounded LRU of parsed functions by their key (see the module docstring); thread-safe. The parser counts
+    the functions it took from here (`reused`) and those it parsed anew (`parsed`)."""
 
-    max_functions: int = DEFAULT_MAX_FUNCTIONS
-    reused: int = 0
-    parsed: int = 0
-    _entries: OrderedDict[str, Function] = field(default_factory=OrderedDict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def get(self, key: str) -> Function | None:
-        with self._lock:
-            fn = self._entries.get(key)
-            if fn is not None:
-                self._entries.move_to_end(key)
-            return fn
-
-    def put(self, key: str, fn: Function) -> None:
-        with self._lock:
-            self._entries[key] = fn
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.max_functions:
-                self._entries.popitem(last=False)
+    def __init__(self, max_functions: int = DEFAULT_MAX_FUNCTIONS) -> None:
+        super().__init__(max_functions)
+        self.reused = 0
+        self.parsed = 0
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,10 @@ from kerncast.analysis.tripcount import trip_count_assumptions, trip_values
 
 def occupancy_stage(ctx: KernelContext) -> None:
     """Occupancy of the launch on the GPU profile, from ptxas's registers (after `resources_stage`)."""
-    if ctx.gpu is None or ctx.launch is None:
+    if ctx.gpu is None or ctx.report.launch is None:
         return
     profile = ctx.gpu
-    tpb = ctx.launch.threads_per_block
+    tpb = ctx.report.launch.threads_per_block
     if not tpb:
         return
     regs = ctx.report.registers
@@ -26,21 +26,20 @@ def occupancy_stage(ctx: KernelContext) -> None:
         ctx.time_assumptions.append(
             "registers per thread unknown (ptxas did not run): occupancy counts no register limit")
         regs = 0
-    dyn = ctx.launch.dynamic_shared_bytes.value or 0
+    dyn = ctx.report.launch.dynamic_shared_bytes.value or 0
     shared = (ctx.report.shared_bytes or 0) + dyn
     occ = compute_occupancy(profile, tpb, regs, shared)
-    ctx.occupancy = occ
     ctx.report.occupancy = occ
 
 
 def time_stage(ctx: KernelContext) -> None:
-    """Predict the kernel's time (thesis scheduler, MWP-CWP, roofline range) into `ctx.time`/`report.time`."""
-    profile, launch = ctx.gpu, ctx.launch
+    """Predict the kernel's time (thesis scheduler, MWP-CWP, roofline range) into `report.time`."""
+    profile, launch = ctx.gpu, ctx.report.launch
     if profile is None or launch is None or not launch.blocks or not launch.threads_per_block:
         return
     notes = list(launch.assumptions) + trip_count_assumptions(ctx.trip_counts)
     notes += ctx.time_assumptions
-    occ = ctx.occupancy
+    occ = ctx.report.occupancy
     blocks_per_sm = None
     occupancy = None
     if occ is not None:
@@ -55,5 +54,4 @@ def time_stage(ctx: KernelContext) -> None:
                        registers=ctx.report.registers, shared_bytes=ctx.report.shared_bytes or 0,
                        memory=ctx.memory, assumptions=notes, model=ctx.options.time_model,
                        grid=launch.grid_dims(), block=launch.block_dims())
-    ctx.time = est
     ctx.report.time = est

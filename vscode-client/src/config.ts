@@ -176,6 +176,19 @@ function readBoolean(read: SettingReader, key: string, fallback: boolean, proble
     return fallback;
 }
 
+/** A path setting that may be unset (null, undefined or ''), resolved against the workspace; anything else is
+ *  reported and ignored, so a mistyped value never reaches nvcc's command line. */
+function readOptionalPath(read: SettingReader, key: string, ctx: PathContext, problems: string[]): string | null {
+    const value = read(key);
+    if (typeof value === 'string' && value.trim() !== '') {
+        return resolvePathSetting(value, ctx);
+    }
+    if (value !== undefined && value !== null && value !== '') {
+        problems.push(`kerncast.${key}: expected a path or null, ignored`);
+    }
+    return null;
+}
+
 function readStringList(read: SettingReader, key: string, problems: string[]): string[] {
     const value = read(key);
     if (value === undefined || value === null) {
@@ -302,13 +315,7 @@ export function buildInitializationOptions(read: SettingReader, ctx: PathContext
         problems.push(`kerncast.arch: ${JSON.stringify(arch)} does not look like an nvcc -arch value (e.g. sm_75)`);
     }
 
-    let nvccPath: string | null = null;
-    const rawNvcc = read('nvccPath');
-    if (typeof rawNvcc === 'string' && rawNvcc.trim() !== '') {
-        nvccPath = resolvePathSetting(rawNvcc, ctx);
-    } else if (rawNvcc !== undefined && rawNvcc !== null && rawNvcc !== '') {
-        problems.push('kerncast.nvccPath: expected a path or null, ignored');
-    }
+    const nvccPath = readOptionalPath(read, 'nvccPath', ctx, problems);
 
     const includeDirs = readStringList(read, 'includeDirs', problems).map((dir) => resolvePathSetting(dir, ctx));
     const defines = readStringList(read, 'defines', problems).filter((define) => {
@@ -335,23 +342,11 @@ export function buildInitializationOptions(read: SettingReader, ctx: PathContext
         problems.push(`kerncast.timeModel: expected one of ${TIME_MODELS.join(', ')}, using ${d.timeModel}`);
     }
 
-    const rawAnalyze = read('analyzeOnChange');
-    let analyzeOnChange = d.analyzeOnChange;
-    if (typeof rawAnalyze === 'boolean') {
-        analyzeOnChange = rawAnalyze;
-    } else if (rawAnalyze !== undefined && rawAnalyze !== null) {
-        problems.push(`kerncast.analyzeOnChange: expected true or false, using ${d.analyzeOnChange}`);
-    }
+    const analyzeOnChange = readBoolean(read, 'analyzeOnChange', d.analyzeOnChange, problems);
 
     const compileCommands = readBoolean(read, 'compileCommands', d.compileCommands, problems);
     const preferSystemToolkit = readBoolean(read, 'preferSystemToolkit', d.preferSystemToolkit, problems);
-    let compileCommandsDir: string | null = null;
-    const rawDir = read('compileCommandsDir');
-    if (typeof rawDir === 'string' && rawDir.trim() !== '') {
-        compileCommandsDir = resolvePathSetting(rawDir, ctx);
-    } else if (rawDir !== undefined && rawDir !== null && rawDir !== '') {
-        problems.push('kerncast.compileCommandsDir: expected a path or null, ignored');
-    }
+    const compileCommandsDir = readOptionalPath(read, 'compileCommandsDir', ctx, problems);
 
     const options: KerncastOptions = {
         gpu,

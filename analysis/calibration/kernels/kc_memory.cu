@@ -86,6 +86,26 @@ inline void run_global_latency(bool quick) {
   }
 }
 
+// One warp follows a chain of 32-bit window addresses in shared (`Shared` true) or constant memory from
+// address `a`; lane 0 records the cycles. The two spaces differ only in the load instruction, which inline
+// assembly must name literally, so the space is a template parameter resolved at compile time.
+template <bool Shared>
+__device__ __forceinline__ void timed_window_chase(unsigned int a, int iterations, long long *cycles,
+                                                   unsigned int *sink) {
+  const long long start = clock64();
+#pragma unroll 16
+  for (int i = 0; i < iterations; ++i) {
+    if constexpr (Shared) {
+      asm volatile("ld.shared.u32 %0, [%0];" : "+r"(a) : : "memory");
+    } else {
+      asm volatile("ld.const.u32 %0, [%0];" : "+r"(a) : : "memory");
+    }
+  }
+  const long long stop = clock64();
+  if (threadIdx.x == 0) cycles[0] = stop - start;
+  sink[threadIdx.x] = a;
+}
+
 // The chain holds shared-window addresses, built in the kernel from the next-index table `next`.
 __global__ void shared_chase_kernel(const unsigned int *next, long long *cycles, unsigned int *sink,
                                     int iterations) {
@@ -93,13 +113,7 @@ __global__ void shared_chase_kernel(const unsigned int *next, long long *cycles,
   const unsigned int base = static_cast<unsigned int>(__cvta_generic_to_shared(chain));
   for (int i = threadIdx.x; i < kChainWords; i += blockDim.x) chain[i] = base + 4u * next[i];
   __syncthreads();
-  unsigned int a = base + 4u * threadIdx.x;
-  const long long start = clock64();
-#pragma unroll 16
-  for (int i = 0; i < iterations; ++i) asm volatile("ld.shared.u32 %0, [%0];" : "+r"(a) : : "memory");
-  const long long stop = clock64();
-  if (threadIdx.x == 0) cycles[0] = stop - start;
-  sink[threadIdx.x] = a;
+  timed_window_chase<true>(base + 4u * threadIdx.x, iterations, cycles, sink);
 }
 
 __global__ void const_base_kernel(unsigned int *out) {
@@ -110,13 +124,7 @@ __global__ void const_base_kernel(unsigned int *out) {
 
 // The chain holds constant-window addresses (see const_base_kernel), uploaded by the host.
 __global__ void const_chase_kernel(long long *cycles, unsigned int *sink, unsigned int first, int iterations) {
-  unsigned int a = first + 4u * threadIdx.x;
-  const long long start = clock64();
-#pragma unroll 16
-  for (int i = 0; i < iterations; ++i) asm volatile("ld.const.u32 %0, [%0];" : "+r"(a) : : "memory");
-  const long long stop = clock64();
-  if (threadIdx.x == 0) cycles[0] = stop - start;
-  sink[threadIdx.x] = a;
+  timed_window_chase<false>(first + 4u * threadIdx.x, iterations, cycles, sink);
 }
 
 // Cycles per dependent load in shared (`shared` true) or constant memory: one warp, long minus short chain.
