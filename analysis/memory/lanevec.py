@@ -385,6 +385,10 @@ def lane_vectors(atoms: Atoms, warps: list[list[Lane]], lane_atoms: dict[str, in
         per_lane = [ln.subst.get(name) for ln in lanes]
         if any(p is None for p in per_lane):
             return None
+        ints = [E.as_const(p) for p in per_lane]
+        if None not in ints:  # the common case, a known block: an integer in every lane
+            values[atom] = {(): np.array(ints, dtype=np.int64)}
+            continue
         monos = sorted({m for p in per_lane for m, _ in p})  # type: ignore[union-attr]
         if any(atoms.lane[x] or atoms.keys[x][0] == "op" for m in monos for x in m):
             return None
