@@ -35,6 +35,7 @@ from kerncast.analysis.memory.warp import (
     RequestCost,
     branch_outcome,
     global_cost,
+    lane_ints,
     lanes_taken,
     shared_cost,
     warp_lanes,
@@ -243,7 +244,7 @@ class _Kernel:
         #: whether each sampled warp lists its lanes as 0, 1, 2, ... (then a lane's id is its position)
         self.lanes_by_position = all(ln.lane == i for lanes in self.lanes for i, ln in enumerate(lanes))
         self.conditions = self._edge_conditions()
-        self.vectors = lane_vectors(self.atoms, self.lanes, self.lane_atoms)
+        self.vectors = lane_vectors(self.atoms, self.lanes, self.lane_atoms, lane_ints(self.block))
         self._stage1: dict[tuple, tuple[dict[int, Value], dict[int, Value]]] = {}
         self._masks: dict[tuple, list[list[int]]] = {}
         self._values: dict[Value, list[LaneConstants] | list[dict[int, Value]]] = {}

@@ -372,13 +372,16 @@ def concrete_op_lanes(name: str, vals: list[np.ndarray], extra: Any) -> np.ndarr
         raise GiveUp from exc
 
 
-def lane_vectors(atoms: Atoms, warps: list[list[Lane]], lane_atoms: dict[str, int]) -> LaneVectors | None:
+def lane_vectors(atoms: Atoms, warps: list[list[Lane]], lane_atoms: dict[str, int],
+                 ints: dict[str, np.ndarray] | None = None) -> LaneVectors | None:
     """Lane vectors for the sampled warps' lanes (their lane symbols' values by name, `lane_atoms` giving each
     name's atom), warps concatenated; None when a lane's value is not a plain polynomial (then lane by lane
-    it is)."""
+    it is). `ints`, when given, holds the same lane values already as integer arrays (a known block)."""
     lanes = [lane for warp in warps for lane in warp]
     if not lanes:
         return None
+    if ints is not None:
+        return LaneVectors(atoms, {atom: {(): ints[name]} for name, atom in lane_atoms.items()}, len(lanes), False)
     values: dict[int, VecPoly] = {}
     capped = False
     for name, atom in lane_atoms.items():

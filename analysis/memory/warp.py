@@ -49,6 +49,22 @@ def warp_lanes(atoms: Atoms, block: tuple[int, int, int] | None) -> list[list[La
     return _block_lanes(bx, by, bz)
 
 
+def lane_ints(block: tuple[int, int, int] | None) -> dict[str, np.ndarray] | None:
+    """For a known block, each lane symbol's value in the lanes `warp_lanes` samples (warps concatenated), as
+    an int64 array shared by every kernel with that block shape (read only); None for an unknown block."""
+    if block is None:
+        return None
+    bx, by, bz = (max(1, int(d)) for d in block)
+    return _block_lane_ints(bx, by, bz)
+
+
+@cache
+def _block_lane_ints(bx: int, by: int, bz: int) -> dict[str, np.ndarray]:
+    lanes = [ln for warp in _block_lanes(bx, by, bz) for ln in warp]
+    names = lanes[0].subst if lanes else {}
+    return {name: np.array([E.as_const(ln.subst[name]) for ln in lanes], dtype=np.int64) for name in names}
+
+
 @cache
 def _block_lanes(bx: int, by: int, bz: int) -> list[list[Lane]]:
     """The sampled lanes of a known block shape (shared by every kernel with that shape: read only)."""
