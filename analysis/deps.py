@@ -40,16 +40,7 @@ class DepGraph:
 
 def registers_read(ins: Instruction) -> list[str]:
     """Names of registers an instruction reads: source operands, address bases and its guard predicate."""
-    names: list[str] = []
-    for op in ins.srcs:
-        _collect_regs(op, names)
-    if ins.has_dest and ins.dests:
-        dest = ins.dests[0]
-        if isinstance(dest, Addr) and isinstance(dest.base, Reg):
-            names.append(dest.base.name)
-    if ins.guard is not None:
-        names.append(ins.guard.reg)
-    return names
+    return list(_registers(ins)[0])
 
 
 def registers_written(ins: Instruction) -> list[str]:
@@ -57,12 +48,34 @@ def registers_written(ins: Instruction) -> list[str]:
 
     Special registers (`%tid.x`) are read-only in PTX, so they never appear here.
     """
-    names: list[str] = []
-    for op in ins.dests:
-        if isinstance(op, Addr):
-            continue
-        _collect_regs(op, names)
-    return names
+    return list(_registers(ins)[1])
+
+
+def _registers(ins: Instruction) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(read, written) register names of an instruction, worked out once and kept on it (`registers`)."""
+    found = ins.registers
+    if found is None:
+        found = ins.registers = _read_and_written(ins)
+    return found
+
+
+def _read_and_written(ins: Instruction) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The registers read (sources, address bases, the guard) and written (a destination that is no address).
+
+    A destination operand is never an address (`has_dest` is false for a bracketed first operand), so the
+    written names are those of the first operand when the instruction has a destination."""
+    read: list[str] = []
+    written: list[str] = []
+    if ins.has_dest:
+        _collect_regs(ins.operands[0], written)
+        sources = ins.operands[1:]
+    else:
+        sources = ins.operands
+    for op in sources:
+        _collect_regs(op, read)
+    if ins.guard is not None:
+        read.append(ins.guard.reg)
+    return tuple(read), tuple(written)
 
 
 def _collect_regs(op: Operand, out: list[str]) -> None:
@@ -79,35 +92,50 @@ def _collect_regs(op: Operand, out: list[str]) -> None:
 
 
 def block_dependences(cfg: Cfg, block_id: int) -> DepGraph:
-    """Build the dependence DAG of one block."""
+    """Build the dependence DAG of one block.
+
+    The edges into an instruction are all found while it is visited, so they are gathered first and kept
+    once per predecessor (the first kind found wins, as `DepGraph.add_edge` does) with a set instead of a
+    scan of the predecessor list for every edge."""
     b = cfg.blocks[block_id]
     nodes = list(range(b.start, b.end))
-    g = DepGraph(block_id, nodes, {n: [] for n in nodes}, {n: [] for n in nodes})
+    preds: dict[int, list[tuple[int, str]]] = {n: [] for n in nodes}
+    succs: dict[int, list[tuple[int, str]]] = {n: [] for n in nodes}
     last_writer: dict[str, int] = {}
     last_sync: int | None = None
     since_sync: list[int] = []
     body = cfg.function.body
     for n in nodes:
         ins = body[n]
-        if ins.opcode in SYNC_OPCODES:
-            for m in since_sync:
-                g.add_edge(m, n, "sync")
+        found: list[tuple[int, str]] = []
+        sync = ins.opcode in SYNC_OPCODES
+        if sync:
+            found.extend((m, "sync") for m in since_sync)
             last_sync = n
             since_sync = []
         elif last_sync is not None:
-            g.add_edge(last_sync, n, "sync")
-        for r in registers_read(ins):
+            found.append((last_sync, "sync"))
+        read, written = _registers(ins)
+        for r in read:
             w = last_writer.get(r)
             if w is not None:
-                g.add_edge(w, n, "raw")
-        for r in registers_written(ins):
+                found.append((w, "raw"))
+        for r in written:
             w = last_writer.get(r)
             if w is not None:
-                g.add_edge(w, n, "waw")
+                found.append((w, "waw"))
             last_writer[r] = n
-        if ins.opcode not in SYNC_OPCODES:
+        if found:
+            into = preds[n]
+            linked = {n}
+            for a, kind in found:
+                if a not in linked:
+                    linked.add(a)
+                    into.append((a, kind))
+                    succs[a].append((n, kind))
+        if not sync:
             since_sync.append(n)
-    return g
+    return DepGraph(block_id, nodes, preds, succs)
 
 
 def all_dependences(cfg: Cfg) -> list[DepGraph]:

@@ -11,7 +11,6 @@ them in on demand (`complete_lime`) when a hover or report asks for the explanat
 
 from __future__ import annotations
 
-import copy
 import math
 import threading
 from dataclasses import dataclass
@@ -131,10 +130,10 @@ class PowerMemo(BoundedLru[str, PowerPrediction]):
             return None
         with self._hits_lock:
             self.hits += 1
-        return copy.deepcopy(found)
+        return found.copy()
 
     def put(self, key: str, prediction: PowerPrediction) -> None:
-        super().put(key, copy.deepcopy(prediction))
+        super().put(key, prediction.copy())
 
 
 def _predict(pending: list[KernelContext], lime: bool, memo: PowerMemo | None) -> list[PowerPrediction]:

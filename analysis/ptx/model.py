@@ -151,6 +151,10 @@ class Instruction:
     loc: SourceLoc | None
     index: int = 0
     text: str = ""
+    #: (registers read, registers written), worked out on first use by `kerncast.analysis.deps`: an
+    #: instruction does not change once parsed, and the dependence DAGs, the dataflow and the trip counts ask
+    #: for them many times per analysis (and again for a function the parser reuses on the next save)
+    registers: tuple[tuple[str, ...], tuple[str, ...]] | None = field(default=None, repr=False, compare=False)
 
     @property
     def full_opcode(self) -> str:
