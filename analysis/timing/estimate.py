@@ -26,6 +26,7 @@ from kerncast.analysis.timing.pipelined import predict_pipelined
 from kerncast.analysis.timing.roofline import roofline_inputs, roofline_range
 from kerncast.analysis.timing.scheduler import (
     CfgSchedule,
+    PlannedNode,
     plan_waves,
     profile_latency,
     schedule_cfg,
@@ -172,13 +173,16 @@ def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per
     dags = {b.id: block_dependences(cfg, b.id) for b in cfg.blocks if b.id not in cfg.unreachable}
     classes = {i: classify(ins) for i, ins in enumerate(cfg.function.body)}
     scheds: list[tuple[CfgSchedule, int]] = []
+    plans: dict[int, list[PlannedNode]] = {}  # the full and the last wave share each block's plan
     if plan.full_waves:
         scheds.append((schedule_cfg(cfg, loops, plan.blocks_per_wave * threads_per_block, trip_map,
-                                    latency=latency, units=profile.units, dags=dags, classes=classes),
+                                    latency=latency, units=profile.units, dags=dags, classes=classes,
+                                    plans=plans),
                        plan.full_waves))
     if plan.last_wave_blocks:
         scheds.append((schedule_cfg(cfg, loops, plan.last_wave_blocks * threads_per_block, trip_map,
-                                    latency=latency, units=profile.units, dags=dags, classes=classes), 1))
+                                    latency=latency, units=profile.units, dags=dags, classes=classes,
+                                    plans=plans), 1))
     d_kernel = sum(s.delay * n for s, n in scheds)
     first = scheds[0][0]
     mem = memory_facts(memory)

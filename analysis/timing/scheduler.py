@@ -124,51 +124,72 @@ def profile_latency(profile: Any, total_threads: int | None) -> LatencyFn:
     return latency
 
 
-def schedule_block(dag: DepGraph, instructions: Sequence[Instruction], profile: Any = None, *,
-                   n_threads: int, latency: LatencyFn | None = None, units: Mapping[str, int] | None = None,
-                   pipeline_latency: float = PIPELINE_LATENCY,
-                   classes: Mapping[int, InstrClass] | None = None) -> BlockSchedule:
-    """Algorithm 6: list-schedule one block's DAG for a wave of `n_threads` threads (thesis nTW) on one SM.
+#: One instruction of a block as Algorithm 6 sees it whatever the wave's size: (node id, unit, latency L(v),
+#: the unit's lanes, predecessor node ids, thesis instruction type)
+PlannedNode = tuple[int, str, float, int, tuple[int, ...], str]
 
-    `instructions` is indexable by the DAG's node ids (the function body). Latencies come from `latency` or the
-    profile's latency rows; unit lane counts from `units` or the profile's units. Nodes are taken in the DAG's
-    node order, which is program order and so a topological order (Algorithm 6 line 2).
-    """
-    if latency is None:
-        if profile is None:
-            raise ValueError("schedule_block needs a profile or a latency function")
-        latency = profile_latency(profile, None)
-    if units is None:
-        if profile is None:
-            raise ValueError("schedule_block needs a profile or the unit counts")
-        units = profile.units
-    tables: dict[str, _Reservations] = {}
-    start: dict[int, float] = {}
-    duration: dict[int, float] = {}
-    resource: dict[int, str] = {}
-    busy: dict[str, float] = {}
-    n_global = n_shared = 0
-    delay = 0.0
+
+def plan_block(dag: DepGraph, instructions: Sequence[Instruction], *, latency: LatencyFn,
+               units: Mapping[str, int], classes: Mapping[int, InstrClass] | None = None) -> list[PlannedNode]:
+    """The part of Algorithm 6 that does not depend on the wave's thread count: each node's unit (SP for a
+    unit the GPU lacks), latency, lanes and predecessors. A kernel with a partial last wave is scheduled
+    twice; the plan is made once (`schedule_cfg`'s `plans`)."""
+    out: list[PlannedNode] = []
     for v in dag.nodes:
         ins = instructions[v]
         cls = classes[v] if classes is not None else classify(ins)
         res = cls.resource if units.get(cls.resource, 0) > 0 else "SP"
-        lanes = units[res]
-        d = latency(ins, cls) + pipeline_latency * (math.ceil(n_threads / lanes) - 1)
+        out.append((v, res, latency(ins, cls), units[res], tuple(u for u, _kind in dag.preds[v]), cls.type))
+    return out
+
+
+def schedule_block(dag: DepGraph, instructions: Sequence[Instruction], profile: Any = None, *,
+                   n_threads: int, latency: LatencyFn | None = None, units: Mapping[str, int] | None = None,
+                   pipeline_latency: float = PIPELINE_LATENCY,
+                   classes: Mapping[int, InstrClass] | None = None,
+                   plan: list[PlannedNode] | None = None) -> BlockSchedule:
+    """Algorithm 6: list-schedule one block's DAG for a wave of `n_threads` threads (thesis nTW) on one SM.
+
+    `instructions` is indexable by the DAG's node ids (the function body). Latencies come from `latency` or the
+    profile's latency rows; unit lane counts from `units` or the profile's units. Nodes are taken in the DAG's
+    node order, which is program order and so a topological order (Algorithm 6 line 2). A `plan` from
+    `plan_block` (for these latencies and units) stands for all of that.
+    """
+    if plan is None:
+        if latency is None:
+            if profile is None:
+                raise ValueError("schedule_block needs a profile or a latency function")
+            latency = profile_latency(profile, None)
+        if units is None:
+            if profile is None:
+                raise ValueError("schedule_block needs a profile or the unit counts")
+            units = profile.units
+        plan = plan_block(dag, instructions, latency=latency, units=units, classes=classes)
+    tables: dict[str, _Reservations] = {}
+    start: dict[int, float] = {}
+    duration: dict[int, float] = {}
+    finish: dict[int, float] = {}
+    resource: dict[int, str] = {}
+    busy: dict[str, float] = {}
+    n_global = n_shared = 0
+    delay = 0.0
+    for v, res, lat, lanes, preds, kind in plan:
+        d = lat + pipeline_latency * (math.ceil(n_threads / lanes) - 1)
         t = 0.0
-        for u, _kind in dag.preds[v]:
-            t = max(t, start[u] + duration[u])
+        for u in preds:
+            t = max(t, finish[u])
         table = tables.get(res)
         if table is None:
             table = tables[res] = _Reservations()
         t1 = table.earliest(t, d)
         table.reserve(t1, d)
         start[v], duration[v], resource[v] = t1, d, res
+        finish[v] = t1 + d
         busy[res] = busy.get(res, 0.0) + d
         delay = max(delay, t1 + d)
-        if cls.type == "global":
+        if kind == "global":
             n_global += 1
-        elif cls.type == "shared":
+        elif kind == "shared":
             n_shared += 1
     return BlockSchedule(delay, start, duration, resource, busy, n_global, n_shared)
 
@@ -194,16 +215,25 @@ class CfgSchedule:
 
 def schedule_cfg(cfg: Cfg, loops: Any, n_threads: int, trips: Mapping[int, float], *, latency: LatencyFn,
                  units: Mapping[str, int], dags: Mapping[int, DepGraph] | None = None,
-                 classes: Mapping[int, InstrClass] | None = None) -> CfgSchedule:
-    """Algorithm 7: schedule every block for a wave of `n_threads`, then the longest path with loops folded."""
+                 classes: Mapping[int, InstrClass] | None = None,
+                 plans: dict[int, list[PlannedNode]] | None = None) -> CfgSchedule:
+    """Algorithm 7: schedule every block for a wave of `n_threads`, then the longest path with loops folded.
+
+    `plans` (block id -> `plan_block`), when given, is filled on first use and read after: a caller that
+    schedules a full and a partial wave with the same latencies and units shares it between the two."""
     body = cfg.function.body
     scheds: dict[int, BlockSchedule] = {}
     for b in cfg.blocks:
         if b.id in cfg.unreachable:
             continue
         dag = dags[b.id] if dags is not None else block_dependences(cfg, b.id)
+        plan = plans.get(b.id) if plans is not None else None
+        if plan is None:
+            plan = plan_block(dag, body, latency=latency, units=units, classes=classes)
+            if plans is not None:
+                plans[b.id] = plan
         scheds[b.id] = schedule_block(dag, body, n_threads=n_threads, latency=latency, units=units,
-                                      classes=classes)
+                                      classes=classes, plan=plan)
     weights = block_weights(cfg, loops, trips)
     n_global = sum(s.global_count * weights[b] for b, s in scheds.items())
     n_shared = sum(s.shared_count * weights[b] for b, s in scheds.items())
@@ -215,11 +245,54 @@ def schedule_cfg(cfg: Cfg, loops: Any, n_threads: int, trips: Mapping[int, float
     return CfgSchedule(delay, n_global, n_shared, busy, scheds)
 
 
+#: A node of a region of the longest-path walk: (loop id for a folded inner loop else None, block id,
+#: indices of its forward successors in the region's node list, which is sorted by reverse post-order)
+_RegionNode = tuple[int | None, int, tuple[int, ...]]
+
+
+@dataclass(slots=True)
+class _PathPlan:
+    """The cost-independent part of `cfg_longest_path` for one loop forest and one set of costed blocks: each
+    loop's region (innermost first) and the whole function's, their nodes in reverse post-order."""
+
+    loops: Any
+    blocks: frozenset[int]
+    folds: list[tuple[int, int, list[_RegionNode]]]  # (loop id, header block, region), innermost first
+    whole: list[_RegionNode]
+
+
 def cfg_longest_path(cfg: Cfg, loops: Any, cost: Mapping[int, float], trips: Mapping[int, float]) -> float:
-    """The longest path of block costs through the CFG, each natural loop folded to body path x trip count."""
+    """The longest path of block costs through the CFG, each natural loop folded to body path x trip count.
+
+    The regions (which blocks and folded loops are nodes, and their forward edges) depend on the CFG and the
+    loops only, so they are worked out once per CFG and kept on it; each call only adds up costs."""
+    plan = cfg.longest_path_plan
+    blocks = frozenset(cost)
+    if plan is None or plan.loops is not loops or plan.blocks != blocks:
+        plan = cfg.longest_path_plan = _path_plan(cfg, loops, blocks)
+    folded: dict[int, float] = {}  # loop id -> cost of the whole loop
+    for loop_id, header, nodes in plan.folds:
+        folded[loop_id] = _region_longest(nodes, cost, folded) * trips.get(header, 1.0)
+    return _region_longest(plan.whole, cost, folded)
+
+
+def _region_longest(nodes: list[_RegionNode], cost: Mapping[int, float], folded: Mapping[int, float]) -> float:
+    """The longest path through one region's nodes (a DAG in node order)."""
+    dist = [0.0] * len(nodes)
+    best = 0.0
+    for i, (loop_id, block, succs) in enumerate(nodes):
+        d = dist[i] + (folded[loop_id] if loop_id is not None else cost[block])
+        best = max(best, d)
+        for j in succs:
+            if dist[j] < d:
+                dist[j] = d
+    return best
+
+
+def _path_plan(cfg: Cfg, loops: Any, costed: frozenset[int]) -> _PathPlan:
+    """Every region of the walk: a loop's region has its own blocks and its directly nested loops as nodes."""
     order = {b: i for i, b in enumerate(cfg.rpo)}
     loop_list = list(loops.loops)
-    folded: dict[int, float] = {}  # loop id -> cost of the whole loop
 
     def rep(block: int, inside: int | None) -> tuple[str, int]:
         """The node standing for `block` in the region of loop `inside` (None: the whole function)."""
@@ -230,40 +303,31 @@ def cfg_longest_path(cfg: Cfg, loops: Any, cost: Mapping[int, float], trips: Map
             top = lp
         return ("loop", top.id) if top is not None else ("block", block)
 
-    def region(blocks: frozenset[int] | set[int], inside: int | None) -> float:
-        nodes: dict[tuple[str, int], float] = {}
+    def region(blocks: frozenset[int] | set[int], inside: int | None) -> list[_RegionNode]:
         key: dict[tuple[str, int], int] = {}
         for b in blocks:
-            if b not in cost:
+            if b not in costed:
                 continue
             n = rep(b, inside)
-            if n not in nodes:
-                nodes[n] = folded[n[1]] if n[0] == "loop" else cost[b]
+            if n not in key:
                 key[n] = order[loop_list[n[1]].header] if n[0] == "loop" else order[b]
-        succ: dict[tuple[str, int], set[tuple[str, int]]] = {n: set() for n in nodes}
+        succ: dict[tuple[str, int], set[tuple[str, int]]] = {n: set() for n in key}
         for b in blocks:
-            if b not in cost:
+            if b not in costed:
                 continue
             nb = rep(b, inside)
             for s in cfg.blocks[b].succs:
-                if s not in blocks or s not in cost:
+                if s not in blocks or s not in costed:
                     continue
                 ns = rep(s, inside)
                 if ns != nb and key[ns] > key[nb]:
                     succ[nb].add(ns)
-        dist: dict[tuple[str, int], float] = {}
-        best = 0.0
-        for n in sorted(nodes, key=lambda x: key[x]):
-            d = dist.get(n, 0.0) + nodes[n]
-            best = max(best, d)
-            for s in succ[n]:
-                if dist.get(s, 0.0) < d:
-                    dist[s] = d
-        return best
+        ranked = sorted(key, key=lambda x: key[x])
+        index = {n: i for i, n in enumerate(ranked)}
+        return [(n[1] if n[0] == "loop" else None, n[1], tuple(sorted(index[s] for s in succ[n]))) for n in ranked]
 
-    for lp in sorted(loop_list, key=lambda x: -x.depth):
-        folded[lp.id] = region(lp.blocks, lp.id) * trips.get(lp.header, 1.0)
-    return region({b.id for b in cfg.blocks}, None)
+    folds = [(lp.id, lp.header, region(lp.blocks, lp.id)) for lp in sorted(loop_list, key=lambda x: -x.depth)]
+    return _PathPlan(loops, costed, folds, region({b.id for b in cfg.blocks}, None))
 
 
 # ------------------------------------------------------------------------------------------ Algorithm 8
