@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from kerncast.analysis.intops import (
     C_BOOL,
@@ -51,30 +52,48 @@ def mask_source(source: str) -> tuple[str, list[Comment]]:
 
     Comments become spaces (their newlines are kept, so line numbers stay right); literals keep their quotes
     and lose their contents, so that a `<<<` or `;` inside a string or a comment is never seen as code.
+    A regular expression finds the next place where a comment or a literal may start, so the text between is
+    copied as it is instead of looked at character by character.
     """
-    out = list(source)
+    pieces: list[str] = []
     comments: list[Comment] = []
+    done = 0  # source[:done] is in `pieces`
+
+    def blank(start: int, end: int) -> None:
+        nonlocal done
+        end = max(start, end)
+        pieces.append(source[done:start])
+        pieces.append(_NOT_NEWLINE.sub(" ", source[start:end]))
+        done = end
+
     i, n = 0, len(source)
-    while i < n:
+    while (m := _MASK_START.search(source, i)) is not None:
+        i = m.start()
         c = source[i]
-        if c == "/" and i + 1 < n and source[i + 1] in "/*":
+        if c == "/":
             if source[i + 1] == "/":
                 end = _line_comment_end(source, i)
             else:
                 close = source.find("*/", i + 2)
                 end = n if close < 0 else close + 2
             comments.append(Comment(i, end, source[i:end]))
-            _blank(out, i, end)
+            blank(i, end)
             i = end
         elif c == "'" and _is_digit_separator(source, i):
             i += 1
-        elif c in "\"'":
-            end = _literal_end(source, i)
-            _blank(out, i + 1, end - 1)
-            i = end
         else:
-            i += 1
-    return "".join(out), comments
+            end = _literal_end(source, i)
+            blank(i + 1, end - 1)
+            i = end
+    if not pieces:
+        return source, comments
+    pieces.append(source[done:])
+    return "".join(pieces), comments
+
+
+#: where a comment or a string or character literal may start
+_MASK_START = re.compile(r"/[/*]|[\"']")
+_NOT_NEWLINE = re.compile(r"[^\n]")
 
 
 def _is_digit_separator(source: str, i: int) -> bool:
@@ -117,15 +136,12 @@ def _literal_end(source: str, start: int) -> int:
     return len(source)
 
 
-def _blank(chars: list[str], start: int, end: int) -> None:
-    for k in range(start, max(start, end)):
-        if chars[k] != "\n":
-            chars[k] = " "
+class Token(NamedTuple):
+    """A C token: kind is `num`, `id`, `op`, `str` or `other`; offset is into the scanned text.
 
-
-@dataclass(frozen=True, slots=True)
-class Token:
-    """A C token: kind is `num`, `id`, `op`, `str` or `other`; offset is into the scanned text."""
+    A named tuple rather than a frozen dataclass (the same fields, immutability, equality, hash and repr): the
+    scanners make one for every token of the file on every save, and a tuple is built several times faster.
+    """
 
     kind: str
     text: str
@@ -148,12 +164,14 @@ _TOKEN_RE = re.compile(
 
 def tokenize(text: str, base: int = 0) -> list[Token]:
     """Tokens of (masked) C text; offsets are `base` plus the position in `text`."""
-    tokens: list[Token] = []
-    for m in _TOKEN_RE.finditer(text):
-        kind = m.lastgroup or "other"
-        if kind != "ws":
-            tokens.append(Token(kind, m.group(), base + m.start()))
-    return tokens
+    make = _new_token
+    return [make(Token, (m.lastgroup or "other", m.group(), base + m.start()))
+            for m in _TOKEN_RE.finditer(text) if m.lastgroup != "ws"]
+
+
+#: builds a Token from a (kind, text, offset) tuple without the keyword handling of `Token(...)`, as
+#: `Token._make` does; the tokenizer's inner loop
+_new_token = tuple.__new__
 
 
 class LineIndex:

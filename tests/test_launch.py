@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kerncast.analysis.cexpr import ConstEnv, mask_source
+from kerncast.analysis.cexpr import ConstEnv, Token, mask_source, tokenize
 from kerncast.analysis.launch import (
     LaunchOverrides,
     find_annotations,
@@ -124,6 +124,40 @@ def test_masking_hides_comments_and_strings_but_keeps_offsets():
     masked, comments = mask_source(src)
     assert len(masked) == len(src) and "<<<" not in masked and masked.endswith("\nb")
     assert [c.text for c in comments] == ["/* x <<< */", "// c"]
+
+
+@pytest.mark.parametrize(("src", "masked", "comments"), [
+    # digit separators are no character literals; a char literal's contents go
+    ("int n = 1'000'000; char c = ';';", "int n = 1'000'000; char c = ' ';", []),
+    # a comment marker inside a string is text; a quote inside a comment is comment
+    ('s = "a // b"; // it\'s\nx', 's = "      ";        \nx', ["// it's"]),
+    # a `//` comment goes on over a backslash-newline (a carriage return before it is blanked too)
+    ("a // one \\\ntwo\nb // c \\\r\nd\ne", "a         \n   \nb        \n \ne", ["// one \\\ntwo", "// c \\\r\nd"]),
+    # an unterminated block comment runs to the end, newlines kept
+    ("a /* b\nc", "a     \n ", ["/* b\nc"]),
+    # an unclosed literal ends at its line (its last character is kept); an escape skips a character
+    ("x = \"ab\ny = '\\\\''; z", "x = \" b\ny = '  ''  z", []),
+    # nothing to mask: the text comes back as it is
+    ("k<<<1, 2>>>();", "k<<<1, 2>>>();", []),
+    ("", "", []),
+])
+def test_masking_edge_cases(src, masked, comments):
+    out, found = mask_source(src)
+    assert out == masked
+    assert [c.text for c in found] == comments
+    assert all(src[c.start:c.end] == c.text for c in found)
+
+
+def test_c_tokens_kinds_offsets_and_equality():
+    toks = tokenize("dim3 g(n/ 2, 0x1F'u);  k<<<g, b>>>", base=10)
+    assert [(t.kind, t.text, t.offset) for t in toks] == [
+        ("id", "dim3", 10), ("id", "g", 15), ("op", "(", 16), ("id", "n", 17), ("op", "/", 18),
+        ("num", "2", 20), ("op", ",", 21), ("num", "0x1F'u", 23), ("op", ")", 29), ("op", ";", 30),
+        ("id", "k", 33), ("op", "<<<", 34), ("id", "g", 37), ("op", ",", 38), ("id", "b", 40), ("op", ">>>", 41)]
+    assert toks[1] == Token("id", "g", 15) and hash(toks[1]) == hash(Token("id", "g", 15))
+    assert repr(toks[0]) == "Token(kind='id', text='dim3', offset=10)"
+    with pytest.raises(AttributeError):
+        toks[0].text = "x"  # type: ignore[misc]
 
 
 # ------------------------------------------------------------------------------------------ sites
