@@ -71,10 +71,16 @@ def match_lines(text: str, pattern: re.Pattern[str]) -> list[tuple[int, re.Match
 
 def span_end(lines: list[str], first: int) -> int:
     """The last line (1-based) of the function starting at `first`: its closing brace, or the `;` of a
-    declaration without a body."""
+    declaration without a body.
+
+    Once the body's `{` is seen the depth stays above 0 until the closing brace, so a line without a brace
+    changes nothing and is passed over without cutting its comment off (most of a function's lines)."""
     depth, seen = 0, False
     for i in range(first - 1, len(lines)):
-        code = lines[i].split("//", 1)[0]
+        line = lines[i]
+        if seen and "{" not in line and "}" not in line:
+            continue
+        code = line.split("//", 1)[0]
         depth += code.count("{") - code.count("}")
         seen = seen or "{" in code
         if (seen and depth <= 0) or (not seen and code.rstrip().endswith(";")):
