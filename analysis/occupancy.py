@@ -32,7 +32,7 @@ more shared memory than a block may have) gives occupancy 0 and a note, never an
 from __future__ import annotations
 
 import tomllib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -72,8 +72,12 @@ class Occupancy:
     shared_capacity_bytes: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        """Plain values for a JSON report."""
-        return asdict(self)
+        """Plain values for a JSON report (what `dataclasses.asdict` gives, built directly: the resource
+        findings read it for every kernel on every save, and `asdict` deep-copies field by field)."""
+        return {"active_blocks_per_sm": self.active_blocks_per_sm, "active_warps_per_sm": self.active_warps_per_sm,
+                "max_warps_per_sm": self.max_warps_per_sm, "occupancy": self.occupancy, "limiter": self.limiter,
+                "limits": dict(self.limits), "notes": list(self.notes),
+                "shared_capacity_bytes": self.shared_capacity_bytes}
 
 
 @cache

@@ -76,9 +76,11 @@ def resource_stage(ctx: KernelContext) -> None:
     """Pipeline stage: add `low-occupancy` and `register-spill` findings to the kernel's report."""
     report = ctx.report
     threshold = ctx.options.thresholds.low_occupancy
-    lines = ctx.cuda_source.splitlines() if ctx.cuda_source else []
+    lines: list[str] | None = None  # split only when there is a finding to place
     for finding in (low_occupancy(report, threshold), register_spill(report)):
         if finding is not None:
+            if lines is None:
+                lines = ctx.cuda_source.splitlines() if ctx.cuda_source else []
             if lines:  # the whole kernel definition line, as the CLI and the editor both show it
                 finding.column, finding.end_column = source_line_range(lines, finding.line)
             report.findings.append(finding)

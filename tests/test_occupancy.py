@@ -185,3 +185,12 @@ def test_to_json_is_plain_data():
     data = occ("v100", 128, 40, 0).to_json()
     assert data["limiter"] == "registers" and data["limits"]["registers"] == 12
     assert isinstance(data["notes"], list)
+
+
+def test_json_holds_every_field_as_plain_copies():
+    """The JSON form is the dataclass's fields in order, its dict and list copied (not shared)."""
+    occ = compute_occupancy(load_profile("v100"), 1024, 64, 48 * 1024)
+    data = occ.to_json()
+    assert data == dataclasses.asdict(occ)
+    assert list(data) == [f.name for f in dataclasses.fields(occ)]
+    assert data["limits"] is not occ.limits and data["notes"] is not occ.notes

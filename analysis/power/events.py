@@ -136,7 +136,7 @@ class EventEnergy:
                 "constants": self.constants.to_json(), "assumptions": list(self.assumptions)}
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class _Cost:
     category: str
     components: dict[str, float]  # pJ per warp instruction, by component (issue, L1, L2, DRAM, ...)
@@ -216,11 +216,18 @@ def event_energy(function, weights: Sequence[float], warps: float, accesses: Map
     by_event: dict[str, float] = defaultdict(float)
     by_component: dict[str, float] = defaultdict(float)
     lines: dict[int, LineEnergy] = {}
+    # a cost depends on the mnemonic and the access's sectors and wavefronts only: worked out once for each
+    costs: dict[tuple[Any, ...], _Cost] = {}
     for i, ins in enumerate(function.body):
         runs = warps * float(weights[i])
         if runs <= 0:
             continue
-        cost = instruction_cost(ins, accesses.get(i), pj)
+        access = accesses.get(i)
+        key = (ins.opcode, ins.modifiers, *((access.sectors_per_request, access.wavefronts)
+                                            if access is not None else ()))
+        cost = costs.get(key)
+        if cost is None:
+            cost = costs[key] = instruction_cost(ins, access, pj)
         uj = runs * sum(cost.components.values()) * 1e-6
         by_event[cost.category] += uj
         for comp, e in cost.components.items():

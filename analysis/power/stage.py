@@ -79,7 +79,7 @@ def power_stage(ctx: KernelContext) -> None:
     if event is None:
         return
     findings = energy_hotspots(event, ctx.function.display_name, ctx.options.thresholds.energy_hotspot_share)
-    lines = ctx.cuda_source.splitlines() if ctx.cuda_source is not None else []
+    lines = ctx.cuda_source.splitlines() if ctx.cuda_source is not None and findings else []
     for f in findings:
         f.column, f.end_column = source_line_range(lines, f.line) if lines else (1, 1000)
     report.findings.extend(findings)
