@@ -235,7 +235,9 @@ def event_energy(function, weights: Sequence[float], warps: float, accesses: Map
         line = line_of(ins)
         if line is None:
             continue
-        le = lines.setdefault(line, LineEnergy(line))
+        le = lines.get(line)
+        if le is None:  # (not `setdefault`, which would build a LineEnergy for every instruction)
+            le = lines[line] = LineEnergy(line)
         le.uj += uj
         le.events[cost.category] += uj
         if cost.sectors is not None:
