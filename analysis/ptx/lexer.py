@@ -10,6 +10,7 @@ the parser tells modifiers from the next word. A modifier may start with a digit
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from kerncast.analysis.ptx.errors import PtxSyntaxError
 
@@ -49,6 +50,52 @@ class Token:
         return f"Token({self.kind}, {self.text!r}, {self.line}:{self.column})"
 
 
+class InstructionLine(Token):
+    """A whole line holding one plain instruction, read by one regular expression instead of token by token.
+
+    Only `tokenize(..., instructions=True)` makes them, for the parser's fast path (`_Parser.line_instruction`).
+    Kind, text, line and column are those of the line's first token (the guard's `@` or the opcode), so a
+    reader that only looks at the current token sees what it would see without the fast path; `match` is the
+    line's `INSTRUCTION_LINE_RE` match.
+    """
+
+    __slots__ = ("match",)
+
+    def __init__(self, match: re.Match[str], line: int) -> None:
+        guarded = match.start("guard") >= 0
+        first = "guard" if guarded else "opcode"
+        super().__init__("punct" if guarded else "ident", "@" if guarded else match.group("opcode"), line,
+                         match.start(first) + 1, False)
+        self.match = match
+
+
+_WS = r"[ \t\r\f\v]"
+#: a `%` register with glued dotted parts (`%r1`, `%tid.x`), or a plain name (label, symbol, the sink `_`)
+_REG = r"%[A-Za-z0-9_$]+(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*"
+_NAME = r"[A-Za-z_$][A-Za-z0-9_$]*"
+_INT = r"(?:0[xX][0-9a-fA-F]+|[0-9]+)[uU]?"
+_FLOAT = r"0[fF][0-9a-fA-F]{8}|0[dD][0-9a-fA-F]{16}"
+_ITEM = rf"(?:{_REG}|{_NAME})"
+#: the operands of the fast path, each a named group: a register, a name, a (negative) hex float or integer,
+#: `[base]` or `[base+offset]` / `[base-offset]` / `[base+-offset]`, and `{a, b, ...}` of registers and names
+OPERAND_RE = re.compile(
+    rf"(?P<reg>{_REG})|(?P<name>{_NAME})|(?P<float>-?(?:{_FLOAT}))|(?P<int>-?{_INT})"
+    rf"|\[(?P<base>{_ITEM})(?:(?P<sign>[+-])(?P<offset>-?{_INT}))?\]"
+    rf"|\{{(?P<items>{_ITEM}(?:{_WS}*,{_WS}*{_ITEM})*)\}}"
+)
+_OPERAND = re.sub(r"\(\?P<\w+>", "(?:", OPERAND_RE.pattern)
+#: one line holding one plain instruction: optional guard, opcode, glued modifiers (the lexer's `dir`), the
+#: operands above separated by commas, `;` and an optional line comment. Every token of such a line is one the
+#: token path reads the same way (see `instruction_line` in the parser); any other line takes the token path.
+INSTRUCTION_LINE_RE = re.compile(
+    rf"{_WS}*(?:(?P<guard>@(?P<neg>!?)(?P<pred>%[A-Za-z0-9_$]*|{_NAME})){_WS}+)?"
+    rf"(?P<opcode>[A-Za-z_][A-Za-z0-9_$]*)"
+    rf"(?P<mods>(?:\.(?:[A-Za-z_$][A-Za-z0-9_$]*|[0-9]+[A-Za-z_][A-Za-z0-9_$]*)(?:::[A-Za-z0-9_$]+)*)*)"
+    rf"(?:{_WS}+(?P<operands>(?:{_OPERAND})(?:{_WS}*,{_WS}*(?:{_OPERAND}))*))?"
+    rf"{_WS}*;{_WS}*(?://.*)?"
+)
+
+
 _BLOCK_COMMENT_RE = re.compile(r"/\*.*?\*/", re.DOTALL)
 
 
@@ -59,18 +106,23 @@ def _blank_block_comments(text: str) -> str:
     return _BLOCK_COMMENT_RE.sub(lambda m: "".join(c if c == "\n" else " " for c in m.group()), text)
 
 
-def tokenize(text: str, skip: dict[int, tuple[int, str]] | None = None) -> list[Token]:
+def tokenize(text: str, skip: dict[int, tuple[int, str]] | None = None, *,
+             instructions: bool = False) -> list[Token]:
     """Split PTX text into tokens; raise `PtxSyntaxError` at the first character that starts no token.
 
     Works line by line (PTX tokens never span lines once block comments are blanked), which keeps line and
     column bookkeeping out of the per-token loop. `skip` maps a first line to (last line, key) of text that
     is not lexed: one `reused` token carrying the key stands for it (a function parsed before, see reuse.py).
+    With `instructions`, a line inside braces that holds one plain instruction (`INSTRUCTION_LINE_RE`) becomes
+    one `InstructionLine` token instead of its tokens: the parser reads it at once, and any other reader gets
+    its tokens back from `line_tokens` (see the parser's `advance`).
     """
     tokens: list[Token] = []
     append = tokens.append
-    match = _TOKEN_RE.match
+    whole_line = INSTRUCTION_LINE_RE.fullmatch if instructions else None
     lines = _blank_block_comments(text).split("\n")
     skip_to = 0
+    depth = 0  # braces open (only counted for `instructions`: module-scope lines never take the fast path)
     for line_no, line in enumerate(lines, start=1):
         if line_no <= skip_to:
             continue
@@ -78,24 +130,53 @@ def tokenize(text: str, skip: dict[int, tuple[int, str]] | None = None) -> list[
             skip_to, key = skip[line_no]
             append(Token("reused", key, line_no, 1, False))
             continue
-        pos = 0
-        n = len(line)
-        glued = False
-        while pos < n:
-            m = match(line, pos)
-            if m is None:
-                _raise_at(line, pos, line_no)
-            kind = m.lastgroup
-            end = m.end()
-            if kind == "ws" or kind == "linecomment":
-                glued = False
-            else:
-                append(Token(kind, m.group(), line_no, pos + 1, glued))  # type: ignore[arg-type]
-                glued = True
-            pos = end
+        if whole_line is None:
+            _lex_line(line, line_no, append)
+            continue
+        if depth > 0:
+            m = whole_line(line)
+            if m is not None:
+                append(InstructionLine(m, line_no))
+                continue
+        before = len(tokens)
+        _lex_line(line, line_no, append)
+        for k in range(before, len(tokens)):
+            t = tokens[k]
+            if t.kind == "punct":
+                if t.text == "{":
+                    depth += 1
+                elif t.text == "}":
+                    depth -= 1
     last = lines[-1] if lines else ""
     tokens.append(Token("eof", "", len(lines), len(last) + 1, False))
     return tokens
+
+
+def line_tokens(token: InstructionLine) -> list[Token]:
+    """The tokens of an instruction line, as `tokenize` without `instructions` makes them."""
+    out: list[Token] = []
+    _lex_line(token.match.string, token.line, out.append)
+    return out
+
+
+def _lex_line(line: str, line_no: int, append: Callable[[Token], None]) -> None:
+    """Append the tokens of one line (block comments already blanked)."""
+    match = _TOKEN_RE.match
+    pos = 0
+    n = len(line)
+    glued = False
+    while pos < n:
+        m = match(line, pos)
+        if m is None:
+            _raise_at(line, pos, line_no)
+        kind = m.lastgroup
+        end = m.end()
+        if kind == "ws" or kind == "linecomment":
+            glued = False
+        else:
+            append(Token(kind, m.group(), line_no, pos + 1, glued))  # type: ignore[arg-type]
+            glued = True
+        pos = end
 
 
 def _raise_at(line: str, pos: int, line_no: int) -> None:

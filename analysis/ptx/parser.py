@@ -11,10 +11,11 @@ module-scope directive, so one odd construct never hides the other kernels of a 
 
 from __future__ import annotations
 
+import re
 import struct
 
 from kerncast.analysis.ptx.errors import PtxSyntaxError
-from kerncast.analysis.ptx.lexer import Token, tokenize
+from kerncast.analysis.ptx.lexer import OPERAND_RE, InstructionLine, Token, line_tokens, tokenize
 from kerncast.analysis.ptx.model import (
     TYPE_BYTES,
     Addr,
@@ -35,6 +36,8 @@ from kerncast.analysis.ptx.model import (
 )
 from kerncast.analysis.ptx.reuse import FunctionReuse, Span, function_spans
 
+#: the commas (and blanks) between the items of a `{a, b}` operand of an instruction line
+_ITEM_SPLIT_RE = re.compile(r"[ \t\r\f\v]*,[ \t\r\f\v]*")
 _STATE_SPACES = frozenset({".reg", ".shared", ".local", ".const", ".global", ".param", ".tex", ".sreg"})
 _LINKAGE = frozenset({".visible", ".extern", ".weak", ".common"})
 _PERF_DIRECTIVES = frozenset({
@@ -68,7 +71,7 @@ class _Parser:
                 if fn is not None:
                     self.kept[span.key] = fn
         skip = {s.first: (s.last, s.key) for s in self.spans.values() if s.key in self.kept}
-        self.toks: list[Token] = tokenize(text, skip)
+        self.toks: list[Token] = tokenize(text, skip, instructions=True)
         self.i = 0
         self.tok: Token = self.toks[0]
         self.files: dict[int, str] = {}
@@ -78,6 +81,10 @@ class _Parser:
         self.function_name: str | None = None
         self.reg_names: set[str] = set()
         self.nesting = 0
+        #: operands and guards of instruction lines by their text, shared (they are immutable; see
+        #: `line_operand`)
+        self.shared: dict[str, Operand] = {}
+        self.guards: dict[str, Guard] = {}
 
     # ------------------------------------------------------------------ token helpers
     def seek(self, i: int) -> None:
@@ -91,9 +98,20 @@ class _Parser:
     def advance(self) -> Token:
         t = self.tok
         if t.kind != "eof":
+            if type(t) is InstructionLine:
+                t = self.split_line()
             self.i += 1
             self.tok = self.toks[self.i]
         return t
+
+    def split_line(self) -> Token:
+        """Put the current instruction line's tokens in its place and return the first: a reader other than
+        `body` (error recovery, a construct running on past its line) takes it token by token, as it would
+        have without the fast path."""
+        plain = line_tokens(self.tok)  # type: ignore[arg-type]
+        self.toks[self.i:self.i + 1] = plain
+        self.tok = plain[0]
+        return self.tok
 
     def error(self, message: str, tok: Token | None = None) -> PtxSyntaxError:
         t = tok or self.tok
@@ -415,6 +433,11 @@ class _Parser:
         depth = 1
         while True:
             t = self.tok
+            if type(t) is InstructionLine:  # the fast path: one plain instruction on a line of its own
+                fn.body.append(self.line_instruction(t, len(fn.body)))
+                self.i += 1
+                self.tok = self.toks[self.i]
+                continue
             if t.kind == "eof":
                 raise self.error(f"missing '}}' at the end of {fn.name}", t)
             if t.text == "}" and t.kind == "punct":
@@ -485,6 +508,60 @@ class _Parser:
         text = self.lines[start.line - 1].strip() if start.line - 1 < len(self.lines) else ""
         return Instruction(op.text, tuple(mods), tuple(operands), guard, start.line, start.column,
                            self.loc, index, text)
+
+    def line_instruction(self, t: InstructionLine, index: int) -> Instruction:
+        """The instruction of an `InstructionLine`: what `instruction` makes of the same tokens, read from the
+        line's match (the line's grammar admits only operands whose tokens `operand` reads one way)."""
+        guarded, neg, pred, opcode, mods, text = t.match.groups()
+        guard = None
+        if guarded is not None:
+            guard = self.guards.get(guarded)
+            if guard is None:
+                guard = self.guards[guarded] = Guard(pred, neg == "!")
+        operands = tuple(self.line_operand(o) for o in OPERAND_RE.finditer(text)) if text else ()
+        line = self.lines[t.line - 1].strip() if t.line - 1 < len(self.lines) else ""
+        return Instruction(opcode, tuple(mods[1:].split(".")) if mods else (), operands, guard, t.line, t.column,
+                           self.loc, index, line)
+
+    def line_operand(self, m: re.Match[str]) -> Operand:
+        """One operand of an instruction line, as `operand` reads its tokens.
+
+        Operands are immutable, so one object stands for every use of the same text in the file (registers
+        and immediates repeat from line to line); a name's operand depends on the `.reg` names in scope and is
+        made each time."""
+        text = m.group()
+        found = self.shared.get(text)
+        if found is not None:
+            return found
+        kind = m.lastgroup
+        if kind == "name":
+            return self.line_name(text)
+        if kind == "reg":
+            op: Operand = Reg(text)
+        elif kind == "int" or kind == "float":
+            value = _int_value if kind == "int" else _float_value
+            op = Imm(-value(text[1:]), text) if text[0] == "-" else Imm(value(text), text)
+        elif kind == "items":
+            items = _ITEM_SPLIT_RE.split(m.group("items"))
+            op = Vec(tuple(Reg(item) if item[0] == "%" else self.line_name(item) for item in items))
+            if any(item[0] != "%" for item in items):
+                return op
+        else:
+            base = m.group("base")
+            offset = 0
+            if m.group("sign") is not None:
+                value_text = m.group("offset")
+                amount = -_int_value(value_text[1:]) if value_text[0] == "-" else _int_value(value_text)
+                offset = -amount if m.group("sign") == "-" else amount
+            if base[0] != "%":
+                return Addr(self.line_name(base), offset)
+            op = Addr(Reg(base), offset)
+        self.shared[text] = op
+        return op
+
+    def line_name(self, name: str) -> Reg | Sym:
+        """A name operand: a register declared without `%` (inline assembly) or a symbol."""
+        return Reg(name) if name in self.reg_names else Sym(name)
 
     # ------------------------------------------------------------------ operands
     def operand(self) -> Operand:
