@@ -1,10 +1,10 @@
-"""The parser's fast path for instruction lines gives exactly what the token path gives.
+"""The parser's fast paths for instruction and `.loc` lines give exactly what the token path gives.
 
-A line inside braces that holds one plain instruction is read by one regular expression
-(`lexer.INSTRUCTION_LINE_RE`) instead of token by token. These tests parse the same text both ways (the token
-path alone is `tokenize` without `instructions`) and compare the whole `Module`, or the error, on nvcc's output
-for every `.cu` file of the repository, on the repository's `.ptx` files, on hand-written lines of every
-operand form, on lines the fast path must leave alone, and on mutated PTX.
+A line inside braces that holds one plain instruction (or one plain `.loc`) is read by one regular expression
+(`lexer.INSTRUCTION_LINE_RE`, `lexer.LOC_LINE_RE`) instead of token by token. These tests parse the same text
+both ways (the token path alone is `tokenize` without `instructions`) and compare the whole `Module`, or the
+error, on nvcc's output for every `.cu` file of the repository, on the repository's `.ptx` files, on
+hand-written lines of every operand form, on lines the fast path must leave alone, and on mutated PTX.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from kerncast.analysis.compile import CompileOptions, compile_cuda
 from kerncast.analysis.ptx import PtxSyntaxError, parse_ptx
 from kerncast.analysis.ptx import lexer as lexer_mod
 from kerncast.analysis.ptx import parser as parser_mod
-from kerncast.analysis.ptx.lexer import InstructionLine, tokenize
+from kerncast.analysis.ptx.lexer import InstructionLine, LocLine, tokenize
 from kerncast.analysis.ptx.model import Addr, Guard, Imm, Reg, Sym, Vec
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -138,6 +138,24 @@ def test_other_lines_take_the_token_path_and_agree(line, monkeypatch):
     assert _fast_lines(text) == 1  # only the `ret;`
     fast, slow = _both(text, monkeypatch)
     assert fast == slow
+
+
+@pytest.mark.parametrize(("loc", "fast", "where"), [
+    (".loc\t1 10 5", True, ("k.cu", 10, 5)),
+    (".loc 1 12 0 // a comment", True, ("k.cu", 12, 0)),
+    (".loc 1 010 5", True, ("k.cu", 8, 5)),  # a leading zero reads octal, as `expect_int` reads it
+    (".loc 2 7 3", True, ("2", 7, 3)),  # a file index without a `.file`
+    (".loc 1 0 0", True, None),  # line 0: no source position
+    (".loc 1 20 1, function_name $L__info_string0, inlined_at 1 30 2", False, ("k.cu", 20, 1)),
+    (".loc 1 -3 1", False, None),
+])
+def test_loc_lines(loc, fast, where, monkeypatch):
+    text = _kernel(loc, "ret;") + '\t.file\t1 "k.cu"\n'
+    assert sum(type(t) is LocLine for t in tokenize(text, instructions=True)) == int(fast)
+    fast_result, slow = _both(text, monkeypatch)
+    assert fast_result == slow
+    got = fast_result.functions[0].body[0].loc  # type: ignore[attr-defined]
+    assert (None if got is None else (got.file, got.line, got.column)) == where
 
 
 def test_inline_assembly_register_names_are_registers(monkeypatch):

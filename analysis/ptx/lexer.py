@@ -50,23 +50,41 @@ class Token:
         return f"Token({self.kind}, {self.text!r}, {self.line}:{self.column})"
 
 
-class InstructionLine(Token):
-    """A whole line holding one plain instruction, read by one regular expression instead of token by token.
+class LineToken(Token):
+    """A whole line read by one regular expression instead of token by token (`InstructionLine`, `LocLine`).
 
-    Only `tokenize(..., instructions=True)` makes them, for the parser's fast path (`_Parser.line_instruction`).
-    Kind, text, line and column are those of the line's first token (the guard's `@` or the opcode), so a
-    reader that only looks at the current token sees what it would see without the fast path; `match` is the
-    line's `INSTRUCTION_LINE_RE` match.
+    Only `tokenize(..., instructions=True)` makes them, for the parser's fast paths. Kind, text, line and
+    column are those of the line's first token, so a reader that only looks at the current token sees what it
+    would see without the fast path; `match` is the line's match, and `line_tokens` gives its tokens.
     """
 
     __slots__ = ("match",)
+
+    def __init__(self, kind: str, text: str, line: int, column: int, match: re.Match[str]) -> None:
+        super().__init__(kind, text, line, column, False)
+        self.match = match
+
+
+class InstructionLine(LineToken):
+    """A line holding one plain instruction (`INSTRUCTION_LINE_RE`); its first token is the guard's `@` or the
+    opcode."""
+
+    __slots__ = ()
 
     def __init__(self, match: re.Match[str], line: int) -> None:
         guarded = match.start("guard") >= 0
         first = "guard" if guarded else "opcode"
         super().__init__("punct" if guarded else "ident", "@" if guarded else match.group("opcode"), line,
-                         match.start(first) + 1, False)
-        self.match = match
+                         match.start(first) + 1, match)
+
+
+class LocLine(LineToken):
+    """A `.loc file line column` line with nothing after the three numbers (`LOC_LINE_RE`)."""
+
+    __slots__ = ()
+
+    def __init__(self, match: re.Match[str], line: int) -> None:
+        super().__init__("dir", ".loc", line, match.start("loc") + 1, match)
 
 
 _WS = r"[ \t\r\f\v]"
@@ -95,6 +113,10 @@ INSTRUCTION_LINE_RE = re.compile(
     rf"{_WS}*;{_WS}*(?://.*)?"
 )
 
+#: a `.loc` directive of three decimal numbers and nothing else on its line (nvcc's form without inlining)
+LOC_LINE_RE = re.compile(
+    rf"{_WS}*(?P<loc>\.loc){_WS}+(?P<file>[0-9]+){_WS}+(?P<line>[0-9]+){_WS}+(?P<column>[0-9]+){_WS}*(?://.*)?")
+
 
 _BLOCK_COMMENT_RE = re.compile(r"/\*.*?\*/", re.DOTALL)
 
@@ -113,13 +135,14 @@ def tokenize(text: str, skip: dict[int, tuple[int, str]] | None = None, *,
     Works line by line (PTX tokens never span lines once block comments are blanked), which keeps line and
     column bookkeeping out of the per-token loop. `skip` maps a first line to (last line, key) of text that
     is not lexed: one `reused` token carrying the key stands for it (a function parsed before, see reuse.py).
-    With `instructions`, a line inside braces that holds one plain instruction (`INSTRUCTION_LINE_RE`) becomes
-    one `InstructionLine` token instead of its tokens: the parser reads it at once, and any other reader gets
-    its tokens back from `line_tokens` (see the parser's `advance`).
+    With `instructions`, a line inside braces that holds one plain instruction (`INSTRUCTION_LINE_RE`) or one
+    plain `.loc` (`LOC_LINE_RE`) becomes one `LineToken` instead of its tokens: the parser reads it at once,
+    and any other reader gets its tokens back from `line_tokens` (see the parser's `advance`).
     """
     tokens: list[Token] = []
     append = tokens.append
     whole_line = INSTRUCTION_LINE_RE.fullmatch if instructions else None
+    loc_line = LOC_LINE_RE.fullmatch
     lines = _blank_block_comments(text).split("\n")
     skip_to = 0
     depth = 0  # braces open (only counted for `instructions`: module-scope lines never take the fast path)
@@ -138,6 +161,10 @@ def tokenize(text: str, skip: dict[int, tuple[int, str]] | None = None, *,
             if m is not None:
                 append(InstructionLine(m, line_no))
                 continue
+            m = loc_line(line)
+            if m is not None:
+                append(LocLine(m, line_no))
+                continue
         before = len(tokens)
         _lex_line(line, line_no, append)
         for k in range(before, len(tokens)):
@@ -152,8 +179,8 @@ def tokenize(text: str, skip: dict[int, tuple[int, str]] | None = None, *,
     return tokens
 
 
-def line_tokens(token: InstructionLine) -> list[Token]:
-    """The tokens of an instruction line, as `tokenize` without `instructions` makes them."""
+def line_tokens(token: LineToken) -> list[Token]:
+    """The tokens of a line read whole, as `tokenize` without `instructions` makes them."""
     out: list[Token] = []
     _lex_line(token.match.string, token.line, out.append)
     return out

@@ -15,7 +15,15 @@ import re
 import struct
 
 from kerncast.analysis.ptx.errors import PtxSyntaxError
-from kerncast.analysis.ptx.lexer import OPERAND_RE, InstructionLine, Token, line_tokens, tokenize
+from kerncast.analysis.ptx.lexer import (
+    OPERAND_RE,
+    InstructionLine,
+    LineToken,
+    LocLine,
+    Token,
+    line_tokens,
+    tokenize,
+)
 from kerncast.analysis.ptx.model import (
     TYPE_BYTES,
     Addr,
@@ -98,17 +106,18 @@ class _Parser:
     def advance(self) -> Token:
         t = self.tok
         if t.kind != "eof":
-            if type(t) is InstructionLine:
+            if type(t) is not Token:  # a line read whole, taken token by token here
                 t = self.split_line()
             self.i += 1
             self.tok = self.toks[self.i]
         return t
 
     def split_line(self) -> Token:
-        """Put the current instruction line's tokens in its place and return the first: a reader other than
-        `body` (error recovery, a construct running on past its line) takes it token by token, as it would
-        have without the fast path."""
-        plain = line_tokens(self.tok)  # type: ignore[arg-type]
+        """Put the current `LineToken`'s tokens in its place and return the first: a reader other than its fast
+        path (error recovery, a construct running on past its line) takes it token by token, as it would have
+        without the fast path."""
+        assert isinstance(self.tok, LineToken)
+        plain = line_tokens(self.tok)
         self.toks[self.i:self.i + 1] = plain
         self.tok = plain[0]
         return self.tok
@@ -256,6 +265,14 @@ class _Parser:
 
     def loc_directive(self) -> None:
         """`.loc file line column [, function_name label[+off], inlined_at file line col]`."""
+        t = self.tok
+        if type(t) is LocLine:  # the fast path: three numbers and nothing after them on the line
+            file_idx, line, col = (_int_value(v) for v in t.match.group("file", "line", "column"))
+            self.i += 1
+            self.tok = self.toks[self.i]
+            self.loc_file = file_idx
+            self.loc = SourceLoc(str(file_idx), line, col) if line > 0 else None
+            return
         self.advance()
         file_idx = self.expect_int()
         line = self.expect_int()
@@ -693,13 +710,21 @@ def _resolve_locs(module: Module, done: list[Function]) -> None:
     """Replace the `.file` index stored in each SourceLoc by the file name (files may come after code); the
     functions in `done` (reused from an earlier parse) have theirs already."""
     skip = {id(fn) for fn in done}
+    # the instructions after one `.loc` share its SourceLoc, and so share the resolved one (both immutable)
+    # (each kept with its original, so that no id is reused while the table lives)
+    resolved: dict[int, tuple[SourceLoc, SourceLoc]] = {}
     for fn in module.functions:
         if id(fn) in skip:
             continue
         for ins in fn.body:
-            if ins.loc is not None:
-                idx = int(ins.loc.file)
-                ins.loc = SourceLoc(module.files.get(idx, str(idx)), ins.loc.line, ins.loc.column)
+            loc = ins.loc
+            if loc is not None:
+                pair = resolved.get(id(loc))
+                if pair is None:
+                    idx = int(loc.file)
+                    pair = resolved[id(loc)] = (loc, SourceLoc(module.files.get(idx, str(idx)), loc.line,
+                                                               loc.column))
+                ins.loc = pair[1]
 
 
 def parse_ptx(text: str, path: str | None = None, reuse: FunctionReuse | None = None) -> Module:
