@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from kerncast.analysis.cexpr import ConstEnv, Folded, Token
@@ -641,6 +642,15 @@ _INCLUDED_SUFFIXES = (".cu", ".cuh")
 MAX_INCLUDE_DEPTH = 8
 
 
+@lru_cache(maxsize=8)
+def _quoted_includes(text: str) -> tuple[str, ...]:
+    """The `.cu`/`.cuh` names of a text's quoted `#include`s, in order: a function of the text alone, kept
+    because every kernel's launch inference asks for those of the same file (the files themselves are looked
+    up and read on every call, since they may have changed)."""
+    names = (m.group(1) for m in _INCLUDE_RE.finditer(text))
+    return tuple(name for name in names if name.endswith(_INCLUDED_SUFFIXES))
+
+
 def with_includes(facts: SourceFacts, path: str | Path | None, include_dirs: list[str] | None = None) -> SourceFacts:
     """The facts with the kernels of quoted `#include`d `.cu`/`.cuh` files (recursively) added.
 
@@ -656,10 +666,7 @@ def with_includes(facts: SourceFacts, path: str | Path | None, include_dirs: lis
     def visit(text: str, here: Path, depth: int) -> None:
         if depth > MAX_INCLUDE_DEPTH:
             return
-        for m in _INCLUDE_RE.finditer(text):
-            name = m.group(1)
-            if not name.endswith(_INCLUDED_SUFFIXES):
-                continue
+        for name in _quoted_includes(text):
             target = next((c for c in (here.parent / name, *(d / name for d in dirs)) if c.is_file()), None)
             if target is None or target.resolve() in seen:
                 continue

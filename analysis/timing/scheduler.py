@@ -173,8 +173,12 @@ def schedule_block(dag: DepGraph, instructions: Sequence[Instruction], profile: 
     busy: dict[str, float] = {}
     n_global = n_shared = 0
     delay = 0.0
+    batches: dict[int, float] = {}  # lanes -> the pipelined batches' extra cycles, L_pipeline * (ceil(nTW/R) - 1)
     for v, res, lat, lanes, preds, kind in plan:
-        d = lat + pipeline_latency * (math.ceil(n_threads / lanes) - 1)
+        extra = batches.get(lanes)
+        if extra is None:
+            extra = batches[lanes] = pipeline_latency * (math.ceil(n_threads / lanes) - 1)
+        d = lat + extra
         t = 0.0
         for u in preds:
             t = max(t, finish[u])
