@@ -141,7 +141,10 @@ def _predict(pending: list[KernelContext], lime: bool, memo: PowerMemo | None) -
     rows = [(c.power_inputs.features, c.gpu) for c in pending if c.power_inputs is not None]
     if memo is None:
         return predict_powers(rows, explain=True, lime=lime)
-    gpus = {id(g): repr(g) for _, g in rows}
+    gpus: dict[int, str] = {}  # each distinct profile's repr once (a profile's repr is long, and is the same
+    for _, g in rows:           # object for every kernel of a file)
+        if id(g) not in gpus:
+            gpus[id(g)] = repr(g)
     keys = [repr((gpus[id(g)], lime, sorted(f.items()))) for f, g in rows]
     out = [memo.get(k) for k in keys]
     todo = [i for i, p in enumerate(out) if p is None]

@@ -71,11 +71,17 @@ class InstructionLine(LineToken):
 
     __slots__ = ()
 
-    def __init__(self, match: re.Match[str], line: int) -> None:
-        guarded = match.start("guard") >= 0
-        first = "guard" if guarded else "opcode"
-        super().__init__("punct" if guarded else "ident", "@" if guarded else match.group("opcode"), line,
-                         match.start(first) + 1, match)
+    def __init__(self, match: re.Match[str], line: int) -> None:  # (no super() chain: one per instruction)
+        column = match.start("guard")
+        if column >= 0:
+            self.kind, self.text = "punct", "@"
+        else:
+            self.kind, self.text = "ident", match.group("opcode")
+            column = match.start("opcode")
+        self.line = line
+        self.column = column + 1
+        self.glued = False
+        self.match = match
 
 
 class LocLine(LineToken):
@@ -155,6 +161,8 @@ def tokenize(text: str, skip: dict[int, tuple[int, str]] | None = None, *,
             continue
         if whole_line is None:
             _lex_line(line, line_no, append)
+            continue
+        if not line:
             continue
         if depth > 0:
             m = whole_line(line)

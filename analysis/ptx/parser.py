@@ -267,7 +267,8 @@ class _Parser:
         """`.loc file line column [, function_name label[+off], inlined_at file line col]`."""
         t = self.tok
         if type(t) is LocLine:  # the fast path: three numbers and nothing after them on the line
-            file_idx, line, col = (_int_value(v) for v in t.match.group("file", "line", "column"))
+            file_text, line_text, col_text = t.match.group("file", "line", "column")
+            file_idx, line, col = _int_value(file_text), _int_value(line_text), _int_value(col_text)
             self.i += 1
             self.tok = self.toks[self.i]
             self.loc_file = file_idx
@@ -535,7 +536,7 @@ class _Parser:
             guard = self.guards.get(guarded)
             if guard is None:
                 guard = self.guards[guarded] = Guard(pred, neg == "!")
-        operands = tuple(self.line_operand(o) for o in OPERAND_RE.finditer(text)) if text else ()
+        operands = tuple(map(self.line_operand, OPERAND_RE.finditer(text))) if text else ()
         line = self.lines[t.line - 1].strip() if t.line - 1 < len(self.lines) else ""
         return Instruction(opcode, tuple(mods[1:].split(".")) if mods else (), operands, guard, t.line, t.column,
                            self.loc, index, line)
