@@ -1,10 +1,11 @@
-"""The parser's fast paths for instruction and `.loc` lines give exactly what the token path gives.
+"""The parser's fast paths for instruction, `.loc` and `.reg` lines give exactly what the token path gives.
 
-A line inside braces that holds one plain instruction (or one plain `.loc`) is read by one regular expression
-(`lexer.INSTRUCTION_LINE_RE`, `lexer.LOC_LINE_RE`) instead of token by token. These tests parse the same text
-both ways (the token path alone is `tokenize` without `instructions`) and compare the whole `Module`, or the
-error, on nvcc's output for every `.cu` file of the repository, on the repository's `.ptx` files, on
-hand-written lines of every operand form, on lines the fast path must leave alone, and on mutated PTX.
+A line inside braces that holds one plain instruction (or one plain `.loc`, or one register range) is read
+by one regular expression (`lexer.INSTRUCTION_LINE_RE`, `LOC_LINE_RE`, `REG_LINE_RE`) instead of token by
+token. These tests parse the same text both ways (the token path alone is `tokenize` without `instructions`)
+and compare the whole `Module`, or the error, on nvcc's output for every `.cu` file of the repository, on the
+repository's `.ptx` files, on hand-written lines of every form, on lines the fast paths must leave alone, and
+on mutated PTX.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from kerncast.analysis.compile import CompileOptions, compile_cuda
 from kerncast.analysis.ptx import PtxSyntaxError, parse_ptx
 from kerncast.analysis.ptx import lexer as lexer_mod
 from kerncast.analysis.ptx import parser as parser_mod
-from kerncast.analysis.ptx.lexer import InstructionLine, LocLine, tokenize
-from kerncast.analysis.ptx.model import Addr, Guard, Imm, Reg, Sym, Vec
+from kerncast.analysis.ptx.lexer import InstructionLine, LocLine, RegLine, tokenize
+from kerncast.analysis.ptx.model import Addr, Guard, Imm, Reg, Sym, VarDecl, Vec
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CUDA_FILES = sorted(p for d in ("examples", "tests/kernels", "tests/ptx_constructs", "benchmarks/data")
@@ -156,6 +157,26 @@ def test_loc_lines(loc, fast, where, monkeypatch):
     assert fast_result == slow
     got = fast_result.functions[0].body[0].loc  # type: ignore[attr-defined]
     assert (None if got is None else (got.file, got.line, got.column)) == where
+
+
+@pytest.mark.parametrize(("decl", "fast", "expected"), [
+    (".reg .b32 \t%t<6>;", True, VarDecl("%t", "reg", "b32", None, (), 6, False, 12)),
+    (".reg .pred %q<2>; // predicates", True, VarDecl("%q", "reg", "pred", None, (), 2, False, 12)),
+    (".reg .b64 %s<010>;", True, VarDecl("%s", "reg", "b64", None, (), 8, False, 12)),  # octal, as expect_int
+    (".reg .xyz %u<3>;", True, None),  # an unknown type: the token path's error
+    (".reg .b32 %u<99999999999999>;", True, None),  # a count out of range: the token path's error
+    (".reg .v2 .f32 %v<4>;", False, VarDecl("%v", "reg", "f32", None, (2,), 4, False, 12)),
+    (".reg .b32 %w;", False, VarDecl("%w", "reg", "b32", None, (), 1, False, 12)),
+])
+def test_register_declaration_lines(decl, fast, expected, monkeypatch):
+    text = _kernel(decl, "ret;")
+    assert sum(type(t) is RegLine for t in tokenize(text, instructions=True)) == 3 + int(fast)
+    fast_result, slow = _both(text, monkeypatch)
+    assert fast_result == slow
+    if expected is None:
+        assert isinstance(fast_result, tuple)  # the error, the same both ways
+    else:
+        assert fast_result.functions[0].decls[-1] == expected  # type: ignore[attr-defined]
 
 
 def test_inline_assembly_register_names_are_registers(monkeypatch):

@@ -51,7 +51,8 @@ class Token:
 
 
 class LineToken(Token):
-    """A whole line read by one regular expression instead of token by token (`InstructionLine`, `LocLine`).
+    """A whole line read by one regular expression instead of token by token (`InstructionLine`, `LocLine`,
+    `RegLine`).
 
     Only `tokenize(..., instructions=True)` makes them, for the parser's fast paths. Kind, text, line and
     column are those of the line's first token, so a reader that only looks at the current token sees what it
@@ -119,6 +120,19 @@ INSTRUCTION_LINE_RE = re.compile(
     rf"{_WS}*;{_WS}*(?://.*)?"
 )
 
+class RegLine(LineToken):
+    """A `.reg .type %name<count>;` line: one register range, nvcc's form of every register declaration."""
+
+    __slots__ = ()
+
+    def __init__(self, match: re.Match[str], line: int) -> None:
+        super().__init__("dir", ".reg", line, match.start("reg") + 1, match)
+
+
+#: a register range declaration and nothing else on its line (`.reg .b32 %r<12>;`)
+REG_LINE_RE = re.compile(
+    rf"{_WS}*(?P<reg>\.reg){_WS}+\.(?P<type>[A-Za-z_$][A-Za-z0-9_$]*){_WS}+(?P<name>%[A-Za-z0-9_$]*)"
+    rf"<(?P<count>[0-9]+)>{_WS}*;{_WS}*(?://.*)?")
 #: a `.loc` directive of three decimal numbers and nothing else on its line (nvcc's form without inlining)
 LOC_LINE_RE = re.compile(
     rf"{_WS}*(?P<loc>\.loc){_WS}+(?P<file>[0-9]+){_WS}+(?P<line>[0-9]+){_WS}+(?P<column>[0-9]+){_WS}*(?://.*)?")
@@ -141,14 +155,16 @@ def tokenize(text: str, skip: dict[int, tuple[int, str]] | None = None, *,
     Works line by line (PTX tokens never span lines once block comments are blanked), which keeps line and
     column bookkeeping out of the per-token loop. `skip` maps a first line to (last line, key) of text that
     is not lexed: one `reused` token carrying the key stands for it (a function parsed before, see reuse.py).
-    With `instructions`, a line inside braces that holds one plain instruction (`INSTRUCTION_LINE_RE`) or one
-    plain `.loc` (`LOC_LINE_RE`) becomes one `LineToken` instead of its tokens: the parser reads it at once,
-    and any other reader gets its tokens back from `line_tokens` (see the parser's `advance`).
+    With `instructions`, a line inside braces that holds one plain instruction (`INSTRUCTION_LINE_RE`), one
+    plain `.loc` (`LOC_LINE_RE`) or one register range (`REG_LINE_RE`) becomes one `LineToken` instead of its
+    tokens: the parser reads it at once, and any other reader gets its tokens back from `line_tokens` (see
+    the parser's `advance`).
     """
     tokens: list[Token] = []
     append = tokens.append
     whole_line = INSTRUCTION_LINE_RE.fullmatch if instructions else None
     loc_line = LOC_LINE_RE.fullmatch
+    reg_line = REG_LINE_RE.fullmatch
     lines = _blank_block_comments(text).split("\n")
     skip_to = 0
     depth = 0  # braces open (only counted for `instructions`: module-scope lines never take the fast path)
@@ -172,6 +188,10 @@ def tokenize(text: str, skip: dict[int, tuple[int, str]] | None = None, *,
             m = loc_line(line)
             if m is not None:
                 append(LocLine(m, line_no))
+                continue
+            m = reg_line(line)
+            if m is not None:
+                append(RegLine(m, line_no))
                 continue
         before = len(tokens)
         _lex_line(line, line_no, append)

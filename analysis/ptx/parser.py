@@ -20,6 +20,7 @@ from kerncast.analysis.ptx.lexer import (
     InstructionLine,
     LineToken,
     LocLine,
+    RegLine,
     Token,
     line_tokens,
     tokenize,
@@ -392,6 +393,15 @@ class _Parser:
     # ------------------------------------------------------------------ declarations
     def declaration(self, extern: bool, module_scope: bool = False) -> list[VarDecl]:
         """`.space [.align n] [.vN] .type name[<count>][dims] [= init] {, name...} ;`."""
+        t = self.tok
+        if type(t) is RegLine:  # the fast path: `.reg .type %name<count>;` alone on its line
+            vtype, name, count_text = t.match.group("type", "name", "count")
+            count = _int_value(count_text)
+            if f".{vtype}" in _VAR_TYPES and 0 <= count <= _MAX_DIM:
+                self.i += 1
+                self.tok = self.toks[self.i]
+                return [VarDecl(name, "reg", vtype, None, (), count, extern, t.line, None)]
+            # otherwise the token path reports the error where it finds it
         space_tok = self.advance()
         space = space_tok.text[1:]
         align = None
