@@ -116,16 +116,23 @@ def _block_cost(dag: DepGraph, body: Any, classes: Mapping[int, InstrClass], uni
     ready: dict[int, float] = {}
     chain = drained = 0.0
     count = 0.0
+    per_class: dict[InstrClass, tuple[str, int, float]] = {}  # class -> (unit, its lanes, latency)
+    preds = dag.preds
     for v in dag.nodes:
         ins, cls = body[v], classes[v]
         if _is_free(ins, cls):
             ready[v] = 0.0
             continue
-        res = cls.resource if units.get(cls.resource, 0) > 0 else "SP"
-        per_thread[res] = per_thread.get(res, 0.0) + replays.get(v, 1.0) / units[res]
+        found = per_class.get(cls)
+        if found is None:
+            res = cls.resource if units.get(cls.resource, 0) > 0 else "SP"
+            found = per_class[cls] = (res, units[res], float(latency.get(cls.latency, latency.get("misc", 1.0))))
+        res, lanes, cycles = found
+        per_thread[res] = per_thread.get(res, 0.0) + replays.get(v, 1.0) / lanes
         count += 1.0
-        start = max((ready[u] for u, _ in dag.preds[v] if u in ready), default=0.0)
-        ready[v] = start + float(latency.get(cls.latency, latency.get("misc", 1.0)))
+        # the latest of the predecessors' results (all earlier in the block, so all in `ready`), else 0
+        start = max([ready[u] for u, _ in preds[v] if u in ready], default=0.0)
+        ready[v] = start + cycles
         # a store has no result to wait for: the warp goes on once it is issued
         chain = max(chain, start + 1.0 if ins.opcode in _STORES else ready[v])
         drained = max(drained, ready[v])
