@@ -116,17 +116,18 @@ def _block_cost(dag: DepGraph, body: Any, classes: Mapping[int, InstrClass], uni
     ready: dict[int, float] = {}
     chain = drained = 0.0
     count = 0.0
-    per_class: dict[InstrClass, tuple[str, int, float]] = {}  # class -> (unit, its lanes, latency)
+    # class (by identity: `classify` hands out one object per mnemonic) -> (unit, its lanes, latency)
+    per_class: dict[int, tuple[str, int, float]] = {}
     preds = dag.preds
     for v in dag.nodes:
         ins, cls = body[v], classes[v]
         if _is_free(ins, cls):
             ready[v] = 0.0
             continue
-        found = per_class.get(cls)
+        found = per_class.get(id(cls))
         if found is None:
             res = cls.resource if units.get(cls.resource, 0) > 0 else "SP"
-            found = per_class[cls] = (res, units[res], float(latency.get(cls.latency, latency.get("misc", 1.0))))
+            found = per_class[id(cls)] = (res, units[res], float(latency.get(cls.latency, latency.get("misc", 1.0))))
         res, lanes, cycles = found
         per_thread[res] = per_thread.get(res, 0.0) + replays.get(v, 1.0) / lanes
         count += 1.0

@@ -86,7 +86,10 @@ class _Reservations:
 
     def earliest(self, t: float, d: float) -> float:
         """The first t1 >= t with [t1, t1 + d) free (Algorithm 6 line 9)."""
-        i = bisect.bisect_right(self.ends, t)
+        ends = self.ends
+        if not ends or t >= ends[-1]:  # after every reservation (what the search below finds at once)
+            return t
+        i = bisect.bisect_right(ends, t)
         cand = t
         while i < len(self.starts):
             if self.starts[i] >= cand + d:
@@ -98,6 +101,14 @@ class _Reservations:
     def reserve(self, t1: float, d: float) -> None:
         """Mark [t1, t1 + d) busy (Algorithm 6 lines 11-12), merging touching intervals."""
         end = t1 + d
+        starts, ends = self.starts, self.ends
+        if not starts or t1 > starts[-1]:  # after every start: the general case below, without its searches
+            if starts and ends[-1] >= t1:
+                ends[-1] = max(end, ends[-1])
+            else:
+                starts.append(t1)
+                ends.append(end)
+            return
         i = bisect.bisect_left(self.starts, t1)
         if i > 0 and self.ends[i - 1] >= t1:
             i -= 1
