@@ -155,31 +155,29 @@ class Instruction:
     #: instruction does not change once parsed, and the dependence DAGs, the dataflow and the trip counts ask
     #: for them many times per analysis (and again for a function the parser reuses on the next save)
     registers: tuple[tuple[str, ...], tuple[str, ...]] | None = field(default=None, repr=False, compare=False)
+    #: (space, dtype, has_dest), worked out on first use of any of them: every stage asks for them, for every
+    #: instruction, often several times, and they depend only on fields that do not change after parsing
+    derived: tuple[str | None, str | None, bool] | None = field(default=None, repr=False, compare=False)
 
     @property
     def full_opcode(self) -> str:
         """The whole mnemonic as written, e.g. `ld.global.nc.v4.f32`."""
         return ".".join((self.opcode, *self.modifiers))
 
+    def _derive(self) -> tuple[str | None, str | None, bool]:
+        found = self.derived = (_space(self.opcode, self.modifiers), _dtype(self.modifiers),
+                                _has_dest(self.opcode, self.modifiers, self.operands))
+        return found
+
     @property
     def space(self) -> str | None:
         """The state space named by a memory instruction, `generic` if none; None for non-memory opcodes."""
-        if self.opcode not in ("ld", "st", "atom", "red", "ldu", "prefetch", "cvta", "wmma", "ldmatrix",
-                               "stmatrix", "cp", "isspacep", "mbarrier"):
-            return None
-        for mod in self.modifiers:
-            base = mod.split("::", 1)[0]  # shared::cta, shared::cluster, param::entry
-            if base in ("global", "shared", "local", "param", "const", "tex"):
-                return base
-        return "generic"
+        return (self.derived or self._derive())[0]
 
     @property
     def dtype(self) -> str | None:
         """The last fundamental-type modifier (`f32`, `u64`, ...) or None."""
-        for mod in reversed(self.modifiers):
-            if mod in TYPE_NAMES:
-                return mod
-        return None
+        return (self.derived or self._derive())[1]
 
     @property
     def vector_width(self) -> int:
@@ -198,11 +196,7 @@ class Instruction:
     @property
     def has_dest(self) -> bool:
         """Whether the first operand is written by the instruction."""
-        if self.opcode in _NO_DEST and self.opcode != "mbarrier" or (
-                self.opcode == "wmma" and "store" in self.modifiers):
-            return False
-        # a first operand in brackets is memory written (st, sust, mbarrier.init, cp.async), never a register
-        return bool(self.operands) and not isinstance(self.operands[0], Addr)
+        return (self.derived or self._derive())[2]
 
     @property
     def dests(self) -> tuple[Operand, ...]:
@@ -234,6 +228,38 @@ class Instruction:
     def line(self) -> int | None:
         """The CUDA source line (from `.loc`), or None when the PTX carries no line info."""
         return self.loc.line if self.loc else None
+
+
+_MEMORY_OPCODES = frozenset({"ld", "st", "atom", "red", "ldu", "prefetch", "cvta", "wmma", "ldmatrix", "stmatrix",
+                             "cp", "isspacep", "mbarrier"})
+_SPACES = frozenset({"global", "shared", "local", "param", "const", "tex"})
+
+
+def _space(opcode: str, modifiers: tuple[str, ...]) -> str | None:
+    """`Instruction.space` (see there)."""
+    if opcode not in _MEMORY_OPCODES:
+        return None
+    for mod in modifiers:
+        base = mod.split("::", 1)[0]  # shared::cta, shared::cluster, param::entry
+        if base in _SPACES:
+            return base
+    return "generic"
+
+
+def _dtype(modifiers: tuple[str, ...]) -> str | None:
+    """`Instruction.dtype` (see there)."""
+    for mod in reversed(modifiers):
+        if mod in TYPE_NAMES:
+            return mod
+    return None
+
+
+def _has_dest(opcode: str, modifiers: tuple[str, ...], operands: tuple[Operand, ...]) -> bool:
+    """`Instruction.has_dest` (see there)."""
+    if opcode in _NO_DEST and opcode != "mbarrier" or (opcode == "wmma" and "store" in modifiers):
+        return False
+    # a first operand in brackets is memory written (st, sust, mbarrier.init, cp.async), never a register
+    return bool(operands) and not isinstance(operands[0], Addr)
 
 
 # ------------------------------------------------------------------------------------------ declarations
