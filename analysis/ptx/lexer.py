@@ -5,6 +5,12 @@ never looks at characters and every error can say where it happened. Comments va
 that a token touches the previous one (`ld` `.global` in `ld.global`, `%tid` `.x` in `%tid.x`), which is how
 the parser tells modifiers from the next word. A modifier may start with a digit (`tex.2d`, `.1d`) and carry
 `::` sub-qualifiers (`.shared::cta`, `.mbarrier::complete_tx::bytes`, `.cta_group::1`): it stays one token.
+
+For the parser the lexer also reads the three kinds of line that make up most of nvcc's output whole: a plain
+instruction, a plain `.loc` and a register range (`LineToken`). One regular expression matches such a line
+where dozens of token matches and token objects would be made; the line's grammar admits only what the token
+path reads one way, and the parser turns any such line it does not read on its fast path back into tokens, so
+the result is the same either way (tests/test_ptx_fast_path.py compares the two).
 """
 
 from __future__ import annotations

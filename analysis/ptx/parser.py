@@ -7,6 +7,11 @@ Unknown directives are skipped, unknown opcodes kept. Every failure is a `PtxSyn
 `parse_ptx` turns any internal surprise into one as well, so nothing else escapes. A syntax error inside a
 function costs only that function: it is recorded in `Module.errors` and parsing resumes at the next
 module-scope directive, so one odd construct never hides the other kernels of a file.
+
+Lines the lexer read whole (`lexer.LineToken`: a plain instruction, `.loc` or register range) are built
+directly from their match where a statement starts (`line_instruction`, `loc_directive`, `declaration`); any
+other reader that advances over one gets its tokens back first (`split_line`), as if it had been lexed token
+by token.
 """
 
 from __future__ import annotations
