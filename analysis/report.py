@@ -6,7 +6,9 @@ run and an editor session show the same numbers for the same input.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from kerncast.analysis.rules import is_code
@@ -47,7 +49,14 @@ class FieldsJson:
         return out
 
 
-def source_line_range(lines: list[str], line: int, column: int = 0) -> tuple[int, int]:
+@lru_cache(maxsize=4)
+def source_lines(text: str) -> tuple[str, ...]:
+    """The lines of a source text, split once per text: every kernel of a file places its findings on the
+    same text."""
+    return tuple(text.splitlines())
+
+
+def source_line_range(lines: Sequence[str], line: int, column: int = 0) -> tuple[int, int]:
     """(start, end) columns, 1-based and end exclusive, of a finding on `line` of the analysed source: from
     `column` (or the first non-blank character when 0) to the end of the line's text."""
     if 1 <= line <= len(lines):

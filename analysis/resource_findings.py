@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kerncast.analysis.context import KernelContext
-from kerncast.analysis.report import Finding, KernelReport, source_line_range
+from kerncast.analysis.report import Finding, KernelReport, source_line_range, source_lines
 from kerncast.analysis.rules import Code
 
 _ADVICE = {
@@ -76,11 +76,9 @@ def resource_stage(ctx: KernelContext) -> None:
     """Pipeline stage: add `low-occupancy` and `register-spill` findings to the kernel's report."""
     report = ctx.report
     threshold = ctx.options.thresholds.low_occupancy
-    lines: list[str] | None = None  # split only when there is a finding to place
+    lines = source_lines(ctx.cuda_source) if ctx.cuda_source else ()
     for finding in (low_occupancy(report, threshold), register_spill(report)):
         if finding is not None:
-            if lines is None:
-                lines = ctx.cuda_source.splitlines() if ctx.cuda_source else []
             if lines:  # the whole kernel definition line, as the CLI and the editor both show it
                 finding.column, finding.end_column = source_line_range(lines, finding.line)
             report.findings.append(finding)

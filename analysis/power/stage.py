@@ -25,7 +25,7 @@ from kerncast.analysis.power.explain import lime_contributions
 from kerncast.analysis.power.features import LaunchShape, extract_features
 from kerncast.analysis.power.model import ModelsMissing, PowerPrediction, feature_row, predict_powers
 from kerncast.analysis.ptx.model import line_in_file
-from kerncast.analysis.report import source_line_range
+from kerncast.analysis.report import source_line_range, source_lines
 from kerncast.analysis.tripcount import trip_values
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ def power_stage(ctx: KernelContext) -> None:
     if event is None:
         return
     findings = energy_hotspots(event, ctx.function.display_name, ctx.options.thresholds.energy_hotspot_share)
-    lines = ctx.cuda_source.splitlines() if ctx.cuda_source is not None and findings else []
+    lines = source_lines(ctx.cuda_source) if ctx.cuda_source is not None else ()
     for f in findings:
         f.column, f.end_column = source_line_range(lines, f.line) if lines else (1, 1000)
     report.findings.extend(findings)
