@@ -100,6 +100,15 @@ class LocLine(LineToken):
         super().__init__("dir", ".loc", line, match.start("loc") + 1, match)
 
 
+class RegLine(LineToken):
+    """A `.reg .type %name<count>;` line: one register range, nvcc's form of every register declaration."""
+
+    __slots__ = ()
+
+    def __init__(self, match: re.Match[str], line: int) -> None:
+        super().__init__("dir", ".reg", line, match.start("reg") + 1, match)
+
+
 _WS = r"[ \t\r\f\v]"
 #: a `%` register with glued dotted parts (`%r1`, `%tid.x`), or a plain name (label, symbol, the sink `_`)
 _REG = r"%[A-Za-z0-9_$]+(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*"
@@ -117,7 +126,7 @@ OPERAND_RE = re.compile(
 _OPERAND = re.sub(r"\(\?P<\w+>", "(?:", OPERAND_RE.pattern)
 #: one line holding one plain instruction: optional guard, opcode, glued modifiers (the lexer's `dir`), the
 #: operands above separated by commas, `;` and an optional line comment. Every token of such a line is one the
-#: token path reads the same way (see `instruction_line` in the parser); any other line takes the token path.
+#: token path reads the same way (see `line_instruction` in the parser); any other line takes the token path.
 INSTRUCTION_LINE_RE = re.compile(
     rf"{_WS}*(?:(?P<guard>@(?P<neg>!?)(?P<pred>%[A-Za-z0-9_$]*|{_NAME})){_WS}+)?"
     rf"(?P<opcode>[A-Za-z_][A-Za-z0-9_$]*)"
@@ -125,15 +134,6 @@ INSTRUCTION_LINE_RE = re.compile(
     rf"(?:{_WS}+(?P<operands>(?:{_OPERAND})(?:{_WS}*,{_WS}*(?:{_OPERAND}))*))?"
     rf"{_WS}*;{_WS}*(?://.*)?"
 )
-
-class RegLine(LineToken):
-    """A `.reg .type %name<count>;` line: one register range, nvcc's form of every register declaration."""
-
-    __slots__ = ()
-
-    def __init__(self, match: re.Match[str], line: int) -> None:
-        super().__init__("dir", ".reg", line, match.start("reg") + 1, match)
-
 
 #: a register range declaration and nothing else on its line (`.reg .b32 %r<12>;`)
 REG_LINE_RE = re.compile(
