@@ -286,11 +286,18 @@ def evaluate(atoms: Atoms, p: Value, subst: dict[int, Value], cache: dict[int, V
         return None
     out: Value = ZERO
     for m, c in p:
-        term: Value = const(c)
-        for a in m:
-            term = mul(term, _eval_atom(atoms, a, subst, cache))
+        if len(m) == 1:  # the common term, `c` times one atom: a scaled value, no product to normalise
+            term = _eval_atom(atoms, m[0], subst, cache)
             if term is None:
                 return None
+            if c != 1:
+                term = tuple([(mt, ct * c) for mt, ct in term])
+        else:
+            term = const(c)
+            for a in m:
+                term = mul(term, _eval_atom(atoms, a, subst, cache))
+                if term is None:
+                    return None
         out = add(out, term)
         if out is None:
             return None
