@@ -142,7 +142,7 @@ class _SubsetTables:
         size = np.left_shift(1, d)
         start = np.concatenate([[0], np.cumsum(size)[:-1]])
         tables = np.empty(int(size.sum()))
-        for n in np.unique(d):  # the leaves of one path length are contiguous, and so are their tables
+        for n in sorted(set(d.tolist())):  # the leaves of one path length are contiguous, and so are their tables
             first, count = int(np.argmax(d == n)), int(np.count_nonzero(d == n))
             t = _subset_table(np.ascontiguousarray(zero[first:first + count, :n].T), value[first:first + count])
             tables[start[first]:start[first] + count * (1 << int(n))] = t.T.ravel()
@@ -151,7 +151,7 @@ class _SubsetTables:
         bit = np.concatenate([np.full(r, 1 << s, np.int64) for s, r in enumerate(runs)])
         feat = pick(feature)
         by_feature = np.argsort(feat, kind="stable")
-        features, starts = np.unique(feat[by_feature], return_index=True)
+        features, starts = _runs(feat[by_feature])
         return cls(runs, feat, pick(lo), pick(hi_in).astype(np.float32), pick(nan_ok), bit, ~bit,
                    np.concatenate([start[:r] for r in runs]), 1.0 / pick(zero), tables, value,
                    (size - 1).astype(np.int64), by_feature, starts, features)
@@ -221,6 +221,14 @@ def _subset_table(zero: np.ndarray, value: np.ndarray) -> np.ndarray:
                 k *= 2
             out[:, a:a + chunk] += p
     return out * value
+
+
+def _runs(ordered: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of a sorted array and where each one's run starts (`np.unique(..., return_index=True)`
+    of sorted input, without `np.unique`, whose first call imports `numpy.ma`: a tenth of a command's start)."""
+    first = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1]))) if ordered.size else \
+        np.zeros(0, dtype=np.intp)
+    return ordered[first], first
 
 
 @dataclass(frozen=True)
