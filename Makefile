@@ -13,12 +13,18 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
+# An editable install leaves Kerncast's own modules as sources; they are byte-compiled once here, as pip does
+# for an installed wheel, so that a command does not compile every module again at each start where the
+# environment sets PYTHONDONTWRITEBYTECODE (about 0.15 s of `kerncast analyze`). A module edited since is
+# compiled again when it is imported.
 $(VENV)/.demo-installed: pyproject.toml | $(VENV)/bin/python
 	$(PY) -m pip install --quiet -e '.[cuda]'
+	$(PY) -m compileall -q analysis server
 	touch $@
 
 $(VENV)/.test-installed: pyproject.toml | $(VENV)/bin/python
 	$(PY) -m pip install --quiet -e '.[cuda,test]'
+	$(PY) -m compileall -q analysis server
 	touch $@ $(VENV)/.demo-installed
 
 demo: $(VENV)/.demo-installed
