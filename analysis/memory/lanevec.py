@@ -153,11 +153,12 @@ class LaneVectors:
         return {(): self._filled(c)}
 
     def _filled(self, c: int) -> np.ndarray:
-        """The lane vector holding `c` in every lane, made once per constant: arrays are never written once
-        built, so values share them."""
+        """The lane vector holding `c` in every lane, made once per constant and shared by every value that
+        holds it (read only: a write would change them all)."""
         arr = self._constants.get(c)
         if arr is None:
             arr = self._constants[c] = np.full(self.size, c, dtype=np.int64)
+            arr.flags.writeable = False
         return arr
 
     def _mul(self, a: VecPoly, a_bound: int, b: VecPoly, b_bound: int) -> tuple[VecPoly, int]:

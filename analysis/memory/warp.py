@@ -62,7 +62,10 @@ def lane_ints(block: tuple[int, int, int] | None) -> dict[str, np.ndarray] | Non
 def _block_lane_ints(bx: int, by: int, bz: int) -> dict[str, np.ndarray]:
     lanes = [ln for warp in _block_lanes(bx, by, bz) for ln in warp]
     names = lanes[0].subst if lanes else {}
-    return {name: np.array([E.as_const(ln.subst[name]) for ln in lanes], dtype=np.int64) for name in names}
+    out = {name: np.array([E.as_const(ln.subst[name]) for ln in lanes], dtype=np.int64) for name in names}
+    for arr in out.values():
+        arr.flags.writeable = False  # shared by every kernel with this block shape, in every thread
+    return out
 
 
 @cache

@@ -226,8 +226,9 @@ def _subset_table(zero: np.ndarray, value: np.ndarray) -> np.ndarray:
 def _runs(ordered: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct values of a sorted array and where each one's run starts (`np.unique(..., return_index=True)`
     of sorted input, without `np.unique`, whose first call imports `numpy.ma`: a tenth of a command's start)."""
-    first = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1]))) if ordered.size else \
-        np.zeros(0, dtype=np.intp)
+    if not ordered.size:
+        return ordered, np.zeros(0, dtype=np.intp)
+    first = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
     return ordered[first], first
 
 
