@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kerncast.analysis.cfg import Cfg
-from kerncast.analysis.ptx.model import Addr, Instruction, Operand, PredPair, Reg, Vec
 
 #: Barriers and fences: each orders the memory accesses before it against those after it.
 SYNC_OPCODES = frozenset({"bar", "barrier", "membar", "fence"})
@@ -27,75 +26,16 @@ class DepGraph:
     preds: dict[int, list[tuple[int, str]]] = field(default_factory=dict)
     succs: dict[int, list[tuple[int, str]]] = field(default_factory=dict)
 
-    def add_edge(self, a: int, b: int, kind: str) -> None:
-        if a == b or any(p == a for p, _ in self.preds[b]):
-            return
-        self.preds[b].append((a, kind))
-        self.succs[a].append((b, kind))
-
     def roots(self) -> list[int]:
         """Instructions with no predecessor in the block (they may start at once)."""
         return [n for n in self.nodes if not self.preds[n]]
-
-
-def registers_read(ins: Instruction) -> list[str]:
-    """Names of registers an instruction reads: source operands, address bases and its guard predicate."""
-    return list(_registers(ins)[0])
-
-
-def registers_written(ins: Instruction) -> list[str]:
-    """Names of registers an instruction writes (its destination, each element of a vector or pair).
-
-    Special registers (`%tid.x`) are read-only in PTX, so they never appear here.
-    """
-    return list(_registers(ins)[1])
-
-
-def _registers(ins: Instruction) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(read, written) register names of an instruction, worked out once and kept on it (`registers`)."""
-    found = ins.registers
-    if found is None:
-        found = ins.registers = _read_and_written(ins)
-    return found
-
-
-def _read_and_written(ins: Instruction) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The registers read (sources, address bases, the guard) and written (a destination that is no address).
-
-    A destination operand is never an address (`has_dest` is false for a bracketed first operand), so the
-    written names are those of the first operand when the instruction has a destination."""
-    read: list[str] = []
-    written: list[str] = []
-    if ins.has_dest:
-        _collect_regs(ins.operands[0], written)
-        sources = ins.operands[1:]
-    else:
-        sources = ins.operands
-    for op in sources:
-        _collect_regs(op, read)
-    if ins.guard is not None:
-        read.append(ins.guard.reg)
-    return tuple(read), tuple(written)
-
-
-def _collect_regs(op: Operand, out: list[str]) -> None:
-    if isinstance(op, Reg):
-        out.append(op.name)
-    elif isinstance(op, Addr):
-        if isinstance(op.base, Reg):
-            out.append(op.base.name)
-    elif isinstance(op, Vec):
-        for item in op.items:
-            _collect_regs(item, out)
-    elif isinstance(op, PredPair):
-        out.extend((op.first.name, op.second.name))
 
 
 def block_dependences(cfg: Cfg, block_id: int) -> DepGraph:
     """Build the dependence DAG of one block.
 
     The edges into an instruction are all found while it is visited, so they are gathered first and kept
-    once per predecessor (the first kind found wins, as `DepGraph.add_edge` does) with a set instead of a
+    once per predecessor (the first kind found wins) with a set instead of a
     scan of the predecessor list for every edge."""
     b = cfg.blocks[block_id]
     nodes = list(range(b.start, b.end))
@@ -115,7 +55,7 @@ def block_dependences(cfg: Cfg, block_id: int) -> DepGraph:
             since_sync = []
         elif last_sync is not None:
             found.append((last_sync, "sync"))
-        read, written = _registers(ins)
+        read, written = ins.registers_read, ins.registers_written
         for r in read:
             w = last_writer.get(r)
             if w is not None:

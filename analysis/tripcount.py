@@ -47,7 +47,6 @@ from kerncast.analysis.dataflow.induction import (
     update_in_loop,
 )
 from kerncast.analysis.dataflow.values import EntryValues, Index, IndexDependent, launch_dim
-from kerncast.analysis.deps import registers_written
 from kerncast.analysis.intops import COMPARISONS, wrap
 from kerncast.analysis.launch import DEFAULT_LOOPS, Launch, Sourced
 from kerncast.analysis.loops import Loop, LoopForest
@@ -251,7 +250,7 @@ def _block_of_label(fn: Function, cfg: Cfg, label: str | None) -> int | None:
 
 def _defining_setp(body: list[Instruction], pred: str) -> Instruction:
     for ins in reversed(body[:-1]):
-        if pred in registers_written(ins):
+        if pred in ins.registers_written:
             if ins.opcode != "setp":
                 raise Unknown(f"the exit predicate comes from {ins.full_opcode}")
             return ins

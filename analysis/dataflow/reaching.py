@@ -9,7 +9,6 @@ loop entry values (`values`) and induction variables (`induction`) are queries o
 from __future__ import annotations
 
 from kerncast.analysis.cfg import Cfg
-from kerncast.analysis.deps import registers_written
 from kerncast.analysis.ptx.model import Function, Instruction
 
 
@@ -17,7 +16,7 @@ def definitions(fn: Function) -> dict[str, list[Instruction]]:
     """Every instruction that writes each register, in program order."""
     defs: dict[str, list[Instruction]] = {}
     for ins in fn.body:
-        for name in dict.fromkeys(registers_written(ins)):
+        for name in dict.fromkeys(ins.registers_written):
             defs.setdefault(name, []).append(ins)
     return defs
 
@@ -32,7 +31,7 @@ class ReachingDefs:
         gen, kill = [0] * n, [0] * n
         for b in range(n):
             for ins in cfg.instructions(b):
-                for reg in set(registers_written(ins)):
+                for reg in set(ins.registers_written):
                     kill[b] |= self.mask[reg]
                     gen[b] = (gen[b] & ~self.mask[reg]) | (1 << ins.index)
         self.reach_in, self.reach_out = [0] * n, list(gen)
@@ -61,7 +60,7 @@ class ReachingDefs:
         """The definitions of `reg` that reach instruction `ins`."""
         block = self.cfg.block_of[ins.index]
         for prev in reversed(self.fn.body[self.cfg.blocks[block].start:ins.index]):
-            if reg in registers_written(prev):
+            if reg in prev.registers_written:
                 return [prev]
         return self._instructions(self.reach_in[block] & self.mask.get(reg, 0))
 

@@ -21,7 +21,6 @@ from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.dataflow import expr as E
 from kerncast.analysis.dataflow.expr import Atoms, Value, int_type
 from kerncast.analysis.dataflow.induction import Recurrence, classify
-from kerncast.analysis.deps import registers_written
 from kerncast.analysis.loops import Loop, LoopForest
 from kerncast.analysis.ptx.model import Addr, Imm, Instruction, Operand, PredPair, Reg, Sym, Vec
 
@@ -86,7 +85,7 @@ class _Pass:
                 try:
                     self._transfer(ins, env)
                 except (ArithmeticError, ValueError, TypeError, IndexError, RecursionError):
-                    for r in registers_written(ins):
+                    for r in ins.registers_written:
                         env[r] = None
             self.env_out[b] = env
         self._resolve()
@@ -235,8 +234,8 @@ class _Pass:
                 v = v if v == old else E.apply_op(atoms, "sel", (guard, v, old), None)
             env[r] = v
 
-    def _dest_regs(self, ins: Instruction) -> list[str]:
-        return registers_written(ins)
+    def _dest_regs(self, ins: Instruction) -> tuple[str, ...]:
+        return ins.registers_written
 
     def _compute(self, ins: Instruction, s: list[Value]) -> Value:
         return instruction_value(self.res.atoms, ins, s)
@@ -409,7 +408,7 @@ def written_in_loops(cfg: Cfg, loops: LoopForest) -> dict[int, set[str]]:
         regs: set[str] = set()
         for b in lp.blocks:
             for ins in cfg.instructions(b):
-                regs.update(registers_written(ins))
+                regs.update(ins.registers_written)
         written[lp.id] = regs
     return written
 

@@ -151,10 +151,10 @@ class Instruction:
     loc: SourceLoc | None
     index: int = 0
     text: str = ""
-    #: (registers read, registers written), worked out on first use by `kerncast.analysis.deps`: an
-    #: instruction does not change once parsed, and the dependence DAGs, the dataflow and the trip counts ask
-    #: for them many times per analysis (and again for a function the parser reuses on the next save)
-    registers: tuple[tuple[str, ...], tuple[str, ...]] | None = field(default=None, repr=False, compare=False)
+    #: (registers read, registers written), worked out on first use (`registers_read`): an instruction does
+    #: not change once parsed, and the dependence DAGs, the dataflow and the trip counts ask for them many
+    #: times per analysis (and again for a function the parser reuses on the next save)
+    register_use: tuple[tuple[str, ...], tuple[str, ...]] | None = field(default=None, repr=False, compare=False)
     #: (space, dtype, has_dest), worked out on first use of any of them: every stage asks for them, for every
     #: instruction, often several times, and they depend only on fields that do not change after parsing
     derived: tuple[str | None, str | None, bool] | None = field(default=None, repr=False, compare=False)
@@ -167,6 +167,21 @@ class Instruction:
     def _derive(self) -> tuple[str | None, str | None, bool]:
         found = self.derived = (_space(self.opcode, self.modifiers), _dtype(self.modifiers),
                                 _has_dest(self.opcode, self.modifiers, self.operands))
+        return found
+
+    @property
+    def registers_read(self) -> tuple[str, ...]:
+        """Registers the instruction reads: source operands, address bases and its guard predicate."""
+        return (self.register_use or self._find_registers())[0]
+
+    @property
+    def registers_written(self) -> tuple[str, ...]:
+        """Registers the instruction writes (its destination, each element of a vector or pair). Special
+        registers (`%tid.x`) are read-only in PTX, so they never appear here."""
+        return (self.register_use or self._find_registers())[1]
+
+    def _find_registers(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        found = self.register_use = _read_and_written(self.operands, self.has_dest, self.guard)
         return found
 
     @property
@@ -233,6 +248,38 @@ class Instruction:
 _MEMORY_OPCODES = frozenset({"ld", "st", "atom", "red", "ldu", "prefetch", "cvta", "wmma", "ldmatrix", "stmatrix",
                              "cp", "isspacep", "mbarrier"})
 _SPACES = frozenset({"global", "shared", "local", "param", "const", "tex"})
+
+
+def _read_and_written(operands: tuple[Operand, ...], has_dest: bool,
+                      guard: Guard | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The registers read (sources, address bases, the guard) and written (a destination that is no address).
+
+    A destination operand is never an address (`has_dest` is false for a bracketed first operand), so the
+    written names are those of the first operand when the instruction has a destination."""
+    read: list[str] = []
+    written: list[str] = []
+    sources = operands
+    if has_dest:
+        _collect_regs(operands[0], written)
+        sources = operands[1:]
+    for op in sources:
+        _collect_regs(op, read)
+    if guard is not None:
+        read.append(guard.reg)
+    return tuple(read), tuple(written)
+
+
+def _collect_regs(op: Operand, out: list[str]) -> None:
+    if isinstance(op, Reg):
+        out.append(op.name)
+    elif isinstance(op, Addr):
+        if isinstance(op.base, Reg):
+            out.append(op.base.name)
+    elif isinstance(op, Vec):
+        for item in op.items:
+            _collect_regs(item, out)
+    elif isinstance(op, PredPair):
+        out.extend((op.first.name, op.second.name))
 
 
 def _space(opcode: str, modifiers: tuple[str, ...]) -> str | None:
