@@ -9,7 +9,6 @@ for the small, mostly reducible graphs nvcc emits.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from kerncast.analysis.ptx.model import Function, Instruction, Sym
 
@@ -42,9 +41,6 @@ class Cfg:
     unreachable: set[int] = field(default_factory=set)
     #: dominator-tree numbering (block -> (preorder, last preorder below it)), built on the first query
     _dom_span: dict[int, tuple[int, int]] = field(default_factory=dict)
-    #: the region structure of the longest-path walk (`timing.scheduler.cfg_longest_path`), made on the first
-    #: walk and read by the later ones (each wave of the thesis scheduler and the kerncast model walk it)
-    longest_path_plan: Any = field(default=None, repr=False, compare=False)
 
     @property
     def entry(self) -> int:

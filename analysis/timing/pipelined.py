@@ -43,11 +43,10 @@ from typing import Any
 from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.deps import SYNC_OPCODES, DepGraph
 from kerncast.analysis.isa import InstrClass
-from kerncast.analysis.loops import block_weights
+from kerncast.analysis.loops import block_weights, cfg_longest_path
 from kerncast.analysis.ptx.model import Instruction
 from kerncast.analysis.timing.constants import time_error_band, timing_constants
 from kerncast.analysis.timing.footprint import Footprint
-from kerncast.analysis.timing.scheduler import cfg_longest_path
 
 MODEL = "kerncast"
 _FREE_SPACES = frozenset({"param", "const"})

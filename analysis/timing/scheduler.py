@@ -44,7 +44,7 @@ from typing import Any
 from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.deps import DepGraph, block_dependences
 from kerncast.analysis.isa import InstrClass, classify
-from kerncast.analysis.loops import block_weights
+from kerncast.analysis.loops import block_weights, cfg_longest_path
 from kerncast.analysis.ptx.model import Instruction
 
 #: Thesis section 4.4.4.2: "We assume the latency of v is 1 when it is perfectly pipelined."
@@ -258,91 +258,6 @@ def schedule_cfg(cfg: Cfg, loops: Any, n_threads: int, trips: Mapping[int, float
             busy[r] = busy.get(r, 0.0) + c * weights[b]
     delay = cfg_longest_path(cfg, loops, {b: s.delay for b, s in scheds.items()}, trips)
     return CfgSchedule(delay, n_global, n_shared, busy, scheds)
-
-
-#: A node of a region of the longest-path walk: (loop id for a folded inner loop else None, block id,
-#: indices of its forward successors in the region's node list, which is sorted by reverse post-order)
-_RegionNode = tuple[int | None, int, tuple[int, ...]]
-
-
-@dataclass(slots=True)
-class _PathPlan:
-    """The cost-independent part of `cfg_longest_path` for one loop forest and one set of costed blocks: each
-    loop's region (innermost first) and the whole function's, their nodes in reverse post-order."""
-
-    loops: Any
-    blocks: frozenset[int]
-    folds: list[tuple[int, int, list[_RegionNode]]]  # (loop id, header block, region), innermost first
-    whole: list[_RegionNode]
-
-
-def cfg_longest_path(cfg: Cfg, loops: Any, cost: Mapping[int, float], trips: Mapping[int, float]) -> float:
-    """The longest path of block costs through the CFG, each natural loop folded to body path x trip count.
-
-    The regions (which blocks and folded loops are nodes, and their forward edges) depend on the CFG and the
-    loops only, so they are worked out once per CFG and kept on it; each call only adds up costs."""
-    plan = cfg.longest_path_plan
-    blocks = frozenset(cost)
-    if plan is None or plan.loops is not loops or plan.blocks != blocks:
-        plan = cfg.longest_path_plan = _path_plan(cfg, loops, blocks)
-    folded: dict[int, float] = {}  # loop id -> cost of the whole loop
-    for loop_id, header, nodes in plan.folds:
-        folded[loop_id] = _region_longest(nodes, cost, folded) * trips.get(header, 1.0)
-    return _region_longest(plan.whole, cost, folded)
-
-
-def _region_longest(nodes: list[_RegionNode], cost: Mapping[int, float], folded: Mapping[int, float]) -> float:
-    """The longest path through one region's nodes (a DAG in node order)."""
-    dist = [0.0] * len(nodes)
-    best = 0.0
-    for i, (loop_id, block, succs) in enumerate(nodes):
-        d = dist[i] + (folded[loop_id] if loop_id is not None else cost[block])
-        best = max(best, d)
-        for j in succs:
-            if dist[j] < d:
-                dist[j] = d
-    return best
-
-
-def _path_plan(cfg: Cfg, loops: Any, costed: frozenset[int]) -> _PathPlan:
-    """Every region of the walk: a loop's region has its own blocks and its directly nested loops as nodes."""
-    order = {b: i for i, b in enumerate(cfg.rpo)}
-    loop_list = list(loops.loops)
-
-    def rep(block: int, inside: int | None) -> tuple[str, int]:
-        """The node standing for `block` in the region of loop `inside` (None: the whole function)."""
-        top = None
-        for lp in loops.enclosing(block):
-            if lp.id == inside:
-                break
-            top = lp
-        return ("loop", top.id) if top is not None else ("block", block)
-
-    def region(blocks: frozenset[int] | set[int], inside: int | None) -> list[_RegionNode]:
-        key: dict[tuple[str, int], int] = {}
-        for b in blocks:
-            if b not in costed:
-                continue
-            n = rep(b, inside)
-            if n not in key:
-                key[n] = order[loop_list[n[1]].header] if n[0] == "loop" else order[b]
-        succ: dict[tuple[str, int], set[tuple[str, int]]] = {n: set() for n in key}
-        for b in blocks:
-            if b not in costed:
-                continue
-            nb = rep(b, inside)
-            for s in cfg.blocks[b].succs:
-                if s not in blocks or s not in costed:
-                    continue
-                ns = rep(s, inside)
-                if ns != nb and key[ns] > key[nb]:
-                    succ[nb].add(ns)
-        ranked = sorted(key, key=lambda x: key[x])
-        index = {n: i for i, n in enumerate(ranked)}
-        return [(n[1] if n[0] == "loop" else None, n[1], tuple(sorted(index[s] for s in succ[n]))) for n in ranked]
-
-    folds = [(lp.id, lp.header, region(lp.blocks, lp.id)) for lp in sorted(loop_list, key=lambda x: -x.depth)]
-    return _PathPlan(loops, costed, folds, region({b.id for b in cfg.blocks}, None))
 
 
 # ------------------------------------------------------------------------------------------ Algorithm 8
