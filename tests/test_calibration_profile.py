@@ -83,11 +83,12 @@ def test_analysis_recovers_the_synthetic_gpu(calibration) -> None:
     assert row.ilp == (1, 2, 3)
     assert row.tp[2] == pytest.approx(125.0, rel=0.02)
     assert row.peak_warps[2] == 4.0  # ILP 3 saturates at 12 / 3 warps
-    assert calibration.global_latency.evaluate(100000.0) == pytest.approx(_global_latency(100000.0), abs=10)
-    assert calibration.global_latency_fit.r2 > 0.98
-    assert calibration.global_throughput.a * calibration.global_throughput.b == pytest.approx(2.652e6, rel=0.03)
-    assert calibration.launch_overhead.intercept == pytest.approx(2.1, abs=0.05)
-    assert calibration.launch_overhead.slope == pytest.approx(3e-7, rel=0.05)
+    assert calibration.global_latency.model.evaluate(100000.0) == pytest.approx(_global_latency(100000.0), abs=10)
+    assert calibration.global_latency.quality.r2 > 0.98
+    throughput = calibration.global_throughput.model
+    assert throughput.a * throughput.b == pytest.approx(2.652e6, rel=0.03)
+    assert calibration.launch_overhead.model.intercept == pytest.approx(2.1, abs=0.05)
+    assert calibration.launch_overhead.model.slope == pytest.approx(3e-7, rel=0.05)
     # 20e6 MB/s = 5e6 4-byte loads per microsecond, / (1755 MHz x 132 SMs)
     assert calibration.shared_loads_per_cycle_per_sm == pytest.approx(2.0e7 / 4 / 1755 / 132, rel=0.05)
 

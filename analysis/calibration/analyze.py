@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from kerncast.analysis.calibration.errors import CalibrationError
 from kerncast.analysis.calibration.fit import (
-    FitQuality,
+    Fitted,
     fit_exponential,
     fit_linear,
     fit_piecewise_linear,
@@ -47,15 +47,11 @@ class Calibration:
     sm_clock_mhz: float | None
     latency: dict[str, float]
     throughput: dict[str, ThroughputRow]
-    global_latency: PiecewiseLinear
-    global_latency_fit: FitQuality
+    global_latency: Fitted[PiecewiseLinear]
     global_latency_max_threads: float
-    global_throughput: ExpModel
-    global_throughput_fit: FitQuality
-    shared_throughput: ExpModel
-    shared_throughput_fit: FitQuality
-    launch_overhead: Linear
-    launch_overhead_fit: FitQuality
+    global_throughput: Fitted[ExpModel]
+    shared_throughput: Fitted[ExpModel]
+    launch_overhead: Fitted[Linear]
     shared_loads_per_cycle_per_sm: float | None
 
 
@@ -100,26 +96,26 @@ def _xy(records: list[dict], x_key: str, y_of) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
-def _fit_global_latency(raw: RawResults) -> tuple[PiecewiseLinear, FitQuality]:
+def _fit_global_latency(raw: RawResults) -> Fitted[PiecewiseLinear]:
     x, y = _xy(raw.of("global_latency"), "threads", lambda r: r["cycles"])
     segments = max(1, min(GLOBAL_LATENCY_SEGMENTS, x.size // 4))
     model, _ = fit_piecewise_linear(x, y, segments=segments)
     n_params = 3 * len(model.segments) - 1
-    return model, fit_quality(y, model.evaluate(x), n_params)
+    return Fitted(model, fit_quality(y, model.evaluate(x), n_params))
 
 
-def _fit_memory_throughput(raw: RawResults, space: str) -> tuple[ExpModel, FitQuality]:
+def _fit_memory_throughput(raw: RawResults, space: str) -> Fitted[ExpModel]:
     records = [r for r in raw.of("memory_throughput") if r.get("space") == space and float(r["time_us"]) > 0]
     x, y = _xy(records, "requests", lambda r: float(r["bytes"]) / float(r["time_us"]))  # bytes/us = MB/s
     a, b, c, _ = fit_exponential(x, y)
     model = ExpModel(a, b, c)
-    return model, fit_quality(y, model.evaluate(x), 3)
+    return Fitted(model, fit_quality(y, model.evaluate(x), 3))
 
 
-def _fit_launch(raw: RawResults) -> tuple[Linear, FitQuality]:
+def _fit_launch(raw: RawResults) -> Fitted[Linear]:
     x, y = _xy(raw.of("launch"), "threads", lambda r: r["time_us"])
     model, _ = fit_linear(x, y)
-    return model, fit_quality(y, model.evaluate(x), 2)
+    return Fitted(model, fit_quality(y, model.evaluate(x), 2))
 
 
 def _shared_loads_per_cycle(raw: RawResults, sm_count: int, clock_mhz: float | None) -> float | None:
@@ -140,10 +136,10 @@ def analyze(raw: RawResults) -> Calibration:
     clock = raw.of("clock")
     sm_clock = float(clock[-1]["sm_mhz"]) if clock else None
     try:
-        global_latency, gl_fit = _fit_global_latency(raw)
-        global_tp, gt_fit = _fit_memory_throughput(raw, "global")
-        shared_tp, st_fit = _fit_memory_throughput(raw, "shared")
-        launch, launch_fit = _fit_launch(raw)
+        global_latency = _fit_global_latency(raw)
+        global_tp = _fit_memory_throughput(raw, "global")
+        shared_tp = _fit_memory_throughput(raw, "shared")
+        launch = _fit_launch(raw)
     except ValueError as exc:
         raise CalibrationError(f"fitting the calibration data failed: {exc}") from exc
     return Calibration(
@@ -152,13 +148,9 @@ def analyze(raw: RawResults) -> Calibration:
         latency=_latencies(raw),
         throughput=_throughput_rows(raw),
         global_latency=global_latency,
-        global_latency_fit=gl_fit,
         global_latency_max_threads=max(float(r["threads"]) for r in raw.of("global_latency")),
         global_throughput=global_tp,
-        global_throughput_fit=gt_fit,
         shared_throughput=shared_tp,
-        shared_throughput_fit=st_fit,
         launch_overhead=launch,
-        launch_overhead_fit=launch_fit,
         shared_loads_per_cycle_per_sm=_shared_loads_per_cycle(raw, int(device["sm_count"]), sm_clock),
     )

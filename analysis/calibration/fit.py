@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import numpy as np
 from kerncast.analysis.calibration.models import ExpModel, Linear, PiecewiseLinear, Segment
@@ -70,6 +71,17 @@ class FitQuality:
             "rss": self.rss,
             "rse": self.rse,
         }
+
+
+Model = TypeVar("Model", ExpModel, Linear, PiecewiseLinear)
+
+
+@dataclass(frozen=True, slots=True)
+class Fitted(Generic[Model]):
+    """A fitted model with the quality of its fit, kept as one value so that no model leaves without it."""
+
+    model: Model
+    quality: FitQuality
 
 
 def _as_arrays(x, y, min_points: int, what: str) -> tuple[np.ndarray, np.ndarray]:

@@ -143,7 +143,7 @@ def _latency(cal: Calibration, base: GpuProfile, flags: _Flags, origin: str) -> 
     out: dict[str, float] = {}
     for row in gpus.latency_rows():
         if row == "global":
-            value = float(cal.global_latency.evaluate(32.0))
+            value = float(cal.global_latency.model.evaluate(32.0))
             flags.field("latency.global", True, f"{origin}: global_latency model at one warp (32 threads)")
         elif row in cal.latency:
             value = cal.latency[row]
@@ -177,7 +177,7 @@ def _power(power: PowerReadings, base: GpuProfile, flags: _Flags, origin: str) -
 
 
 def _models(cal: Calibration, flags: _Flags, origin: str) -> dict:
-    gl = cal.global_latency
+    gl = cal.global_latency.model
     last_x = cal.global_latency_max_threads
     edges = [0.0, *gl.breakpoints]
     ends = [*gl.breakpoints, max(last_x, edges[-1] + 1.0)]
@@ -187,17 +187,17 @@ def _models(cal: Calibration, flags: _Flags, origin: str) -> dict:
     flags.section("global_latency", _fit_text(
         f"{origin}: pointer chasing with ld.global.cg over launches of 32 to {last_x:.0f} threads, "
         f"{len(segments)}-piece linear model with breakpoints chosen to minimise the squared error (Table 3.3)",
-        cal.global_latency_fit, "cycles"))
+        cal.global_latency.quality, "cycles"))
     flags.section("global_throughput", _fit_text(
         f"{origin}: 4-byte ld.global.cg loads, bytes / event time against warp-level requests (Table 4.5)",
-        cal.global_throughput_fit, "MB/s"))
+        cal.global_throughput.quality, "MB/s"))
     flags.section("shared_throughput", _fit_text(
         f"{origin}: 4-byte ld.shared loads, bytes / event time against warp-level requests (Table 4.5)",
-        cal.shared_throughput_fit, "MB/s"))
+        cal.shared_throughput.quality, "MB/s"))
     flags.section("launch_overhead", _fit_text(
         f"{origin}: event time of an empty kernel against threads launched (section 3.4)",
-        cal.launch_overhead_fit, "us"))
-    g, s, lo = cal.global_throughput, cal.shared_throughput, cal.launch_overhead
+        cal.launch_overhead.quality, "us"))
+    g, s, lo = cal.global_throughput.model, cal.shared_throughput.model, cal.launch_overhead.model
     return {
         "global_latency": gpus.PiecewiseLinear(segments, "threads launched (nB * nT_b)", "cycles"),
         "global_throughput": gpus.ExpModel(g.a, g.b, g.c, "global memory requests (warp loads, ngM)", "MB/s"),

@@ -11,7 +11,9 @@ fractions, so that no single odd kernel dominates a linear term.
 
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Mapping
+from importlib import resources
 
 import numpy as np
 
@@ -20,34 +22,22 @@ REG_ALLOC_UNIT = 256  # registers are allocated per warp in units of 256 (CUDA O
 #: PFEA wave divisor: threads per SM in the dataset's W = ceil(ceil(nB/nSM*nT)/2048) (docs/power-features.md s2)
 PFEA_THREADS_PER_WAVE = 2048
 
-LAUNCH = ("lg", "lb", "lT", "sm_share", "occ", "thread_fill", "util", "l_waves")
-STATIC = ("l_comp_k", "l_glob_k", "l_misc_k", "l_total_k", "f_comp", "f_glob", "f_shar", "f_misc",
-          "avg_comp_lat", "has_shared", "regs", "l_shmem")
-DYN = ("l_branch", "l_gload", "l_gstore", "l_iic", "l_cache", "store_frac", "fd_glob", "fd_comp", "fd_shar",
-       "l_dyn_thread", "l_work")
+def _feature_table() -> dict[str, dict[str, str]]:
+    """The feature groups of data/power_features.toml, each {name: label} in training order (TOML keeps order)."""
+    text = resources.files("kerncast.analysis").joinpath("data/power_features.toml").read_text(encoding="utf-8")
+    data = tomllib.loads(text)
+    return {group: dict(data[group]) for group in ("launch", "static", "dynamic", "descriptor")}
+
+
+_TABLE = _feature_table()
+LAUNCH: tuple[str, ...] = tuple(_TABLE["launch"])
+STATIC: tuple[str, ...] = tuple(_TABLE["static"])
+DYN: tuple[str, ...] = tuple(_TABLE["dynamic"])
 ENG: tuple[str, ...] = LAUNCH + STATIC + DYN
 #: GPU descriptors appended for models pooled over several GPUs (docs/power-model.md s6).
-DESC = ("d_sm", "d_tdp", "d_idle")
-
+DESC: tuple[str, ...] = tuple(_TABLE["descriptor"])
 #: Human-readable names, for hovers and explanations.
-NAMES: dict[str, str] = {
-    "lg": "log2 grid size (blocks)", "lb": "log2 block size (threads)", "lT": "log2 total threads",
-    "sm_share": "share of SMs given a block", "occ": "theoretical occupancy",
-    "thread_fill": "thread-slot fill of the GPU",
-    "util": "warp-slot fill of the first wave", "l_waves": "log2 waves of blocks",
-    "l_comp_k": "compute instructions (static, log)", "l_glob_k": "global/param memory instructions (static, log)",
-    "l_misc_k": "control instructions (static, log)", "l_total_k": "instructions in the kernel (static, log)",
-    "f_comp": "compute share of static instructions", "f_glob": "global-memory share of static instructions",
-    "f_shar": "shared-memory share of static instructions", "f_misc": "control share of static instructions",
-    "avg_comp_lat": "mean compute latency (cycles)", "has_shared": "uses shared memory", "regs": "registers per thread",
-    "l_shmem": "shared memory per block (log bytes)", "l_branch": "executed branches (log)",
-    "l_gload": "executed global loads (log)", "l_gstore": "executed global stores (log)",
-    "l_iic": "instruction issue cycles (log)", "l_cache": "L2 cache penalty (log)",
-    "store_frac": "stores among global accesses", "fd_glob": "global-memory share of executed instructions",
-    "fd_comp": "compute share of executed instructions", "fd_shar": "shared-memory share of executed instructions",
-    "l_dyn_thread": "executed instructions per thread (log)", "l_work": "total executed work (log)",
-    "d_sm": "GPU SM count", "d_tdp": "GPU TDP (W)", "d_idle": "GPU idle power (W)",
-}
+NAMES: dict[str, str] = {name: label for group in _TABLE.values() for name, label in group.items()}
 
 
 def _col(cols: Mapping[str, np.ndarray], name: str, n: int, fill: float = np.nan) -> np.ndarray:
