@@ -99,6 +99,12 @@ class KernelResources:
     const_bytes: int | None = None
     barriers: int | None = None
 
+    def spill_text(self) -> str:
+        """"spills S B stored / L B loaded" when ptxas spilled, else "" (for hovers and the text report)."""
+        if not (self.spill_stores or self.spill_loads):
+            return ""
+        return f"spills {self.spill_stores or 0} B stored / {self.spill_loads or 0} B loaded"
+
 
 @dataclass
 class CompileDiagnostic:

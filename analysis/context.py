@@ -91,7 +91,6 @@ class KernelContext:
     loops: LoopForest
     #: ptxas running in the background; see `resources_stage`
     ptxas: Future[PtxasResult] | None = None
-    resources: KernelResources | None = None
     gpu: GpuProfile | None = None
     #: loop header block -> trip count per thread, with its source
     trip_counts: dict[int, Sourced] = field(default_factory=dict)

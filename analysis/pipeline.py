@@ -426,17 +426,11 @@ def resources_stage(ctx: KernelContext) -> None:
     r = ctx.report
     table, _ = ctx.ptxas.result() if ctx.ptxas is not None else ({}, None)
     res = table.get(ctx.function.name)
-    ctx.resources = res
+    r.resources = res
     if res is None:
         r.notes.append("registers unknown: ptxas did not run; shared memory counted from the PTX declarations")
-        return
-    r.registers = res.registers
-    if res.shared_bytes is not None:
+    elif res.shared_bytes is not None:
         r.shared_bytes = res.shared_bytes
-    r.spill_stores = res.spill_stores
-    r.spill_loads = res.spill_loads
-    r.stack_bytes = res.stack_bytes
-    r.local_bytes = res.local_bytes
 
 
 def power_stage(ctx: KernelContext) -> None:

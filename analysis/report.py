@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from kerncast.analysis.rules import is_code
 
 if TYPE_CHECKING:  # the stages' result types; they import this module, so only their names are used here
+    from kerncast.analysis.compile import KernelResources
     from kerncast.analysis.launch import Launch
     from kerncast.analysis.occupancy import Occupancy
     from kerncast.analysis.power.energy import EnergyEstimate
@@ -186,12 +187,10 @@ class KernelReport:
     name: str
     mangled: str
     line: int | None
-    registers: int | None = None
+    #: what ptxas reported for the kernel (registers, spills, stack); None when ptxas did not run
+    resources: KernelResources | None = None
+    #: static shared memory per block: ptxas's figure, else counted from the PTX declarations
     shared_bytes: int | None = None
-    spill_stores: int | None = None
-    spill_loads: int | None = None
-    stack_bytes: int | None = None
-    local_bytes: int | None = None
     instruction_mix: dict[str, int] = field(default_factory=dict)
     instruction_count: int = 0
     loops: list[LoopInfo] = field(default_factory=list)
@@ -203,15 +202,22 @@ class KernelReport:
     findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def registers(self) -> int | None:
+        """Registers per thread from ptxas; None when unknown."""
+        return self.resources.registers if self.resources is not None else None
+
     def to_json(self) -> dict[str, Any]:
         def opt(x: JsonReportable | None) -> dict[str, Any] | None:
             return x.to_json() if x is not None else None
 
+        res = self.resources
+        stores, loads, stack, local = (None, None, None, None) if res is None else (
+            res.spill_stores, res.spill_loads, res.stack_bytes, res.local_bytes)
         return {
             "name": self.name, "mangled": self.mangled, "line": self.line,
             "registers": self.registers, "shared_bytes": self.shared_bytes,
-            "spill_stores": self.spill_stores, "spill_loads": self.spill_loads,
-            "stack_bytes": self.stack_bytes, "local_bytes": self.local_bytes,
+            "spill_stores": stores, "spill_loads": loads, "stack_bytes": stack, "local_bytes": local,
             "instruction_count": self.instruction_count, "instruction_mix": self.instruction_mix,
             "loops": [lp.to_json() for lp in self.loops],
             "launch": opt(self.launch), "occupancy": opt(self.occupancy),

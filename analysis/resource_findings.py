@@ -59,14 +59,15 @@ def low_occupancy(report: KernelReport, threshold: float) -> Finding | None:
 
 def register_spill(report: KernelReport) -> Finding | None:
     """A warning when ptxas spilled registers to local memory."""
-    stores, loads = report.spill_stores or 0, report.spill_loads or 0
+    res = report.resources
+    stores, loads = (res.spill_stores or 0, res.spill_loads or 0) if res is not None else (0, 0)
     if stores <= 0 and loads <= 0:
         return None
     line = report.line or 1
     message = (f"register spill: ptxas moved {stores} bytes of stores and {loads} bytes of loads to local memory "
                f"({report.registers if report.registers is not None else '?'} registers per thread)")
     detail = {"spill_store_bytes": stores, "spill_load_bytes": loads, "registers_per_thread": report.registers,
-              "stack_bytes": report.stack_bytes,
+              "stack_bytes": res.stack_bytes if res is not None else None,
               "advice": "keep fewer values live (split the kernel, recompute cheap values, avoid dynamically "
                         "indexed local arrays), or allow more registers (__launch_bounds__ with fewer threads)"}
     return Finding(Code.REGISTER_SPILL, "warning", line, 1, line, 1, message, detail=detail, kernel=report.name)

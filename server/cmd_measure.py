@@ -67,10 +67,11 @@ def format_text(m: Measurement) -> str:
     power = f"{m.power_w:.1f} W average board power ({m.power_samples} samples)" if m.power_w is not None \
         else "power not available (NVML cannot read this GPU's power)"
     stable = "" if m.stable else " (not stable: the repetition limit was reached first)"
-    grid, block = "x".join(map(str, m.grid)), "x".join(map(str, m.block))
-    return (f"{m.kernel} on {m.gpu}, grid {grid}, block {block}, {m.dynamic_shared_bytes} B dynamic shared\n"
-            f"  time:  {m.time_us:.3f} us median over {m.repetitions} launches, "
-            f"robust CV {100 * m.robust_cv:.2f} %{stable}\n"
+    spec = m.spec
+    grid, block = "x".join(map(str, spec.grid)), "x".join(map(str, spec.block))
+    return (f"{spec.kernel} on {m.gpu}, grid {grid}, block {block}, {spec.dynamic_shared_bytes} B dynamic shared\n"
+            f"  time:  {m.time_us:.3f} us median over {m.timing.n} launches, "
+            f"robust CV {100 * m.timing.robust_cv:.2f} %{stable}\n"
             f"  power: {power}")
 
 

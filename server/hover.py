@@ -184,8 +184,8 @@ def resources_section(k: KernelReport) -> list[str]:
     regs = "unknown" if k.registers is None else str(k.registers)
     smem = "unknown" if k.shared_bytes is None else f"{k.shared_bytes} B"
     line = f"Registers/thread: {regs} · static shared memory: {smem}"
-    if k.spill_stores or k.spill_loads:
-        line += f" · spills {k.spill_stores or 0} B stored / {k.spill_loads or 0} B loaded"
+    if k.resources is not None and (spills := k.resources.spill_text()):
+        line += f" · {spills}"
     occ = k.occupancy
     if occ is not None and isinstance(occ.occupancy, int | float):
         occ_line = (f"Occupancy: {occ.occupancy:.0%} ({occ.active_warps_per_sm} of "

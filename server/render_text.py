@@ -34,9 +34,8 @@ def _kernel_lines(k: KernelReport) -> list[str]:
     data = k.to_json()
     out = [f"kernel {k.name}  (line {k.line if k.line is not None else '?'}, {k.mangled})"]
     regs = "unknown" if k.registers is None else str(k.registers)
-    spills = ""
-    if k.spill_stores or k.spill_loads:
-        spills = f", spills {k.spill_stores or 0} B stored / {k.spill_loads or 0} B loaded"
+    spills = k.resources.spill_text() if k.resources is not None else ""
+    spills = f", {spills}" if spills else ""
     out.append(f"  registers/thread: {regs}, static shared memory: {_fmt_bytes(k.shared_bytes)}{spills}")
     mix = ", ".join(f"{n} {t}" for t, n in k.instruction_mix.items())
     out.append(f"  instructions: {k.instruction_count} ({mix})")

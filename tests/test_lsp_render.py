@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from kerncast.analysis.compile import KernelResources
 from kerncast.analysis.launch import Launch, Sourced
 from kerncast.analysis.occupancy import Occupancy
 from kerncast.analysis.power.energy import EnergyEstimate
@@ -24,7 +25,8 @@ TIME = TimeEstimate(us=12.3, cycles=16000.0, model="thesis-scheduler",
 LAUNCH = Launch(kernel="saxpy", grid=Sourced((1024, 1, 1), "launch-site"), block=Sourced((256, 1, 1), "launch-site"),
                 dynamic_shared_bytes=Sourced(0, "launch-site"), params={}, loops=Sourced(10, "default"))
 FULL = KernelReport(
-    "saxpy", "_Z5saxpyifPKfPf", 3, registers=16, shared_bytes=0, time=TIME,
+    "saxpy", "_Z5saxpyifPKfPf", 3, resources=KernelResources("_Z5saxpyifPKfPf", registers=16), shared_bytes=0,
+    time=TIME,
     power=PowerPrediction(watts=87.4, interval=(70.0, 101.0), model="xgboost-thesis@v100", trained_on="",
                           explanation=[Contribution("f_glob", "global memory share", 0.4, 12.5, 10.0),
                                        Contribution("f_sp", "SP share", 0.3, -4.0, -3.0)]),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from kerncast.analysis.compile import KernelResources
 from kerncast.analysis.occupancy import Occupancy
 from kerncast.analysis.pipeline import AnalysisOptions, Thresholds, analyze_file
 from kerncast.analysis.report import KernelReport
@@ -53,7 +54,8 @@ def _occ(value: float, limiter: str = "registers") -> Occupancy:
 
 
 def test_low_occupancy_below_threshold_only() -> None:
-    r = KernelReport(name="k", mangled="_Z1kv", line=7, registers=128, occupancy=_occ(0.125))
+    r = KernelReport(name="k", mangled="_Z1kv", line=7, resources=KernelResources("_Z1kv", registers=128),
+                     occupancy=_occ(0.125))
     f = low_occupancy(r, 0.25)
     assert f is not None and f.code == "low-occupancy" and f.line == 7 and f.severity == "warning"
     assert "12%" in f.message or "13%" in f.message
@@ -63,9 +65,11 @@ def test_low_occupancy_below_threshold_only() -> None:
 
 
 def test_register_spill_from_ptxas_numbers() -> None:
-    assert register_spill(KernelReport(name="k", mangled="k", line=3, spill_stores=0, spill_loads=0)) is None
+    none_spilled = KernelResources("k", spill_stores=0, spill_loads=0)
+    assert register_spill(KernelReport(name="k", mangled="k", line=3, resources=none_spilled)) is None
     assert register_spill(KernelReport(name="k", mangled="k", line=3)) is None  # unknown: nothing
-    f = register_spill(KernelReport(name="k", mangled="k", line=3, registers=24, spill_stores=16, spill_loads=8))
+    spilled = KernelResources("k", registers=24, spill_stores=16, spill_loads=8)
+    f = register_spill(KernelReport(name="k", mangled="k", line=3, resources=spilled))
     assert f is not None and f.code == "register-spill" and f.line == 3
     assert "16 bytes of stores" in f.message and "8 bytes of loads" in f.message
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import csv
+import datetime as dt
 import shutil
 import subprocess
 import sys
@@ -14,6 +16,7 @@ from kerncast.analysis.calibration.build import arch_flag, build_executable, cop
 from kerncast.analysis.calibration.errors import NoGpuError
 from kerncast.analysis.calibration.measure import (
     LaunchSpec,
+    Measurement,
     argument_flags,
     generate_harness,
     harness_flags,
@@ -21,6 +24,8 @@ from kerncast.analysis.calibration.measure import (
     parse_dims,
     write_harness,
 )
+from kerncast.analysis.calibration.runs import CSV_COLUMNS, append_csv
+from kerncast.analysis.calibration.stats import SampleSummary
 from kerncast.analysis.toolchain import ToolchainError, find_toolchain
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -168,15 +173,10 @@ def test_cli_registers_both_commands() -> None:
 
 
 def test_measurements_csv_rows(tmp_path) -> None:
-    import csv
-    import datetime as dt
-
-    from kerncast.analysis.calibration.measure import Measurement
-    from kerncast.analysis.calibration.runs import CSV_COLUMNS, append_csv
-
-    m = Measurement(gpu="NVIDIA H100 80GB HBM3", driver="12080", kernel="saxpy", source_file="examples/saxpy.cu",
-                    grid=(4, 1, 1), block=(256, 1, 1), dynamic_shared_bytes=0, time_us=3.25, robust_cv=0.01,
-                    stable=True, repetitions=5000, power_w=None, power_samples=0, params=[])
+    spec = LaunchSpec(kernel="saxpy", grid=(4, 1, 1), block=(256, 1, 1), dynamic_shared_bytes=0)
+    timing = SampleSummary(n=5000, median=3.25, mean=3.26, stdev=0.05, robust_cv=0.01)
+    m = Measurement(gpu="NVIDIA H100 80GB HBM3", driver="12080", source_file="examples/saxpy.cu", spec=spec,
+                    timing=timing, stable=True, power_w=None, power_samples=0, params=[])
     path = tmp_path / "measurements.csv"
     append_csv(path, m, dt.date(2025, 3, 1))
     append_csv(path, m, dt.date(2025, 3, 2))

@@ -24,7 +24,7 @@ from pathlib import Path
 from kerncast.analysis.calibration.errors import CalibrationError, NoGpuError
 from kerncast.analysis.calibration.harness import EXIT_NO_DEVICE, parse_output
 from kerncast.analysis.calibration.nvml import PowerSampler
-from kerncast.analysis.calibration.stats import StopRule, summarize
+from kerncast.analysis.calibration.stats import SampleSummary, StopRule, summarize
 
 HARNESS_SOURCE = "measure_harness.cu"
 _IDENT = re.compile(r"[A-Za-z_]\w*")
@@ -45,31 +45,33 @@ class LaunchSpec:
 
 @dataclass(frozen=True)
 class Measurement:
-    """One measured kernel: median time, average board power, and how they were obtained."""
+    """One measured kernel: what was launched, its launch times, average board power, and how they were obtained."""
 
     gpu: str
     driver: str
-    kernel: str
     source_file: str
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
-    dynamic_shared_bytes: int
-    time_us: float
-    robust_cv: float
+    spec: LaunchSpec
+    #: the launch times in microseconds; the kernel's time is their median
+    timing: SampleSummary
     stable: bool
-    repetitions: int
     power_w: float | None
     power_samples: int
     params: list[dict]
 
+    @property
+    def time_us(self) -> float:
+        """The kernel's time: the median launch time."""
+        return self.timing.median
+
     def as_dict(self) -> dict:
         """Plain values (the columns of validation/<gpu>/measurements.csv, plus the extras)."""
+        spec = self.spec
         return {
-            "gpu": self.gpu, "kernel": self.kernel, "source_file": self.source_file,
-            "grid": "x".join(map(str, self.grid)), "block": "x".join(map(str, self.block)),
-            "dynamic_shared_bytes": self.dynamic_shared_bytes, "time_us": self.time_us,
-            "power_w": self.power_w, "repetitions": self.repetitions, "driver": self.driver,
-            "robust_cv": self.robust_cv, "stable": self.stable, "power_samples": self.power_samples,
+            "gpu": self.gpu, "kernel": spec.kernel, "source_file": self.source_file,
+            "grid": "x".join(map(str, spec.grid)), "block": "x".join(map(str, spec.block)),
+            "dynamic_shared_bytes": spec.dynamic_shared_bytes, "time_us": self.time_us,
+            "power_w": self.power_w, "repetitions": self.timing.n, "driver": self.driver,
+            "robust_cv": self.timing.robust_cv, "stable": self.stable, "power_samples": self.power_samples,
             "params": self.params,
         }
 
@@ -274,11 +276,8 @@ def measure(session: HarnessSession, rule: StopRule, sampler: PowerSampler | Non
 def summarize_run(ready: dict, spec: LaunchSpec, source_file: str, samples: list[float], stable: bool,
                   sampler: PowerSampler | None) -> Measurement:
     """The Measurement of one finished run."""
-    summary = summarize(samples)
     return Measurement(
-        gpu=str(ready.get("device", "")), driver=str(ready.get("driver_version", "")), kernel=spec.kernel,
-        source_file=source_file, grid=spec.grid, block=spec.block,
-        dynamic_shared_bytes=spec.dynamic_shared_bytes, time_us=summary.median, robust_cv=summary.robust_cv,
-        stable=stable, repetitions=summary.n, power_w=sampler.mean_w() if sampler else None,
+        gpu=str(ready.get("device", "")), driver=str(ready.get("driver_version", "")), source_file=source_file,
+        spec=spec, timing=summarize(samples), stable=stable, power_w=sampler.mean_w() if sampler else None,
         power_samples=sampler.sample_count if sampler else 0, params=list(ready.get("params", [])),
     )

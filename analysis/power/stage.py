@@ -73,7 +73,7 @@ def power_stage(ctx: KernelContext) -> None:
         return
     weights = _instruction_weights(ctx)
     shape = LaunchShape(launch.grid.value, launch.block.value, launch.dynamic_shared_bytes.value or 0)
-    features = extract_features(ctx.function, ctx.module, shape, gpu, ctx.resources, weights=weights)
+    features = extract_features(ctx.function, ctx.module, shape, gpu, ctx.report.resources, weights=weights)
     event = _event_energy(ctx, launch, gpu, weights)
     ctx.power_inputs = PowerInputs(features, event)
     if event is None:
