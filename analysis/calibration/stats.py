@@ -43,10 +43,15 @@ def summarize(samples: list[float]) -> SampleSummary:
 class StopRule:
     """Stop when stable and long enough, or at the repetition / time limits."""
 
+    #: the times are stable once their robust CV is at most this
     cv_target: float = 0.02
+    #: fewest launches whose CV is trusted (a median absolute deviation of a handful of times means little)
     min_reps: int = 20
+    #: most launches; a run that reaches this limit before it is stable is reported as not stable
     max_reps: int = 100_000
+    #: least wall time repeating, so that the board power sensor gives several readings
     min_seconds: float = 1.0
+    #: most wall time repeating, for a kernel whose times never settle
     max_seconds: float = 60.0
 
     def verdict(self, samples: list[float], elapsed_s: float) -> tuple[bool, bool]:

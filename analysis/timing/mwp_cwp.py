@@ -58,25 +58,26 @@ class MwpCwpParams:
 
 @dataclass(slots=True)
 class MwpCwpResult:
-    """The model's intermediate values and result; cycles are SM cycles, `us` needs the clock."""
+    """The model's intermediate values and result, each with the paper's name and the equation that defines it;
+    cycles are SM cycles, `us` needs the clock."""
 
-    mem_l: float
-    departure_delay: float
-    mwp_without_bw_full: float
-    mwp_peak_bw: float
-    mwp: float
+    mem_l: float  # Mem_L (Eq. 12): memory latency averaged over coalesced and uncoalesced loads, cycles
+    departure_delay: float  # Departure_delay (Eq. 15): cycles between two warps' memory requests
+    mwp_without_bw_full: float  # MWP_Without_BW_full (Eq. 16): Mem_L / Departure_delay
+    mwp_peak_bw: float  # MWP_peak_BW (Eq. 6): the warps that saturate the DRAM bandwidth
+    mwp: float  # MWP (Eqs. 5 and 17), or the caller's override
     mwp_limit: str  # which term of Eq. 5 limits MWP: "departure delay", "bandwidth" or "warps"
-    cwp: float
-    n: float
-    comp_cycles: float
-    mem_cycles: float
-    rep: float
-    exec_cycles: float
-    synch_cycles: float
-    total_cycles: float
+    cwp: float  # CWP (Eqs. 8-9)
+    n: float  # N (Eq. 20): active warps per SM
+    comp_cycles: float  # Comp_cycles (Eq. 19)
+    mem_cycles: float  # Mem_cycles (Eq. 18)
+    rep: float  # #Rep (Eq. 21): waves of blocks, unrounded
+    exec_cycles: float  # Exec_cycles_app (Eq. 22, 23 or 24)
+    synch_cycles: float  # Synch_cost (Eq. 26)
+    total_cycles: float  # Exec_cycles_with_synch (Eq. 28)
     equation: int  # 22, 23 or 24
-    cls: str
-    us: float | None = None
+    cls: str  # "memory-bound", "compute-bound" or "too few warps" (section 7)
+    us: float | None = None  # total_cycles at the profile's clock, microseconds
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
