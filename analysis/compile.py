@@ -21,6 +21,7 @@ from kerncast.analysis.toolchain import (
     HOST_COMPILER_HINT,
     Toolchain,
     ToolchainError,
+    ToolRun,
     check_define,
     check_path,
     check_timeout,
@@ -128,6 +129,8 @@ class CompileResult:
     diagnostics: list[CompileDiagnostic]
     toolkit: str
     arch: str
+    #: how the file was compiled where Kerncast chose a flag of its own (relocatable device code)
+    notes: list[str] = field(default_factory=list)
 
 
 class PtxasError(RuntimeError):
@@ -236,6 +239,17 @@ def declared_const_bytes(ptx: str) -> int:
     return total
 
 
+#: a function declared and defined elsewhere: device-side kernel launches (dynamic parallelism) and device
+#: functions of other files, in PTX compiled as relocatable device code
+_EXTERN_FUNC_RE = re.compile(r"^[ \t]*\.extern[ \t]+\.func\b", re.MULTILINE)
+#: nvcc's refusal of a device-side launch in whole-program mode
+_NEEDS_RDC_RE = re.compile(r"requires separate compilation mode")
+#: nvcc flags that already ask for relocatable device code
+_RDC_FLAGS = ("-rdc", "--relocatable-device-code", "-dc", "--device-c")
+RDC_NOTE = ("compiled with -rdc=true (relocatable device code): the file launches kernels from device code "
+            "(dynamic parallelism), which nvcc compiles only that way")
+
+
 def ptxas_resources(ptx: str, arch: str, toolchain: Toolchain,
                     timeout_s: float = 60) -> dict[str, KernelResources]:
     """Assemble `ptx` with `ptxas -v` into a throw-away cubin and parse the per-kernel report.
@@ -257,6 +271,8 @@ def ptxas_resources(ptx: str, arch: str, toolchain: Toolchain,
         src.write_text(ptx, encoding="utf-8")
         cubin = tmp / "kernel.cubin"
         args = [str(toolchain.ptxas), "-v", f"-arch={_ptxas_arch(arch)}", str(src), "-o", str(cubin)]
+        if _EXTERN_FUNC_RE.search(ptx):
+            args.insert(1, "-c")  # relocatable code: its callees are linked later, ptxas refuses them otherwise
         run = run_tool(args, timeout_s, cwd=tmp, temp_dir=tmp)
     if run.timed_out:
         raise PtxasError(f"ptxas did not finish within {timeout_s:g} s", timed_out=True)
@@ -615,8 +631,10 @@ def header_wheel_dirs(toolchain: Toolchain) -> list[Path]:
 
 
 def _nvcc_args(toolchain: Toolchain, options: CompileOptions, source: Path, out: Path,
-               include_dirs: list[Path]) -> list[str]:
+               include_dirs: list[Path], relocatable: bool = False) -> list[str]:
     args = [str(toolchain.nvcc), "-ptx", "-lineinfo", f"-arch={options.arch}"]
+    if relocatable:
+        args.append("-rdc=true")
     args += [f"-I{d}" for d in include_dirs]
     for d in header_wheel_dirs(toolchain):
         args += ["-isystem", str(d)]
@@ -644,6 +662,11 @@ def _compile_uncached(original: Path, text: str, from_buffer: bool, options: Com
         nvcc_dirs = [_shell_safe_dir(d, tmp_dir / f"include-{i}") for i, d in enumerate(include_dirs)]
         args = _nvcc_args(toolchain, options, source, out, nvcc_dirs)
         run = run_tool(args, options.timeout_s, cwd=tmp_dir, temp_dir=tmp_dir)
+        notes = []
+        if _needs_rdc(run, options):
+            args = _nvcc_args(toolchain, options, source, out, nvcc_dirs, relocatable=True)
+            run = run_tool(args, options.timeout_s, cwd=tmp_dir, temp_dir=tmp_dir)
+            notes.append(RDC_NOTE)
         if run.timed_out:
             message = (f"nvcc did not finish within {options.timeout_s:g} s; "
                        "simplify the file or raise the timeout")
@@ -663,15 +686,21 @@ def _compile_uncached(original: Path, text: str, from_buffer: bool, options: Com
         ptx = _retarget_file_directives(ptx, source, original)
     resources: dict[str, KernelResources] = {}
     cacheable = True
-    if not with_resources:
-        return CompileResult(True, ptx, resources, diagnostics, toolchain.version, options.arch), cacheable
-    try:
-        resources = ptxas_resources(ptx, options.arch, toolchain, timeout_s=options.timeout_s)
-    except PtxasError as exc:
-        cacheable = not exc.timed_out
-        diagnostics.append(CompileDiagnostic(str(original), 1, 1, "warning", f"no register/shared memory "
-                                             f"figures: {exc}"))
-    return CompileResult(True, ptx, resources, diagnostics, toolchain.version, options.arch), cacheable
+    if with_resources:
+        try:
+            resources = ptxas_resources(ptx, options.arch, toolchain, timeout_s=options.timeout_s)
+        except PtxasError as exc:
+            cacheable = not exc.timed_out
+            diagnostics.append(CompileDiagnostic(str(original), 1, 1, "warning", f"no register/shared memory "
+                                                 f"figures: {exc}"))
+    return CompileResult(True, ptx, resources, diagnostics, toolchain.version, options.arch, notes), cacheable
+
+
+def _needs_rdc(run: ToolRun, options: CompileOptions) -> bool:
+    """Whether nvcc failed only for want of relocatable device code, which the user's flags did not ask for."""
+    if run.timed_out or run.returncode == 0 or not _NEEDS_RDC_RE.search(run.output):
+        return False
+    return not any(flag.startswith(_RDC_FLAGS) for flag in options.extra_flags)
 
 
 def _shell_safe_dir(directory: Path, link: Path) -> Path:

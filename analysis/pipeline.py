@@ -51,7 +51,7 @@ from kerncast.analysis.launch_stage import launch_stage
 from kerncast.analysis.loops import find_loops
 from kerncast.analysis.memory.stage import memory_stage
 from kerncast.analysis.ptx import PtxSyntaxError, parse_ptx
-from kerncast.analysis.ptx.model import Function, Module, SourceLoc, line_in_file
+from kerncast.analysis.ptx.model import Function, Module, SourceLoc, Sym, line_in_file
 from kerncast.analysis.ptx.parser import kernel_shared_bytes
 from kerncast.analysis.report import FileReport, Finding, KernelReport, LoopInfo
 from kerncast.analysis.resource_findings import resource_stage
@@ -190,6 +190,7 @@ def _analyze_cuda(report: FileReport, path: Path, source: str, options: Analysis
         return report
     report.toolkit = result.toolkit
     report.compiler = _compiler_label(copts.nvcc_path)
+    report.notes.extend(result.notes)
     for d in result.diagnostics:
         sev = "error" if d.severity == "error" else "warning"
         report.findings.append(Finding(Code.COMPILE_ERROR if sev == "error" else Code.COMPILE_WARNING, sev,
@@ -419,6 +420,22 @@ def structure_stage(ctx: KernelContext) -> None:
                  blocks=len(lp.blocks))
         for lp in ctx.loops.loops
     ]
+    if launches_from_device(ctx.function):
+        r.notes.append(DEVICE_LAUNCH_NOTE)
+
+
+#: the CUDA device runtime's launch entry points, as nvcc's PTX calls them (CUDA 11 and the CDP2 names of 12+)
+_DEVICE_LAUNCH_RE = re.compile(r"^(?:__cudaCDP\d+)?(?:cuda)?LaunchDevice(?:V\d+)?$")
+DEVICE_LAUNCH_NOTE = (
+    "launches kernels from device code (dynamic parallelism): the time, power and energy are this kernel's own "
+    "instructions; a parent grid completes only after the grids it launches, so a measurement of it includes "
+    "theirs, and each launched kernel is analysed as a kernel of its own")
+
+
+def launches_from_device(fn: Function) -> bool:
+    """Whether the kernel calls the device runtime's launch (a `<<<...>>>` in device code)."""
+    return any(isinstance(op, Sym) and _DEVICE_LAUNCH_RE.match(op.name)
+               for i in fn.body if i.opcode == "call" for op in i.operands)
 
 
 def resources_stage(ctx: KernelContext) -> None:

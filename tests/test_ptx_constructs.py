@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 from kerncast.analysis.cfg import build_cfg
-from kerncast.analysis.compile import CompileOptions, compile_cuda
+from kerncast.analysis.compile import RDC_NOTE, CompileOptions, compile_cuda
 from kerncast.analysis.isa import classify, memory_touch
 from kerncast.analysis.loops import find_loops
 from kerncast.analysis.memory import analyze_memory
-from kerncast.analysis.pipeline import AnalysisOptions, Thresholds, analyze_file
+from kerncast.analysis.pipeline import DEVICE_LAUNCH_NOTE, AnalysisOptions, Thresholds, analyze_file
 from kerncast.analysis.ptx import PtxSyntaxError, parse_ptx
 from kerncast.analysis.ptx.model import Addr, Imm, PredPair, Reg, Sym, Vec
 
@@ -204,3 +204,24 @@ def test_opcodes_seen_in_public_code_are_classified():
     classes = [classify(i) for i in k.body]
     assert all(c.known for c in classes)
     assert [c.type for c in classes] == ["misc", "compute", "compute", "misc"]
+
+
+def test_device_side_launch_compiles_as_relocatable_code_with_ptxas_figures(nvcc_available):
+    """A `<<<...>>>` in device code: nvcc is asked again with -rdc=true, ptxas runs in compile-only mode (the
+    device runtime's launch functions are extern), and the parent says its figures leave out its children."""
+    report = analyze_file(HERE / "device_launch.cu", options=AnalysisOptions(gpu="h100", lime=False))
+    assert report.ok, [f.message for f in report.findings]
+    assert RDC_NOTE in report.notes
+    parent, child = report.kernel("scaleParent"), report.kernel("scaleChild")
+    assert parent is not None and child is not None
+    assert parent.registers and child.registers, "ptxas assembled the relocatable PTX"
+    assert DEVICE_LAUNCH_NOTE in parent.notes and DEVICE_LAUNCH_NOTE not in child.notes
+    assert child.launch is not None and child.launch.block.value == (256, 1, 1)  # the device-side launch site
+
+
+def test_relocatable_ptx_with_extern_functions_gets_ptxas_figures(nvcc_available):
+    """PTX compiled with -rdc=true by the user (extern device-runtime functions) is assembled, not refused."""
+    result = compile_cuda(HERE / "device_launch.cu", options=CompileOptions(arch="sm_90", extra_flags=["-rdc=true"]))
+    assert result.ok and result.notes == [], "the user's own -rdc=true needs no retry"
+    assert ".extern .func" in (result.ptx or "")
+    assert set(result.resources) == {"_Z10scaleChildPfi", "_Z11scaleParentPfi"}
