@@ -47,6 +47,7 @@ from kerncast.analysis.kernel_cache import (
     without_debug_sections,
     without_lines,
 )
+from kerncast.analysis.launch import split_kernel_name
 from kerncast.analysis.launch_stage import launch_stage
 from kerncast.analysis.loops import find_loops
 from kerncast.analysis.memory.stage import memory_stage
@@ -395,14 +396,30 @@ def _kernel_context(module: Module, fn: Function, options: AnalysisOptions, cuda
                     main_file: str | None, ptxas: Future[PtxasResult] | None) -> KernelContext:
     cfg = build_cfg(fn)
     loops = find_loops(cfg)
-    line = fn.ptx_line if cuda_source is None else _first_main_line(fn, main_file)
+    line = fn.ptx_line if cuda_source is None else _kernel_line(fn, main_file, cuda_source)
     report = KernelReport(name=fn.display_name, mangled=fn.name, line=line)
     return KernelContext(module, fn, report, options, cuda_source, main_file, cfg, loops, ptxas=ptxas)
 
 
-def _first_main_line(fn: Function, main_file: str | None) -> int | None:
+def _kernel_line(fn: Function, main_file: str | None, cuda_source: str) -> int | None:
+    """The kernel's first line in the analysed file, from the instructions that lie in its own definition:
+    device functions inlined into it are defined elsewhere (often above it), and their lines would move it."""
     lines = [ln for i in fn.body if (ln := line_in_file(i.loc, main_file)) is not None]
-    return min(lines) if lines else fn.source_line
+    spans = _definition_spans(fn, cuda_source)
+    own = [ln for ln in lines if any(first <= ln <= last for first, last in spans)]
+    found = own or lines
+    return min(found) if found else fn.source_line
+
+
+def _definition_spans(fn: Function, cuda_source: str) -> list[tuple[int, int]]:
+    """(first, last) line of each definition in the source of a kernel with this function's name."""
+    try:
+        facts = scan_source(cuda_source)
+    except (ValueError, IndexError, RecursionError):  # unscannable source: no spans, every line counts
+        return []
+    base, _ = split_kernel_name(fn.display_name)
+    return [(facts.position(d.start_offset)[0], facts.position(d.body_end)[0])
+            for d in facts.kernels if d.base_name == base and d.body_end is not None]
 
 
 # ------------------------------------------------------------------------------------------------ stages

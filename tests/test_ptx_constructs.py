@@ -225,3 +225,30 @@ def test_relocatable_ptx_with_extern_functions_gets_ptxas_figures(nvcc_available
     assert result.ok and result.notes == [], "the user's own -rdc=true needs no retry"
     assert ".extern .func" in (result.ptx or "")
     assert set(result.resources) == {"_Z10scaleChildPfi", "_Z11scaleParentPfi"}
+
+
+INLINED_HELPER = """\
+__device__ __forceinline__ float twice(float x)
+{
+    return 2.0f * x;
+}
+
+__global__ void scale(float *data, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        data[i] = twice(data[i]);
+    }
+}
+"""
+
+
+def test_a_kernel_is_placed_at_its_definition_not_at_an_inlined_helper_above_it(nvcc_available, tmp_path):
+    """The PTX names the helper's line 3 for the inlined multiply; the kernel (lens, resource findings) stays at
+    its own definition, lines 6-12."""
+    path = tmp_path / "inlined.cu"
+    path.write_text(INLINED_HELPER)
+    report = analyze_file(path, options=AnalysisOptions(gpu="h100", lime=False))
+    kernel = report.kernel("scale")
+    assert kernel is not None and kernel.line is not None
+    assert 6 <= kernel.line <= 8, kernel.line
