@@ -662,7 +662,7 @@ def _compile_uncached(original: Path, text: str, from_buffer: bool, options: Com
         nvcc_dirs = [_shell_safe_dir(d, tmp_dir / f"include-{i}") for i, d in enumerate(include_dirs)]
         args = _nvcc_args(toolchain, options, source, out, nvcc_dirs)
         run = run_tool(args, options.timeout_s, cwd=tmp_dir, temp_dir=tmp_dir)
-        notes = []
+        notes: list[str] = []
         if _needs_rdc(run, options):
             args = _nvcc_args(toolchain, options, source, out, nvcc_dirs, relocatable=True)
             run = run_tool(args, options.timeout_s, cwd=tmp_dir, temp_dir=tmp_dir)

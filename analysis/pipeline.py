@@ -426,7 +426,8 @@ def _definition_spans(fn: Function, cuda_source: str) -> list[tuple[int, int]]:
 
 
 def structure_stage(ctx: KernelContext) -> None:
-    """Static shared memory from the PTX declarations, instruction mix by thesis type, and loops."""
+    """Static shared memory from the PTX declarations, instruction mix by thesis type, loops, and whether the
+    kernel launches others from device code (its figures then leave theirs out, which a note says)."""
     r = ctx.report
     r.shared_bytes = kernel_shared_bytes(ctx.module, ctx.function)
     mix: Counter[str] = Counter(classify(i).type for i in ctx.function.body)
