@@ -28,6 +28,7 @@ from kerncast.analysis.compile import (
     system_toolkit_nvcc,
 )
 from kerncast.analysis.compile_db import BuildFlags, flags_for
+from kerncast.analysis.compile_hints import hint_for
 from kerncast.analysis.context import (
     DEFAULT_MAX_FILE_BYTES,
     AnalysisOptions,
@@ -194,8 +195,10 @@ def _analyze_cuda(report: FileReport, path: Path, source: str, options: Analysis
     report.notes.extend(result.notes)
     for d in result.diagnostics:
         sev = "error" if d.severity == "error" else "warning"
+        hint = hint_for(d.message) if sev == "error" else None
+        message = f"{d.message} — {hint}" if hint else d.message
         report.findings.append(Finding(Code.COMPILE_ERROR if sev == "error" else Code.COMPILE_WARNING, sev,
-                                       d.line, d.column, d.line, d.column + 1, d.message))
+                                       d.line, d.column, d.line, d.column + 1, message))
     if not result.ok or result.ptx is None:
         if not any(f.severity == "error" for f in report.findings):
             report.findings.append(_input_finding("nvcc produced no PTX", code=Code.COMPILE_ERROR))
