@@ -6,6 +6,7 @@ occupancy); each part that is missing says "not available" and why when the repo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from kerncast.analysis.report import FileReport, Finding, KernelReport
@@ -196,8 +197,10 @@ def resources_section(k: KernelReport) -> list[str]:
 
 
 def kernel_markdown(k: KernelReport, gpu: str, arch: str | None, full: bool = False,
-                    compiler: str | None = None) -> str:
-    """Hover (and, with `full`, the report) of one kernel; `compiler` names the nvcc that produced its PTX."""
+                    compiler: str | None = None, file_notes: Sequence[str] = ()) -> str:
+    """Hover (and, with `full`, the report) of one kernel; `compiler` names the nvcc that produced its PTX, and
+    `file_notes` say how the file was compiled (its target, its build flags, relocatable code), which every
+    kernel's numbers depend on."""
     title = f"### {k.name} — on {gpu_label(gpu)}" + (f" ({arch})" if arch else "")
     parts = [title, ""]
     parts += time_section(k) + [""]
@@ -223,6 +226,7 @@ def kernel_markdown(k: KernelReport, gpu: str, arch: str | None, full: bool = Fa
         parts += ["", *[f"_note: {n}_" for n in k.notes]]
     if compiler:
         parts += ["", f"_compiled by {compiler}" + (f" for {arch}_" if arch else "_")]
+    parts += [f"_{n}_" for n in file_notes]
     return "\n".join(parts).rstrip() + "\n"
 
 
@@ -249,7 +253,8 @@ def finding_markdown(f: Finding) -> str:
 
 def file_markdown(report: FileReport) -> str:
     """Every kernel's full report, for a file without a kernel under the cursor."""
-    parts = [kernel_markdown(k, report.gpu or "?", report.arch, full=True, compiler=report.compiler)
+    parts = [kernel_markdown(k, report.gpu or "?", report.arch, full=True, compiler=report.compiler,
+                             file_notes=report.notes)
              for k in report.kernels]
     return "\n---\n".join(parts) if parts else "No kernel in this file.\n"
 

@@ -477,7 +477,8 @@ def _hover_markdown(result: Result, pos: lsp.Position, k: KernelReport | None) -
     """Markdown for the kernel `k` under the cursor, else for the findings on the cursor's line, else None."""
     report, lines = result.report, result.lines
     if k is not None:
-        return hover.kernel_markdown(k, report.gpu or "?", report.arch, compiler=report.compiler)
+        return hover.kernel_markdown(k, report.gpu or "?", report.arch, compiler=report.compiler,
+                                     file_notes=report.notes)
     found = []
     for f in convert.all_findings(report):
         rng = convert.finding_range(f, lines)
@@ -580,7 +581,7 @@ async def show_report(ls: KerncastServer, *args: Any) -> dict[str, Any] | None:
         return {"markdown": hover.file_markdown(report)}
     k = await with_lime(ls, result, k)
     return {"markdown": hover.kernel_markdown(k, report.gpu or "?", report.arch, full=True,
-                                              compiler=report.compiler),
+                                              compiler=report.compiler, file_notes=report.notes),
             "kernel": k.name}
 
 

@@ -14,7 +14,7 @@ from kerncast.analysis.occupancy import Occupancy
 from kerncast.analysis.power.energy import EnergyEstimate
 from kerncast.analysis.power.events import EnergyConstants, EventEnergy, LineEnergy
 from kerncast.analysis.power.model import Contribution, PowerPrediction
-from kerncast.analysis.report import Finding, Fix, KernelReport, TextEdit
+from kerncast.analysis.report import FileReport, Finding, Fix, KernelReport, TextEdit
 from kerncast.analysis.timing.estimate import TimeEstimate
 from kerncast.server import actions, convert, hover
 from lsprotocol import types as lsp
@@ -125,3 +125,14 @@ def test_lens_and_hover_show_the_time_range() -> None:
     text = hover.kernel_markdown(timed, "v100", "sm_75")
     assert "Range 9 µs – 16 µs: best case all latency hidden; worst case no overlap" in text
     assert "Other models: thesis 40 µs, mwp-cwp 14 µs" in text
+
+
+def test_hover_says_how_the_file_was_compiled() -> None:
+    """The file's notes (an architecture other than the profile's, relocatable code) reach every kernel's hover."""
+    note = "compiled for sm_75, the oldest architecture this nvcc supports: the v100 profile is compute capability 7.0"
+    md = hover.kernel_markdown(FULL, "v100", "sm_75", compiler="nvcc 13.5 (pip wheels: /x/nvcc)", file_notes=[note])
+    assert md.rstrip().endswith(f"_{note}_")
+    assert "_compiled by nvcc 13.5 (pip wheels: /x/nvcc) for sm_75_" in md
+    assert note not in hover.kernel_markdown(FULL, "v100", "sm_75")
+    report = FileReport(file="/t.cu", gpu="v100", kernels=[FULL], arch="sm_75", notes=[note])
+    assert note in hover.file_markdown(report)
