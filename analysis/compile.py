@@ -547,7 +547,7 @@ def compile_cuda(path: str | Path, text: str | None = None,
                                  toolchain.version, options.arch)
         from_buffer = False
     else:
-        from_buffer = not _matches_disk(original, text)
+        from_buffer = not matches_disk(original, text)
     include_dirs = [Path(os.path.abspath(d)) for d in options.include_dirs]
     key = _cache_key(original, text, options, toolchain, include_dirs) + ("" if with_resources else "-ptx")
     cached = _cache.get(key)
@@ -561,10 +561,12 @@ def compile_cuda(path: str | Path, text: str | None = None,
     return result
 
 
-def _matches_disk(path: Path, text: str) -> bool:
-    """Whether a buffer equals the saved file, which is then compiled in place (no temporary copy)."""
+def matches_disk(path: Path, text: str) -> bool:
+    """Whether a buffer equals the saved file, which is then compiled in place (no temporary copy); line ends
+    are compared as they are, so a saved CRLF file equals its text as read for analysis."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace") == text
+        with path.open(encoding="utf-8", errors="replace", newline="") as fh:
+            return fh.read() == text
     except OSError:
         return False
 

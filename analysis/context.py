@@ -101,6 +101,9 @@ class KernelContext:
     time_assumptions: list[str] = field(default_factory=list)
     #: the analysed file's path: `#include`d `.cu` files are found beside it
     source_path: str | None = None
+    #: (text, path) of the file the kernel is launched from when it is not the analysed file: a fragment's
+    #: kernels are launched from the file that #includes it (`includers`)
+    launch_source: tuple[str, str] | None = None
     #: the kernel's dataflow facts (reaching definitions, symbolic values, induction variables), each computed
     #: on first use and shared: trip counts (launch stage) and addresses and branches (memory stage) query it
     dataflow: KernelDataflow = field(init=False)

@@ -28,9 +28,10 @@ def launch_stage(ctx: KernelContext) -> None:
     if overrides is None and ctx.options.loops is not None:
         overrides = LaunchOverrides(loops=ctx.options.loops)
     reqntid = ctx.function.directives.get("reqntid")
-    launch = infer_launch(ctx.function.display_name, ctx.cuda_source, overrides=overrides,
+    source, path = ctx.launch_source or (ctx.cuda_source, ctx.source_path)
+    launch = infer_launch(ctx.function.display_name, source, overrides=overrides,
                           settings=_kernel_settings(ctx), reqntid=tuple(reqntid) if reqntid else None,
-                          source_path=ctx.source_path, include_dirs=list(ctx.options.include_dirs))
+                          source_path=path, include_dirs=list(ctx.options.include_dirs))
     ctx.report.launch = launch
     ctx.trip_counts = trip_counts(ctx.function, ctx.cfg, ctx.loops, launch, ctx.dataflow)
     for lp, info in zip(ctx.loops.loops, ctx.report.loops, strict=False):

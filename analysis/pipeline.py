@@ -21,9 +21,11 @@ from typing import TYPE_CHECKING
 from kerncast.analysis.cfg import build_cfg
 from kerncast.analysis.compile import (
     CompileOptions,
+    CompileResult,
     ToolchainError,
     compile_cuda,
     find_toolchain,
+    matches_disk,
     ptxas_resources,
     system_toolkit_nvcc,
 )
@@ -38,6 +40,7 @@ from kerncast.analysis.context import (
 )
 from kerncast.analysis.demangle import demangle
 from kerncast.analysis.gpus.loading import load_gpu
+from kerncast.analysis.includers import find_includers
 from kerncast.analysis.isa import classify
 from kerncast.analysis.kernel_cache import (
     KernelCache,
@@ -193,6 +196,16 @@ def _analyze_cuda(report: FileReport, path: Path, source: str, options: Analysis
     report.toolkit = result.toolkit
     report.compiler = _compiler_label(copts.nvcc_path)
     report.notes.extend(result.notes)
+    through = None if result.ok else _compile_through_includer(path, source, copts)
+    if through is not None:
+        includer, included = through
+        first = next((d.message for d in result.diagnostics if d.severity == "error"), "nvcc failed")
+        report.notes.append(f"{path.name} does not compile on its own ({first}): it was compiled as part of "
+                            f"{includer.name}, which #includes it")
+        report.notes.extend(included.notes)
+        assert included.ptx is not None
+        return _analyze_ptx(report, included.ptx, options, cuda_source=source, cache=cache,
+                            includer=(includer, includer.read_text(encoding="utf-8", errors="replace")))
     for d in result.diagnostics:
         sev = "error" if d.severity == "error" else "warning"
         hint = hint_for(d.message) if sev == "error" else None
@@ -204,6 +217,33 @@ def _analyze_cuda(report: FileReport, path: Path, source: str, options: Analysis
             report.findings.append(_input_finding("nvcc produced no PTX", code=Code.COMPILE_ERROR))
         return report
     return _analyze_ptx(report, result.ptx, options, cuda_source=source, cache=cache)
+
+
+#: includers compiled at most for one fragment (each is an nvcc run)
+MAX_INCLUDERS_TRIED = 4
+
+
+def _compile_through_includer(path: Path, source: str, copts: CompileOptions) -> tuple[Path, CompileResult] | None:
+    """A fragment that does not compile alone, compiled as part of a file that `#include`s it (`includers`),
+    nearest first; an includer that is itself a fragment is compiled through its own includers.
+
+    Only a saved fragment: nvcc reads it from disk when it compiles the includer."""
+    if not matches_disk(path, source):
+        return None
+    queue, seen = find_includers(path), {path}
+    for _ in range(MAX_INCLUDERS_TRIED):
+        if not queue:
+            return None
+        includer = queue.pop(0)
+        seen.add(includer)
+        try:
+            result = compile_cuda(includer, options=copts, with_resources=False)
+        except ToolchainError:
+            return None
+        if result.ok and result.ptx is not None:
+            return includer, result
+        queue += [p for p in find_includers(includer) if p not in seen and p not in queue]
+    return None
 
 
 _PTXAS_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kerncast-ptxas")
@@ -264,7 +304,9 @@ def start_ptxas_cached(ptx: str, options: AnalysisOptions, cache: KernelCache) -
 
 
 def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_source: str | None,
-                 cache: KernelCache | None = None) -> FileReport:
+                 cache: KernelCache | None = None, includer: tuple[Path, str] | None = None) -> FileReport:
+    """The stages on every kernel of `ptx`; with an `includer` (path, text), the PTX is that file's and only
+    the kernels defined in the analysed file are reported, with their launches read from the includer."""
     # ptxas starts at once, overlapping the parse and the analysis; with a cache, on the new kernels only.
     if cache is None:
         resources, scanned = start_ptxas(ptx, options), set()
@@ -292,10 +334,17 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
         report.findings.append(gpu_problem)
     for fn in module.kernels:
         fn.demangled = names.get(fn.name, fn.name)
-    contexts = [_kernel_context(module, fn, options, cuda_source, main_file, resources) for fn in module.kernels]
+    kernels = module.kernels if includer is None else [fn for fn in module.kernels
+                                                       if cuda_source and _definition_spans(fn, cuda_source)]
+    if not kernels:
+        report.notes.append(f"no kernel is defined in {Path(report.file).name}")
+        return report
+    contexts = [_kernel_context(module, fn, options, cuda_source, main_file, resources) for fn in kernels]
     for ctx in contexts:
         ctx.gpu = gpu
         ctx.source_path = report.file
+        if includer is not None:
+            ctx.launch_source = (includer[1], str(includer[0]))
     # Every kernel's stages that need no ptxas numbers run first, while ptxas works in the background.
     split = STAGES.index(resources_stage) if resources_stage in STAGES else 0
     keyed = STAGES.index(launch_stage) + 1 if launch_stage in STAGES[:split] else 0

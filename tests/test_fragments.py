@@ -1,0 +1,48 @@
+"""A `.cu` fragment written to be #included by another file is analysed as part of the file that includes it.
+
+`tests/fragments/scale_kernel.cu` uses a typedef and a macro that `tests/fragments/main.cu` defines before
+including it, as Rodinia's kernel files do: nvcc rejects it alone, Kerncast compiles `main.cu` and reports the
+fragment's own kernel, placed in the fragment, with the launch written in `main.cu`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kerncast.analysis.compile import matches_disk
+from kerncast.analysis.includers import find_includers
+from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+
+HERE = Path(__file__).resolve().parent / "fragments"
+FRAGMENT = HERE / "scale_kernel.cu"
+OPTIONS = AnalysisOptions(gpu="h100", lime=False)
+
+
+def test_the_includer_is_found_by_its_quoted_include() -> None:
+    assert find_includers(FRAGMENT) == [HERE / "main.cu"]
+    assert find_includers(HERE / "main.cu") == []
+
+
+def test_a_fragment_is_analysed_through_its_includer(nvcc_available) -> None:
+    report = analyze_file(FRAGMENT, options=OPTIONS)
+    assert report.ok, [f.message for f in report.findings]
+    assert any("does not compile on its own" in n and "compiled as part of main.cu" in n for n in report.notes)
+    assert [k.name for k in report.kernels] == ["scale"]  # main.cu's own kernel is not this file's
+    (k,) = report.kernels
+    assert k.line is not None and 2 <= k.line <= 4 and k.registers
+    assert k.launch is not None and k.launch.block.value == (128, 1, 1) and k.launch.block.source == "launch-site"
+
+
+def test_an_unsaved_fragment_keeps_its_own_errors(nvcc_available) -> None:
+    """nvcc would read the saved fragment through the includer, not the editor's text: no substitution."""
+    edited = FRAGMENT.read_text() + "\n// edited, not saved\n"
+    report = analyze_file(FRAGMENT, text=edited, options=OPTIONS)
+    assert not report.ok and not report.kernels
+    assert any(f.code == "compile-error" for f in report.findings)
+
+
+def test_a_saved_crlf_file_matches_its_text(tmp_path) -> None:
+    path = tmp_path / "crlf.cu"
+    path.write_bytes(b"__global__ void k() {}\r\n")
+    assert matches_disk(path, "__global__ void k() {}\r\n")
+    assert not matches_disk(path, "__global__ void k() {}\n")
