@@ -15,6 +15,14 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kerncast.analysis.includes import (
+    INCLUDE_RE,
+    MAX_INCLUDE_DEPTH,
+    includes_in,
+    includes_of,
+    real_path,
+    resolve_include,
+)
 from kerncast.analysis.lru import BoundedLru
 from kerncast.analysis.toolchain import (
     DEFAULT_CUDA_ROOTS,
@@ -38,8 +46,6 @@ __all__ = [
 ]
 
 _CACHE_SIZE = 32
-_MAX_INCLUDE_DEPTH = 16
-_MAX_HEADER_BYTES = 4 << 20
 
 
 @dataclass
@@ -293,7 +299,6 @@ _NVCC_RE = re.compile(r"^nvcc (?P<sev>fatal|error|warning)\s*: (?P<msg>.*)$")
 _INCLUDED_FROM_RE = re.compile(
     r"^(?:In file included from|\s+from) (?P<file>.+?):(?P<line>\d+)(?::\d+)?[:,]$")
 _CARET_RE = re.compile(r"^\s*\^\s*$")
-_INCLUDE_RE = re.compile(r'^\s*#\s*include\s*(?P<open>[<"])(?P<name>[^">]+)[">]')
 _EDG_INDENT = 2  # EDG indents the echoed source line by two spaces
 _HOST_COMPILER_RE = re.compile(
     r"Failed to preprocess host compiler properties|Cannot find compiler|cl\.exe|"
@@ -431,10 +436,10 @@ def _include_site(header: Path, ctx: SourceContext, chain: list[tuple[str, int]]
     for printed, line in reversed(chain):
         if ctx.is_source(printed):
             return line, _include_column(ctx.text, line)
-    target = _real(header)
+    target = real_path(header)
     visited: set[Path] = set()
     for line_no, line in enumerate(ctx.text.splitlines(), 1):
-        match = _INCLUDE_RE.match(line)
+        match = INCLUDE_RE.match(line)
         if match and _reaches(match.group("name"), match.group("open") == '"', ctx.original.parent,
                               ctx.search_dirs, target, visited, 0):
             return line_no, match.start("open") + 1
@@ -443,7 +448,7 @@ def _include_site(header: Path, ctx: SourceContext, chain: list[tuple[str, int]]
 
 def _include_column(text: str, line_no: int) -> int:
     lines = text.splitlines()
-    match = _INCLUDE_RE.match(lines[line_no - 1]) if 0 < line_no <= len(lines) else None
+    match = INCLUDE_RE.match(lines[line_no - 1]) if 0 < line_no <= len(lines) else None
     return match.start("open") + 1 if match else 1
 
 
@@ -452,49 +457,19 @@ def _reaches(spelled: str, quoted: bool, from_dir: Path, dirs: list[Path], targe
     """Whether `#include spelled` (seen in `from_dir`) is, or transitively includes, the `target` header."""
     if str(target).replace(os.sep, "/").endswith("/" + spelled.lstrip("./")):
         return True
-    resolved = _resolve_include(spelled, quoted, from_dir, dirs)
+    resolved = resolve_include(spelled, quoted, from_dir, dirs)
     if resolved is None:
         return False
-    real = _real(resolved)
+    real = real_path(resolved)
     if real == target:
         return True
-    if real in visited or depth >= _MAX_INCLUDE_DEPTH:
+    if real in visited or depth >= MAX_INCLUDE_DEPTH:
         return False
     visited.add(real)
-    for name, is_quoted in _includes_of(resolved):
+    for name, is_quoted in includes_of(resolved):
         if _reaches(name, is_quoted, resolved.parent, dirs, target, visited, depth + 1):
             return True
     return False
-
-
-def _resolve_include(spelled: str, quoted: bool, from_dir: Path, dirs: list[Path]) -> Path | None:
-    """The file an include names, searched like the preprocessor does in user directories."""
-    candidates = ([from_dir] if quoted else []) + dirs
-    for directory in candidates:
-        path = directory / spelled
-        if path.is_file():
-            return path
-    return None
-
-
-def _includes_of(path: Path) -> list[tuple[str, bool]]:
-    """The (name, quoted) includes of a header; unreadable or huge files count as including nothing."""
-    try:
-        if path.stat().st_size > _MAX_HEADER_BYTES:
-            return []
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return []
-    found = []
-    for line in text.splitlines():
-        match = _INCLUDE_RE.match(line)
-        if match:
-            found.append((match.group("name"), match.group("open") == '"'))
-    return found
-
-
-def _real(path: Path) -> Path:
-    return Path(os.path.realpath(path))
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -583,17 +558,13 @@ def _cache_key(original: Path, text: str, options: CompileOptions, toolchain: To
 def _local_header_stamps(text: str, source_dir: Path, dirs: list[Path]) -> list[tuple[str, int, int]]:
     """(path, mtime, size) of user headers reachable from the source, so that editing one invalidates."""
     stamps: dict[Path, tuple[str, int, int]] = {}
-    pending: list[tuple[str, bool, Path, int]] = []
-    for line in text.splitlines():
-        match = _INCLUDE_RE.match(line)
-        if match:
-            pending.append((match.group("name"), match.group("open") == '"', source_dir, 0))
+    pending = [(name, quoted, source_dir, 0) for name, quoted in includes_in(text)]
     while pending:
         name, quoted, from_dir, depth = pending.pop()
-        resolved = _resolve_include(name, quoted, from_dir, dirs)
-        if resolved is None or depth > _MAX_INCLUDE_DEPTH:
+        resolved = resolve_include(name, quoted, from_dir, dirs)
+        if resolved is None or depth > MAX_INCLUDE_DEPTH:
             continue
-        real = _real(resolved)
+        real = real_path(resolved)
         if real in stamps:
             continue
         try:
@@ -601,7 +572,7 @@ def _local_header_stamps(text: str, source_dir: Path, dirs: list[Path]) -> list[
         except OSError:
             continue
         stamps[real] = (str(real), st.st_mtime_ns, st.st_size)
-        pending.extend((n, q, resolved.parent, depth + 1) for n, q in _includes_of(resolved))
+        pending.extend((n, q, resolved.parent, depth + 1) for n, q in includes_of(resolved))
     return list(stamps.values())
 
 

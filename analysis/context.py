@@ -102,7 +102,7 @@ class KernelContext:
     #: the analysed file's path: `#include`d `.cu` files are found beside it
     source_path: str | None = None
     #: (text, path) of the file the kernel is launched from when it is not the analysed file: a fragment's
-    #: kernels are launched from the file that #includes it (`includers`)
+    #: kernels are launched from the file that #includes it (`includes.find_includers`)
     launch_source: tuple[str, str] | None = None
     #: the kernel's dataflow facts (reaching definitions, symbolic values, induction variables), each computed
     #: on first use and shared: trip counts (launch stage) and addresses and branches (memory stage) query it

@@ -40,7 +40,7 @@ from kerncast.analysis.context import (
 )
 from kerncast.analysis.demangle import demangle
 from kerncast.analysis.gpus.loading import load_gpu
-from kerncast.analysis.includers import find_includers
+from kerncast.analysis.includes import find_includers
 from kerncast.analysis.isa import classify
 from kerncast.analysis.kernel_cache import (
     KernelCache,
@@ -224,8 +224,9 @@ MAX_INCLUDERS_TRIED = 4
 
 
 def _compile_through_includer(path: Path, source: str, copts: CompileOptions) -> tuple[Path, CompileResult] | None:
-    """A fragment that does not compile alone, compiled as part of a file that `#include`s it (`includers`),
-    nearest first; an includer that is itself a fragment is compiled through its own includers.
+    """A fragment that does not compile alone, compiled as part of a file that `#include`s it
+    (`includes.find_includers`), nearest first; an includer that is itself a fragment is compiled through its
+    own includers.
 
     Only a saved fragment: nvcc reads it from disk when it compiles the includer."""
     if not matches_disk(path, source):

@@ -19,6 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from kerncast.analysis.cexpr import ConstEnv, Folded, Token
+from kerncast.analysis.includes import MAX_INCLUDE_DEPTH, includes_in, real_path, resolve_include
 
 Dim = tuple[int, int, int]
 #: bounds checked where launch input enters: CUDA's largest grid dimension, and a count (bytes, trips)
@@ -637,9 +638,7 @@ def _arrays(env: ConstEnv, functions: list[FunctionBody]) -> list[ArrayDeclarati
 
 # ------------------------------------------------------------------------------------------ includes
 
-_INCLUDE_RE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
 _INCLUDED_SUFFIXES = (".cu", ".cuh")
-MAX_INCLUDE_DEPTH = 8
 
 
 @lru_cache(maxsize=8)
@@ -647,8 +646,7 @@ def _quoted_includes(text: str) -> tuple[str, ...]:
     """The `.cu`/`.cuh` names of a text's quoted `#include`s, in order: a function of the text alone, kept
     because every kernel's launch inference asks for those of the same file (the files themselves are looked
     up and read on every call, since they may have changed)."""
-    names = (m.group(1) for m in _INCLUDE_RE.finditer(text))
-    return tuple(name for name in names if name.endswith(_INCLUDED_SUFFIXES))
+    return tuple(name for name, quoted in includes_in(text) if quoted and name.endswith(_INCLUDED_SUFFIXES))
 
 
 def with_includes(facts: SourceFacts, path: str | Path | None, include_dirs: list[str] | None = None) -> SourceFacts:
@@ -667,10 +665,10 @@ def with_includes(facts: SourceFacts, path: str | Path | None, include_dirs: lis
         if depth > MAX_INCLUDE_DEPTH:
             return
         for name in _quoted_includes(text):
-            target = next((c for c in (here.parent / name, *(d / name for d in dirs)) if c.is_file()), None)
-            if target is None or target.resolve() in seen:
+            target = resolve_include(name, True, here.parent, dirs)
+            if target is None or real_path(target) in seen:
                 continue
-            seen.add(target.resolve())
+            seen.add(real_path(target))
             try:
                 inner = target.read_text(encoding="utf-8", errors="replace")
                 kernels = _kernel_definitions(ConstEnv(inner))

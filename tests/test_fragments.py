@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kerncast.analysis.compile import matches_disk
-from kerncast.analysis.includers import find_includers
+from kerncast.analysis.includes import find_includers
 from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
 
 HERE = Path(__file__).resolve().parent / "fragments"

@@ -1,0 +1,80 @@
+"""The include graph of CUDA sources: what a file `#include`s, where an include resolves, and who includes a file.
+
+Three readers share it: the compile cache (the user headers a source reaches, whose edits must invalidate it),
+the diagnostic mapper (the `#include` line of the analysed file that led to an error in a header), and the
+source model (kernels defined in included `.cu`/`.cuh` files). `find_includers` answers the reverse question
+for a fragment: a `.cu` file written to be included by another after the typedefs and macros it uses (Rodinia
+keeps its kernels that way), which does not compile on its own; the file that includes it is its translation
+unit, as clangd infers a header's compile command from a file that includes it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+#: include chains followed at most (a cycle guarded by the headers already seen ends sooner)
+MAX_INCLUDE_DEPTH = 16
+#: a file larger than this is taken to include nothing (it is not read)
+MAX_INCLUDE_BYTES = 4 << 20
+#: `.cu` files read at most when looking for a fragment's includers (a folder of generated files stays cheap)
+MAX_INCLUDER_CANDIDATES = 200
+INCLUDE_RE = re.compile(r'^\s*#\s*include\s*(?P<open>[<"])(?P<name>[^">]+)[">]')
+
+
+def includes_in(text: str) -> list[tuple[str, bool]]:
+    """The (name, quoted) includes of a source text, in order."""
+    found = []
+    for line in text.splitlines():
+        match = INCLUDE_RE.match(line)
+        if match:
+            found.append((match.group("name"), match.group("open") == '"'))
+    return found
+
+
+def includes_of(path: Path) -> list[tuple[str, bool]]:
+    """The (name, quoted) includes of a file; unreadable or huge files count as including nothing."""
+    try:
+        if path.stat().st_size > MAX_INCLUDE_BYTES:
+            return []
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    return includes_in(text)
+
+
+def resolve_include(spelled: str, quoted: bool, from_dir: Path, dirs: list[Path]) -> Path | None:
+    """The file an include names, searched like the preprocessor does in user directories: a quoted include
+    beside the including file first, then the include directories."""
+    candidates = ([from_dir] if quoted else []) + dirs
+    for directory in candidates:
+        path = directory / spelled
+        if path.is_file():
+            return path
+    return None
+
+
+def real_path(path: Path) -> Path:
+    """The path with links resolved, to compare files reached by different spellings."""
+    return Path(os.path.realpath(path))
+
+
+def find_includers(fragment: Path) -> list[Path]:
+    """The `.cu` files beside `fragment` or one folder up whose quoted `#include`s name it, nearest first."""
+    target = real_path(fragment)
+    return [candidate for candidate in _includer_candidates(fragment)
+            if any(quoted and (found := resolve_include(name, True, candidate.parent, [])) is not None
+                   and real_path(found) == target
+                   for name, quoted in includes_of(candidate))]
+
+
+def _includer_candidates(fragment: Path) -> list[Path]:
+    out: list[Path] = []
+    for folder in dict.fromkeys([fragment.parent, fragment.parent.parent]):
+        try:
+            names = sorted(e.name for e in os.scandir(folder) if e.is_file() and e.name.endswith(".cu"))
+        except OSError:
+            continue
+        out += [folder / name for name in names if folder / name != fragment]
+    return out[:MAX_INCLUDER_CANDIDATES]
