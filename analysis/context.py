@@ -8,9 +8,10 @@ result types themselves live beside the model that computes them and are named h
 
 from __future__ import annotations
 
+import math
 from concurrent.futures import Future
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any
 
 from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.dataflow import KernelDataflow
@@ -29,14 +30,40 @@ if TYPE_CHECKING:
 DEFAULT_MAX_FILE_BYTES = 4 * 1024 * 1024
 
 
+@dataclass(frozen=True, slots=True)
+class ThresholdSetting:
+    """A threshold's default, the editor setting it is read from and the values that setting accepts.
+
+    One record per threshold, so that the dataclass default, the settings reader and the VS Code manifest
+    (checked by a test) take the default, the name and the range from one place.
+    """
+
+    default: float
+    #: the setting's name under `kerncast.thresholds.`
+    name: str
+    low: float
+    high: float = math.inf
+    integer: bool = False
+
+
+def _threshold(setting: ThresholdSetting) -> Any:
+    """A `Thresholds` field whose default is the setting's, and which remembers its setting."""
+    return field(default=setting.default, metadata={"setting": setting})
+
+
 @dataclass(slots=True)
 class Thresholds:
     """When a finding is worth a warning. Defaults follow Nsight Compute's own rule thresholds where one exists."""
 
-    uncoalesced_excess_percent: float = 25.0
-    bank_conflict_ways: int = 2
-    energy_hotspot_share: float = 0.2
-    low_occupancy: float = 0.25
+    uncoalesced_excess_percent: float = _threshold(ThresholdSetting(25.0, "uncoalescedExcessPercent", 0))
+    bank_conflict_ways: int = _threshold(ThresholdSetting(2, "bankConflictWays", 1, 32, integer=True))
+    energy_hotspot_share: float = _threshold(ThresholdSetting(0.2, "energyHotspotShare", 0, 1))
+    low_occupancy: float = _threshold(ThresholdSetting(0.25, "lowOccupancy", 0, 1))
+
+    @classmethod
+    def settings(cls) -> tuple[tuple[str, ThresholdSetting], ...]:
+        """(field name, setting) of every threshold, in declaration order."""
+        return tuple((f.name, f.metadata["setting"]) for f in fields(cls))
 
 
 @dataclass(slots=True)

@@ -27,7 +27,6 @@ from kerncast.analysis.toolchain import MAX_TIMEOUT_S, check_define, check_path,
 MAX_PROFILE_BYTES = 1 << 20
 
 _OPTIONS = AnalysisOptions()
-_THRESHOLDS = Thresholds()
 
 #: Every setting's default, taken from the library's own defaults so that the editor and the CLI agree.
 DEFAULTS: dict[str, Any] = {
@@ -42,10 +41,7 @@ DEFAULTS: dict[str, Any] = {
     "launch": {},
     "loops": None,
     "timeModel": _OPTIONS.time_model,
-    "thresholds": {"uncoalescedExcessPercent": _THRESHOLDS.uncoalesced_excess_percent,
-                   "bankConflictWays": _THRESHOLDS.bank_conflict_ways,
-                   "energyHotspotShare": _THRESHOLDS.energy_hotspot_share,
-                   "lowOccupancy": _THRESHOLDS.low_occupancy},
+    "thresholds": {setting.name: setting.default for _, setting in Thresholds.settings()},
     "analyzeOnChange": True,
     "timeoutSeconds": _OPTIONS.timeout_s,
     "maxFileBytes": DEFAULT_MAX_FILE_BYTES,
@@ -270,15 +266,9 @@ def parse_settings(data: Any) -> tuple[Settings, list[str]]:
     if not isinstance(th, dict):
         th = r.bad("thresholds", th, "expected an object", {})
     d = DEFAULTS["thresholds"]
-    thresholds = Thresholds(
-        uncoalesced_excess_percent=r.number("thresholds.uncoalescedExcessPercent",
-                                            th.get("uncoalescedExcessPercent"), d["uncoalescedExcessPercent"], 0),
-        bank_conflict_ways=r.number("thresholds.bankConflictWays", th.get("bankConflictWays"),
-                                    d["bankConflictWays"], 1, 32, integer=True),
-        energy_hotspot_share=r.number("thresholds.energyHotspotShare", th.get("energyHotspotShare"),
-                                      d["energyHotspotShare"], 0, 1),
-        low_occupancy=r.number("thresholds.lowOccupancy", th.get("lowOccupancy"), d["lowOccupancy"], 0, 1),
-    )
+    thresholds = Thresholds(**{
+        name: r.number(f"thresholds.{s.name}", th.get(s.name), d[s.name], s.low, s.high, integer=s.integer)
+        for name, s in Thresholds.settings()})
 
     kernels: dict[str, Any] = {}
     launch = data.get("launch") or {}
