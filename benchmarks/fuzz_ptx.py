@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import operator
 import os
 import random
 import re
@@ -31,9 +32,14 @@ import sys
 import time
 import traceback
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+from kerncast.analysis.compile import CompileOptions, compile_cuda
+from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.strict_json import finite_copy
+from kerncast.server.cmd_analyze import format_report
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # the power model's predictions are tiny; threads only cost
 
@@ -74,8 +80,6 @@ def split_kernels(ptx: str) -> list[str]:
 
 def compile_seeds(arch: str = "sm_80") -> list[str]:
     """PTX of every repository `.cu` under SEED_SOURCES, compiled by the project's own compile step."""
-    from kerncast.analysis.compile import CompileOptions, compile_cuda
-
     seeds: list[str] = []
     for folder in SEED_SOURCES:
         for path in sorted((ROOT / folder).glob("*.cu")):
@@ -168,39 +172,44 @@ def mutate(rng: random.Random, text: str) -> str:
 
 # ------------------------------------------------------------------------------------------------ running
 
+def _count(json_key: str) -> Any:
+    """A counter of `Tally`: `add` sums it, `to_json` writes it under `json_key`."""
+    return field(default=0, metadata={"json": json_key, "merge": operator.add})
+
+
+def _slowest(json_key: str) -> Any:
+    """A worst case of `Tally`: `add` keeps the larger, `to_json` writes it (rounded) under `json_key`."""
+    return field(default=0.0, metadata={"json": json_key, "merge": max})
+
+
 @dataclass
 class Tally:
     """What a run found; `failures` keeps the first few of each kind with the case number to replay it."""
 
-    cases: int = 0
-    uncaught: int = 0
-    slow: int = 0
-    slow_cpu: int = 0
-    non_strict: int = 0
-    nulled_reports: int = 0
-    parse_errors: int = 0
-    analysed: int = 0
-    max_s: float = 0.0
-    max_cpu_s: float = 0.0
+    cases: int = _count("cases")
+    uncaught: int = _count("uncaught_exceptions")
+    slow: int = _count("over_10_s")
+    slow_cpu: int = _count("over_10_s_cpu")
+    non_strict: int = _count("non_strict_json")
+    nulled_reports: int = _count("reports_with_nulled_numbers")
+    parse_errors: int = _count("ptx_syntax_errors")
+    analysed: int = _count("kernels_analysed_cases")
+    max_s: float = _slowest("slowest_case_s")
+    max_cpu_s: float = _slowest("slowest_case_cpu_s")
     errors: Counter[str] = field(default_factory=Counter)
     failures: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, other: Tally) -> None:
-        for name in ("cases", "uncaught", "slow", "slow_cpu", "non_strict", "nulled_reports", "parse_errors",
-                     "analysed"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.max_s = max(self.max_s, other.max_s)
-        self.max_cpu_s = max(self.max_cpu_s, other.max_cpu_s)
+        """Fold another run's tally (of other cases) into this one."""
+        for f in fields(self):
+            if "merge" in f.metadata:
+                setattr(self, f.name, f.metadata["merge"](getattr(self, f.name), getattr(other, f.name)))
         self.errors.update(other.errors)
         self.failures.extend(other.failures[:20])
 
     def to_json(self) -> dict[str, Any]:
-        return {"cases": self.cases, "uncaught_exceptions": self.uncaught, "over_10_s": self.slow,
-                "over_10_s_cpu": self.slow_cpu, "slowest_case_cpu_s": round(self.max_cpu_s, 3),
-                "non_strict_json": self.non_strict, "reports_with_nulled_numbers": self.nulled_reports,
-                "ptx_syntax_errors": self.parse_errors, "kernels_analysed_cases": self.analysed,
-                "slowest_case_s": round(self.max_s, 3), "exceptions": dict(self.errors),
-                "failures": self.failures[:50]}
+        figures = {f.metadata["json"]: round(getattr(self, f.name), 3) for f in fields(self) if "json" in f.metadata}
+        return {**figures, "exceptions": dict(self.errors), "failures": self.failures[:50]}
 
 
 class _HardStop(BaseException):
@@ -221,10 +230,6 @@ def _strict(text: str) -> bool:
 
 def run_case(text: str, options: Any) -> tuple[str, float, bool]:
     """Analyse and write one case: ("ok" | "syntax" | "non-strict" | "exception:<Type>", seconds, nulled)."""
-    from kerncast.analysis.pipeline import analyze_file
-    from kerncast.analysis.strict_json import finite_copy
-    from kerncast.server.cmd_analyze import format_report
-
     start = time.perf_counter()
     report = analyze_file("fuzz_case.ptx", text=text, options=options)
     format_report(report, "text")
@@ -247,8 +252,6 @@ def run(seeds: list[str], start: int, count: int, seed: int, ptxas_every: int,
     so that a run stopped early still reports exact figures). `ptxas_only` runs just the cases of the
     range that run ptxas (to re-check them after a change to the ptxas step alone).
     """
-    from kerncast.analysis.pipeline import AnalysisOptions
-
     fast = AnalysisOptions(lime=False, nvcc_path=NO_TOOLCHAIN)
     full = AnalysisOptions(lime=False)
     tally = Tally()
