@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.timing.estimate import TimeEstimate
 from launch_case import LaunchCase
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,16 +77,23 @@ SAMPLE_KERNELS = ("transposeNaive", "transposeCoalesced", "NoBankConflicts", "ma
                   "timedReduction")
 
 
-@dataclass
-class Row:
+@dataclass(frozen=True)
+class Measured:
+    """One row of the thesis's time tables: its measured time and the thesis's own published prediction (us)."""
+
     table: str
     kernel: str
     gpu: str
     actual: float
     thesis: float
-    models: dict[str, float]
-    range_us: tuple[float, float]
-    roofline_us: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class Row:
+    """A measured row beside Kerncast's time prediction of the same kernel and launch."""
+
+    measured: Measured
+    time: TimeEstimate
 
 
 def _rows() -> list[dict[str, str]]:
@@ -100,15 +108,14 @@ def _source(case: Case) -> str:
     return text
 
 
-def _predict(case: Case, gpu: str, cache: dict) -> tuple[dict[str, float], tuple, tuple] | None:
+def _predict(case: Case, gpu: str, cache: dict) -> TimeEstimate | None:
     key = (case, gpu)
     if key not in cache:
         overrides = case.overrides()
         report = analyze_file(ROOT / case.file, text=_source(case),
                               options=AnalysisOptions(gpu=gpu, arch="sm_75", overrides=overrides))
         k = next((k for k in report.kernels if k.name.split("<", 1)[0] == case.kernel), None)
-        t = k.time if k is not None else None
-        cache[key] = (dict(t.models), tuple(t.range_us), tuple(t.roofline_us)) if t is not None else None
+        cache[key] = k.time if k is not None else None
     return cache[key]
 
 
@@ -122,8 +129,8 @@ def _table(title: str, groups: dict[str, list[Row]]) -> None:
     print(f"  {'':22s} {'rows':>4s} " + " ".join(f"{m:>9s}" for m in (*MODELS, "thesis-pub")))
     for name in sorted(groups):
         rows = groups[name]
-        cells = [_mape((r.actual, r.models[m]) for r in rows) for m in MODELS]
-        cells.append(_mape((r.actual, r.thesis) for r in rows))
+        cells = [_mape((r.measured.actual, r.time.models[m]) for r in rows) for m in MODELS]
+        cells.append(_mape((r.measured.actual, r.measured.thesis) for r in rows))
         print(f"  {name:22s} {len(rows):4d} " + " ".join(f"{c:8.1f}%" for c in cells))
 
 
@@ -139,18 +146,17 @@ def collect(verbose: bool = False) -> list[Row]:
         if why is not None:
             print(f"  excluded: Table {raw['table']} {raw['kernel']} on {raw['gpu']}: {why}")
             continue
-        predicted = _predict(case, raw["gpu"], cache)
-        if predicted is None:
+        time = _predict(case, raw["gpu"], cache)
+        if time is None:
             print(f"  no prediction for {case.kernel} on {raw['gpu']} (did it compile?)")
             continue
-        models, rng, roof = predicted
-        row = Row(raw["table"], raw["kernel"], raw["gpu"], float(raw["actual_us"]),
-                  float(raw["thesis_predicted_us"]), models, rng, roof)
-        out.append(row)
+        m = Measured(raw["table"], raw["kernel"], raw["gpu"], float(raw["actual_us"]),
+                     float(raw["thesis_predicted_us"]))
+        out.append(Row(m, time))
         if verbose:
-            print(f"  {row.table:4s} {row.kernel:20s} {row.gpu:8s} actual {row.actual:9.2f}  "
-                  + "  ".join(f"{m} {row.models[m]:9.2f}" for m in MODELS)
-                  + f"  thesis-pub {row.thesis:9.2f}  [{case.source}]")
+            print(f"  {m.table:4s} {m.kernel:20s} {m.gpu:8s} actual {m.actual:9.2f}  "
+                  + "  ".join(f"{name} {time.models[name]:9.2f}" for name in MODELS)
+                  + f"  thesis-pub {m.thesis:9.2f}  [{case.source}]")
     return out
 
 
@@ -169,16 +175,16 @@ def main(argv: list[str] | None = None) -> int:
             out.setdefault(key(r), []).append(r)
         return out
 
-    _table("per table", group(lambda r: f"Table {r.table}"))
-    _table("per GPU (all tables)", group(lambda r: r.gpu))
-    _table("per kernel (all tables)", group(lambda r: r.kernel))
-    sample = [r for r in rows if r.table == "4.8" and r.kernel in SAMPLE_KERNELS]
+    _table("per table", group(lambda r: f"Table {r.measured.table}"))
+    _table("per GPU (all tables)", group(lambda r: r.measured.gpu))
+    _table("per kernel (all tables)", group(lambda r: r.measured.kernel))
+    sample = [r for r in rows if r.measured.table == "4.8" and r.measured.kernel in SAMPLE_KERNELS]
     subset: dict[str, list[Row]] = {"all": sample}
     for r in sample:
-        subset.setdefault(r.gpu, []).append(r)
+        subset.setdefault(r.measured.gpu, []).append(r)
     _table("Table 4.8 CUDA-sample rows (transposes, matrixMul, vectorAdd, timedReduction)", subset)
-    inside = sum(r.range_us[0] <= r.actual <= r.range_us[1] for r in rows)
-    roof = sum(r.roofline_us[0] <= r.actual <= r.roofline_us[1] for r in rows)
+    inside = sum(r.time.range_us[0] <= r.measured.actual <= r.time.range_us[1] for r in rows)
+    roof = sum(r.time.roofline_us[0] <= r.measured.actual <= r.time.roofline_us[1] for r in rows)
     print(f"\nmeasured time inside the kerncast range: {inside} of {len(rows)} rows; "
           f"inside the roofline range: {roof} of {len(rows)}")
     low, high = error_band(rows)
@@ -200,7 +206,7 @@ def _percentile(values: list[float], q: float) -> float:
 
 def error_band(rows: list[Row]) -> tuple[float, float]:
     """10th and 90th percentiles of measured / predicted (kerncast) over the compared rows."""
-    ratios = [r.actual / r.models["kerncast"] for r in rows]
+    ratios = [r.measured.actual / r.time.models["kerncast"] for r in rows]
     return _percentile(ratios, 0.1), _percentile(ratios, 0.9)
 
 
