@@ -1,5 +1,6 @@
 // Twenty small kernels of the shapes real CUDA files hold (element-wise maps, strided and 2-D accesses,
-// reductions, stencils, a histogram), each launched from main so every kernel has a known launch.
+// reductions in shared memory and by warp shuffles, stencils, a histogram), each launched from main so every
+// kernel has a known launch.
 // The latency benchmarks save this file and time save -> diagnostics against a bare `nvcc -ptx`.
 #include <cuda_runtime.h>
 
@@ -81,18 +82,20 @@ __global__ void reduceSum(const float *in, float *out, unsigned n)
     if (tid == 0) out[blockIdx.x] = s[0];
 }
 
-__global__ void reduceInterleaved(const float *in, float *out, unsigned n)
+__global__ void reduceWarpShuffle(const float *in, float *out, unsigned n)
 {
-    __shared__ float s[256];
-    unsigned tid = threadIdx.x;
+    __shared__ float warpSums[8];
     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-    s[tid] = i < n ? in[i] : 0.0f;
+    float v = i < n ? in[i] : 0.0f;
+    for (int offset = 16; offset > 0; offset >>= 1)
+        v += __shfl_down_sync(0xffffffffu, v, offset);
+    if ((threadIdx.x & 31) == 0) warpSums[threadIdx.x / 32] = v;
     __syncthreads();
-    for (unsigned k = 1; k < blockDim.x; k *= 2) {
-        if (tid % (2 * k) == 0) s[tid] += s[tid + k];
-        __syncthreads();
+    if (threadIdx.x == 0) {
+        float sum = 0.0f;
+        for (int w = 0; w < blockDim.x / 32; ++w) sum += warpSums[w];
+        atomicAdd(out, sum);
     }
-    if (tid == 0) out[blockIdx.x] = s[0];
 }
 
 __global__ void stencil3(float *out, const float *in, int n)
@@ -183,7 +186,7 @@ int main()
     columnCopy<<<grid2d, block2d>>>(b, a, width);
     transposeShared<<<tileGrid, tileBlock>>>(b, a, width);
     reduceSum<<<n / 256, 256>>>(a, b, n);
-    reduceInterleaved<<<n / 256, 256>>>(a, b, n);
+    reduceWarpShuffle<<<n / 256, 256>>>(a, b, n);
     stencil3<<<n / 256, 256>>>(b, a, n);
     histogram<<<n / 256, 256>>>(idx, bins, n);
     gatherIdx<<<n / 256, 256>>>(b, a, idx, n);
