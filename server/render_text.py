@@ -10,6 +10,9 @@ from typing import Any
 from kerncast.analysis.report import FileReport, Finding, KernelReport
 from kerncast.server.units import fmt_energy_uj, fmt_time, time_range
 
+#: in the text report, source lines below this share of a kernel's dynamic energy are summed into one line
+MINOR_LINE_SHARE = 0.01
+
 
 def _fmt_bytes(n: int | None) -> str:
     return "unknown" if n is None else f"{n} B"
@@ -76,14 +79,26 @@ def _kernel_lines(k: KernelReport) -> list[str]:
 
 
 def _event_lines(ev: dict | None) -> list[str]:
-    """The per-event energy model's total and its full per-line table."""
+    """The per-event energy model's total and its per-line table.
+
+    Lines with at least `MINOR_LINE_SHARE` of the dynamic energy are listed; the rest are summed into one
+    line, because a kernel's index arithmetic otherwise fills the report with rows of "0%" (the JSON and
+    SARIF reports keep every line).
+    """
     if not ev:
         return []
     out = [f"  per-event energy: {fmt_energy_uj(ev['uj'])} (dynamic {fmt_energy_uj(ev['dynamic_uj'])}, "
            f"constant {fmt_energy_uj(ev['constant_uj'])}, idle {fmt_energy_uj(ev['idle_uj'])})"]
-    for ln in ev.get("lines", []):
-        events = ", ".join(f"{name} {uj / ln['uj']:.0%}" for name, uj in ln["events"].items()) if ln["uj"] else ""
-        out.append(f"    line {ln['line']}: {ln['share']:.0%} of the dynamic energy ({events})")
+    lines = ev.get("lines", [])
+    minor = [ln for ln in lines if ln["share"] < MINOR_LINE_SHARE]
+    for ln in lines:
+        if ln["share"] >= MINOR_LINE_SHARE:
+            events = ", ".join(f"{name} {uj / ln['uj']:.0%}" for name, uj in ln["events"].items()) if ln["uj"] else ""
+            out.append(f"    line {ln['line']}: {ln['share']:.0%} of the dynamic energy ({events})")
+    if minor:
+        share = sum(ln["share"] for ln in minor)
+        out.append(f"    {len(minor)} more line{'s' if len(minor) > 1 else ''}, each below {MINOR_LINE_SHARE:.0%}: "
+                   f"{share:.1%} of the dynamic energy together")
     return out
 
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.server.render_text import MINOR_LINE_SHARE, render_file_report
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -91,3 +94,19 @@ def test_missing_nvcc_is_one_clear_message(tmp_path):
     proc = run_cli("analyze", "examples/vector_add.cu", "--nvcc", str(tmp_path / "no-nvcc"))
     assert proc.returncode == 1
     assert "nvcc" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_text_report_lists_the_energy_lines_that_matter_and_sums_the_rest(nvcc_available):
+    """Lines of at least 1% of a kernel's dynamic energy are listed; the others are one summed line."""
+    report = analyze_file(REPO / "examples" / "matmul.cu", options=AnalysisOptions(lime=False))
+    text = render_file_report(report)
+    kernel = next(k for k in report.to_json()["kernels"] if k["name"] == "matmulNaive")
+    lines = kernel["energy"]["event_model"]["lines"]
+    major = [ln for ln in lines if ln["share"] >= MINOR_LINE_SHARE]
+    minor = [ln for ln in lines if ln["share"] < MINOR_LINE_SHARE]
+    assert major and minor, "matmulNaive should have both kinds of line for this test to mean anything"
+    block = text.split("kernel matmulNaive", 1)[1].split("\nkernel ", 1)[0]
+    listed = re.findall(r"^    line (\d+): (\d+)% of the dynamic energy", block, re.MULTILINE)
+    assert [int(n) for n, _ in listed] == [ln["line"] for ln in major]
+    summed = sum(ln["share"] for ln in minor)
+    assert f"    {len(minor)} more lines, each below 1%: {summed:.1%} of the dynamic energy together" in block
