@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import bisect
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from kerncast.analysis.csyntax import FunctionDefinition, call_sites, find_functions
 from kerncast.analysis.intops import (
     C_BOOL,
     C_INT,
@@ -210,6 +212,9 @@ class Folded:
 
     value: Value | None
     reason: str = ""
+    #: how values came from outside the expression's own scope, e.g. "n = 1024 from the call of run() at
+    #: line 40": a function parameter's value is its callers' argument (see `ConstEnv`)
+    via: tuple[str, ...] = ()
 
     @property
     def known(self) -> bool:
@@ -317,7 +322,9 @@ class Declaration:
     """A scalar or `dim3` variable with its initialiser tokens and the span of code where it is visible.
 
     `mutated_line` is the first line after the declaration that assigns to it (or takes its address); a
-    variable that is not `const` is only folded when nothing changes it.
+    variable that is not `const` is only folded when nothing changes it. A function's parameter is a
+    declaration too (`function` and `index` set, `init` its default argument): its value is what the
+    function's callers in the file pass.
     """
 
     name: str
@@ -331,6 +338,9 @@ class Declaration:
     cache: Folded | None = field(default=None, repr=False)
     #: the declared integer type (None: `dim3`, or `auto`, typed by its value)
     ctype: CType | None = None
+    #: for a parameter: the function it belongs to and its 0-based position
+    function: FunctionDefinition | None = None
+    index: int = -1
 
 
 _DEFINE_RE = re.compile(r"^[ \t]*#[ \t]*(define|undef)[ \t]+([A-Za-z_]\w*)(\([^)]*\))?(.*)$", re.M)
@@ -339,13 +349,35 @@ _ASSIGN_OPS = frozenset({"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<
 _BRACKETS = {"(": ")", "[": "]", "{": "}"}
 
 
+@dataclass(frozen=True, slots=True)
+class _EqualityBlock:
+    """The braces of an `if (name == literal) {` block or of its `else {` (offsets of `{` and `}`)."""
+
+    name: Token
+    literal: Token
+    start: int
+    end: int
+    line: int
+    #: True for the `else` block, where name is anything but the literal
+    negated: bool = False
+
+    @property
+    def condition(self) -> str:
+        return f"{'not ' if self.negated else ''}`if ({self.name.text} == {self.literal.text})` at line {self.line}"
+
+
 def _join_continuations(text: str) -> str:
     """Join backslash-newline continued lines, keeping offsets by blanking the backslash and newline."""
     return re.sub(r"\\\r?\n", lambda m: " " * len(m.group()), text)
 
 
 class ConstEnv:
-    """The constants of one CUDA source file, and the folder that evaluates expressions against them."""
+    """The constants of one CUDA source file, and the folder that evaluates expressions against them.
+
+    An integer or `dim3` parameter of a host function is known when every call of the function in the file
+    passes the same foldable value (a launch written inside `void run(int n) {...}` called as `run(1 << 20)`);
+    the folded result says so in `Folded.via`, because another file may call the function differently.
+    """
 
     MAX_EXPANSION_DEPTH = 64
 
@@ -360,10 +392,20 @@ class ConstEnv:
         # Code with every preprocessor line blanked: what the declaration and launch scanners read.
         self.code = _DIRECTIVE_RE.sub(lambda m: " " * len(m.group()), joined)
         self.tokens = tokenize(self.code)
+        self._token_offsets = [t.offset for t in self.tokens]
         self.block_end = self._match_braces()
+        self.functions = find_functions(self.tokens, self.block_end, len(self.code))
         self.decls: dict[str, list[Declaration]] = {}
         self._read_declarations()
+        self._equality_blocks = self._read_equality_blocks()
         self._in_progress: set[int] = set()
+        #: notes on values taken from callers, gathered while the outermost fold runs (see `fold_tokens`)
+        self._via: list[str] = []
+        self._fold_depth = 0
+        #: the calls of each function whose parameter was folded, by the function's name token
+        self._calls: dict[int, list[int]] = {}
+        #: the scanned facts are shared by the server's analysis threads; a fold caches into declarations
+        self._lock = threading.RLock()
 
     # ---------------------------------------------------------------------------- building the environment
 
@@ -415,6 +457,7 @@ class ConstEnv:
                     continue
             at_statement_start = tok.text in (";", "{", "}") and paren_depth == 0
             k += 1
+        self._read_parameters()
         uses: dict[str, list[int]] = {}
         for k, tok in enumerate(toks):
             if tok.kind == "id" and tok.text in self.decls:
@@ -464,6 +507,75 @@ class ConstEnv:
                 continue
             break
         return max(j - k, start - k + 1)
+
+    def _read_equality_blocks(self) -> dict[str, list[_EqualityBlock]]:
+        """Every `if (name == literal) {` (or `literal == name`) and its `else {`, by name."""
+        toks = self.tokens
+        out: dict[str, list[_EqualityBlock]] = {}
+        for k in range(len(toks) - 6):
+            if toks[k].text != "if" or toks[k + 1].text != "(" or toks[k + 3].text != "==" \
+                    or toks[k + 5].text != ")" or toks[k + 6].text != "{":
+                continue
+            left, right = toks[k + 2], toks[k + 4]
+            name, literal = (left, right) if left.kind == "id" and right.kind == "num" else (right, left)
+            if name.kind != "id" or literal.kind != "num":
+                continue
+            end = self.block_end.get(k + 6, len(self.code))
+            then = _EqualityBlock(name, literal, toks[k + 6].offset, end, self.lines.line(name.offset))
+            out.setdefault(name.text, []).append(then)
+            after = bisect.bisect_right(self._token_offsets, end)  # the token after the block's `}`
+            if after + 1 < len(toks) and toks[after].text == "else" and toks[after + 1].text == "{":
+                out[name.text].append(_EqualityBlock(name, literal, toks[after + 1].offset,
+                                                     self.block_end.get(after + 1, len(self.code)), then.line,
+                                                     negated=True))
+        return out
+
+    def dead_branch(self, offset: int) -> str | None:
+        """Why the code at `offset` does not run with the values this file gives, or None.
+
+        The code is inside `if (v == C) {` where v folds to another value (or inside its `else` where v is C):
+        a launch there would otherwise be read with values under which it never runs.
+        """
+        for blocks in self._equality_blocks.values():
+            for b in blocks:
+                if not b.start < offset < b.end:
+                    continue
+                folded = self.fold_tokens([b.name], b.start)
+                if not folded.known or not isinstance(folded.value, int):
+                    continue
+                expected = _literal(b.literal.text).value
+                if (folded.value == expected) == b.negated:
+                    why = "; ".join(folded.via) or f"{b.name.text} = {folded.value}"
+                    return f"it is inside {b.condition}, which does not run here ({why})"
+        return None
+
+    def _read_parameters(self) -> None:
+        """The integer and `dim3` parameters of every function, as declarations scoped to its body."""
+        for fn in self.functions:
+            for index, part in enumerate(fn.parameter_tokens(self.tokens)):
+                decl = self._parameter(fn, index, part)
+                if decl is not None:
+                    self.decls.setdefault(decl.name, []).append(decl)
+        for decls in self.decls.values():
+            decls.sort(key=lambda d: d.offset)
+
+    def _parameter(self, fn: FunctionDefinition, index: int, part: list[Token]) -> Declaration | None:
+        """The declaration of one parameter, or None when it is not an integer or a `dim3` (by value or by
+        reference)."""
+        cut = next((i for i, t in enumerate(part) if t.text == "="), len(part))
+        head, default = part[:cut], part[cut + 1:]
+        if len(head) < 2 or head[-1].kind != "id" or any(t.kind != "id" and t.text not in ("&", "::")
+                                                          for t in head):
+            return None
+        words = [t.text for t in head[:-1] if t.text not in ("&", "::", "std")]
+        type_words = [w for w in words if w not in _QUALIFIERS]
+        if not type_words or "auto" in type_words or any(w not in _TYPE_WORDS and w != "dim3" for w in type_words) \
+                or ("dim3" in type_words and len(type_words) > 1):
+            return None
+        name = head[-1]
+        return Declaration(name.text, "dim3" if type_words == ["dim3"] else "scalar", default or None, name.offset,
+                           fn.body_end, self.lines.line(name.offset), "const" in words,
+                           ctype=C_TYPES.get(" ".join(type_words)), function=fn, index=index)
 
     def _initialiser(self, j: int, kind: str) -> tuple[list[Token] | None, int]:
         """Tokens of the initialiser after a declared name (`= e`, `(a, b)`, `{a, b}`), and where it ends."""
@@ -544,6 +656,19 @@ class ConstEnv:
 
     def fold_tokens(self, tokens: list[Token], offset: int) -> Folded:
         """Fold an expression given as tokens; never raises."""
+        with self._lock:
+            mark = len(self._via)
+            self._fold_depth += 1
+            try:
+                folded = self._fold_unlocked(tokens, offset)
+            finally:
+                self._fold_depth -= 1
+            via = tuple(dict.fromkeys(self._via[mark:])) if folded.known else ()
+            if self._fold_depth == 0:
+                self._via.clear()
+            return Folded(folded.value, folded.reason, via)
+
+    def _fold_unlocked(self, tokens: list[Token], offset: int) -> Folded:
         try:
             expanded = self._expand(tokens, offset, 0, frozenset())
             value = _Evaluator(self, offset).evaluate(expanded)
@@ -575,19 +700,48 @@ class ConstEnv:
         decl = self.declaration(name, offset)
         if decl is None:
             raise Unknown(f"'{name}' is not a known constant")
-        if decl.cache is not None:
-            if decl.cache.value is None:
-                raise Unknown(decl.cache.reason)
-            return decl.cache.value
-        folded = self._fold_declaration(decl)
-        decl.cache = folded
-        if folded.value is None:
-            raise Unknown(folded.reason)
-        return folded.value
+        refined = self._refined(decl, offset)
+        if refined is not None:
+            return refined
+        if decl.cache is None:
+            mark = len(self._via)
+            folded = self._fold_declaration(decl)
+            decl.cache = Folded(folded.value, folded.reason, tuple(self._via[mark:]))
+        else:
+            self._via.extend(decl.cache.via)
+        if decl.cache.value is None:
+            raise Unknown(decl.cache.reason)
+        return decl.cache.value
+
+    def _refined(self, decl: Declaration, offset: int) -> int | None:
+        """The value an enclosing `if (name == literal) {` gives an integer variable that nothing changes.
+
+        Inside `if (block_size == 16) { ... }` the variable is 16 whatever its declaration or callers say;
+        without this, a launch in that branch would take the caller's value (32) and contradict its own
+        template argument.
+        """
+        if decl.kind != "scalar" or (decl.mutated_line is not None and not decl.const):
+            return None
+        inside = [b for b in self._equality_blocks.get(decl.name, ())
+                  if decl.offset < b.start < offset < b.end]
+        if not inside:
+            return None
+        inside = [b for b in inside if not b.negated]
+        if not inside:
+            return None
+        block = max(inside, key=lambda b: b.start)  # the innermost
+        value = _literal(block.literal.text).value
+        if decl.ctype is not None:
+            value = c_convert(value, decl.ctype)
+        self._via.append(f"{decl.name} = {value} inside `if ({decl.name} == {block.literal.text})` at line "
+                         f"{block.line}")
+        return value
 
     def _fold_declaration(self, decl: Declaration) -> Folded:
         if decl.mutated_line is not None and not decl.const:
             return Folded(None, f"'{decl.name}' (line {decl.line}) is changed at line {decl.mutated_line}")
+        if decl.function is not None:
+            return self._fold_parameter(decl, decl.function)
         if decl.init is None:
             return Folded(None, f"'{decl.name}' (line {decl.line}) has no initialiser")
         key = id(decl)
@@ -607,6 +761,57 @@ class ConstEnv:
         if decl.ctype is not None:  # initialisation converts the value to the declared type
             return Folded(c_convert(folded.value, decl.ctype))
         return folded
+
+    def _fold_parameter(self, decl: Declaration, fn: FunctionDefinition) -> Folded:
+        """A parameter's value: the one value every call of its function in this file passes for it."""
+        where = f"'{decl.name}' is a parameter of {fn.name}()"
+        if sum(f.name == fn.name for f in self.functions) > 1:
+            return Folded(None, f"{where}, which is defined more than once (overloads are not told apart)")
+        calls = self._calls.get(fn.name_index)
+        if calls is None:
+            calls = self._calls[fn.name_index] = call_sites(self.tokens, fn)
+        if not calls:
+            return Folded(None, f"{where}, which is not called in this file")
+        key = id(decl)
+        if key in self._in_progress:
+            return Folded(None, f"{where}, whose value depends on itself")
+        self._in_progress.add(key)
+        try:
+            seen = [self._argument(decl, where, k) for k in calls]
+        finally:
+            self._in_progress.discard(key)
+        unknown = next((f for _, f in seen if not f.known), None)
+        if unknown is not None:
+            return unknown
+        values = {f.value for _, f in seen}
+        if len(values) > 1:
+            shown = ", ".join(f"{f.value} at line {line}" for line, f in seen)
+            return Folded(None, f"{where}, called with different values ({shown})")
+        value = seen[0][1].value
+        lines = ", ".join(map(str, sorted({line for line, _ in seen})))
+        calls_text = f"the call at line {lines}" if len(seen) == 1 else f"the {len(seen)} calls at line(s) {lines}"
+        self._via.append(f"{decl.name} = {_shown(value)} from {calls_text} of {fn.name}()")
+        return Folded(value)
+
+    def _argument(self, decl: Declaration, where: str, open_index: int) -> tuple[int, Folded]:
+        """(line, folded value) of what the call whose `(` is at `open_index` passes for parameter `decl`."""
+        offset = self.tokens[open_index].offset
+        line = self.lines.line(offset)
+        try:
+            args, _ = _call_arguments(self.tokens, open_index)
+        except Unknown as exc:
+            return line, Folded(None, f"{where}: {exc.reason}")
+        arg = args[decl.index] if decl.index < len(args) else decl.init
+        if not arg:
+            return line, Folded(None, f"{where}: the call at line {line} does not pass it")
+        folded = self.fold_tokens(arg, offset)
+        if not folded.known:
+            return line, Folded(None, f"{where}; at the call at line {line}, {folded.reason}")
+        if decl.kind == "dim3":
+            return line, Folded(folded.as_dim3())
+        if not isinstance(folded.value, int):
+            return line, Folded(None, f"{where}; the call at line {line} passes a dim3")
+        return line, Folded(c_convert(folded.value, decl.ctype) if decl.ctype is not None else folded.value)
 
     def _expand(self, tokens: list[Token], offset: int, depth: int, hidden: frozenset[str]) -> list[Token]:
         """Macro-expand tokens as the preprocessor would (no `#`/`##`), with a depth limit."""
@@ -635,6 +840,11 @@ class ConstEnv:
                 raise Unknown(f"macro {m.name} uses # or ##")
             out.extend(self._expand(body, offset, depth + 1, hidden | {m.name}))
         return out
+
+
+def _shown(value: Value) -> str:
+    """A folded value as a note shows it: `1048576`, or `(64, 64, 1)` for a `dim3`."""
+    return str(value) if isinstance(value, int) else "(" + ", ".join(map(str, value)) + ")"
 
 
 def _is_unary_position(toks: list[Token], k: int) -> bool:

@@ -330,6 +330,8 @@ class _Layer:
     params: dict[str, int]
     line: int | None
     detail: str
+    #: an assumption the layer's values rest on, stated once when one of them is used
+    caveat: str = ""
 
 
 def _layers(overrides: LaunchOverrides | None, settings: LaunchOverrides | None,
@@ -357,14 +359,31 @@ def _layers(overrides: LaunchOverrides | None, settings: LaunchOverrides | None,
                 unknown[key] = f"`{expr}` at line {site.line} could not be folded: {folded.reason}"
         params = {str(i): f.as_int() for i, f in enumerate(site.arg_values) if f.as_int() is not None}
         layers.append(_Layer("launch-site", values, unknown, params, site.line,  # type: ignore[arg-type]
-                             f"{site.config_text} at line {site.line}"))
+                             f"{site.config_text} at line {site.line}", _caller_caveat(site)))
     return layers
+
+
+def _caller_caveat(site: LaunchSite) -> str:
+    """What the launch's values took from the calls of the function around it, if anything."""
+    folded = (site.grid, site.block, site.smem, *site.arg_values)
+    via = list(dict.fromkeys(note for f in folded if f.known for note in f.via))
+    if not via:
+        return ""
+    return (f"the launch at line {site.line} is inside a function; its values use {'; '.join(via)} "
+            "(the calls in this file; a call from another file could pass other values)")
+
+
+def _use(layer: _Layer, assumptions: list[str]) -> None:
+    """Record the caveat of a layer whose value is used (once)."""
+    if layer.caveat and layer.caveat not in assumptions:
+        assumptions.append(layer.caveat)
 
 
 def _pick(key: str, layers: list[_Layer], assumptions: list[str]) -> Sourced | None:
     """The value of a field from the first layer that has it; unfoldable launch values become assumptions."""
     for layer in layers:
         if layer.values.get(key) is not None:
+            _use(layer, assumptions)
             return Sourced(layer.values[key], layer.source, layer.line, layer.detail)
         if key in layer.unknown:
             assumptions.append(f"{key}: {layer.unknown[key]}")
@@ -398,6 +417,7 @@ def _params(layers: list[_Layer], names: list[str | None], kernel: str,
                 assumptions.append(f"the parameter names of {kernel} are not known (no CUDA source); "
                                    f"'{key}' is kept by name, give its 0-based index to apply it to the PTX")
             if name not in out:
+                _use(layer, assumptions)
                 out[name] = Sourced(value, layer.source, layer.line, layer.detail)
     return out
 

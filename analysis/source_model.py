@@ -19,6 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from kerncast.analysis.cexpr import ConstEnv, Folded, Token
+from kerncast.analysis.csyntax import matching_bracket, split_top
 from kerncast.analysis.includes import MAX_INCLUDE_DEPTH, includes_in, real_path, resolve_include
 
 Dim = tuple[int, int, int]
@@ -303,44 +304,6 @@ def _text(env: ConstEnv, tokens: list[Token]) -> str:
     return re.sub(r"\s+", " ", env.code[tokens[0].offset:last.offset + len(last.text)]).strip()
 
 
-def _split_top(tokens: list[Token]) -> list[list[Token]]:
-    """Split tokens at commas outside (), [] and {}."""
-    parts: list[list[Token]] = [[]]
-    depth = 0
-    for tok in tokens:
-        if tok.text in ("(", "[", "{"):
-            depth += 1
-        elif tok.text in (")", "]", "}"):
-            depth -= 1
-        elif tok.text == "," and depth == 0:
-            parts.append([])
-            continue
-        parts[-1].append(tok)
-    return [] if parts == [[]] else parts
-
-
-_OPENING = ("(", "[", "{")
-_CLOSING = (")", "]", "}")
-
-
-def _matching_bracket(tokens: list[Token], k: int, step: int) -> int:
-    """Index of the token that balances the bracket at k: forward (`step` 1) from an opening bracket to its
-    closing one, or backward (`step` -1) from a closing bracket to its opening one. When the brackets do not
-    balance, the index just past the scan (len(tokens) forward, -1 backward), which callers treat as "runs to
-    the end" instead of failing on the half-typed code an editor sends."""
-    deeper, shallower = (_OPENING, _CLOSING) if step > 0 else (_CLOSING, _OPENING)
-    past = len(tokens) if step > 0 else -1
-    depth = 0
-    for j in range(k, past, step):
-        if tokens[j].text in deeper:
-            depth += 1
-        elif tokens[j].text in shallower:
-            depth -= 1
-            if depth == 0:
-                return j
-    return past
-
-
 def _statement_start(tokens: list[Token], k: int) -> int:
     """Index of the first token of the statement that contains token k."""
     j = k
@@ -390,19 +353,20 @@ def _launch_site_at(env: ConstEnv, k: int) -> LaunchSite | None:
         close += 1
     if close >= len(toks):
         return None
-    config = _split_top(toks[k + 1:close])
+    config = split_top(toks[k + 1:close])
     if len(config) < 2:
         return None
     args: list[list[Token]] = []
     if close + 1 < len(toks) and toks[close + 1].text == "(":
-        args = _split_top(toks[close + 2:_matching_bracket(toks, close + 1, 1)])
+        args = split_top(toks[close + 2:matching_bracket(toks, close + 1, 1)])
     offset = toks[k].offset
+    dead = env.dead_branch(offset)
 
     def fold(part: list[Token]) -> Folded:
-        return env.fold_tokens(part, offset)
+        return Folded(None, dead) if dead else env.fold_tokens(part, offset)
 
     smem_tokens = config[2] if len(config) > 2 else None
-    template_parts = _split_top(template)
+    template_parts = split_top(template)
     return LaunchSite(
         kernel=name, line=env.lines.line(toks[name_index].offset), column=env.lines.column(toks[name_index].offset),
         statement_offset=toks[_statement_start(toks, name_index)].offset,
@@ -424,7 +388,7 @@ def _as_dim(folded: Folded) -> Folded:
         return folded
     if any(v <= 0 for v in dim):
         return Folded(None, f"folds to {dim}, which is not a valid launch size")
-    return Folded(dim)
+    return Folded(dim, via=folded.via)
 
 
 _SPECIFIERS = frozenset({"static", "inline", "__forceinline__", "__noinline__", "extern", "__host__",
@@ -447,10 +411,10 @@ def _kernel_definitions(env: ConstEnv) -> list[KernelDefinition]:
                                      and not _is_attribute(toks[j].text)):
             if toks[j].text in (";", "{", "}"):
                 break
-            j += 1 if toks[j].text != "(" else _matching_bracket(toks, j, 1) - j + 1
+            j += 1 if toks[j].text != "(" else matching_bracket(toks, j, 1) - j + 1
         if j + 1 >= len(toks) or toks[j].kind != "id" or toks[j + 1].text != "(":
             continue
-        close = _matching_bracket(toks, j + 1, 1)
+        close = matching_bracket(toks, j + 1, 1)
         after = close + 1
         while after < len(toks) and toks[after].kind == "id":  # noexcept, const, attributes ...
             after += 1
@@ -574,33 +538,11 @@ def _attach_annotations(env: ConstEnv, annotations: list[Annotation], sites: lis
 
 # ------------------------------------------------------------------------------------------ bodies and arrays
 
-_NOT_FUNCTIONS = frozenset({"if", "for", "while", "switch", "catch", "return", "sizeof", "do", "else",
-                            "__launch_bounds__", "__attribute__", "alignas", "decltype"})
-
-
 def _function_bodies(env: ConstEnv, kernels: list[KernelDefinition]) -> list[FunctionBody]:
-    """Every `name(...) qualifiers {` outside another function's body: the function definitions."""
-    toks = env.tokens
+    """Every function definition (kernel or not), as the constant folder found them."""
     kernel_names = {d.name_offset for d in kernels}
-    out: list[FunctionBody] = []
-    inside_until = -1
-    for k, tok in enumerate(toks):
-        if tok.text != "{" or tok.offset <= inside_until:
-            continue
-        j = k - 1
-        while j >= 0 and toks[j].kind == "id" and toks[j].text in ("const", "noexcept", "override", "final",
-                                                                     "volatile", "mutable"):
-            j -= 1
-        if j < 0 or toks[j].text != ")":
-            continue
-        open_at = _matching_bracket(toks, j, -1)
-        if open_at <= 0 or toks[open_at - 1].kind != "id" or toks[open_at - 1].text in _NOT_FUNCTIONS:
-            continue
-        name_tok = toks[open_at - 1]
-        end = env.block_end.get(k, len(env.code))
-        out.append(FunctionBody(name_tok.text, name_tok.offset, tok.offset, end, name_tok.offset in kernel_names))
-        inside_until = end
-    return out
+    return [FunctionBody(f.name, env.tokens[f.name_index].offset, f.body_start, f.body_end,
+                         env.tokens[f.name_index].offset in kernel_names) for f in env.functions]
 
 
 _NOT_TYPES = frozenset({"return", "case", "delete", "sizeof", "throw", "goto", "else", "do"})
@@ -621,7 +563,7 @@ def _arrays(env: ConstEnv, functions: list[FunctionBody]) -> list[ArrayDeclarati
         dims: list[ArrayDimension] = []
         j = k + 1
         while j < len(toks) and toks[j].text == "[":
-            close = _matching_bracket(toks, j, 1)
+            close = matching_bracket(toks, j, 1)
             if close >= len(toks):
                 break
             inner_start = toks[j].offset + 1

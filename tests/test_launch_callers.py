@@ -1,0 +1,82 @@
+"""Launch sizes written inside a host function take their values from the function's callers in the file.
+
+`void run(int n) { k<<<(n + 255) / 256, 256>>>(...); }` called as `run(1 << 20)` is the most common way real
+code launches a kernel; each value used says which call it came from, and what cannot be known stays unknown
+with the reason (no call, calls that disagree, a parameter the function changes, a branch that does not run).
+"""
+
+from __future__ import annotations
+
+from kerncast.analysis.cexpr import ConstEnv
+from kerncast.analysis.launch import find_launch_sites, infer_launch
+
+KERNEL = "__global__ void k(float *y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 0; }\n"
+
+
+def _launch(host: str):
+    return infer_launch("k", KERNEL + host)
+
+
+def test_a_wrapper_called_once_gives_its_argument_to_the_launch_and_says_so():
+    launch = _launch("void run(float *y, int n)\n{\n    const int threads = 128;\n"
+                     "    k<<<(n + threads - 1) / threads, threads>>>(y, n);\n}\n"
+                     "int main() { float *y; run(y, 1 << 20); return 0; }\n")
+    assert launch.grid.value == (8192, 1, 1) and launch.grid.source == "launch-site"
+    assert launch.params["n"].value == 1 << 20
+    (caveat,) = [a for a in launch.assumptions if "from the call" in a]
+    assert "n = 1048576 from the call at line 7 of run()" in caveat
+    assert "another file could pass other values" in caveat
+
+
+def test_calls_that_agree_are_used_and_calls_that_disagree_are_not():
+    body = "void run(int n) { k<<<n / 256, 256>>>(0, n); }\n"
+    agree = _launch(body + "int main()\n{\n    run(4096);\n    run(4096);\n}\n")
+    assert agree.grid.value == (16, 1, 1)
+    assert any("n = 4096 from the 2 calls at line(s) 5, 6 of run()" in a for a in agree.assumptions), agree.assumptions
+    differ = _launch(body + "int main()\n{\n    run(4096);\n    run(8192);\n}\n")
+    assert differ.grid.source == "default"
+    assert any("called with different values (4096 at line 5, 8192 at line 6)" in a for a in differ.assumptions)
+
+
+def test_a_parameter_without_a_call_or_changed_in_the_body_stays_unknown():
+    uncalled = _launch("void run(int n) { k<<<n / 256, 256>>>(0, n); }\n")
+    assert uncalled.grid.source == "default"
+    assert any("'n' is a parameter of run(), which is not called in this file" in a for a in uncalled.assumptions)
+    changed = _launch("void run(int n) { n *= 2; k<<<n / 256, 256>>>(0, n); }\nint main() { run(4096); }\n")
+    assert changed.grid.source == "default"
+    assert any("is changed at line 2" in a for a in changed.assumptions), changed.assumptions
+
+
+def test_default_arguments_dim3_references_and_nested_callers():
+    launch = _launch("void inner(const dim3 &grid, int threads = 64) { k<<<grid, threads>>>(0, 1); }\n"
+                     "void outer(int rows) { inner(dim3(rows, 2)); }\n"
+                     "int main() { outer(3); return 0; }\n")
+    assert launch.grid.value == (3, 2, 1)
+    assert launch.block.value == (64, 1, 1)
+    (caveat,) = [a for a in launch.assumptions if "from the call" in a]
+    assert "rows = 3 from the call at line 4 of outer()" in caveat
+
+
+def test_a_parameter_shadows_a_file_constant_of_the_same_name():
+    launch = _launch("const int n = 256;\nvoid run(int n) { k<<<n, 32>>>(0, n); }\nint main() { run(7); }\n")
+    assert launch.grid.value == (7, 1, 1)
+
+
+def test_a_launch_in_a_branch_that_does_not_run_is_not_read_with_the_callers_values():
+    source = KERNEL + ("void run(int bs)\n{\n"
+                       "    dim3 threads(bs, bs);\n"
+                       "    if (bs == 16) {\n        k<<<1, threads>>>(0, 1);\n    } else {\n"
+                       "        k<<<2, threads>>>(0, 1);\n    }\n}\n"
+                       "int main() { run(32); }\n")
+    dead, live = find_launch_sites(source)
+    assert not dead.block.known
+    assert "inside `if (bs == 16)` at line 5, which does not run here (bs = 32 from the call" in dead.block.reason
+    assert live.block.value == (32, 32, 1)
+
+
+def test_inside_an_equality_branch_the_variable_has_the_compared_value():
+    env = ConstEnv("int run(int bs) {\n  if (bs == 16) {\n    return bs * 2;\n  }\n  return 0;\n}\n"
+                   "int main() { return run(16); }\n")
+    folded = env.fold("bs * 2", env.source.index("bs * 2"))
+    assert folded.value == 32
+    assert folded.via == ("bs = 16 inside `if (bs == 16)` at line 2",)
