@@ -253,7 +253,7 @@ SIZEOF: dict[str, int] = {
 # Words that may make up the type of a scalar variable or of a cast.
 _TYPE_WORDS = frozenset({
     "int", "unsigned", "signed", "long", "short", "char", "bool", "size_t", "ptrdiff_t", "int8_t", "uint8_t",
-    "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t", "auto",
+    "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t", "auto", "uint", "ushort", "ulong",
 })
 _QUALIFIERS = frozenset({"const", "constexpr", "static", "volatile", "inline", "register", "extern",
                          "__host__", "__device__", "__constant__", "__managed__", "__shared__"})
@@ -366,6 +366,23 @@ class _EqualityBlock:
         return f"{'not ' if self.negated else ''}`if ({self.name.text} == {self.literal.text})` at line {self.line}"
 
 
+def read_macros(source: str) -> list[Macro]:
+    """The `#define`s and `#undef`s of a source text (a header), in order, with offsets into it."""
+    masked, _ = mask_source(source)
+    return _macros_in(_join_continuations(masked), LineIndex(source))
+
+
+def _macros_in(joined: str, lines: LineIndex) -> list[Macro]:
+    out = []
+    for m in _DEFINE_RE.finditer(joined):
+        params = None
+        if m.group(1) == "define" and m.group(3) is not None:
+            params = tuple(p.strip() for p in m.group(3)[1:-1].split(",") if p.strip())
+        body = tokenize(m.group(4), m.start(4)) if m.group(1) == "define" else None
+        out.append(Macro(m.group(2), params, body, m.start(), lines.line(m.start())))
+    return out
+
+
 def _join_continuations(text: str) -> str:
     """Join backslash-newline continued lines, keeping offsets by blanking the backslash and newline."""
     return re.sub(r"\\\r?\n", lambda m: " " * len(m.group()), text)
@@ -381,14 +398,15 @@ class ConstEnv:
 
     MAX_EXPANSION_DEPTH = 64
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, extra_macros: tuple[Macro, ...] = ()) -> None:
+        """`extra_macros`: `#define`s from elsewhere (the quoted headers), each at the offset where it applies."""
         self.source = source
         masked, self.comments = mask_source(source)
         self.masked = masked
         self.lines = LineIndex(source)
         joined = _join_continuations(masked)
         self.macros: dict[str, list[Macro]] = {}
-        self._read_macros(joined)
+        self._read_macros(joined, extra_macros)
         # Code with every preprocessor line blanked: what the declaration and launch scanners read.
         self.code = _DIRECTIVE_RE.sub(lambda m: " " * len(m.group()), joined)
         self.tokens = tokenize(self.code)
@@ -409,14 +427,14 @@ class ConstEnv:
 
     # ---------------------------------------------------------------------------- building the environment
 
-    def _read_macros(self, joined: str) -> None:
-        for m in _DEFINE_RE.finditer(joined):
-            name = m.group(2)
-            params = None
-            if m.group(1) == "define" and m.group(3) is not None:
-                params = tuple(p.strip() for p in m.group(3)[1:-1].split(",") if p.strip())
-            body = tokenize(m.group(4), m.start(4)) if m.group(1) == "define" else None
-            self.macros.setdefault(name, []).append(Macro(name, params, body, m.start(), self.lines.line(m.start())))
+    def _read_macros(self, joined: str, extra: tuple[Macro, ...]) -> None:
+        for m in _macros_in(joined, self.lines):
+            self.macros.setdefault(m.name, []).append(m)
+        for m in extra:
+            self.macros.setdefault(m.name, []).append(m)
+        if extra:
+            for found in self.macros.values():
+                found.sort(key=lambda m: m.offset)  # `macro` takes the last one before an offset
 
     def _match_braces(self) -> dict[int, int]:
         """For each opening `{` token index, the offset of its matching `}` (end of file if unbalanced)."""

@@ -166,6 +166,8 @@ C_TYPES: dict[str, CType] = {
     "uint8_t": C_UCHAR, "long": C_LONG, "long int": C_LONG, "long long": C_LLONG, "long long int": C_LLONG,
     "int64_t": C_LONG, "unsigned long": C_ULONG, "unsigned long long": C_ULLONG, "uint64_t": C_ULONG,
     "size_t": C_ULONG, "std::size_t": C_ULONG, "ptrdiff_t": C_LONG, "bool": C_BOOL,
+    # the short names glibc's <sys/types.h> declares, which CUDA code uses widely (`uint n = ...`)
+    "uint": C_UINT, "ushort": C_USHORT, "ulong": C_ULONG,
 }
 
 

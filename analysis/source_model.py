@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from kerncast.analysis.cexpr import ConstEnv, Folded, Token
+from kerncast.analysis.cexpr import ConstEnv, Folded, Macro, Token
 from kerncast.analysis.csyntax import matching_bracket, split_top
+from kerncast.analysis.header_macros import included_macros
 from kerncast.analysis.includes import MAX_INCLUDE_DEPTH, includes_in, real_path, resolve_include
 
 Dim = tuple[int, int, int]
@@ -240,30 +241,32 @@ class ArrayDeclaration:
     function: FunctionBody | None
 
 
-_SCAN_CACHE: dict[str, SourceFacts] = {}
+_SCAN_CACHE: dict[tuple[str, tuple], SourceFacts] = {}
 _SCAN_CACHE_SIZE = 4
 _SCAN_LOCK = threading.Lock()
 
 
-def scan_source(cuda_source: str) -> SourceFacts:
+def scan_source(cuda_source: str, header_macros: tuple[Macro, ...] = ()) -> SourceFacts:
     """Scan a CUDA source for launch sites, kernel definitions and annotations (with their targets).
 
-    The last few scans are kept, because a file's kernels are inferred one after another from one text.
+    `header_macros` are the `#define`s its headers give it (`header_macros.included_macros`). The last few
+    scans are kept, because a file's kernels are inferred one after another from one text.
     """
+    key = (cuda_source, tuple((m.name, m.params, m.offset, tuple(t.text for t in m.body or ())) for m in header_macros))
     with _SCAN_LOCK:
-        cached = _SCAN_CACHE.get(cuda_source)
+        cached = _SCAN_CACHE.get(key)
     if cached is not None:
         return cached
-    facts = _scan(cuda_source)
+    facts = _scan(cuda_source, header_macros)
     with _SCAN_LOCK:  # the language server scans from two analysis threads and its event loop
-        _SCAN_CACHE[cuda_source] = facts
+        _SCAN_CACHE[key] = facts
         while len(_SCAN_CACHE) > _SCAN_CACHE_SIZE:
             _SCAN_CACHE.pop(next(iter(_SCAN_CACHE)))
     return facts
 
 
-def _scan(cuda_source: str) -> SourceFacts:
-    env = ConstEnv(cuda_source)
+def _scan(cuda_source: str, header_macros: tuple[Macro, ...] = ()) -> SourceFacts:
+    env = ConstEnv(cuda_source, header_macros)
     sites = _launch_sites(env)
     kernels = _kernel_definitions(env)
     annotations = _annotations(env)
@@ -592,13 +595,17 @@ def _quoted_includes(text: str) -> tuple[str, ...]:
 
 
 def with_includes(facts: SourceFacts, path: str | Path | None, include_dirs: list[str] | None = None) -> SourceFacts:
-    """The facts with the kernels of quoted `#include`d `.cu`/`.cuh` files (recursively) added.
+    """The facts rescanned with the macros of the file's quoted headers, and with the kernels of quoted
+    `#include`d `.cu`/`.cuh` files (recursively) added.
 
     Files are looked up beside the including file, then in `include_dirs`, as nvcc does for quoted
     includes; unreadable ones are skipped (the compiler reports them).
     """
     if path is None:
         return facts
+    macros = included_macros(facts.text, path, include_dirs)
+    if macros:
+        facts = scan_source(facts.text, macros)
     seen: set[Path] = set()
     found: list[KernelDefinition] = []
     dirs = [Path(d) for d in include_dirs or []]

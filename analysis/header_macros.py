@@ -1,0 +1,93 @@
+"""The `#define`s a CUDA source receives from its quoted `#include`s, placed where each include stands.
+
+Launch sizes are often named in a project's own header (`#define BLOCK_SIZE 16` in `common.h`), so the
+constant folder must see them to fold `<<<n / BLOCK_SIZE, BLOCK_SIZE>>>`. Headers are found as the compiler
+finds quoted includes (beside the including file, then in the include directories), followed recursively,
+and each macro is placed at the offset of the analysed file's `#include` line that brings it in, so a
+`#define` of the file itself after that line still wins, as it does for the preprocessor. Like the file's
+own macros, a header's are read without evaluating `#if`; system (`<...>`) headers are not read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from kerncast.analysis.cexpr import LineIndex, Macro, Token, read_macros
+from kerncast.analysis.includes import INCLUDE_RE, MAX_INCLUDE_BYTES, MAX_INCLUDE_DEPTH, real_path, resolve_include
+from kerncast.analysis.lru import BoundedLru
+
+#: headers whose macros are kept (by path, modification time and size, so an edited header is read again)
+_HEADERS: BoundedLru[tuple[Path, int, int], tuple[list[Macro], list[tuple[int, str]]]] = BoundedLru(256)
+
+
+def included_macros(text: str, path: str | Path, include_dirs: list[str] | None = None) -> tuple[Macro, ...]:
+    """Macros of the headers `text` (the file at `path`) includes with quotes, each at its `#include`."""
+    dirs = [Path(d) for d in include_dirs or []]
+    lines = LineIndex(text)
+    seen: set[Path] = set()
+    out: list[Macro] = []
+    for offset, name in _quoted_includes(text):
+        target = resolve_include(name, True, Path(path).parent, dirs)
+        if target is None:
+            continue
+        line = lines.line(offset)
+        out.extend(_at(m, offset, line) for m in _macros_through(target, dirs, seen, 0))
+    return tuple(out)
+
+
+def _macros_through(header: Path, dirs: list[Path], seen: set[Path], depth: int) -> list[Macro]:
+    """A header's macros in preprocessor order, with those of the headers it includes where it includes them."""
+    key = real_path(header)
+    if depth > MAX_INCLUDE_DEPTH or key in seen:
+        return []
+    seen.add(key)
+    own, nested = _read_header(header)
+    events: list[tuple[int, list[Macro]]] = [(m.offset, [m]) for m in own]
+    for offset, name in nested:
+        target = resolve_include(name, True, header.parent, dirs)
+        if target is not None:
+            events.append((offset, _macros_through(target, dirs, seen, depth + 1)))
+    events.sort(key=lambda e: e[0])
+    return [m for _, found in events for m in found]
+
+
+def _read_header(header: Path) -> tuple[list[Macro], list[tuple[int, str]]]:
+    """(macros, quoted includes with their offsets) of a header, from the cache while it is unchanged."""
+    try:
+        stat = header.stat()
+    except OSError:
+        return [], []
+    key = (real_path(header), stat.st_mtime_ns, stat.st_size)
+    cached = _HEADERS.get(key)
+    if cached is not None:
+        return cached
+    if stat.st_size > MAX_INCLUDE_BYTES:
+        found: tuple[list[Macro], list[tuple[int, str]]] = ([], [])
+    else:
+        try:
+            text = header.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return [], []
+        found = (read_macros(text), _quoted_includes(text))
+    _HEADERS.put(key, found)
+    return found
+
+
+def _quoted_includes(text: str) -> list[tuple[int, str]]:
+    """(offset of the line, name) of each quoted `#include` of a text."""
+    out = []
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        match = INCLUDE_RE.match(line)
+        if match and match.group("open") == '"':
+            out.append((offset, match.group("name")))
+        offset += len(line)
+    return out
+
+
+def _at(macro: Macro, offset: int, line: int) -> Macro:
+    """The macro as if defined at `offset` of the including file (its tokens too, so no offset points into the
+    header's text)."""
+    body = None if macro.body is None else [Token(t.kind, t.text, offset) for t in macro.body]
+    return replace(macro, body=body, offset=offset, line=line)

@@ -1,0 +1,62 @@
+"""Launch sizes named in the project's own headers are folded, as the preprocessor would see them."""
+
+from __future__ import annotations
+
+import os
+
+from kerncast.analysis.header_macros import included_macros
+from kerncast.analysis.launch import infer_launch
+
+KERNEL = "__global__ void k(float *y) { y[threadIdx.x] = 0; }\n"
+
+
+def _write(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_a_launch_folds_macros_from_a_header_and_the_headers_it_includes(tmp_path):
+    _write(tmp_path / "sizes.h", '#pragma once\n#include "inner/rows.h"\n#define BLOCK (2 * HALF)\n#define HALF 64\n')
+    _write(tmp_path / "inner" / "rows.h", "#define ROWS 4\n")
+    src = _write(tmp_path / "main.cu", '#include "sizes.h"\n' + KERNEL +
+                 "int main() { float *y; k<<<4096 / BLOCK, dim3(BLOCK, ROWS)>>>(y); }\n")
+    launch = infer_launch("k", src.read_text(), source_path=str(src))
+    assert launch.grid.value == (32, 1, 1) and launch.grid.source == "launch-site"
+    assert launch.block.value == (128, 4, 1)
+
+
+def test_the_files_own_define_after_the_include_wins_and_a_define_before_it_loses(tmp_path):
+    _write(tmp_path / "sizes.h", "#define BLOCK 128\n")
+    after = _write(tmp_path / "after.cu", '#include "sizes.h"\n#undef BLOCK\n#define BLOCK 32\n' + KERNEL +
+                   "int main() { float *y; k<<<1, BLOCK>>>(y); }\n")
+    assert infer_launch("k", after.read_text(), source_path=str(after)).block.value == (32, 1, 1)
+    before = _write(tmp_path / "before.cu", '#define BLOCK 32\n#include "sizes.h"\n' + KERNEL +
+                    "int main() { float *y; k<<<1, BLOCK>>>(y); }\n")
+    assert infer_launch("k", before.read_text(), source_path=str(before)).block.value == (128, 1, 1)
+
+
+def test_an_edited_header_is_read_again(tmp_path):
+    header = _write(tmp_path / "sizes.h", "#define BLOCK 128\n")
+    src = _write(tmp_path / "main.cu", '#include "sizes.h"\n' + KERNEL
+                 + "int main() { float *y; k<<<1, BLOCK>>>(y); }\n")
+    assert infer_launch("k", src.read_text(), source_path=str(src)).block.value == (128, 1, 1)
+    header.write_text("#define BLOCK 1024\n")
+    stat = header.stat()
+    os.utime(header, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    assert infer_launch("k", src.read_text(), source_path=str(src)).block.value == (1024, 1, 1)
+
+
+def test_headers_found_in_include_directories_and_not_system_or_missing_ones(tmp_path):
+    _write(tmp_path / "inc" / "sizes.h", "#define BLOCK 96\n")
+    src = _write(tmp_path / "src" / "main.cu", '#include <sizes.h>\n#include "missing.h"\n#include "sizes.h"\n')
+    macros = included_macros(src.read_text(), src, [str(tmp_path / "inc")])
+    assert [(m.name, m.line) for m in macros] == [("BLOCK", 3)]  # the quoted include, not the <...> one
+    assert included_macros(src.read_text(), src) == ()  # without the include directory nothing is found
+
+
+def test_a_header_that_includes_itself_is_read_once(tmp_path):
+    _write(tmp_path / "a.h", '#include "b.h"\n#define A 1\n')
+    _write(tmp_path / "b.h", '#include "a.h"\n#define B 2\n')
+    src = _write(tmp_path / "main.cu", '#include "a.h"\n')
+    assert [m.name for m in included_macros(src.read_text(), src)] == ["B", "A"]
