@@ -4,7 +4,8 @@ Launch sizes are usually written as constant expressions over `#define`s, `const
 `dim3` objects (`dim3 grid(n / threads.x, n / threads.y)`). This module folds such expressions without a
 compiler. It is deliberately not a C parser: it scans tokens, knows declarations of scalar and `dim3`
 variables and object- and function-like macros, and evaluates integer arithmetic with C's types and rules
-(`intops`: `int` is 32-bit, `-1 < 1u` is false, `(unsigned)-1` is 4294967295). Whatever it cannot fold comes
+(`intops`: `int` is 32-bit, `-1 < 1u` is false, `(unsigned)-1` is 4294967295), and the floating arithmetic of
+`ceil(n / (float)block.x)` with IEEE rounding (`cfloat`). Whatever it cannot fold comes
 back as unknown with the reason (the first name or construct it could not evaluate, or an operation C leaves
 undefined such as signed overflow or a shift by the width), never as a guess.
 """
@@ -17,6 +18,15 @@ import threading
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from kerncast.analysis.cfloat import (
+    FLOAT_TYPES,
+    ROUNDING_FUNCTIONS,
+    CFloat,
+    FloatError,
+    float_binary,
+    float_literal,
+    to_integer,
+)
 from kerncast.analysis.csyntax import FunctionDefinition, call_sites, find_functions
 from kerncast.analysis.intops import (
     C_BOOL,
@@ -35,7 +45,8 @@ from kerncast.analysis.intops import (
 )
 
 Dim3 = tuple[int, int, int]
-Value = int | Dim3
+#: a folded value: an integer, a `dim3`, or a floating value (kept apart: a float kernel argument is no integer)
+Value = int | float | Dim3
 
 # ------------------------------------------------------------------------------------------ scanning
 
@@ -221,11 +232,17 @@ class Folded:
         return self.value is not None
 
     def as_int(self) -> int | None:
-        """The value as a scalar; a `dim3` is not a scalar."""
+        """The value as an integer; a `dim3` or a floating value is not one."""
         return self.value if isinstance(self.value, int) else None
 
     def as_dim3(self) -> Dim3 | None:
-        """The value as a launch dimension: a scalar `n` converts to `(n, 1, 1)` as `dim3(n)` does."""
+        """The value as a launch dimension: a scalar `n` converts to `(n, 1, 1)` as `dim3(n)` does (a floating
+        one truncated, as C converts it to `unsigned int`)."""
+        if isinstance(self.value, float):
+            try:
+                return (to_integer(CFloat(self.value, 64), 32, False), 1, 1)
+            except FloatError:
+                return None
         if isinstance(self.value, int):
             return (self.value, 1, 1)
         return self.value
@@ -261,8 +278,7 @@ _QUALIFIERS = frozenset({"const", "constexpr", "static", "volatile", "inline", "
 def parse_int_literal(text: str) -> int:
     """The value of a C integer literal (`0x1F`, `0b101`, `017`, `1'000`, with `u`/`l`/`z` suffixes).
 
-    A floating-point literal raises Unknown: launch sizes are integers and a float folded into one would be
-    a guess about rounding.
+    A floating-point literal raises Unknown here: it is not an integer (the folder reads one with `cfloat`).
     """
     return _literal(text).value
 
@@ -772,13 +788,7 @@ class ConstEnv:
             self._in_progress.discard(key)
         if folded.value is None:
             return Folded(None, f"'{decl.name}' (line {decl.line}): {folded.reason}")
-        if decl.kind == "dim3":
-            return Folded(folded.as_dim3())
-        if not isinstance(folded.value, int):
-            return Folded(None, f"'{decl.name}' (line {decl.line}) is not an integer")
-        if decl.ctype is not None:  # initialisation converts the value to the declared type
-            return Folded(c_convert(folded.value, decl.ctype))
-        return folded
+        return _initialised(decl, folded.value, f"'{decl.name}' (line {decl.line})")
 
     def _fold_parameter(self, decl: Declaration, fn: FunctionDefinition) -> Folded:
         """A parameter's value: the one value every call of its function in this file passes for it."""
@@ -825,11 +835,7 @@ class ConstEnv:
         folded = self.fold_tokens(arg, offset)
         if not folded.known:
             return line, Folded(None, f"{where}; at the call at line {line}, {folded.reason}")
-        if decl.kind == "dim3":
-            return line, Folded(folded.as_dim3())
-        if not isinstance(folded.value, int):
-            return line, Folded(None, f"{where}; the call at line {line} passes a dim3")
-        return line, Folded(c_convert(folded.value, decl.ctype) if decl.ctype is not None else folded.value)
+        return line, _initialised(decl, folded.value, f"{where}; what the call at line {line} passes")
 
     def _expand(self, tokens: list[Token], offset: int, depth: int, hidden: frozenset[str]) -> list[Token]:
         """Macro-expand tokens as the preprocessor would (no `#`/`##`), with a depth limit."""
@@ -860,9 +866,29 @@ class ConstEnv:
         return out
 
 
+def _initialised(decl: Declaration, value: Value, what: str) -> Folded:
+    """A variable's (or a parameter's) value from its initialiser (or argument), converted as C initialises
+    its declared type: a `dim3` from a size, an integer type by wrapping or, from a floating value, truncation."""
+    if decl.kind == "dim3":
+        dim = Folded(value).as_dim3()
+        return Folded(dim) if dim is not None else Folded(None, f"{what} is not a launch size")
+    if isinstance(value, float):
+        if decl.ctype is None:
+            return Folded(None, f"{what} is a floating-point value")
+        if decl.ctype.bits == 1:
+            return Folded(int(value != 0))
+        try:
+            return Folded(to_integer(CFloat(value, 64), decl.ctype.bits, decl.ctype.signed))
+        except FloatError as exc:
+            return Folded(None, f"{what}: {exc}")
+    if not isinstance(value, int):
+        return Folded(None, f"{what} is not an integer")
+    return Folded(c_convert(value, decl.ctype) if decl.ctype is not None else value)
+
+
 def _shown(value: Value) -> str:
     """A folded value as a note shows it: `1048576`, or `(64, 64, 1)` for a `dim3`."""
-    return str(value) if isinstance(value, int) else "(" + ", ".join(map(str, value)) + ")"
+    return str(value) if isinstance(value, int | float) else "(" + ", ".join(map(str, value)) + ")"
 
 
 def _is_unary_position(toks: list[Token], k: int) -> bool:
@@ -936,7 +962,7 @@ class _Evaluator:
             v = _eval(node, self)
         except NoValue as exc:
             raise Unknown(str(exc)) from exc
-        return v.value if isinstance(v, CInt) else v
+        return v.value if isinstance(v, CInt | CFloat) else v
 
     # parsing produces small closures-free tuples evaluated lazily by _eval
 
@@ -1004,7 +1030,7 @@ class _Evaluator:
         """If a `(type)` cast starts here, its type text and token length."""
         words = []
         k = 1
-        while self._peek(k) in _TYPE_WORDS or self._peek(k) in ("const", "std", "::"):
+        while self._peek(k) in _TYPE_WORDS or self._peek(k) in FLOAT_TYPES or self._peek(k) in ("const", "std", "::"):
             if self._peek(k) not in ("const",):
                 words.append(self._peek(k))
             k += 1
@@ -1050,7 +1076,7 @@ class _Evaluator:
     def _primary(self) -> tuple:
         tok = self._take()
         if tok.kind == "num":
-            return ("num", _literal(tok.text))
+            return ("num", _number(tok.text))
         if tok.text == "(":
             inner = self._ternary()
             self._expect(")")
@@ -1079,7 +1105,7 @@ class _Evaluator:
 _MIN_MAX = {"min": min, "max": max, "std::min": min, "std::max": max, "umin": min, "umax": max,
             "imin": min, "imax": max}
 
-Typed = CInt | Dim3
+Typed = CInt | CFloat | Dim3
 
 
 def _eval(node: tuple, ev: _Evaluator) -> Typed:
@@ -1100,9 +1126,12 @@ def _eval(node: tuple, ev: _Evaluator) -> Typed:
         decl = ev.env.declaration(node[1], ev.offset)
         return CInt(v, decl.ctype if decl is not None and decl.ctype is not None else _fitting_type(v))
     if kind == "?":
-        return _eval(node[2] if _scalar(_eval(node[1], ev)).value else node[3], ev)
+        return _eval(node[2] if _truth(_eval(node[1], ev)) else node[3], ev)
     if kind == "un":
-        v = _scalar(_eval(node[2], ev))
+        operand = _eval(node[2], ev)
+        if isinstance(operand, CFloat):
+            return _float_unary(node[1], operand)
+        v = _scalar(operand)
         return CInt(*c_unary(node[1], v.value, v.ctype))
     if kind == "cast":
         return _cast(node[1], _eval(node[2], ev))
@@ -1112,29 +1141,77 @@ def _eval(node: tuple, ev: _Evaluator) -> Typed:
         return _call(node[1], [_eval(a, ev) for a in node[2]])
     op, left = node[1], node[2]
     if op in ("&&", "||"):
-        lv = _scalar(_eval(left, ev)).value
-        if (op == "&&") != bool(lv):
-            return CInt(int(bool(lv)), C_INT)
-        return CInt(int(bool(_scalar(_eval(node[3], ev)).value)), C_INT)
-    a, b = _scalar(_eval(left, ev)), _scalar(_eval(node[3], ev))
+        lv = _truth(_eval(left, ev))
+        if (op == "&&") != lv:
+            return CInt(int(lv), C_INT)
+        return CInt(int(_truth(_eval(node[3], ev))), C_INT)
+    lhs, rhs = _eval(left, ev), _eval(node[3], ev)
+    if isinstance(lhs, CFloat) or isinstance(rhs, CFloat):
+        result = float_binary(op, _as_float(lhs, rhs), _as_float(rhs, lhs))
+        return CInt(result, C_INT) if isinstance(result, int) else result
+    a, b = _scalar(lhs), _scalar(rhs)
     return CInt(*c_binary(op, a.value, a.ctype, b.value, b.ctype))
 
 
 def _scalar(v: Typed) -> CInt:
+    if isinstance(v, CFloat):
+        raise Unknown("a floating-point value used where C needs an integer")
     if not isinstance(v, CInt):
         raise Unknown("a dim3 used where an integer is needed")
     return v
 
 
+def _integer(v: Typed, ctype: CType) -> CInt:
+    """An integer or floating value converted to an integer type, as C converts an argument or a cast."""
+    if isinstance(v, CFloat):
+        return CInt(int(v.value != 0) if ctype.bits == 1 else to_integer(v, ctype.bits, ctype.signed), ctype)
+    return CInt(c_convert(_scalar(v).value, ctype), ctype)
+
+
+def _truth(v: Typed) -> bool:
+    """A condition's truth: non-zero, for an integer or a floating value."""
+    return v.value != 0 if isinstance(v, CFloat) else _scalar(v).value != 0
+
+
+def _as_float(v: Typed, other: Typed) -> CFloat:
+    """An operand of a floating operation: an integer converts to the other operand's floating type."""
+    if isinstance(v, CFloat):
+        return v
+    bits = other.bits if isinstance(other, CFloat) else 64
+    return CFloat.of(float(_scalar(v).value), bits)
+
+
+def _float_unary(op: str, v: CFloat) -> Typed:
+    if op == "-":
+        return CFloat(-v.value, v.bits)
+    if op == "+":
+        return v
+    if op == "!":
+        return CInt(int(v.value == 0), C_INT)
+    raise Unknown(f"operator {op} on a floating-point value")
+
+
+def _number(text: str) -> CInt | CFloat:
+    """A numeric literal: an integer, or a floating one (`1.5f`, `2.0`, `1e3`)."""
+    low = text.lower().replace("'", "")
+    is_hex = low.startswith("0x")
+    if not is_hex and ("." in low or "e" in low or low.endswith("f")):
+        return float_literal(text)
+    return _literal(text)
+
+
 def _cast(type_name: str, v: Typed) -> Typed:
     if type_name == "dim3":
         return _call("dim3", [v])
+    if type_name in FLOAT_TYPES:
+        bits = FLOAT_TYPES[type_name]
+        return CFloat.of(v.value if isinstance(v, CFloat) else float(_scalar(v).value), bits)
     ctype = C_TYPES.get(type_name)
     if ctype is None:
         if type_name in _TYPE_WORDS or type_name.startswith("std::"):
             return v
         raise Unknown(f"cast to {type_name}")
-    return CInt(c_convert(_scalar(v).value, ctype), ctype)
+    return _integer(v, ctype)
 
 
 def _member(v: Typed, name: str) -> int:
@@ -1147,8 +1224,12 @@ def _call(name: str, args: list[Typed]) -> Typed:
     if name in ("dim3", "make_uint3", "make_int3"):
         if len(args) > 3 or (name != "dim3" and len(args) != 3):
             raise Unknown(f"{name} with {len(args)} arguments")
-        vals = [_scalar(a).value for a in args] + [1] * (3 - len(args))
+        vals = [_integer(a, C_UINT).value for a in args] + [1] * (3 - len(args))
         return (vals[0], vals[1], vals[2])
+    if name in ROUNDING_FUNCTIONS and len(args) == 1:
+        function, bits = ROUNDING_FUNCTIONS[name]
+        arg = args[0] if isinstance(args[0], CFloat) else _as_float(args[0], args[0])
+        return CFloat.of(float(function(arg.value)), bits or arg.bits)
     if name in _MIN_MAX and len(args) == 2:
         a, b = _scalar(args[0]), _scalar(args[1])
         t = c_common(a.ctype, b.ctype)

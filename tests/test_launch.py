@@ -105,7 +105,7 @@ def test_fold_refuses_variables_changed_after_their_declaration():
 
 
 @pytest.mark.parametrize(("expr", "reason"), [
-    ("2.5f", "floating-point"), ("sizeof(Particle)", "sizeof(Particle)"), ("foo(3)", "foo"),
+    ("2.5 % 2", "floating-point"), ("sizeof(Particle)", "sizeof(Particle)"), ("foo(3)", "foo"),
     ("a[2]", "subscript"), ("1 / 0", "division by zero"), ("(", "incomplete"),
 ])
 def test_fold_unknown_constructs_say_why(expr, reason):
