@@ -127,7 +127,8 @@ def power_section(k: KernelReport) -> list[str]:
     return out
 
 
-#: Source lines listed in the hover's per-line energy table (the JSON and the text report list them all).
+#: Source lines listed in the hover's per-line energy table (the JSON lists them all; the text report those of
+#: at least 1%).
 ENERGY_TABLE_LINES = 8
 
 
