@@ -371,15 +371,12 @@ class _EqualityBlock:
 
     name: Token
     literal: Token
-    start: int
-    end: int
+    #: offsets of the block's `{` and `}`
+    braces: tuple[int, int]
+    #: the line of the `if`
     line: int
     #: True for the `else` block, where name is anything but the literal
     negated: bool = False
-
-    @property
-    def condition(self) -> str:
-        return f"{'not ' if self.negated else ''}`if ({self.name.text} == {self.literal.text})` at line {self.line}"
 
 
 def read_macros(source: str) -> list[Macro]:
@@ -555,13 +552,12 @@ class ConstEnv:
             if name.kind != "id" or literal.kind != "num":
                 continue
             end = self.block_end.get(k + 6, len(self.code))
-            then = _EqualityBlock(name, literal, toks[k + 6].offset, end, self.lines.line(name.offset))
+            then = _EqualityBlock(name, literal, (toks[k + 6].offset, end), self.lines.line(name.offset))
             out.setdefault(name.text, []).append(then)
             after = bisect.bisect_right(self._token_offsets, end)  # the token after the block's `}`
             if after + 1 < len(toks) and toks[after].text == "else" and toks[after + 1].text == "{":
-                out[name.text].append(_EqualityBlock(name, literal, toks[after + 1].offset,
-                                                     self.block_end.get(after + 1, len(self.code)), then.line,
-                                                     negated=True))
+                braces = (toks[after + 1].offset, self.block_end.get(after + 1, len(self.code)))
+                out[name.text].append(_EqualityBlock(name, literal, braces, then.line, negated=True))
         return out
 
     def dead_branch(self, offset: int) -> str | None:
@@ -572,15 +568,17 @@ class ConstEnv:
         """
         for blocks in self._equality_blocks.values():
             for b in blocks:
-                if not b.start < offset < b.end:
+                if not b.braces[0] < offset < b.braces[1]:
                     continue
-                folded = self.fold_tokens([b.name], b.start)
+                folded = self.fold_tokens([b.name], b.braces[0])
                 if not folded.known or not isinstance(folded.value, int):
                     continue
                 expected = _literal(b.literal.text).value
                 if (folded.value == expected) == b.negated:
                     why = "; ".join(folded.via) or f"{b.name.text} = {folded.value}"
-                    return f"it is inside {b.condition}, which does not run here ({why})"
+                    branch = "the else of " if b.negated else ""
+                    return (f"it is inside {branch}`if ({b.name.text} == {b.literal.text})` at line {b.line}, which "
+                            f"does not run here ({why})")
         return None
 
     def _read_parameters(self) -> None:
@@ -738,8 +736,15 @@ class ConstEnv:
         if refined is not None:
             return refined
         if decl.cache is None:
+            key = id(decl)
+            if key in self._in_progress:  # `const int n = n + 1;`, or a parameter a call passes back to itself
+                raise Unknown(f"'{decl.name}' is defined in terms of itself")
+            self._in_progress.add(key)
             mark = len(self._via)
-            folded = self._fold_declaration(decl)
+            try:
+                folded = self._fold_declaration(decl)
+            finally:
+                self._in_progress.discard(key)
             decl.cache = Folded(folded.value, folded.reason, tuple(self._via[mark:]))
         else:
             self._via.extend(decl.cache.via)
@@ -757,13 +762,13 @@ class ConstEnv:
         if decl.kind != "scalar" or (decl.mutated_line is not None and not decl.const):
             return None
         inside = [b for b in self._equality_blocks.get(decl.name, ())
-                  if decl.offset < b.start < offset < b.end]
+                  if decl.offset < b.braces[0] < offset < b.braces[1]]
         if not inside:
             return None
         inside = [b for b in inside if not b.negated]
         if not inside:
             return None
-        block = max(inside, key=lambda b: b.start)  # the innermost
+        block = max(inside, key=lambda b: b.braces[0])  # the innermost
         value = _literal(block.literal.text).value
         if decl.ctype is not None:
             value = c_convert(value, decl.ctype)
@@ -778,14 +783,7 @@ class ConstEnv:
             return self._fold_parameter(decl, decl.function)
         if decl.init is None:
             return Folded(None, f"'{decl.name}' (line {decl.line}) has no initialiser")
-        key = id(decl)
-        if key in self._in_progress:
-            return Folded(None, f"'{decl.name}' is defined in terms of itself")
-        self._in_progress.add(key)
-        try:
-            folded = self.fold_tokens(decl.init, decl.offset)
-        finally:
-            self._in_progress.discard(key)
+        folded = self.fold_tokens(decl.init, decl.offset)
         if folded.value is None:
             return Folded(None, f"'{decl.name}' (line {decl.line}): {folded.reason}")
         return _initialised(decl, folded.value, f"'{decl.name}' (line {decl.line})")
@@ -800,14 +798,7 @@ class ConstEnv:
             calls = self._calls[fn.name_index] = call_sites(self.tokens, fn)
         if not calls:
             return Folded(None, f"{where}, which is not called in this file")
-        key = id(decl)
-        if key in self._in_progress:
-            return Folded(None, f"{where}, whose value depends on itself")
-        self._in_progress.add(key)
-        try:
-            seen = [self._argument(decl, where, k) for k in calls]
-        finally:
-            self._in_progress.discard(key)
+        seen = [self._argument(decl, where, k) for k in calls]
         unknown = next((f for _, f in seen if not f.known), None)
         if unknown is not None:
             return unknown
