@@ -366,6 +366,20 @@ _BRACKETS = {"(": ")", "[": "]", "{": "}"}
 
 
 @dataclass(frozen=True, slots=True)
+class _Helper:
+    """A function a fold may call: its parameters (declarations, in order), returned expression and type."""
+
+    function: FunctionDefinition
+    params: list[Declaration]
+    expression: list[Token]
+    returns: str
+
+
+#: words before a function's name that are not part of its return type
+_FUNCTION_SPECIFIERS = frozenset({"__forceinline__", "__noinline__", "__inline__", "__global__"})
+
+
+@dataclass(frozen=True, slots=True)
 class _EqualityBlock:
     """The braces of an `if (name == literal) {` block or of its `else {` (offsets of `{` and `}`)."""
 
@@ -435,6 +449,8 @@ class ConstEnv:
         self._fold_depth = 0
         #: the calls of each function whose parameter was folded, by the function's name token
         self._calls: dict[int, list[int]] = {}
+        self._helpers: dict[str, _Helper] | None = None
+        self._helpers_running: set[str] = set()
         #: the scanned facts are shared by the server's analysis threads; a fold caches into declarations
         self._lock = threading.RLock()
 
@@ -788,6 +804,72 @@ class ConstEnv:
             return Folded(None, f"'{decl.name}' (line {decl.line}): {folded.reason}")
         return _initialised(decl, folded.value, f"'{decl.name}' (line {decl.line})")
 
+    def helper(self, name: str) -> _Helper | None:
+        """The file's one function `name` whose body is a single `return expression;` over integer or floating
+        parameters (`int iDivUp(int a, int b) { return (a + b - 1) / b; }`), which a fold may call."""
+        if self._helpers is None:
+            self._helpers = self._read_helpers()
+        return self._helpers.get(name)
+
+    def _read_helpers(self) -> dict[str, _Helper]:
+        toks = self.tokens
+        names = [f.name for f in self.functions]
+        params: dict[int, list[Declaration]] = {}
+        for decls in self.decls.values():
+            for d in decls:
+                if d.function is not None:
+                    params.setdefault(d.function.name_index, []).append(d)
+        out: dict[str, _Helper] = {}
+        for fn in self.functions:
+            body = bisect.bisect_left(self._token_offsets, fn.body_start)
+            end = bisect.bisect_left(self._token_offsets, fn.body_end)
+            returned = self._return_type(fn.name_index)
+            own = sorted(params.get(fn.name_index, []), key=lambda d: d.index)
+            if names.count(fn.name) != 1 or returned is None or len(own) != len(fn.parameter_tokens(toks)) \
+                    or end - body < 4 or toks[body + 1].text != "return" or toks[end - 1].text != ";" \
+                    or any(t.text in (";", "{") for t in toks[body + 2:end - 1]):
+                continue
+            out[fn.name] = _Helper(fn, own, toks[body + 2:end - 1], returned)
+        return out
+
+    def _return_type(self, name_index: int) -> str | None:
+        """The integer or floating return type written before a function's name, or None for any other."""
+        words = []
+        k = name_index - 1
+        while k >= 0 and self.tokens[k].kind == "id":
+            words.append(self.tokens[k].text)
+            k -= 1
+        if k >= 0 and self.tokens[k].text not in (";", "}", "{"):  # a template, a pointer, a member: not ours
+            return None
+        typed = " ".join(w for w in reversed(words) if w not in _QUALIFIERS and w not in _FUNCTION_SPECIFIERS)
+        return typed if typed in C_TYPES or typed in FLOAT_TYPES else None
+
+    def call_helper(self, helper: _Helper, args: list[Typed]) -> Typed:
+        """The value a helper function returns for these arguments, converted to its return type."""
+        name = helper.function.name
+        if len(args) != len(helper.params):
+            raise Unknown(f"{name}() takes {len(helper.params)} arguments, got {len(args)}")
+        if name in self._helpers_running or len(self._helpers_running) >= self.MAX_EXPANSION_DEPTH:
+            raise Unknown(f"{name}() calls itself")
+        bindings: dict[str, Typed] = {}
+        for param, arg in zip(helper.params, args, strict=True):
+            if param.kind == "dim3":
+                if not isinstance(arg, tuple):
+                    raise Unknown(f"{name}() takes a dim3 for '{param.name}'")
+                bindings[param.name] = arg
+            else:
+                bindings[param.name] = _integer(arg, param.ctype or C_INT)
+        offset = helper.function.body_start
+        self._helpers_running.add(name)
+        try:
+            expanded = self._expand(helper.expression, offset, 0, frozenset())
+            result = _Evaluator(self, offset, bindings).typed(expanded)
+        finally:
+            self._helpers_running.discard(name)
+        if helper.returns in FLOAT_TYPES:
+            return _cast(helper.returns, result)
+        return _integer(result, C_TYPES[helper.returns])
+
     def _fold_parameter(self, decl: Declaration, fn: FunctionDefinition) -> Folded:
         """A parameter's value: the one value every call of its function in this file passes for it."""
         where = f"'{decl.name}' is a parameter of {fn.name}()"
@@ -935,13 +1017,20 @@ _BINARY_LEVELS: list[frozenset[str]] = [
 class _Evaluator:
     """A recursive-descent evaluator over macro-expanded tokens; ternaries evaluate only the chosen arm."""
 
-    def __init__(self, env: ConstEnv, offset: int) -> None:
+    def __init__(self, env: ConstEnv, offset: int, bindings: dict[str, Typed] | None = None) -> None:
         self.env = env
         self.offset = offset
+        #: values of a helper function's parameters while its return expression is evaluated
+        self.bindings = bindings or {}
         self.toks: list[Token] = []
         self.pos = 0
 
     def evaluate(self, tokens: list[Token]) -> Value:
+        v = self.typed(tokens)
+        return v.value if isinstance(v, CInt | CFloat) else v
+
+    def typed(self, tokens: list[Token]) -> Typed:
+        """The expression's value with its C type."""
         if not tokens:
             raise Unknown("empty expression")
         self.toks = tokens
@@ -950,10 +1039,9 @@ class _Evaluator:
         if self.pos != len(self.toks):
             raise Unknown(f"cannot fold the expression at '{self.toks[self.pos].text}'")
         try:
-            v = _eval(node, self)
+            return _eval(node, self)
         except NoValue as exc:
             raise Unknown(str(exc)) from exc
-        return v.value if isinstance(v, CInt | CFloat) else v
 
     # parsing produces small closures-free tuples evaluated lazily by _eval
 
@@ -1111,6 +1199,8 @@ def _eval(node: tuple, ev: _Evaluator) -> Typed:
     if kind == "size":
         return CInt(node[1], C_ULONG)
     if kind == "var":
+        if node[1] in ev.bindings:
+            return ev.bindings[node[1]]
         v = ev.env.variable(node[1], ev.offset)
         if not isinstance(v, int):
             return v
@@ -1129,7 +1219,9 @@ def _eval(node: tuple, ev: _Evaluator) -> Typed:
     if kind == "member":
         return CInt(_member(_eval(node[1], ev), node[2]), C_UINT)
     if kind == "call":
-        return _call(node[1], [_eval(a, ev) for a in node[2]])
+        args = [_eval(a, ev) for a in node[2]]
+        helper = ev.env.helper(node[1])
+        return ev.env.call_helper(helper, args) if helper is not None else _call(node[1], args)
     op, left = node[1], node[2]
     if op in ("&&", "||"):
         lv = _truth(_eval(left, ev))

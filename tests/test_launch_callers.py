@@ -80,3 +80,24 @@ def test_inside_an_equality_branch_the_variable_has_the_compared_value():
     folded = env.fold("bs * 2", env.source.index("bs * 2"))
     assert folded.value == 32
     assert folded.via == ("bs = 16 inside `if (bs == 16)` at line 2",)
+
+
+def test_a_size_helper_with_a_single_return_is_evaluated_and_others_are_not():
+    env = ConstEnv("#define BLOCK 256\n"
+                   "inline int iDivUp(int a, int b) { return (a % b != 0) ? (a / b + 1) : (a / b); }\n"
+                   "static __host__ __device__ unsigned cdiv(unsigned a, unsigned b) { return (a + b - 1) / b; }\n"
+                   "int fact(int n) { return n <= 1 ? 1 : n * fact(n - 1); }\n"
+                   "int twice(int n) { int m = 2 * n; return m; }\n"
+                   "int main() { return 0; }\n")
+    end = len(env.source)
+    assert env.fold("dim3(iDivUp(1000, BLOCK), cdiv(300, 16))", end).value == (4, 19, 1)
+    assert env.fold("cdiv(-1, 1)", end).value == 4294967295  # the argument converts to the parameter's type
+    assert "fact() calls itself" in env.fold("fact(4)", end).reason
+    assert "call to function 'twice'" in env.fold("twice(3)", end).reason  # more than one statement
+    assert "takes 2 arguments, got 1" in env.fold("iDivUp(1)", end).reason
+
+
+def test_a_launch_through_a_size_helper_is_known():
+    launch = _launch("int divUp(int a, int b) { return (a + b - 1) / b; }\n"
+                     "int main() { const int n = 1000; k<<<divUp(n, 128), 128>>>(0, n); }\n")
+    assert launch.grid.value == (8, 1, 1) and launch.grid.source == "launch-site"
