@@ -56,6 +56,25 @@ def split_top(tokens: Sequence[TokenLike]) -> list[list[TokenLike]]:
     return [] if parts == [[]] else parts
 
 
+def split_parameters(tokens: Sequence[TokenLike]) -> list[list[TokenLike]]:
+    """A parameter list's tokens, one run per parameter: commas inside template arguments (`std::pair<int, int>
+    p`) do not split, which `split_top` cannot know in an expression (`a < b, c > d`). `(void)` has none."""
+    parts: list[list[TokenLike]] = [[]]
+    depth = 0
+    for tok in tokens:
+        depth += _PARAMETER_DEPTH.get(tok.text, 0)
+        if tok.text == "," and depth == 0:
+            parts.append([])
+        else:
+            parts[-1].append(tok)
+    if parts == [[]] or (len(parts) == 1 and [t.text for t in parts[0]] == ["void"]):
+        return []
+    return parts
+
+
+_PARAMETER_DEPTH = {"(": 1, "[": 1, "{": 1, "<": 1, ")": -1, "]": -1, "}": -1, ">": -1, ">>": -2}
+
+
 def matching_bracket(tokens: Sequence[TokenLike], k: int, step: int) -> int:
     """Index of the token that balances the bracket at k: forward (`step` 1) from an opening bracket to its
     closing one, or backward (`step` -1) from a closing bracket to its opening one. When the brackets do not
@@ -90,8 +109,7 @@ class FunctionDefinition:
 
     def parameter_tokens(self, tokens: Sequence[TokenLike]) -> list[list[TokenLike]]:
         """The parameter list split into one token run per parameter (`(void)` has none)."""
-        parts = split_top(tokens[self.open_index + 1:self.close_index])
-        return [] if len(parts) == 1 and [t.text for t in parts[0]] == ["void"] else parts
+        return split_parameters(tokens[self.open_index + 1:self.close_index])
 
 
 def find_functions(tokens: Sequence[TokenLike], block_end: dict[int, int], end_offset: int

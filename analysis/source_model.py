@@ -19,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from kerncast.analysis.cexpr import ConstEnv, Folded, Macro, Token
-from kerncast.analysis.csyntax import matching_bracket, split_top
+from kerncast.analysis.csyntax import matching_bracket, split_parameters, split_top
 from kerncast.analysis.header_macros import included_macros
 from kerncast.analysis.includes import MAX_INCLUDE_DEPTH, includes_in, real_path, resolve_include
 
@@ -453,18 +453,8 @@ def _header_start(env: ConstEnv, k: int) -> tuple[int, str | None]:
 
 def _param_names(tokens: list[Token]) -> list[str | None]:
     """Names of the parameters in a parameter list (None for an unnamed one); `(void)` has none."""
-    parts: list[list[Token]] = [[]]
-    depth = 0
-    for tok in tokens:
-        depth += {"(": 1, "[": 1, "{": 1, "<": 1, ")": -1, "]": -1, "}": -1, ">": -1, ">>": -2}.get(tok.text, 0)
-        if tok.text == "," and depth == 0:
-            parts.append([])
-        else:
-            parts[-1].append(tok)
-    if parts == [[]] or [t.text for t in parts[0]] == ["void"] and len(parts) == 1:
-        return []
     names: list[str | None] = []
-    for part in parts:
+    for part in split_parameters(tokens):
         cut = next((i for i, t in enumerate(part) if t.text in ("=", "[")), len(part))
         ids = [t for t in part[:cut] if t.kind == "id"]
         is_named = len(ids) >= 2 and ids[-1].text not in _TYPE_LIKE

@@ -101,3 +101,9 @@ def test_a_launch_through_a_size_helper_is_known():
     launch = _launch("int divUp(int a, int b) { return (a + b - 1) / b; }\n"
                      "int main() { const int n = 1000; k<<<divUp(n, 128), 128>>>(0, n); }\n")
     assert launch.grid.value == (8, 1, 1) and launch.grid.source == "launch-site"
+
+
+def test_a_template_argument_list_in_a_parameter_does_not_shift_the_parameters_after_it():
+    launch = _launch("void run(std::pair<int, int> shape, int n) { k<<<n / 128, 128>>>(0, n); }\n"
+                     "int main() { run({1, 2}, 4096); }\n")
+    assert launch.grid.value == (32, 1, 1)
