@@ -15,6 +15,7 @@ from __future__ import annotations
 import bisect
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -425,9 +426,14 @@ class ConstEnv:
 
     MAX_EXPANSION_DEPTH = 64
 
-    def __init__(self, source: str, extra_macros: tuple[Macro, ...] = ()) -> None:
-        """`extra_macros`: `#define`s from elsewhere (the quoted headers), each at the offset where it applies."""
+    def __init__(self, source: str, extra_macros: tuple[Macro, ...] = (),
+                 other_files: Callable[[], list[tuple[str, ConstEnv]]] | None = None) -> None:
+        """`extra_macros`: `#define`s from elsewhere (the quoted headers), each at the offset where it applies;
+        `other_files`: (name, folder) of the files whose calls of this file's functions count too."""
         self.source = source
+        self._other_files = other_files
+        #: whether a fold wanted the calls in other files (so a scan given them may differ from one without)
+        self.asked_other_files = False
         masked, self.comments = mask_source(source)
         self.masked = masked
         self.lines = LineIndex(source)
@@ -448,7 +454,7 @@ class ConstEnv:
         self._via: list[str] = []
         self._fold_depth = 0
         #: the calls of each function whose parameter was folded, by the function's name token
-        self._calls: dict[int, list[int]] = {}
+        self._calls: dict[int, list[tuple[str, ConstEnv, int]]] = {}
         self._helpers: dict[str, _Helper] | None = None
         self._helpers_running: set[str] = set()
         #: the scanned facts are shared by the server's analysis threads; a fold caches into declarations
@@ -871,44 +877,73 @@ class ConstEnv:
         return _integer(result, C_TYPES[helper.returns])
 
     def _fold_parameter(self, decl: Declaration, fn: FunctionDefinition) -> Folded:
-        """A parameter's value: the one value every call of its function in this file passes for it."""
+        """A parameter's value: the one value every call of its function passes for it, in this file and, for a
+        function other files can call, in the files beside it (`other_files`)."""
         where = f"'{decl.name}' is a parameter of {fn.name}()"
         if sum(f.name == fn.name for f in self.functions) > 1:
             return Folded(None, f"{where}, which is defined more than once (overloads are not told apart)")
-        calls = self._calls.get(fn.name_index)
-        if calls is None:
-            calls = self._calls[fn.name_index] = call_sites(self.tokens, fn)
+        calls = self._calls_of(fn)
         if not calls:
-            return Folded(None, f"{where}, which is not called in this file")
-        seen = [self._argument(decl, where, k) for k in calls]
+            beside = "" if self._other_files is None or self._is_static(fn) else " nor in the files beside it"
+            return Folded(None, f"{where}, which is not called in this file{beside}")
+        seen = [env._argument(decl, where, k, file, self._via) for file, env, k in calls]
         unknown = next((f for _, f in seen if not f.known), None)
         if unknown is not None:
             return unknown
         values = {f.value for _, f in seen}
         if len(values) > 1:
-            shown = ", ".join(f"{f.value} at line {line}" for line, f in seen)
+            shown = ", ".join(f"{f.value} at {place}" for place, f in seen)
             return Folded(None, f"{where}, called with different values ({shown})")
         value = seen[0][1].value
-        lines = ", ".join(map(str, sorted({line for line, _ in seen})))
-        calls_text = f"the call at line {lines}" if len(seen) == 1 else f"the {len(seen)} calls at line(s) {lines}"
+        places = ", ".join(dict.fromkeys(place for place, _ in seen))
+        calls_text = f"the call at {places}" if len(seen) == 1 else f"the {len(seen)} calls at {places}"
         self._via.append(f"{decl.name} = {_shown(value)} from {calls_text} of {fn.name}()")
         return Folded(value)
 
-    def _argument(self, decl: Declaration, where: str, open_index: int) -> tuple[int, Folded]:
-        """(line, folded value) of what the call whose `(` is at `open_index` passes for parameter `decl`."""
+    def _calls_of(self, fn: FunctionDefinition) -> list[tuple[str, ConstEnv, int]]:
+        """(file name, "" for this one; its folder; index of the call's `(`) of every call of `fn` found."""
+        found = self._calls.get(fn.name_index)
+        if found is None:
+            found = [("", self, k) for k in call_sites(self.tokens, fn)]
+            if not self._is_static(fn):
+                self.asked_other_files = True
+            if self._other_files is not None and not self._is_static(fn):
+                for file, env in self._other_files():
+                    if all(f.name != fn.name for f in env.functions):  # its own function of that name is another
+                        outside = FunctionDefinition(fn.name, -1, -1, -1, -1, -1)
+                        found += [(file, env, k) for k in call_sites(env.tokens, outside)]
+            self._calls[fn.name_index] = found
+        return found
+
+    def _is_static(self, fn: FunctionDefinition) -> bool:
+        """Whether the function is `static` (only this file can call it)."""
+        k = fn.name_index - 1
+        while k >= 0 and self.tokens[k].kind == "id":
+            if self.tokens[k].text == "static":
+                return True
+            k -= 1
+        return False
+
+    def _argument(self, decl: Declaration, where: str, open_index: int, file: str, via: list[str]
+                  ) -> tuple[str, Folded]:
+        """(where the call is, folded value) of what the call whose `(` is at `open_index` of this file passes for
+        parameter `decl`; `file` names this file when it is not the one `decl` is in, and `via` (that file's
+        notes) receives how this file's values came about."""
         offset = self.tokens[open_index].offset
-        line = self.lines.line(offset)
+        place = f"{file}:{self.lines.line(offset)}" if file else f"line {self.lines.line(offset)}"
         try:
             args, _ = _call_arguments(self.tokens, open_index)
         except Unknown as exc:
-            return line, Folded(None, f"{where}: {exc.reason}")
+            return place, Folded(None, f"{where}: {exc.reason}")
         arg = args[decl.index] if decl.index < len(args) else decl.init
         if not arg:
-            return line, Folded(None, f"{where}: the call at line {line} does not pass it")
+            return place, Folded(None, f"{where}: the call at {place} does not pass it")
         folded = self.fold_tokens(arg, offset)
         if not folded.known:
-            return line, Folded(None, f"{where}; at the call at line {line}, {folded.reason}")
-        return line, _initialised(decl, folded.value, f"{where}; what the call at line {line} passes")
+            return place, Folded(None, f"{where}; at the call at {place}, {folded.reason}")
+        if via is not self._via:
+            via.extend(folded.via)
+        return place, _initialised(decl, folded.value, f"{where}; what the call at {place} passes")
 
     def _expand(self, tokens: list[Token], offset: int, depth: int, hidden: frozenset[str]) -> list[Token]:
         """Macro-expand tokens as the preprocessor would (no `#`/`##`), with a depth limit."""

@@ -25,8 +25,8 @@ from kerncast.analysis.source_model import (
     find_launch_sites,
     parse_count,
     parse_dim,
+    scan_file,
     scan_source,
-    with_includes,
 )
 
 SOURCES = ("cli", "setting", "annotation", "launch-site", "ptx", "default")
@@ -291,7 +291,7 @@ def infer_launch(kernel_name: str, cuda_source: str | None, overrides: LaunchOve
     facts = None
     if cuda_source:
         try:
-            facts = with_includes(scan_source(cuda_source), source_path, include_dirs)
+            facts = scan_file(cuda_source, source_path, include_dirs)
         except (ValueError, IndexError, RecursionError) as exc:
             assumptions.append(f"the CUDA source could not be scanned for launches ({exc})")
     site = _choose_site(kernel_name, facts, assumptions)
@@ -370,7 +370,7 @@ def _caller_caveat(site: LaunchSite) -> str:
     if not via:
         return ""
     return (f"the launch at line {site.line} is inside a function; its values use {'; '.join(via)} "
-            "(the calls in this file; a call from another file could pass other values)")
+            "(the calls found in this file and the files beside it; a call elsewhere could pass other values)")
 
 
 def _use(layer: _Layer, assumptions: list[str]) -> None:

@@ -5,7 +5,7 @@ folded configuration, `// kerncast:` annotations with their targets, and array d
 function that declares them. Launch inference, the fix builders, and the editor's lenses, hovers, inlay hints
 and code actions all read this model, so none of them scans C++ text on its own.
 
-Kernels defined in `#include`d `.cu`/`.cuh` files belong to the translation unit too: `with_includes` reads
+Kernels defined in `#include`d `.cu`/`.cuh` files belong to the translation unit too: `scan_file` reads
 quoted includes (beside the file, then the include directories) and adds their kernels, so their parameter
 names are known by name.
 """
@@ -22,6 +22,7 @@ from kerncast.analysis.cexpr import ConstEnv, Folded, Macro, Token
 from kerncast.analysis.csyntax import matching_bracket, split_parameters, split_top
 from kerncast.analysis.header_macros import included_macros
 from kerncast.analysis.includes import MAX_INCLUDE_DEPTH, includes_in, real_path, resolve_include
+from kerncast.analysis.neighbours import Neighbours
 
 Dim = tuple[int, int, int]
 #: bounds checked where launch input enters: CUDA's largest grid dimension, and a count (bytes, trips)
@@ -172,7 +173,7 @@ class SourceFacts:
     annotations: list[Annotation]
     functions: list[FunctionBody] = field(default_factory=list)
     arrays: list[ArrayDeclaration] = field(default_factory=list)
-    #: kernels defined in `#include`d `.cu`/`.cuh` files (see `with_includes`)
+    #: kernels defined in `#include`d `.cu`/`.cuh` files (see `scan_file`)
     included_kernels: list[KernelDefinition] = field(default_factory=list)
 
     @property
@@ -241,23 +242,26 @@ class ArrayDeclaration:
     function: FunctionBody | None
 
 
-_SCAN_CACHE: dict[tuple[str, tuple], SourceFacts] = {}
-_SCAN_CACHE_SIZE = 4
+_SCAN_CACHE: dict[tuple[str, tuple, Neighbours | None], SourceFacts] = {}
+_SCAN_CACHE_SIZE = 8
 _SCAN_LOCK = threading.Lock()
 
 
-def scan_source(cuda_source: str, header_macros: tuple[Macro, ...] = ()) -> SourceFacts:
+def scan_source(cuda_source: str, header_macros: tuple[Macro, ...] = (),
+                neighbours: Neighbours | None = None) -> SourceFacts:
     """Scan a CUDA source for launch sites, kernel definitions and annotations (with their targets).
 
-    `header_macros` are the `#define`s its headers give it (`header_macros.included_macros`). The last few
-    scans are kept, because a file's kernels are inferred one after another from one text.
+    `header_macros` are the `#define`s its headers give it (`header_macros.included_macros`); `neighbours`
+    the files beside it whose calls of its launch wrappers count. The last few scans are kept, because a
+    file's kernels are inferred one after another from one text.
     """
-    key = (cuda_source, tuple((m.name, m.params, m.offset, tuple(t.text for t in m.body or ())) for m in header_macros))
+    key = (cuda_source, tuple((m.name, m.params, m.offset, tuple(t.text for t in m.body or ())) for m in header_macros),
+           neighbours)
     with _SCAN_LOCK:
         cached = _SCAN_CACHE.get(key)
     if cached is not None:
         return cached
-    facts = _scan(cuda_source, header_macros)
+    facts = _scan(cuda_source, header_macros, neighbours)
     with _SCAN_LOCK:  # the language server scans from two analysis threads and its event loop
         _SCAN_CACHE[key] = facts
         while len(_SCAN_CACHE) > _SCAN_CACHE_SIZE:
@@ -265,8 +269,9 @@ def scan_source(cuda_source: str, header_macros: tuple[Macro, ...] = ()) -> Sour
     return facts
 
 
-def _scan(cuda_source: str, header_macros: tuple[Macro, ...] = ()) -> SourceFacts:
-    env = ConstEnv(cuda_source, header_macros)
+def _scan(cuda_source: str, header_macros: tuple[Macro, ...] = (), neighbours: Neighbours | None = None
+          ) -> SourceFacts:
+    env = ConstEnv(cuda_source, header_macros, neighbours.environments if neighbours is not None else None)
     sites = _launch_sites(env)
     kernels = _kernel_definitions(env)
     annotations = _annotations(env)
@@ -584,18 +589,21 @@ def _quoted_includes(text: str) -> tuple[str, ...]:
     return tuple(name for name, quoted in includes_in(text) if quoted and name.endswith(_INCLUDED_SUFFIXES))
 
 
-def with_includes(facts: SourceFacts, path: str | Path | None, include_dirs: list[str] | None = None) -> SourceFacts:
-    """The facts rescanned with the macros of the file's quoted headers, and with the kernels of quoted
-    `#include`d `.cu`/`.cuh` files (recursively) added.
+def scan_file(cuda_source: str, path: str | Path | None, include_dirs: list[str] | None = None) -> SourceFacts:
+    """`scan_source` with what the file's place adds: the macros of its quoted headers, the calls of its launch
+    wrappers in the files beside it, and the kernels of quoted `#include`d `.cu`/`.cuh` files (recursively).
 
     Files are looked up beside the including file, then in `include_dirs`, as nvcc does for quoted
     includes; unreadable ones are skipped (the compiler reports them).
     """
     if path is None:
-        return facts
-    macros = included_macros(facts.text, path, include_dirs)
-    if macros:
-        facts = scan_source(facts.text, macros)
+        return scan_source(cuda_source)
+    macros = included_macros(cuda_source, path, include_dirs)
+    facts = scan_source(cuda_source, macros)
+    if facts.env.asked_other_files:  # a launch wrapper's parameter: its callers may be beside the file
+        neighbours = Neighbours.of(path, include_dirs)
+        if neighbours.stamps:
+            facts = scan_source(cuda_source, macros, neighbours)
     seen: set[Path] = set()
     found: list[KernelDefinition] = []
     dirs = [Path(d) for d in include_dirs or []]

@@ -7,6 +7,8 @@ with the reason (no call, calls that disagree, a parameter the function changes,
 
 from __future__ import annotations
 
+import os
+
 from kerncast.analysis.cexpr import ConstEnv
 from kerncast.analysis.launch import find_launch_sites, infer_launch
 
@@ -25,14 +27,14 @@ def test_a_wrapper_called_once_gives_its_argument_to_the_launch_and_says_so():
     assert launch.params["n"].value == 1 << 20
     (caveat,) = [a for a in launch.assumptions if "from the call" in a]
     assert "n = 1048576 from the call at line 7 of run()" in caveat
-    assert "another file could pass other values" in caveat
+    assert "a call elsewhere could pass other values" in caveat
 
 
 def test_calls_that_agree_are_used_and_calls_that_disagree_are_not():
     body = "void run(int n) { k<<<n / 256, 256>>>(0, n); }\n"
     agree = _launch(body + "int main()\n{\n    run(4096);\n    run(4096);\n}\n")
     assert agree.grid.value == (16, 1, 1)
-    assert any("n = 4096 from the 2 calls at line(s) 5, 6 of run()" in a for a in agree.assumptions), agree.assumptions
+    assert any("n = 4096 from the 2 calls at line 5, line 6 of run()" in a for a in agree.assumptions)
     differ = _launch(body + "int main()\n{\n    run(4096);\n    run(8192);\n}\n")
     assert differ.grid.source == "default"
     assert any("called with different values (4096 at line 5, 8192 at line 6)" in a for a in differ.assumptions)
@@ -107,3 +109,42 @@ def test_a_template_argument_list_in_a_parameter_does_not_shift_the_parameters_a
     launch = _launch("void run(std::pair<int, int> shape, int n) { k<<<n / 128, 128>>>(0, n); }\n"
                      "int main() { run({1, 2}, 4096); }\n")
     assert launch.grid.value == (32, 1, 1)
+
+
+def _folder(tmp_path, files: dict[str, str]):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    return tmp_path / "kernel.cu"
+
+
+WRAPPER = KERNEL + "void launch(float *y, int n, dim3 block)\n{\n    k<<<n / block.x, block>>>(y, n);\n}\n"
+
+
+def test_a_wrapper_called_from_a_file_beside_it_takes_that_calls_values(tmp_path):
+    src = _folder(tmp_path, {"kernel.cu": WRAPPER, "sizes.h": "#define N (1 << 16)\n",
+                             "main.cpp": '#include "sizes.h"\nvoid launch(float *y, int n, dim3 block);\n'
+                                         "int main()\n{\n    float *y;\n    launch(y, N, dim3(128));\n}\n"})
+    launch = infer_launch("k", src.read_text(), source_path=str(src))
+    assert (launch.grid.value, launch.block.value) == ((512, 1, 1), (128, 1, 1))
+    (caveat,) = [a for a in launch.assumptions if "from the call" in a]
+    assert "n = 65536 from the call at main.cpp:6 of launch()" in caveat
+    # an edited caller is read again
+    (tmp_path / "main.cpp").write_text("void launch(float *y, int n, dim3 block);\n"
+                                       "int main() { float *y; launch(y, 1024, dim3(256)); }\n")
+    os.utime(tmp_path / "main.cpp", ns=(0, 10**18))
+    again = infer_launch("k", src.read_text(), source_path=str(src))
+    assert (again.grid.value, again.block.value) == ((4, 1, 1), (256, 1, 1))
+
+
+def test_a_static_wrapper_and_a_neighbours_own_function_of_that_name_take_no_values_from_beside(tmp_path):
+    static = _folder(tmp_path, {"kernel.cu": KERNEL + "static " + WRAPPER.removeprefix(KERNEL),
+                                "main.cpp": "int main() { launch(0, 1024, dim3(256)); }\n"})
+    launch = infer_launch("k", static.read_text(), source_path=str(static))
+    assert launch.grid.source == "default"
+    assert any("which is not called in this file" in a and "beside" not in a for a in launch.assumptions)
+    (tmp_path / "kernel.cu").write_text(WRAPPER)
+    (tmp_path / "main.cpp").write_text("void launch(float *y, int n, dim3 b) { }\n"
+                                       "int main() { launch(0, 1024, dim3(256)); }\n")
+    own = infer_launch("k", WRAPPER, source_path=str(tmp_path / "kernel.cu"))
+    assert own.grid.source == "default"
+    assert any("nor in the files beside it" in a for a in own.assumptions), own.assumptions
