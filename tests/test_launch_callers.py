@@ -11,6 +11,7 @@ import os
 
 from kerncast.analysis.cexpr import ConstEnv
 from kerncast.analysis.launch import find_launch_sites, infer_launch
+from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
 
 KERNEL = "__global__ void k(float *y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 0; }\n"
 
@@ -148,3 +149,15 @@ def test_a_static_wrapper_and_a_neighbours_own_function_of_that_name_take_no_val
     own = infer_launch("k", WRAPPER, source_path=str(tmp_path / "kernel.cu"))
     assert own.grid.source == "default"
     assert any("nor in the files beside it" in a for a in own.assumptions), own.assumptions
+
+
+def test_the_analysis_of_a_saved_cu_file_reads_its_callers_beside_it(nvcc_available, tmp_path):
+    """The whole pipeline, real nvcc: the kernel's report carries the launch from main.cpp's call."""
+    src = _folder(tmp_path, {"kernel.cu": WRAPPER,
+                             "main.cpp": "void launch(float *y, int n, dim3 block);\n"
+                                         "int main() { float *y; launch(y, 1 << 20, dim3(256)); }\n"})
+    report = analyze_file(src, options=AnalysisOptions(lime=False))
+    (kernel,) = report.kernels
+    assert kernel.launch.grid.value == (4096, 1, 1) and kernel.launch.block.value == (256, 1, 1)
+    assert kernel.launch.params["n"].value == 1 << 20
+    assert any("main.cpp:2 of launch()" in a for a in kernel.launch.assumptions)
