@@ -51,6 +51,7 @@ def _kernel_lines(k: KernelReport) -> list[str]:
     launch = _fmt_launch(data.get("launch"))
     if launch:
         out.append(f"  launch: {launch}")
+        out.extend(f"    assumed: {a}" for a in k.launch.assumptions if k.launch is not None)
     occ = data.get("occupancy")
     if occ:
         out.append(f"  occupancy: {occ.get('occupancy', 0):.0%} ({occ.get('active_warps_per_sm')} warps/SM, "

@@ -12,6 +12,7 @@ import os
 from kerncast.analysis.cexpr import ConstEnv
 from kerncast.analysis.launch import find_launch_sites, infer_launch
 from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.server.render_text import render_file_report
 
 KERNEL = "__global__ void k(float *y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 0; }\n"
 
@@ -161,3 +162,5 @@ def test_the_analysis_of_a_saved_cu_file_reads_its_callers_beside_it(nvcc_availa
     assert kernel.launch.grid.value == (4096, 1, 1) and kernel.launch.block.value == (256, 1, 1)
     assert kernel.launch.params["n"].value == 1 << 20
     assert any("main.cpp:2 of launch()" in a for a in kernel.launch.assumptions)
+    text = render_file_report(report)  # the command line's text report states the assumption under the launch
+    assert "  launch: <<<4096x1x1, 256x1x1, 0>>>" in text and "    assumed: the launch at line 4 is inside a function" in text
