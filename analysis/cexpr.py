@@ -419,9 +419,10 @@ def _join_continuations(text: str) -> str:
 class ConstEnv:
     """The constants of one CUDA source file, and the folder that evaluates expressions against them.
 
-    An integer or `dim3` parameter of a host function is known when every call of the function in the file
-    passes the same foldable value (a launch written inside `void run(int n) {...}` called as `run(1 << 20)`);
-    the folded result says so in `Folded.via`, because another file may call the function differently.
+    An integer or `dim3` parameter of a host function is known when every call of the function found (in the
+    file, and in `other_files` for a function that is not `static`) passes the same foldable value: a launch
+    written inside `void run(int n) {...}` called as `run(1 << 20)`. The folded result says so in `Folded.via`,
+    because a call elsewhere may pass another value.
     """
 
     MAX_EXPANSION_DEPTH = 64
@@ -784,10 +785,7 @@ class ConstEnv:
         if decl.kind != "scalar" or (decl.mutated_line is not None and not decl.const):
             return None
         inside = [b for b in self._equality_blocks.get(decl.name, ())
-                  if decl.offset < b.braces[0] < offset < b.braces[1]]
-        if not inside:
-            return None
-        inside = [b for b in inside if not b.negated]
+                  if not b.negated and decl.offset < b.braces[0] < offset < b.braces[1]]
         if not inside:
             return None
         block = max(inside, key=lambda b: b.braces[0])  # the innermost
@@ -855,7 +853,7 @@ class ConstEnv:
         name = helper.function.name
         if len(args) != len(helper.params):
             raise Unknown(f"{name}() takes {len(helper.params)} arguments, got {len(args)}")
-        if name in self._helpers_running or len(self._helpers_running) >= self.MAX_EXPANSION_DEPTH:
+        if name in self._helpers_running:
             raise Unknown(f"{name}() calls itself")
         bindings: dict[str, Typed] = {}
         for param, arg in zip(helper.params, args, strict=True):
@@ -907,10 +905,9 @@ class ConstEnv:
             found = [("", self, k) for k in call_sites(self.tokens, fn)]
             if not self._is_static(fn):
                 self.asked_other_files = True
-            if self._other_files is not None and not self._is_static(fn):
-                for file, env in self._other_files():
+                outside = FunctionDefinition(fn.name, -1, -1, -1, -1, -1)
+                for file, env in self._other_files() if self._other_files is not None else ():
                     if all(f.name != fn.name for f in env.functions):  # its own function of that name is another
-                        outside = FunctionDefinition(fn.name, -1, -1, -1, -1, -1)
                         found += [(file, env, k) for k in call_sites(env.tokens, outside)]
             self._calls[fn.name_index] = found
         return found
