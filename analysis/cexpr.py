@@ -388,8 +388,6 @@ class _EqualityBlock:
     literal: Token
     #: offsets of the block's `{` and `}`
     braces: tuple[int, int]
-    #: the line of the `if`
-    line: int
     #: True for the `else` block, where name is anything but the literal
     negated: bool = False
 
@@ -575,12 +573,12 @@ class ConstEnv:
             if name.kind != "id" or literal.kind != "num":
                 continue
             end = self.block_end.get(k + 6, len(self.code))
-            then = _EqualityBlock(name, literal, (toks[k + 6].offset, end), self.lines.line(name.offset))
+            then = _EqualityBlock(name, literal, (toks[k + 6].offset, end))
             out.setdefault(name.text, []).append(then)
             after = bisect.bisect_right(self._token_offsets, end)  # the token after the block's `}`
             if after + 1 < len(toks) and toks[after].text == "else" and toks[after + 1].text == "{":
                 braces = (toks[after + 1].offset, self.block_end.get(after + 1, len(self.code)))
-                out[name.text].append(_EqualityBlock(name, literal, braces, then.line, negated=True))
+                out[name.text].append(_EqualityBlock(name, literal, braces, negated=True))
         return out
 
     def dead_branch(self, offset: int) -> str | None:
@@ -600,8 +598,9 @@ class ConstEnv:
                 if (folded.value == expected) == b.negated:
                     why = "; ".join(folded.via) or f"{b.name.text} = {folded.value}"
                     branch = "the else of " if b.negated else ""
-                    return (f"it is inside {branch}`if ({b.name.text} == {b.literal.text})` at line {b.line}, which "
-                            f"does not run here ({why})")
+                    line = self.lines.line(b.name.offset)
+                    return (f"it is inside {branch}`if ({b.name.text} == {b.literal.text})` at line {line}, which does "
+                            f"not run here ({why})")
         return None
 
     def _read_parameters(self) -> None:
@@ -793,7 +792,7 @@ class ConstEnv:
         if decl.ctype is not None:
             value = c_convert(value, decl.ctype)
         self._via.append(f"{decl.name} = {value} inside `if ({decl.name} == {block.literal.text})` at line "
-                         f"{block.line}")
+                         f"{self.lines.line(block.name.offset)}")
         return value
 
     def _fold_declaration(self, decl: Declaration) -> Folded:
