@@ -163,4 +163,5 @@ def test_the_analysis_of_a_saved_cu_file_reads_its_callers_beside_it(nvcc_availa
     assert kernel.launch.params["n"].value == 1 << 20
     assert any("main.cpp:2 of launch()" in a for a in kernel.launch.assumptions)
     text = render_file_report(report)  # the command line's text report states the assumption under the launch
-    assert "  launch: <<<4096x1x1, 256x1x1, 0>>>" in text and "    assumed: the launch at line 4 is inside a function" in text
+    assert "  launch: <<<4096x1x1, 256x1x1, 0>>>" in text
+    assert "    assumed: the launch at line 4 is inside a function" in text
