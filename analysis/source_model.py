@@ -7,7 +7,9 @@ and code actions all read this model, so none of them scans C++ text on its own.
 
 Kernels defined in `#include`d `.cu`/`.cuh` files belong to the translation unit too: `scan_file` reads
 quoted includes (beside the file, then the include directories) and adds their kernels, so their parameter
-names are known by name.
+names are known by name. It also gives the scan what the file's place adds to its launches: the macros of its
+headers (`header_macros`) and, when a launch wrapper's parameter needs them, the calls in the sources beside
+it (`neighbours`).
 """
 
 from __future__ import annotations
