@@ -17,13 +17,13 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 from kerncast.analysis.cexpr import ConstEnv, Folded, Macro, Token
 from kerncast.analysis.csyntax import matching_bracket, split_parameters, split_top
-from kerncast.analysis.header_macros import included_macros
-from kerncast.analysis.includes import MAX_INCLUDE_DEPTH, includes_in, real_path, resolve_include
+from kerncast.analysis.header_macros import read_included
+from kerncast.analysis.includes import real_path
+from kerncast.analysis.lru import BoundedLru
 from kerncast.analysis.neighbours import Neighbours
 
 Dim = tuple[int, int, int]
@@ -581,14 +581,28 @@ def _arrays(env: ConstEnv, functions: list[FunctionBody]) -> list[ArrayDeclarati
 # ------------------------------------------------------------------------------------------ includes
 
 _INCLUDED_SUFFIXES = (".cu", ".cuh")
+#: kernel definitions of included `.cu`/`.cuh` files, by path and stamp (every kernel's launch inference of
+#: a file asks for them; an edited file is read again)
+_INCLUDED_KERNELS: BoundedLru[tuple[Path, int, int], list[KernelDefinition]] = BoundedLru(64)
 
 
-@lru_cache(maxsize=8)
-def _quoted_includes(text: str) -> tuple[str, ...]:
-    """The `.cu`/`.cuh` names of a text's quoted `#include`s, in order: a function of the text alone, kept
-    because every kernel's launch inference asks for those of the same file (the files themselves are looked
-    up and read on every call, since they may have changed)."""
-    return tuple(name for name, quoted in includes_in(text) if quoted and name.endswith(_INCLUDED_SUFFIXES))
+def _kernels_of(target: Path) -> list[KernelDefinition]:
+    """The kernels an included file defines (each with its `file`); none when it cannot be read."""
+    try:
+        stat = target.stat()
+    except OSError:
+        return []
+    key = (real_path(target), stat.st_mtime_ns, stat.st_size)
+    found = _INCLUDED_KERNELS.get(key)
+    if found is None:
+        try:
+            found = _kernel_definitions(ConstEnv(target.read_text(encoding="utf-8", errors="replace")))
+        except (OSError, ValueError, IndexError, RecursionError):
+            return []
+        for d in found:
+            d.file = str(target)
+        _INCLUDED_KERNELS.put(key, found)
+    return found
 
 
 def scan_file(cuda_source: str, path: str | Path | None, include_dirs: list[str] | None = None) -> SourceFacts:
@@ -600,35 +614,13 @@ def scan_file(cuda_source: str, path: str | Path | None, include_dirs: list[str]
     """
     if path is None:
         return scan_source(cuda_source)
-    macros = included_macros(cuda_source, path, include_dirs)
-    facts = scan_source(cuda_source, macros)
+    included = read_included(cuda_source, path, include_dirs)
+    facts = scan_source(cuda_source, included.macros)
     if facts.env.asked_other_files:  # a launch wrapper's parameter: its callers may be beside the file
         neighbours = Neighbours.of(path, include_dirs)
         if neighbours.stamps:
-            facts = scan_source(cuda_source, macros, neighbours)
-    seen: set[Path] = set()
-    found: list[KernelDefinition] = []
-    dirs = [Path(d) for d in include_dirs or []]
-
-    def visit(text: str, here: Path, depth: int) -> None:
-        if depth > MAX_INCLUDE_DEPTH:
-            return
-        for name in _quoted_includes(text):
-            target = resolve_include(name, True, here.parent, dirs)
-            if target is None or real_path(target) in seen:
-                continue
-            seen.add(real_path(target))
-            try:
-                inner = target.read_text(encoding="utf-8", errors="replace")
-                kernels = _kernel_definitions(ConstEnv(inner))
-            except (OSError, ValueError, IndexError, RecursionError):
-                continue
-            for d in kernels:
-                d.file = str(target)
-            found.extend(kernels)
-            visit(inner, target, depth + 1)
-
-    visit(facts.text, Path(path), 0)
+            facts = scan_source(cuda_source, included.macros, neighbours)
+    found = [d for f in included.files if f.name.endswith(_INCLUDED_SUFFIXES) for d in _kernels_of(f)]
     if not found:
         return facts
     return SourceFacts(facts.env, facts.sites, facts.kernels, facts.annotations, facts.functions, facts.arrays,
