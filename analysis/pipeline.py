@@ -61,7 +61,7 @@ from kerncast.analysis.ptx.parser import kernel_shared_bytes
 from kerncast.analysis.report import FileReport, Finding, KernelReport, LoopInfo
 from kerncast.analysis.resource_findings import resource_stage
 from kerncast.analysis.rules import Code
-from kerncast.analysis.source_model import scan_source
+from kerncast.analysis.source_model import scan_file, scan_source
 from kerncast.analysis.targets import resolve_target
 from kerncast.analysis.timing.stages import occupancy_stage, time_stage
 
@@ -178,16 +178,18 @@ def _analyze_cuda(report: FileReport, path: Path, source: str, options: Analysis
                   cache: KernelCache | None = None) -> FileReport:
     build = _build_flags(report, path, options)
     options = _with_target(report, options, build.archs if build else [])
+    if build is not None:  # the settings add to the project's own include directories, which launch inference
+        # reads headers from as nvcc does
+        options = replace(options, include_dirs=[*build.include_dirs, *options.include_dirs])
     copts = CompileOptions(arch=options.arch or "", include_dirs=list(options.include_dirs),
                            defines=list(options.defines), nvcc_path=options.nvcc_path,
                            timeout_s=options.timeout_s)
     if build is not None:  # the settings add to the project's own flags
-        copts.include_dirs = [*build.include_dirs, *copts.include_dirs]
         copts.defines = [*build.defines, *copts.defines]
         copts.extra_flags = [*build.flags, *(f"-U{u}" for u in build.undefines)]
-    # the launch sites are scanned from the source while nvcc runs (its wait frees the interpreter); the
-    # scan is cached by text, so the launch stage finds it done
-    _SCAN_POOL.submit(scan_source, source)
+    # the launch sites are scanned from the source (with its headers' macros) while nvcc runs (its wait frees
+    # the interpreter); the scan is cached by text and macros, so the launch stage finds it done
+    _SCAN_POOL.submit(scan_file, source, str(path), list(options.include_dirs))
     try:
         result = compile_cuda(path, text=source, options=copts, with_resources=False)
     except ToolchainError as exc:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 from kerncast.analysis.header_macros import included_macros
 from kerncast.analysis.launch import infer_launch
+from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
 
 KERNEL = "__global__ void k(float *y) { y[threadIdx.x] = 0; }\n"
 
@@ -60,3 +62,16 @@ def test_a_header_that_includes_itself_is_read_once(tmp_path):
     _write(tmp_path / "b.h", '#include "a.h"\n#define B 2\n')
     src = _write(tmp_path / "main.cu", '#include "a.h"\n')
     assert [m.name for m in included_macros(src.read_text(), src)] == ["B", "A"]
+
+
+def test_the_projects_include_directories_from_compile_commands_reach_launch_inference(nvcc_available, tmp_path):
+    """A header found only through the build's `-I` gives the launch its size, as it gives nvcc its macro."""
+    _write(tmp_path / "inc" / "sizes.h", "#define BLOCK 192\n")
+    src = _write(tmp_path / "src" / "main.cu", '#include "sizes.h"\n' + KERNEL
+                 + "int main() { float *y; k<<<1, BLOCK>>>(y); }\n")
+    entry = {"directory": str(tmp_path), "file": "src/main.cu", "arguments": ["nvcc", "-Iinc", "-c", "src/main.cu"]}
+    (tmp_path / "compile_commands.json").write_text(json.dumps([entry]))
+    report = analyze_file(src, options=AnalysisOptions(lime=False))
+    assert report.ok, [f.message for f in report.findings]
+    (kernel,) = report.kernels
+    assert kernel.launch.block.value == (192, 1, 1) and kernel.launch.block.source == "launch-site"
