@@ -12,9 +12,11 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kerncast.analysis.compile_hints import legacy_header_text, removed_api
 from kerncast.analysis.includes import (
     INCLUDE_RE,
     MAX_INCLUDE_DEPTH,
@@ -604,7 +606,7 @@ def header_wheel_dirs(toolchain: Toolchain) -> list[Path]:
 
 
 def _nvcc_args(toolchain: Toolchain, options: CompileOptions, source: Path, out: Path,
-               include_dirs: list[Path], relocatable: bool = False) -> list[str]:
+               include_dirs: list[Path], relocatable: bool = False, stand_ins: list[str] | None = None) -> list[str]:
     args = [str(toolchain.nvcc), "-ptx", "-lineinfo", f"-arch={options.arch}"]
     if relocatable:
         args.append("-rdc=true")
@@ -613,6 +615,7 @@ def _nvcc_args(toolchain: Toolchain, options: CompileOptions, source: Path, out:
         args += ["-isystem", str(d)]
     args += [f"-D{d}" for d in options.defines if d.strip()]
     args += list(options.extra_flags)
+    args += stand_ins or []
     return args + ["-o", str(out), str(source)]
 
 
@@ -636,7 +639,8 @@ def _compile_uncached(original: Path, text: str, from_buffer: bool, options: Com
         args = _nvcc_args(toolchain, options, source, out, nvcc_dirs)
         run = run_tool(args, options.timeout_s, cwd=tmp_dir, temp_dir=tmp_dir)
         notes: list[str] = []
-        if _needs_rdc(run, options):
+        relocatable = _needs_rdc(run, options)
+        if relocatable:
             args = _nvcc_args(toolchain, options, source, out, nvcc_dirs, relocatable=True)
             run = run_tool(args, options.timeout_s, cwd=tmp_dir, temp_dir=tmp_dir)
             notes.append(RDC_NOTE)
@@ -650,6 +654,14 @@ def _compile_uncached(original: Path, text: str, from_buffer: bool, options: Com
         ctx = SourceContext(compiled=source, original=original, text=text,
                              search_dirs=include_dirs, cwd=tmp_dir)
         diagnostics = parse_nvcc_output(run.output, ctx)
+        if run.returncode != 0:
+            stand_in = _compile_with_stand_ins(diagnostics, tmp_dir, options,
+                                               lambda flags: _nvcc_args(toolchain, options, source, out, nvcc_dirs,
+                                                                        relocatable, flags))
+            if stand_in is not None:
+                run, removed, note = stand_in
+                diagnostics = [*removed, *parse_nvcc_output(run.output, ctx)]
+                notes.append(note)
         ptx = out.read_text(encoding="utf-8", errors="replace") if out.is_file() else None
     if run.returncode != 0 or ptx is None:
         if not any(d.severity == "error" for d in diagnostics):
@@ -667,6 +679,39 @@ def _compile_uncached(original: Path, text: str, from_buffer: bool, options: Com
             diagnostics.append(CompileDiagnostic(str(original), 1, 1, "warning", f"no register/shared memory "
                                                  f"figures: {exc}"))
     return CompileResult(True, ptx, resources, diagnostics, toolchain.version, options.arch, notes), cacheable
+
+
+def _compile_with_stand_ins(diagnostics: list[CompileDiagnostic], tmp_dir: Path, options: CompileOptions,
+                            nvcc_args: Callable[[list[str]], list[str]]
+                            ) -> tuple[ToolRun, list[CompileDiagnostic], str] | None:
+    """nvcc again with Kerncast's stand-ins for the removed APIs that the errors name (compile_hints): the run,
+    the uses of those APIs as warnings that name their replacement, and the report's note. None where no error
+    names an API with a stand-in, or where the file still fails (its first errors are then the ones to show)."""
+    removed: dict[tuple[int, str], CompileDiagnostic] = {}
+    subjects: set[str] = set()
+    defines: set[str] = set()
+    for d in diagnostics:
+        api = removed_api(d.message) if d.severity == "error" else None
+        if api is None:
+            continue
+        subjects.add(api.subject)
+        if api.stand_in_define:
+            defines.add(api.stand_in_define)
+        removed.setdefault((d.line, d.message), CompileDiagnostic(
+            d.file, d.line, d.column, "warning", f"{d.message} — {api.hint} (Kerncast compiled it with a stand-in)",
+            d.in_header))
+    if not defines:
+        return None
+    header = tmp_dir / "kerncast_legacy_cuda.h"
+    header.write_text(legacy_header_text(), encoding="utf-8")
+    run = run_tool(nvcc_args(["-include", str(header), *(f"-D{d}" for d in sorted(defines))]),
+                   options.timeout_s, cwd=tmp_dir, temp_dir=tmp_dir)
+    if run.timed_out or run.returncode != 0:
+        return None
+    note = (f"compiled with Kerncast's stand-ins for APIs this toolkit removed ({', '.join(sorted(subjects))}): "
+            "host calls stand for their replacements and texture references read through texture objects, as "
+            "migrated code does; the warnings name each replacement")
+    return run, list(removed.values()), note
 
 
 def _needs_rdc(run: ToolRun, options: CompileOptions) -> bool:

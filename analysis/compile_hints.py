@@ -3,12 +3,18 @@
 Kerncast compiles with the nvcc it finds, usually the CUDA 13 wheel, so code written for older releases fails on
 APIs that are gone: the cudaThread* functions, fields of cudaDeviceProp, texture and surface references. nvcc
 only says that a name is undefined; the hint says what replaced it.
+
+Such a file's kernels are usually fine: only its host code, or the way it declares textures, is out of date. So
+when every error nvcc reports is a removed API (or follows from one), `compile` compiles the file again with
+Kerncast's stand-ins for those APIs (data/legacy_cuda.h, each kind switched on by `stand_in_define`), and the
+removed uses stay as warnings that name their replacement.
 """
 
 from __future__ import annotations
 
 import re
 import tomllib
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -28,13 +34,54 @@ def _tables() -> dict[str, Any]:
     return tomllib.loads(text)
 
 
-def hint_for(message: str) -> str | None:
-    """What replaced the removed API an nvcc error message names ("X was removed in CUDA 13; use Y"), or None."""
+#: the macro of data/legacy_cuda.h that switches on the stand-ins for each kind (surface references have none)
+_STAND_IN_DEFINES = {
+    "thread_functions": "KERNCAST_LEGACY_THREAD_FUNCTIONS",
+    "device_properties": "KERNCAST_LEGACY_DEVICE_PROPERTIES",
+    "texture": "KERNCAST_LEGACY_TEXTURES",
+}
+
+#: the header of stand-ins, inside the package
+LEGACY_HEADER = "data/legacy_cuda.h"
+
+
+@dataclass(frozen=True)
+class RemovedApi:
+    """A removed API that an nvcc error names: what it was, what replaced it, and how to stand in for it."""
+
+    subject: str  # "cudaThreadSynchronize", "cudaDeviceProp.clockRate", "texture references"
+    hint: str  # "X was removed in CUDA 13; use Y"
+    stand_in_define: str | None  # the macro that switches on Kerncast's stand-in for it, None where there is none
+
+
+#: how `compile` prefixes an error that nvcc reported in an included file
+_IN_HEADER_RE = re.compile(r"^in included file .+?, line \d+: ")
+
+
+def removed_api(message: str) -> RemovedApi | None:
+    """The removed API an nvcc error message is about (also one reported in an included file), if the table
+    lists it."""
+    message = _IN_HEADER_RE.sub("", message, count=1)
     for pattern, table, subject in _KINDS:
         m = pattern.match(message)
         if m is None:
             continue
         entry = _tables()[table]
         use = entry["use"].get(m.group(1))
-        return f"{subject.format(m.group(1))} removed in {entry['release']}; use {use}" if use else None
+        if use is None:
+            return None
+        named = subject.format(m.group(1))
+        return RemovedApi(named.rsplit(" ", 1)[0], f"{named} removed in {entry['release']}; use {use}",
+                          _STAND_IN_DEFINES.get(m.group(1) if table == "references" else table))
     return None
+
+
+def hint_for(message: str) -> str | None:
+    """What replaced the removed API an nvcc error message names ("X was removed in CUDA 13; use Y"), or None."""
+    found = removed_api(message)
+    return found.hint if found else None
+
+
+def legacy_header_text() -> str:
+    """The C++ text of Kerncast's stand-ins for removed APIs (force-included by `compile` when they are needed)."""
+    return resources.files("kerncast.analysis").joinpath(LEGACY_HEADER).read_text(encoding="utf-8")

@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 
 from kerncast.analysis.compile import CompileOptions, compile_cuda
-from kerncast.analysis.compile_hints import hint_for
+from kerncast.analysis.compile_hints import hint_for, legacy_header_text
 from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
 
 TABLE = tomllib.loads((Path(__file__).resolve().parent.parent / "analysis" / "data" / "compile_hints.toml")
@@ -75,3 +75,81 @@ def test_every_replacement_compiles(nvcc_available, tmp_path) -> None:
     path.write_text(_replacement_source())
     result = compile_cuda(path, options=CompileOptions(arch="sm_90"), with_resources=False)
     assert result.ok, [d.message for d in result.diagnostics]
+
+
+def test_hint_for_an_error_in_an_included_file() -> None:
+    hint = hint_for("in included file legacy.cuh, line 3: texture is not a template")
+    assert hint is not None and hint.startswith("texture references were removed in CUDA 12")
+
+
+def test_stand_ins_cover_every_removed_function_and_field() -> None:
+    header = legacy_header_text()
+    for name, use in THREAD.items():
+        assert re.search(rf"^#define {name} {use.split('(')[0]}$", header, re.M), name
+    for name in PROPS:
+        assert re.search(rf"^    int {name};$", header, re.M), name
+
+
+LEGACY_HEADER = """\
+texture<float, 1, cudaReadModeElementType> weights;
+"""
+
+LEGACY_FILE = """\
+#include "legacy.cuh"
+texture<uchar4, 2, cudaReadModeNormalizedFloat> image;
+
+__global__ void blend(float4 *out, float *scaled, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        out[i] = tex2D(image, i % 64, i / 64);
+        scaled[i] = tex1Dfetch(weights, i) * 2.0f;
+    }
+}
+
+int main()
+{
+    cudaDeviceProp prop;
+    cudaGetDeviceProperties(&prop, 0);
+    int clock = prop.clockRate;
+    float *w = 0;
+    cudaBindTexture(0, weights, w, 1024 * sizeof(float));
+    blend<<<4, 256>>>(0, 0, 1024);
+    cudaThreadSynchronize();
+    cudaUnbindTexture(weights);
+    return clock > 0 ? 0 : 1;
+}
+"""
+
+
+def test_a_file_whose_only_errors_are_removed_apis_is_analysed_with_stand_ins(nvcc_available, tmp_path) -> None:
+    (tmp_path / "legacy.cuh").write_text(LEGACY_HEADER)
+    path = tmp_path / "legacy.cu"
+    path.write_text(LEGACY_FILE)
+    report = analyze_file(path, options=AnalysisOptions(lime=False, gpu="h100"))
+    assert report.ok, [f.message for f in report.findings if f.severity == "error"]
+    assert [k.name for k in report.kernels] == ["blend"]
+    kernel = report.kernels[0]
+    assert kernel.time is not None and kernel.launch is not None and kernel.launch.grid.value == (4, 1, 1)
+    warnings = {(f.line, f.message.split(" — ")[1].split(" removed")[0]) for f in report.findings
+                if f.code == "compile-warning" and "Kerncast compiled it with a stand-in" in f.message}
+    assert warnings == {(1, "texture references were"), (2, "texture references were"),
+                        (17, "cudaDeviceProp.clockRate was"), (21, "cudaThreadSynchronize was")}, warnings
+    note = next(n for n in report.notes if n.startswith("compiled with Kerncast's stand-ins"))
+    assert "cudaThreadSynchronize" in note and "cudaDeviceProp.clockRate" in note and "texture references" in note
+    result = compile_cuda(path, options=CompileOptions(arch="sm_90"), with_resources=False)
+    assert result.ok and result.ptx is not None
+    assert "tex.2d.v4.f32.f32" in result.ptx and "tex.1d.v4.f32.s32" in result.ptx  # the fetches stay fetches
+
+
+def test_a_file_with_another_error_keeps_all_its_errors(nvcc_available, tmp_path) -> None:
+    path = tmp_path / "broken.cu"
+    path.write_text("__global__ void k(float *o) { o[0] = undefined_scale; }\n"
+                    "int main() { cudaThreadSynchronize(); return 0; }\n")
+    report = analyze_file(path, options=AnalysisOptions(lime=False))
+    errors = {(f.line, f.message) for f in report.findings if f.severity == "error"}
+    assert not report.ok and not report.kernels
+    assert (1, 'identifier "undefined_scale" is undefined') in errors
+    assert (2, 'identifier "cudaThreadSynchronize" is undefined — cudaThreadSynchronize was removed in CUDA 13; '
+               'use cudaDeviceSynchronize()') in errors
+    assert not any(n.startswith("compiled with Kerncast's stand-ins") for n in report.notes)

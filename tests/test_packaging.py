@@ -82,6 +82,7 @@ def test_wheel_builds_quietly_and_the_wheel_analyses_an_example(tmp_path: Path, 
     with zipfile.ZipFile(wheel) as archive:
         archive.extractall(site)
     assert (site / "kerncast" / "analysis" / "data" / "rules.toml").is_file()  # package data travels too
+    assert (site / "kerncast" / "analysis" / "data" / "legacy_cuda.h").is_file()  # so do the compile stand-ins
     # the wheel's package first on the path; its dependencies come from the test environment
     run = [sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv.pop(1)); "
            "import kerncast.server.cli as cli; print('from', cli.__file__); sys.exit(cli.main())",
