@@ -19,6 +19,9 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from kerncast.analysis.report import Fix, TextEdit
+from kerncast.analysis.rules import Code, FixKind, rule
+
 #: nvcc's message for each kind of removed API, the table of data/compile_hints.toml that holds its
 #: replacements, and how the hint names the removed thing
 _KINDS = (
@@ -52,6 +55,7 @@ class RemovedApi:
     subject: str  # "cudaThreadSynchronize", "cudaDeviceProp.clockRate", "texture references"
     hint: str  # "X was removed in CUDA 13; use Y"
     stand_in_define: str | None  # the macro that switches on Kerncast's stand-in for it, None where there is none
+    renamed_to: str | None = None  # a function that takes the same arguments (the cudaThread* ones' replacements)
 
 
 #: how `compile` prefixes an error that nvcc reported in an included file
@@ -72,7 +76,8 @@ def removed_api(message: str) -> RemovedApi | None:
             return None
         named = subject.format(m.group(1))
         return RemovedApi(named.rsplit(" ", 1)[0], f"{named} removed in {entry['release']}; use {use}",
-                          _STAND_IN_DEFINES.get(m.group(1) if table == "references" else table))
+                          _STAND_IN_DEFINES.get(m.group(1) if table == "references" else table),
+                          use.split("(", 1)[0] if table == "thread_functions" else None)
     return None
 
 
@@ -85,3 +90,19 @@ def hint_for(message: str) -> str | None:
 def legacy_header_text() -> str:
     """The C++ text of Kerncast's stand-ins for removed APIs (force-included by `compile` when they are needed)."""
     return resources.files("kerncast.analysis").joinpath(LEGACY_HEADER).read_text(encoding="utf-8")
+
+
+def replacement_fix(code: Code, message: str, line_text: str | None, line: int, column: int) -> Fix | None:
+    """The rename of a removed function to the one that replaced it with the same arguments, where nvcc's error
+    or warning points at the name in the file's own line (not in a macro's expansion or an included file)."""
+    api = removed_api(message)
+    if api is None or api.renamed_to is None or line_text is None:
+        return None
+    name, start = api.subject, column - 1
+    end = start + len(name)
+    if line_text[start:end] != name or (end < len(line_text) and (line_text[end].isalnum() or line_text[end] == "_")):
+        return None
+    return Fix(FixKind.USE_REPLACEMENT_API, f"Use {api.renamed_to} (it takes the same arguments)",
+               {"removed": name, "replacement": api.renamed_to}, [TextEdit(line, column, line, column + len(name),
+                                                                           api.renamed_to)],
+               rule(code).fix(FixKind.USE_REPLACEMENT_API).applicability)

@@ -30,7 +30,7 @@ from kerncast.analysis.compile import (
     system_toolkit_nvcc,
 )
 from kerncast.analysis.compile_db import BuildFlags, flags_for
-from kerncast.analysis.compile_hints import hint_for
+from kerncast.analysis.compile_hints import hint_for, replacement_fix
 from kerncast.analysis.context import (
     DEFAULT_MAX_FILE_BYTES,
     AnalysisOptions,
@@ -208,12 +208,15 @@ def _analyze_cuda(report: FileReport, path: Path, source: str, options: Analysis
         assert included.ptx is not None
         return _analyze_ptx(report, included.ptx, options, cuda_source=source, cache=cache,
                             includer=(includer, includer.read_text(encoding="utf-8", errors="replace")))
+    lines = source.splitlines()
     for d in result.diagnostics:
         sev = "error" if d.severity == "error" else "warning"
+        code = Code.COMPILE_ERROR if sev == "error" else Code.COMPILE_WARNING
         hint = hint_for(d.message) if sev == "error" else None
         message = f"{d.message} — {hint}" if hint else d.message
-        report.findings.append(Finding(Code.COMPILE_ERROR if sev == "error" else Code.COMPILE_WARNING, sev,
-                                       d.line, d.column, d.line, d.column + 1, message))
+        own_line = lines[d.line - 1] if not d.in_header and 1 <= d.line <= len(lines) else None
+        report.findings.append(Finding(code, sev, d.line, d.column, d.line, d.column + 1, message,
+                                       fix=replacement_fix(code, d.message, own_line, d.line, d.column)))
     if not result.ok or result.ptx is None:
         if not any(f.severity == "error" for f in report.findings):
             report.findings.append(_input_finding("nvcc produced no PTX", code=Code.COMPILE_ERROR))

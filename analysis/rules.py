@@ -55,6 +55,7 @@ class FixKind(StrEnum):
     SEQUENTIAL_ADDRESSING = "sequential-addressing"
     SWIZZLE = "swizzle"
     USE_SOA = "use-soa"
+    USE_REPLACEMENT_API = "use-replacement-api"
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections import Counter
 from pathlib import Path
 
 from kerncast.analysis.compile import CompileOptions, compile_cuda
 from kerncast.analysis.compile_hints import hint_for, legacy_header_text
 from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.report import FileReport
+from kerncast.server import actions
+from lsprotocol import types as lsp
+from test_fixes_apply import apply_edits
 
 TABLE = tomllib.loads((Path(__file__).resolve().parent.parent / "analysis" / "data" / "compile_hints.toml")
                       .read_text(encoding="utf-8"))
@@ -153,3 +158,48 @@ def test_a_file_with_another_error_keeps_all_its_errors(nvcc_available, tmp_path
     assert (2, 'identifier "cudaThreadSynchronize" is undefined — cudaThreadSynchronize was removed in CUDA 13; '
                'use cudaDeviceSynchronize()') in errors
     assert not any(n.startswith("compiled with Kerncast's stand-ins") for n in report.notes)
+
+
+def _removed_uses(report: FileReport) -> Counter[str]:
+    """The compile findings on removed APIs, by what the hint names (lines move when code changes)."""
+    return Counter(f.message.split(" — ")[1].split(" removed")[0] for f in report.findings
+                   if str(f.code).startswith("compile-") and " — " in f.message)
+
+
+def test_the_rename_of_a_removed_function_keeps_its_promise(nvcc_available, tmp_path) -> None:
+    (tmp_path / "legacy.cuh").write_text(LEGACY_HEADER)
+    path = tmp_path / "legacy.cu"
+    path.write_text(LEGACY_FILE)
+    options = AnalysisOptions(lime=False, gpu="h100")
+    before = analyze_file(path, options=options)
+    doc = actions.Doc(uri=path.as_uri(), version=1, lines=LEGACY_FILE.splitlines(), versioned=False)
+    whole = lsp.Range(lsp.Position(0, 0), lsp.Position(len(doc.lines), 0))
+    offered = [(f, a) for f in before.findings
+               for a in actions.code_actions(FileReport(before.file, before.gpu, findings=[f]), doc, whole, [], "h100")
+               if a.edit is not None]
+    # the fields and texture references have no one-line replacement: only the rename is offered
+    assert [(f.line, a.title, a.kind, a.is_preferred) for f, a in offered] == [
+        (21, "Kerncast: Use cudaDeviceSynchronize (it takes the same arguments)", lsp.CodeActionKind.QuickFix, True)]
+    fixed = tmp_path / "fixed" / "legacy.cu"
+    fixed.parent.mkdir()
+    (fixed.parent / "legacy.cuh").write_text(LEGACY_HEADER)
+    fixed.write_text(apply_edits(LEGACY_FILE, offered[0][1].edit.changes[path.as_uri()]))
+    assert "    cudaDeviceSynchronize();\n" in fixed.read_text()
+    after = analyze_file(fixed, options=options)
+    assert after.ok
+    expected = _removed_uses(before)
+    expected["cudaThreadSynchronize was"] -= 1
+    assert _removed_uses(after) == +expected  # the warning is gone and no other finding came or went
+    assert Counter(str(f.code) for f in after.findings) == \
+        Counter(str(f.code) for f in before.findings) - Counter(["compile-warning"])
+    assert [(k.name, k.time is not None) for k in after.kernels] == [("blend", True)]
+
+
+def test_no_rename_where_the_name_is_not_in_the_line(nvcc_available, tmp_path) -> None:
+    path = tmp_path / "wrapped.cu"
+    path.write_text("#define SYNC() cudaThreadSynchronize()\n__global__ void k(float *o) { o[0] = 1.0f; }\n"
+                    "int main() { k<<<1, 32>>>(0); SYNC(); return 0; }\n")
+    report = analyze_file(path, options=AnalysisOptions(lime=False))
+    assert report.ok
+    uses = [f for f in report.findings if "cudaThreadSynchronize was removed" in f.message]
+    assert uses and all(f.fix is None for f in uses)  # nvcc points at the macro's use, not at the name
