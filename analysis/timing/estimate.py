@@ -226,8 +226,9 @@ def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per
     kc = predict_pipelined(cfg, loops, profile, dags=dags, classes=classes, trips=trip_map, blocks=blocks,
                            threads_per_block=threads_per_block, blocks_per_sm=resident, grid=grid,
                            replays=replays, footprint=fp, requested=requested)
-    compulsory = min(fp.total, kc.dram_bytes) if fp is not None and requested is not None and not requested[1] \
-        else None
+    # the roofline's best memory line: the DRAM traffic the kerncast model counts with a warm L2 (the distinct
+    # bytes, and the requests of addresses with no footprint in full unless the L2 holds them)
+    compulsory = min(fp.total + requested[1], kc.dram_bytes) if fp is not None and requested is not None else None
     roof = roofline_range(roofline_inputs(profile, counts, total, uncoalesced_fraction=mem.uncoalesced_fraction,
                                           coalescing_known=mem.known and mem.all_addresses_known,
                                           compulsory_bytes=compulsory,
@@ -279,7 +280,8 @@ def global_traffic(memory: RequestCounts | None, cfg: Cfg, block: tuple[int, int
     fp = footprint(memory, block, grid, wave_blocks, trips, sector)
     layout = dram_partitions(profile)
     if layout is not None:
-        fp.camping = camping_factor(memory, block, wave_extent(grid, wave_blocks), *layout, sector=sector)
+        fp.camping = camping_factor(memory, block, wave_extent(grid, wave_blocks), *layout, sector=sector,
+                                    launch_grid=grid)
     covered = uncovered = 0.0
     replays: dict[int, float] = {}
     for a in accesses:

@@ -1,12 +1,13 @@
 """Distinct bytes a launch touches in global memory: the compulsory DRAM traffic and its share per wave.
 
-Each global access's byte address is a polynomial over the thread index, the block index, the loops'
-iteration counts and kernel parameters (from the memory analysis, launch values substituted). When the
-address is affine in the varying symbols (`tid.*`, `ctaid.*`, iteration counts) with everything else
-constant, the set of addresses it touches spans ``sum |c_i| (n_i - 1)`` bytes in steps of the coefficients'
-common divisor, so it holds at most ``min(prod n_i, span / step + 1)`` distinct elements. Each element costs
-at least its own width and, when the step is wider, the part of a 32-byte sector the hardware moves with it.
-An address that is not affine (a gather, a modulo) has no footprint here and counts as no reuse.
+Each global access's byte address is a polynomial over the thread index, the block index, the loops' iteration
+counts and kernel parameters (from the memory analysis, launch values substituted; the block and grid sizes
+are the modelled launch's even where it is assumed). When the address is affine in the varying symbols
+(`tid.*`, `ctaid.*`, iteration counts) with everything else constant, the set of addresses it touches spans
+``sum |c_i| (n_i - 1)`` bytes in steps of the coefficients' common divisor, so it holds at most ``min(prod
+n_i, span / step + 1)`` distinct elements. Each element costs at least its own width and, when the step is
+wider, the part of a 32-byte sector the hardware moves with it. An address that is not affine (a gather, a
+modulo) has no footprint here and counts as no reuse.
 
 The same count with the block-index extents cut to the blocks of one wave gives the wave's working set,
 which the time model holds against the L2 size. The written part is kept apart: the L2 is write-back, so
@@ -41,16 +42,27 @@ class Footprint:
 
 
 def affine_extents(atoms: Any, poly: Any, block: tuple[int, int, int], grid: tuple[int, int, int],
-             loop_trips: Mapping[int, float]) -> list[tuple[int, int]] | None:
-    """(coefficient, extent) of every varying symbol of an affine address; None when not affine."""
+                   loop_trips: Mapping[int, float], launch_grid: tuple[int, int, int] | None = None
+                   ) -> list[tuple[int, int]] | None:
+    """(coefficient, extent) of every varying symbol of an affine address; None when not affine.
+
+    `grid` bounds the block indices (the launch's, or one wave's); the block and grid dimensions (`ntid.*`,
+    `nctaid.*`), which the memory analysis leaves symbolic when the launch is assumed, are the launch's
+    constants (`launch_grid`, the whole launch's grid, defaults to `grid`), so `blockIdx.x * blockDim.x * 48`
+    has the coefficient 48 * blockDim.x.
+    """
+    dims = {**{f"ntid.{c}": block[i] for i, c in enumerate("xyz")},
+            **{f"nctaid.{c}": (launch_grid or grid)[i] for i, c in enumerate("xyz")}}
     out: list[tuple[int, int]] = []
     for mono, coef in poly:
         if not mono:
             continue
-        varying = []
+        scale, varying = 1, []
         for a in mono:
             key = atoms.keys[a]
-            if key[0] == "sym" and key[1] in _LANE:
+            if key[0] == "sym" and key[1] in dims:
+                scale *= dims[key[1]]
+            elif key[0] == "sym" and key[1] in _LANE:
                 varying.append(block[_LANE[key[1]]])
             elif key[0] == "sym" and key[1] in _BLOCK:
                 varying.append(grid[_BLOCK[key[1]]])
@@ -61,11 +73,11 @@ def affine_extents(atoms: Any, poly: Any, block: tuple[int, int, int], grid: tup
             else:
                 return None  # an operation node or an unknown: not affine
         n_var = sum(1 for v in varying if v > 0)
-        if n_var == 0 and len(mono) == 1:
-            continue  # the base pointer
-        if n_var != 1 or len(mono) != 1:
+        if n_var == 0 and len(varying) <= 1:
+            continue  # the base pointer, or an offset of launch constants
+        if n_var != 1 or len(varying) != 1:
             return None
-        out.append((abs(int(coef)), next(v for v in varying if v > 0)))
+        out.append((abs(int(coef * scale)), next(v for v in varying if v > 0)))
     return out
 
 
@@ -105,7 +117,7 @@ def footprint(memory: MemoryAnalysis, block: tuple[int, int, int], grid: tuple[i
             continue
         poly = addresses.get(a.index)
         ext = affine_extents(atoms, poly, block, grid, loop_trips) if poly is not None else None
-        ext_w = affine_extents(atoms, poly, block, wave_grid, loop_trips) if ext is not None else None
+        ext_w = affine_extents(atoms, poly, block, wave_grid, loop_trips, grid) if ext is not None else None
         if ext is None or ext_w is None:
             out.complete = False
             continue

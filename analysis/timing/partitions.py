@@ -65,8 +65,10 @@ def partitions_touched(extents: list[tuple[int, int]], partitions: int, width: i
 
 
 def camping_factor(memory: MemoryAnalysis, block: tuple[int, int, int], wave_grid: tuple[int, int, int],
-                   partitions: int, width: int, sector: int = 32) -> float:
-    """DRAM time multiplier (>= 1) from partition camping of one wave's concurrent global accesses."""
+                   partitions: int, width: int, sector: int = 32,
+                   launch_grid: tuple[int, int, int] | None = None) -> float:
+    """DRAM time multiplier (>= 1) from partition camping of one wave's concurrent global accesses
+    (`launch_grid`, the launch's grid, is what `gridDim` stands for in their addresses)."""
     atoms, addresses, loop_atoms = memory.atoms, memory.addresses, memory.iteration_atoms
     if atoms is None or partitions <= 1 or width <= 0:
         return 1.0
@@ -74,7 +76,8 @@ def camping_factor(memory: MemoryAnalysis, block: tuple[int, int, int], wave_gri
     total = busiest = 0.0
     for a in memory.accesses:
         poly = addresses.get(a.index) if a.space == "global" else None
-        ext = affine_extents(atoms, poly, block, wave_grid, one_iteration) if poly is not None else None
+        ext = affine_extents(atoms, poly, block, wave_grid, one_iteration, launch_grid) if poly is not None \
+            else None
         if ext is None:
             continue
         nbytes = access_bytes(ext, a.width_bytes, sector) * max(1.0, float(a.executions))
