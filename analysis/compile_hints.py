@@ -2,7 +2,8 @@
 
 Kerncast compiles with the nvcc it finds, usually the CUDA 13 wheel, so code written for older releases fails on
 APIs that are gone: the cudaThread* functions, fields of cudaDeviceProp, texture and surface references. nvcc
-only says that a name is undefined; the hint says what replaced it.
+only says that a name is undefined; the hint says what replaced it. The nvcc wheel also ships no header of
+NVIDIA's libraries (cuRAND, cuFFT, cuBLAS, ...): for a missing one, the hint names the wheel that has it.
 
 Such a file's kernels are usually fine: only its host code, or the way it declares textures, is out of date. So
 when every error nvcc reports is a removed API (or follows from one), `compile` compiles the file again with
@@ -81,10 +82,29 @@ def removed_api(message: str) -> RemovedApi | None:
     return None
 
 
+#: the preprocessor's message for a header it did not find
+_MISSING_HEADER_RE = re.compile(r"^([\w./-]+\.h): No such file or directory$")
+
+
+def library_header_hint(message: str) -> str | None:
+    """Where to get the header of a CUDA library that nvcc did not find (the nvcc wheel ships none), or None."""
+    m = _MISSING_HEADER_RE.match(_IN_HEADER_RE.sub("", message, count=1))
+    if m is None:
+        return None
+    header = m.group(1)
+    for entry in _tables()["library_headers"].values():
+        if header.startswith(tuple(entry["prefixes"])):
+            return (f"{header} is a {entry['library']} header, which the nvcc wheel does not ship: pip install "
+                    f"{entry['wheel']} beside Kerncast (nvcc then finds it), or add your CUDA toolkit's include "
+                    "folder to the includeDirs setting (-I)")
+    return None
+
+
 def hint_for(message: str) -> str | None:
-    """What replaced the removed API an nvcc error message names ("X was removed in CUDA 13; use Y"), or None."""
+    """What to do about an nvcc error: what replaced the removed API it names ("X was removed in CUDA 13; use
+    Y"), or where to get the CUDA library header it did not find; None for any other error."""
     found = removed_api(message)
-    return found.hint if found else None
+    return found.hint if found else library_header_hint(message)
 
 
 def legacy_header_text() -> str:

@@ -11,6 +11,7 @@ import tomllib
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from kerncast.analysis.compile import CompileOptions, compile_cuda
 from kerncast.analysis.compile_hints import hint_for, legacy_header_text
 from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
@@ -203,3 +204,33 @@ def test_no_rename_where_the_name_is_not_in_the_line(nvcc_available, tmp_path) -
     assert report.ok
     uses = [f for f in report.findings if "cudaThreadSynchronize was removed" in f.message]
     assert uses and all(f.fix is None for f in uses)  # nvcc points at the macro's use, not at the name
+
+
+LIBRARIES = TABLE["library_headers"]
+
+
+def test_a_missing_library_header_names_the_wheel_that_has_it() -> None:
+    hint = hint_for("curand_kernel.h: No such file or directory")
+    assert hint == ("curand_kernel.h is a cuRAND header, which the nvcc wheel does not ship: pip install "
+                    "nvidia-curand beside Kerncast (nvcc then finds it), or add your CUDA toolkit's include folder "
+                    "to the includeDirs setting (-I)")
+    nested = hint_for("in included file MonteCarloPi.h, line 34: curand.h: No such file or directory")
+    assert nested is not None and "pip install nvidia-curand " in nested
+    for entry in LIBRARIES.values():
+        for prefix in entry["prefixes"]:
+            found = hint_for(f"{prefix}_example.h: No such file or directory")
+            assert found is not None and f"a {entry['library']} header" in found and entry["wheel"] in found
+    assert hint_for("helper_cuda.h: No such file or directory") is None  # the project's own header
+    assert hint_for("GLFW/glfw3.h: No such file or directory") is None  # not a CUDA library
+
+
+def test_nvcc_reports_a_library_header_with_its_hint(nvcc_available, tmp_path) -> None:
+    path = tmp_path / "fft.cu"
+    path.write_text("#include <cufftXt.h>\n__global__ void k(float *o) { o[0] = 1.0f; }\n")
+    report = analyze_file(path, options=AnalysisOptions(lime=False))
+    if report.ok:
+        pytest.skip("cuFFT's headers are installed here, so nvcc finds cufftXt.h and there is no error to hint")
+    errors = [f.message for f in report.findings if f.severity == "error"]
+    assert errors == ["cufftXt.h: No such file or directory — cufftXt.h is a cuFFT header, which the nvcc wheel "
+                      "does not ship: pip install nvidia-cufft beside Kerncast (nvcc then finds it), or add your "
+                      "CUDA toolkit's include folder to the includeDirs setting (-I)"], errors
