@@ -79,13 +79,18 @@ def _input_finding(message: str, code: str = Code.INPUT_ERROR) -> Finding:
     return Finding(code, "error", 1, 1, 1, 1, message)
 
 
-def read_input(path: Path, text: str | None, max_bytes: int) -> tuple[str | None, Finding | None]:
-    """Read the file (or take the editor's text) and refuse empty, binary and oversized input clearly."""
+def read_input(path: Path, text: str | None, max_bytes: int) -> tuple[str | None, Finding | None, str | None]:
+    """Read the file (or take the editor's text) and refuse empty, binary and oversized input clearly.
+
+    The third value is a note on how the text was read: a CUDA file that is not UTF-8 (an author's name or a
+    typographic apostrophe in a comment, saved by an older editor) is read as Windows-1252, as nvcc itself
+    takes its bytes as they are; compilers write PTX in ASCII, so a PTX file that is not UTF-8 is refused.
+    """
     if text is None:
         try:
             size = path.stat().st_size
         except OSError as exc:
-            return None, _input_finding(f"cannot read {path}: {exc.strerror or exc}")
+            return None, _input_finding(f"cannot read {path}: {exc.strerror or exc}"), None
         raw = b"" if size > max_bytes else path.read_bytes()
     else:
         raw = text.encode("utf-8", errors="surrogatepass")
@@ -93,18 +98,25 @@ def read_input(path: Path, text: str | None, max_bytes: int) -> tuple[str | None
     if size > max_bytes:
         return None, _input_finding(
             f"{path.name} is {size / 1e6:.1f} MB, above the {max_bytes / 1e6:.1f} MB analysis limit "
-            "(setting maxFileBytes); Kerncast skipped it")
+            "(setting maxFileBytes); Kerncast skipped it"), None
     if b"\x00" in raw:
         return None, _input_finding(f"{path.name} looks like a binary file (it contains NUL bytes); "
-                                    "Kerncast analyses CUDA C++ (.cu) and PTX (.ptx) text")
+                                    "Kerncast analyses CUDA C++ (.cu) and PTX (.ptx) text"), None
+    note = None
     try:
         decoded = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return None, _input_finding(f"{path.name} is not UTF-8 text (byte {exc.start}); Kerncast analyses "
-                                    "CUDA C++ (.cu) and PTX (.ptx) text")
+        if path.suffix.lower() == ".ptx":
+            return None, _input_finding(f"{path.name} is not UTF-8 text (byte {exc.start}); Kerncast analyses "
+                                        "CUDA C++ (.cu) and PTX (.ptx) text"), None
+        decoded = raw.decode("cp1252", errors="replace")  # its five undefined bytes: one U+FFFD each
+        note = (f"{path.name} is not UTF-8 text (byte {exc.start}): it was read as Windows-1252; a column on a "
+                "line with such a character may be off by its encoding")
     if not decoded.strip():
-        return None, _input_finding(f"{path.name} is empty: there is no kernel to analyse")
-    return decoded, None
+        return None, _input_finding(f"{path.name} is empty: there is no kernel to analyse"), None
+    return decoded, None, note
+
+
 
 
 def analyze_file(path: str | os.PathLike[str], text: str | None = None,
@@ -117,11 +129,13 @@ def analyze_file(path: str | os.PathLike[str], text: str | None = None,
     options = options or AnalysisOptions()
     p = Path(path)
     report = FileReport(file=str(p), gpu=options.gpu, arch=options.arch)
-    source, problem = read_input(p, text, options.max_file_bytes)
+    source, problem, how_read = read_input(p, text, options.max_file_bytes)
     if problem is not None:
         report.findings.append(problem)
         return report
     assert source is not None
+    if how_read:
+        report.notes.append(how_read)
     options = _with_toolkit(report, options)
     if p.suffix.lower() == ".ptx":
         options = _with_target(report, options, [])

@@ -236,3 +236,19 @@ def test_exit_only_kernel_is_clean_in_every_format(tmp_path: Path, fmt: str) -> 
         assert data["version"] == "2.1.0"
         nulled = data.get("properties", {}).get("nulled", [])
     assert all(n["path"].startswith("$.") and "unknown" in n["reason"] for n in nulled)
+
+
+def test_a_cuda_file_in_windows_1252_is_read_as_such(tmp_path, nvcc_available) -> None:
+    """A comment saved by an older editor (a typographic apostrophe, byte 0x92) does not stop the analysis: nvcc
+    takes the bytes as they are, and Kerncast reads them as Windows-1252 and says so. PTX stays refused."""
+    path = tmp_path / "legacy_comment.cu"
+    path.write_bytes(b"// the heart\x92s cells\n" + KERNEL_CU.encode() + b"int main() { k<<<1, 32>>>(0); }\n")
+    report = analyze_file(path, options=AnalysisOptions(lime=False))
+    assert report.ok and [k.name for k in report.kernels] == ["k"]
+    assert report.kernels[0].line == 2
+    assert ("legacy_comment.cu is not UTF-8 text (byte 12): it was read as Windows-1252; a column on a line with "
+            "such a character may be off by its encoding") in report.notes
+    ptx = tmp_path / "latin.ptx"
+    ptx.write_bytes(b"// \x92\n" + EXIT_ONLY_PTX.encode())
+    refused = analyze_file(ptx)
+    assert not refused.ok and "is not UTF-8 text (byte 3)" in refused.findings[0].message
