@@ -317,3 +317,43 @@ def test_the_footprint_takes_block_and_grid_sizes_from_the_launch(tmp_path, nvcc
     copy, scale = analyze_file(src, options=AnalysisOptions(gpu="h100", lime=False)).kernels  # launch assumed
     assert _distinct_bytes_note(copy).startswith("distinct global bytes 21 MB")  # 10 iterations of 1024 x 256
     assert _distinct_bytes_note(scale).startswith("distinct global bytes 2.1 MB")
+
+
+HORNER_FP64 = """\
+__global__ void horner(const double *x, double *y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        double v = x[i], acc = 0.0;
+        #pragma unroll 1
+        for (int k = 0; k < 256; ++k)
+            acc = fma(acc, v, 0.5);
+        y[i] = acc;
+    }
+}
+int main() { horner<<<4096, 256>>>(0, 0, 1 << 20); return 0; }
+"""
+
+
+@pytest.mark.parametrize("gpu", ["gtx1050", "h100"])
+def test_the_roofline_runs_fp64_at_the_double_precision_rate(tmp_path, nvcc_available, gpu):
+    """A GTX 1050 has 4 FP64 units per SM against 128 FP32 lanes: an FP64 loop's compute line is 32x the one
+    at the FP32 peak, which the roofline once used for every instruction (its worst time was then 12x below
+    the kerncast prediction there)."""
+    src = tmp_path / "horner.cu"
+    src.write_text(HORNER_FP64)
+    k = analyze_file(src, options=AnalysisOptions(gpu=gpu, lime=False)).kernels[0]
+    assert k.time.bottleneck == "compute (DPU)"
+    lo, hi = k.time.roofline_us
+    assert lo <= k.time.us <= hi, (lo, k.time.us, hi)
+
+
+def test_a_kernel_that_does_nothing_takes_its_block_dispatch_in_both_models(tmp_path, nvcc_available):
+    """An empty kernel over many blocks is bound by its block dispatch: the roofline's worst time counts it as
+    the kerncast model does (it left it out, and sat below the kerncast time of every such kernel)."""
+    src = tmp_path / "nothing.cu"
+    src.write_text("__global__ void nothing() {}\nint main() { nothing<<<1024, 256>>>(); return 0; }\n")
+    k = analyze_file(src, options=AnalysisOptions(gpu="h100", lime=False)).kernels[0]
+    assert k.time.bottleneck == "block dispatch"
+    lo, hi = k.time.roofline_us
+    assert lo <= k.time.us <= hi, (lo, k.time.us, hi)

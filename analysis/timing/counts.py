@@ -29,8 +29,9 @@ class DynamicCounts:
     `global_insts` are loads/stores/atomics classified `global` (Hong & Kim's memory instructions); `compute`
     everything else (Hong & Kim count shared accesses, barriers and branches as computation); `alu_ops`
     counts the compute-type instructions with an FMA counted twice (the boat hull's f·m + o, in the units of
-    a vendor peak); `flops` the floating-point ones alone; `global_bytes` the bytes a thread moves to or from
-    global memory; `has_non_fma` whether any compute instruction is not a fused multiply-add.
+    a vendor peak), of which `dp_ops` run on the double-precision units; `flops` the floating-point ones alone;
+    `global_bytes` the bytes a thread moves to or from global memory; `has_non_fma` whether any compute
+    instruction is not a fused multiply-add.
     """
 
     total: float = 0.0
@@ -40,6 +41,7 @@ class DynamicCounts:
     shared_insts: float = 0.0
     sync_insts: float = 0.0
     alu_ops: float = 0.0
+    dp_ops: float = 0.0
     flops: float = 0.0
     global_bytes: float = 0.0
     has_non_fma: bool = False
@@ -68,6 +70,8 @@ def dynamic_counts(cfg: Cfg, loops: Any, trips: Mapping[int, float], fma_ops: fl
                 if ins.opcode not in _FMA:
                     out.has_non_fma = True
                 out.alu_ops += w * ops
+                if cls.resource == "DPU":
+                    out.dp_ops += w * ops
                 if ins.dtype in _FLOAT:
                     out.flops += w * ops
     return out

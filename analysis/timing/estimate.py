@@ -234,7 +234,7 @@ def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per
                                           compulsory_bytes=compulsory,
                                           requested_bytes=sum(requested) * fp.camping
                                           if requested is not None and fp is not None else None,
-                                          fixed_us=kc.launch_us,
+                                          fixed_us=kc.launch_us, dispatch_us=kc.dispatch_us,
                                           latency_us=kc.latency_chain_cycles / profile.core_clock_mhz,
                                           lsu_replays=max([1.0, *replays.values()]),
                                           quantization=math.ceil(blocks / profile.sm_count)

@@ -70,6 +70,7 @@ class PipelinedResult:
     dram_bytes_cold: float
     bottleneck: str
     busy: dict[str, float] = field(default_factory=dict)
+    dispatch_us: float = 0.0  # the launch's per-thread part (block dispatch), overlapped with the kernel
     notes: list[str] = field(default_factory=list)
 
 
@@ -256,7 +257,8 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     return PipelinedResult(us=us, low_us=min(low, us), high_us=max(high, us), compute_us=compute_us,
                            memory_us=memory_us, launch_us=fixed, first_wave_cycles=first,
                            per_block_cycles=per_block, latency_chain_cycles=chain, dram_bytes=dram,
-                           dram_bytes_cold=cold, bottleneck=bottleneck, busy=busy_per_block, notes=notes)
+                           dram_bytes_cold=cold, bottleneck=bottleneck, busy=busy_per_block, notes=notes,
+                           dispatch_us=dispatch_us)
 
 
 def _dram_bytes(profile: Any, fp: Footprint | None, requested: tuple[float, float] | None, blocks: int,

@@ -12,21 +12,26 @@ where an optimisation cannot be assumed, and reports the range between the best 
   ``m1 = d / P_uncoalesced`` applies to the worst case whenever coalescing is not proven. Every global access
   is counted as off-chip traffic (the paper counts compulsory traffic only; PTX does not say what the caches
   catch), so the memory line is on the slow side for kernels that reuse data through L1/L2.
+* double precision: FP64 instructions run on the SM's double-precision units, not its SP lanes, at
+  ``P_dp`` = DP units x SMs x clock x 2 (1/2 of the FP32 rate on an H100 or V100, 1/32 on a GTX 1050); their
+  line stands beside the SP one (the other compute), and the compute line is the longer of the two.
 * ``P_compute`` = SP lanes x SMs x clock x 2 and ``P_coalesced`` = the profile's peak DRAM bandwidth (vendor
   figures, where the paper measured bandwidth); ``P_uncoalesced`` = ``P_coalesced`` / the paper's measured
   coalesced-to-scattered ratio (data/timing.toml).
 
 Made to bracket a measurement, as a range must:
 
-* best: the compulsory traffic (the distinct bytes the launch touches, from the footprint, when every global
-  address has one, less what a warm L2 already holds: none of it when it all fits) at the peak bandwidth, or
-  the compute line at the peak rate, whichever is longer;
+* best: the compulsory traffic (the distinct bytes the launch touches, from the footprint, and the requests of
+  addresses that have none (gathers) in full, less what a warm L2 already holds: none of it when it all fits;
+  the DRAM traffic the kerncast model counts) at the peak bandwidth, or the compute line at the peak rate,
+  whichever is longer;
 * a load/store line beside the compute line: the shared and global instructions at the SMs' load/store lanes
   (best: one pass each; worst: times the replays of bank conflicts and scattered sectors);
 * worst: the bytes requested with no reuse at all (every sector a request moves comes from DRAM, at the
   achievable rather than the peak bandwidth, scattered at `P_uncoalesced` unless coalescing is proven), or
   the non-FMA compute line, plus what no roofline models but every launch pays: the launch's fixed latency,
-  one wave's dependence chain left unhidden, and whole blocks per SM (the busiest SM runs
+  its block dispatch (the longest line when a kernel does next to nothing), one wave's dependence chain left
+  unhidden, and whole blocks per SM (the busiest SM runs
   ``ceil(blocks / SMs)`` of them).
 """
 
@@ -45,7 +50,7 @@ class RooflineInputs:
     """What the boat hull needs for one launch: work-units, per-thread ops and bytes, and the peak rates."""
 
     work_units: float  # w: threads launched
-    ops_per_thread: float  # f m + o, FMA counted twice
+    ops_per_thread: float  # f m + o, FMA counted twice (on the SP lanes)
     bytes_per_thread: float  # global bytes moved per thread
     p_compute: float  # ops/s
     p_coalesced: float  # bytes/s
@@ -63,11 +68,17 @@ class RooflineInputs:
     quantization: float = 1.0  # busiest SM's blocks / the average SM's (whole blocks per SM)
     fixed_us: float = 0.0  # launch latency every kernel pays
     latency_us: float = 0.0  # one wave's dependence chain
+    dp_ops_per_thread: float = 0.0  # the FP64 part of f m + o, run on the double-precision units
+    p_dp: float = 0.0  # DP units x SMs x clock x 2 (ops/s)
+    dispatch_us: float = 0.0  # the launch's block dispatch, which no kernel finishes before
 
 
 def roofline_range(inp: RooflineInputs) -> tuple[float, float]:
     """(best, worst) kernel time in microseconds."""
     c0 = inp.work_units * inp.ops_per_thread / inp.p_compute
+    if inp.dp_ops_per_thread and inp.p_dp > 0:
+        sp = inp.work_units * (inp.ops_per_thread - inp.dp_ops_per_thread) / inp.p_compute
+        c0 = max(sp, inp.work_units * inp.dp_ops_per_thread / inp.p_dp)
     c_worst = c0 * inp.non_fma_factor if inp.non_fma else c0
     d = inp.work_units * inp.bytes_per_thread
     if inp.requested_bytes is not None:
@@ -79,14 +90,14 @@ def roofline_range(inp: RooflineInputs) -> tuple[float, float]:
     m0 = m_req if inp.compulsory_bytes is None else min(m_req, inp.compulsory_bytes / inp.p_coalesced)
     lsu = inp.work_units * inp.lsu_ops_per_thread / inp.p_lsu if inp.p_lsu > 0 else 0.0
     best = max(c0, m0, lsu) * 1e6
-    worst = (max(c_worst * inp.quantization, m_worst, lsu * inp.lsu_replays * inp.quantization) * 1e6
-             + inp.fixed_us + inp.latency_us)
+    worst = (max(c_worst * inp.quantization * 1e6, m_worst * 1e6, lsu * inp.lsu_replays * inp.quantization * 1e6,
+                 inp.dispatch_us) + inp.fixed_us + inp.latency_us)
     return best, max(best, worst)
 
 
 def roofline_inputs(profile: Any, counts: DynamicCounts, total_threads: int, *, uncoalesced_fraction: float = 0.0,
                     coalescing_known: bool = False, compulsory_bytes: float | None = None,
-                    requested_bytes: float | None = None, fixed_us: float = 0.0,
+                    requested_bytes: float | None = None, fixed_us: float = 0.0, dispatch_us: float = 0.0,
                     latency_us: float = 0.0, lsu_replays: float = 1.0,
                     quantization: float = 1.0) -> RooflineInputs:
     """Boat hull inputs for a kernel launch on a Kerncast GPU profile."""
@@ -103,5 +114,6 @@ def roofline_inputs(profile: Any, counts: DynamicCounts, total_threads: int, *, 
         requested_bytes=requested_bytes, fixed_us=fixed_us, latency_us=latency_us,
         lsu_ops_per_thread=counts.shared_insts + counts.global_insts, p_achievable=p_achievable,
         p_lsu=float(profile.units["LSU"]) * profile.sm_count * clock_hz, lsu_replays=lsu_replays,
-        quantization=quantization,
+        quantization=quantization, dp_ops_per_thread=counts.dp_ops, dispatch_us=dispatch_us,
+        p_dp=float(profile.units.get("DPU", 0)) * profile.sm_count * clock_hz * float(const["fma_ops"]),
     )
