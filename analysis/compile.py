@@ -708,9 +708,10 @@ def _compile_with_stand_ins(diagnostics: list[CompileDiagnostic], tmp_dir: Path,
                    options.timeout_s, cwd=tmp_dir, temp_dir=tmp_dir)
     if run.timed_out or run.returncode != 0:
         return None
+    textures = (" and texture references read through texture objects, as migrated code does"
+                if "KERNCAST_LEGACY_TEXTURES" in defines else "")
     note = (f"compiled with Kerncast's stand-ins for APIs this toolkit removed ({', '.join(sorted(subjects))}): "
-            "host calls stand for their replacements and texture references read through texture objects, as "
-            "migrated code does; the warnings name each replacement")
+            f"host code stands for their replacements{textures}; the warnings name each replacement")
     return run, list(removed.values()), note
 
 
