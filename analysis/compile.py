@@ -125,6 +125,8 @@ class CompileDiagnostic:
     severity: str  # "error" | "warning"
     message: str
     in_header: bool = False  # attributed from an included header to its #include line
+    #: a use of a removed API that compiled with Kerncast's stand-in (a warning now; see compile_hints)
+    stood_in: bool = False
 
 
 @dataclass
@@ -685,7 +687,7 @@ def _compile_with_stand_ins(diagnostics: list[CompileDiagnostic], tmp_dir: Path,
                             nvcc_args: Callable[[list[str]], list[str]]
                             ) -> tuple[ToolRun, list[CompileDiagnostic], str] | None:
     """nvcc again with Kerncast's stand-ins for the removed APIs that the errors name (compile_hints): the run,
-    the uses of those APIs as warnings that name their replacement, and the report's note. None where no error
+    the uses of those APIs as warnings marked `stood_in`, and the report's note. None where no error
     names an API with a stand-in, or where the file still fails (its first errors are then the ones to show)."""
     removed: dict[tuple[int, str], CompileDiagnostic] = {}
     subjects: set[str] = set()
@@ -697,9 +699,8 @@ def _compile_with_stand_ins(diagnostics: list[CompileDiagnostic], tmp_dir: Path,
         subjects.add(api.subject)
         if api.stand_in_define:
             defines.add(api.stand_in_define)
-        removed.setdefault((d.line, d.message), CompileDiagnostic(
-            d.file, d.line, d.column, "warning", f"{d.message} — {api.hint} (Kerncast compiled it with a stand-in)",
-            d.in_header))
+        removed.setdefault((d.line, d.message), CompileDiagnostic(d.file, d.line, d.column, "warning", d.message,
+                                                                  d.in_header, stood_in=True))
     if not defines:
         return None
     header = tmp_dir / "kerncast_legacy_cuda.h"

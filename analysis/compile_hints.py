@@ -24,11 +24,11 @@ from kerncast.analysis.report import Fix, TextEdit
 from kerncast.analysis.rules import Code, FixKind, rule
 
 #: nvcc's message for each kind of removed API, the table of data/compile_hints.toml that holds its
-#: replacements, and how the hint names the removed thing
+#: replacements, how the hint names the removed thing, and the verb that agrees with that name
 _KINDS = (
-    (re.compile(r'^identifier "(\w+)" is undefined'), "thread_functions", "{} was"),
-    (re.compile(r'^class "cudaDeviceProp" has no member "(\w+)"'), "device_properties", "cudaDeviceProp.{} was"),
-    (re.compile(r"^(texture|surface) is not a template"), "references", "{} references were"),
+    (re.compile(r'^identifier "(\w+)" is undefined'), "thread_functions", "{}", "was"),
+    (re.compile(r'^class "cudaDeviceProp" has no member "(\w+)"'), "device_properties", "cudaDeviceProp.{}", "was"),
+    (re.compile(r"^(texture|surface) is not a template"), "references", "{} references", "were"),
 )
 
 
@@ -63,11 +63,16 @@ class RemovedApi:
 _IN_HEADER_RE = re.compile(r"^in included file .+?, line \d+: ")
 
 
+def _own_message(message: str) -> str:
+    """nvcc's message without the prefix `compile` gives one reported in an included file."""
+    return _IN_HEADER_RE.sub("", message, count=1)
+
+
 def removed_api(message: str) -> RemovedApi | None:
     """The removed API an nvcc error message is about (also one reported in an included file), if the table
     lists it."""
-    message = _IN_HEADER_RE.sub("", message, count=1)
-    for pattern, table, subject in _KINDS:
+    message = _own_message(message)
+    for pattern, table, subject, verb in _KINDS:
         m = pattern.match(message)
         if m is None:
             continue
@@ -76,7 +81,7 @@ def removed_api(message: str) -> RemovedApi | None:
         if use is None:
             return None
         named = subject.format(m.group(1))
-        return RemovedApi(named.rsplit(" ", 1)[0], f"{named} removed in {entry['release']}; use {use}",
+        return RemovedApi(named, f"{named} {verb} removed in {entry['release']}; use {use}",
                           _STAND_IN_DEFINES.get(m.group(1) if table == "references" else table),
                           use.split("(", 1)[0] if table == "thread_functions" else None)
     return None
@@ -88,7 +93,7 @@ _MISSING_HEADER_RE = re.compile(r"^([\w./-]+\.h): No such file or directory$")
 
 def library_header_hint(message: str) -> str | None:
     """Where to get the header of a CUDA library that nvcc did not find (the nvcc wheel ships none), or None."""
-    m = _MISSING_HEADER_RE.match(_IN_HEADER_RE.sub("", message, count=1))
+    m = _MISSING_HEADER_RE.match(_own_message(message))
     if m is None:
         return None
     header = m.group(1)

@@ -117,8 +117,6 @@ def read_input(path: Path, text: str | None, max_bytes: int) -> tuple[str | None
     return decoded, None, note
 
 
-
-
 def analyze_file(path: str | os.PathLike[str], text: str | None = None,
                  options: AnalysisOptions | None = None, cache: KernelCache | None = None) -> FileReport:
     """Analyse a `.cu`/`.cuh` or `.ptx` file (or the editor's unsaved `text` for it).
@@ -222,12 +220,14 @@ def _analyze_cuda(report: FileReport, path: Path, source: str, options: Analysis
         assert included.ptx is not None
         return _analyze_ptx(report, included.ptx, options, cuda_source=source, cache=cache,
                             includer=(includer, includer.read_text(encoding="utf-8", errors="replace")))
-    lines = source.splitlines()
+    lines = source.splitlines() if result.diagnostics else []
     for d in result.diagnostics:
         sev = "error" if d.severity == "error" else "warning"
         code = Code.COMPILE_ERROR if sev == "error" else Code.COMPILE_WARNING
-        hint = hint_for(d.message) if sev == "error" else None
+        hint = hint_for(d.message) if sev == "error" or d.stood_in else None
         message = f"{d.message} — {hint}" if hint else d.message
+        if d.stood_in:
+            message += " (Kerncast compiled it with a stand-in)"
         own_line = lines[d.line - 1] if not d.in_header and 1 <= d.line <= len(lines) else None
         report.findings.append(Finding(code, sev, d.line, d.column, d.line, d.column + 1, message,
                                        fix=replacement_fix(code, d.message, own_line, d.line, d.column)))
