@@ -228,6 +228,23 @@ def _normal_template_arg(text: str) -> str:
     return {"true": "1", "false": "0"}.get(t, re.sub(r"\s+", " ", t))
 
 
+#: type names a launch site may write for what the demangled kernel name spells otherwise: CUDA's half and
+#: bfloat16 aliases and the <cstdint> types as nvcc's 64-bit Linux demangler writes them
+_TYPE_ALIASES = {
+    "half": "__half", "half2": "__half2", "nv_bfloat16": "__nv_bfloat16", "nv_bfloat162": "__nv_bfloat162",
+    "unsigned": "unsigned int", "size_t": "unsigned long", "ptrdiff_t": "long",
+    "int8_t": "signed char", "uint8_t": "unsigned char", "int16_t": "short", "uint16_t": "unsigned short",
+    "int32_t": "int", "uint32_t": "unsigned int", "int64_t": "long", "uint64_t": "unsigned long",
+}
+
+
+def _same_template_arg(mine: str, want: str) -> bool:
+    """Whether a launch site's argument names the demangled one: equal once aliases are resolved, or the same
+    name qualified less (`wmma::precision::tf32` for `nvcuda::wmma::precision::tf32`, after a `using`)."""
+    mine, want = (_TYPE_ALIASES.get(t.removeprefix("std::"), t) for t in (mine, want))
+    return mine == want or want.endswith("::" + mine) or mine.endswith("::" + want)
+
+
 def _site_matches_template(site: LaunchSite, wanted: list[str]) -> bool | None:
     """True/False when the site's template arguments can be compared with the wanted ones, else None."""
     if len(site.template_args) != len(wanted):
@@ -236,7 +253,7 @@ def _site_matches_template(site: LaunchSite, wanted: list[str]) -> bool | None:
         mine = str(folded.value) if folded.as_int() is not None else re.sub(r"\s+", " ", raw)
         if not folded.known and re.fullmatch(r"-?\d+", _normal_template_arg(want)):
             return None
-        if mine != _normal_template_arg(want):
+        if not _same_template_arg(mine, _normal_template_arg(want)):
             return False
     return True
 

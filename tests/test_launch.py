@@ -379,6 +379,24 @@ def test_template_arguments_select_the_launch():
     assert any("other template arguments" in a for a in other.assumptions)
 
 
+def test_template_type_arguments_match_through_aliases_and_namespaces():
+    """The demangled name spells `half` as `__half`, `uint32_t` as `unsigned int`, and qualifies a type the
+    launch names after a `using namespace`: each launch still finds its own kernel, and no other."""
+    src = """
+template <typename T, typename U> __global__ void k(T *p, U *q) {}
+int main() {
+    k<half, wmma::precision::tf32><<<10, 64>>>(0, 0);
+    k<uint32_t, float><<<20, 128>>>(0, 0);
+}
+"""
+    first = infer_launch("k<__half, nvcuda::wmma::precision::tf32>", src)
+    second = infer_launch("k<unsigned int, float>", src)
+    neither = infer_launch("k<float, float>", src)
+    assert (first.grid.value, first.block.value) == ((10, 1, 1), (64, 1, 1))
+    assert (second.grid.value, second.block.value) == ((20, 1, 1), (128, 1, 1))
+    assert neither.grid.source == "default" and any("other template arguments" in a for a in neither.assumptions)
+
+
 def test_unknown_parameter_names_are_reported_not_applied():
     launch = infer_launch("vectorAdd", example("vector_add.cu"), LaunchOverrides(params={"m": 3, "9": 1}))
     assert "m" not in launch.params and "9" not in launch.params
