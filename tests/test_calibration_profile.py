@@ -135,6 +135,14 @@ def test_without_power_readings_the_base_power_is_kept_as_the_base_marks_it(cali
     assert "from the h100 profile" in profile.source_of("power.idle_w")
 
 
+def test_the_tensor_rates_carry_over_from_the_base(calibration) -> None:
+    base = load_profile("rtx4090")
+    profile = build_profile(calibration, base, PowerReadings())
+    assert profile.tensor == base.tensor and profile.tensor["f16_f32"] == 512.0
+    assert "from the rtx4090 profile" in profile.source_of("tensor")
+    assert "half the FP16-accumulate rate" in profile.source_of("tensor.e4m3_f32")
+
+
 def test_profile_id_from_device_name() -> None:
     assert profile_id("NVIDIA H100 80GB HBM3") == "h100-80gb-hbm3"
     assert profile_id("NVIDIA GeForce RTX 4090") == "rtx-4090"

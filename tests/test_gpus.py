@@ -232,6 +232,8 @@ def _broken(mutate) -> dict:
         (lambda d: d["latency"].__setitem__("estimated", ["nope"]), "field 'latency.estimated': names 'nope'"),
         (lambda d: d.__setitem__("compute_capability", [7]), "field 'compute_capability'"),
         (lambda d: d.__setitem__("schema", 2), "field 'schema'"),
+        (lambda d: d["tensor"].__setitem__("f17", 1024.0), "field 'tensor.f17': unknown row"),
+        (lambda d: d["tensor"].__setitem__("f16", 0.0), "field 'tensor.f16': must be a finite number > 0"),
         (lambda d: d.__setitem__("id", "V100 SXM"), "field 'id'"),
         (lambda d: d["global_throughput"].pop("c"), "section 'global_throughput': missing field 'c'"),
         (lambda d: d["launch_overhead"].__setitem__("slope", "fast"), "section 'launch_overhead': field 'slope'"),
@@ -250,6 +252,24 @@ def test_bad_profile_names_file_and_field(tmp_path, mutate, message):
     with pytest.raises(ProfileError, match=message) as info:
         load_profile(str(path))
     assert "bad-v100.toml" in str(info.value)
+
+
+def test_a_profile_written_before_the_tensor_table_loads_with_no_tensor_rates():
+    data = _raw("v100")
+    del data["tensor"]
+    profile = parse_profile(data, "older-calibration")
+    assert profile.tensor == {} and not profile.is_calibrated("tensor")
+    assert parse_profile(tomllib.loads(dump_profile(profile)), "again").tensor == {}
+
+
+@pytest.mark.parametrize("profile_id", list_profiles())
+def test_tensor_rates_match_the_tensor_cores(profile_id):
+    """A GPU with tensor cores (CC 7.0 on) states their FP16 rate; one without has no rate at all."""
+    profile = load_profile(profile_id)
+    assert bool(profile.tensor) == (profile.units["TENSOR"] > 0) == (profile.compute_capability >= (7, 0))
+    if profile.tensor:
+        # dense FP16 tensor FLOPs per SM per clock: 8 x 64 FMAs on Volta and Turing, 4 x 256 on Ampere ...
+        assert profile.tensor["f16"] in (1024.0, 2048.0, 4096.0)
 
 
 def test_parse_profile_names_the_given_origin():

@@ -176,6 +176,15 @@ def _power(power: PowerReadings, base: GpuProfile, flags: _Flags, origin: str) -
     return tdp, idle
 
 
+def _tensor(base: GpuProfile, flags: _Flags) -> dict[str, float]:
+    """No benchmark measures the tensor cores' peak rates: the base profile's vendor figures carry over."""
+    flags.section("tensor", f"from the {base.id} profile: {base.source_of('tensor')}", base.is_calibrated("tensor"))
+    for row in base.tensor:
+        if f"tensor.{row}" in base.sources or f"tensor.{row}" in base.calibration:
+            flags.from_base(f"tensor.{row}")
+    return dict(base.tensor)
+
+
 def _models(cal: Calibration, flags: _Flags, origin: str) -> dict:
     gl = cal.global_latency.model
     last_x = cal.global_latency_max_threads
@@ -229,10 +238,11 @@ def build_profile(cal: Calibration, base: GpuProfile, power: PowerReadings, name
                   for row, t in sorted(cal.throughput.items()) if all(v > 0 for v in t.tp)}
     models = _models(cal, flags, origin)
     tdp, idle = _power(power, base, flags, origin)
+    tensor = _tensor(base, flags)
     return GpuProfile(
         id=pid or profile_id(gpu_name), name=gpu_name, arch=arch, compute_capability=cc, **device, units=units,
         limits=limits, latency_basis="ptx-thesis", latency=latency, throughput=throughput, **models,
-        tdp_w=tdp, idle_w=idle, calibration=flags.calibration, sources=flags.sources,
+        tdp_w=tdp, idle_w=idle, calibration=flags.calibration, sources=flags.sources, tensor=tensor,
     )
 
 

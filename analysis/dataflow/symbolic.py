@@ -24,7 +24,7 @@ from kerncast.analysis.dataflow.induction import Recurrence, classify
 from kerncast.analysis.loops import Loop, LoopForest
 from kerncast.analysis.ptx.model import Addr, Imm, Instruction, Operand, PredPair, Reg, Sym, Vec
 
-MEMORY_OPCODES = frozenset({"ld", "ldu", "st", "atom", "red"})
+MEMORY_OPCODES = frozenset({"ld", "ldu", "st", "atom", "red", "wmma"})
 _FLOAT_TYPES = frozenset({"f16", "f32", "f64", "bf16", "f16x2", "bf16x2", "tf32", "e4m3", "e5m2"})
 _CMP_OPS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs", "equ", "neu", "ltu", "leu",
                       "gtu", "geu", "num", "nan"})

@@ -30,6 +30,9 @@ File layout (every section has ``calibrated``, ``source`` and optionally ``sourc
     [shared_throughput] a, b, c, x, unit                                              (Table 4.5)
     [launch_overhead]   slope, intercept, x, unit                                     (section 3.4)
     [power]      tdp_w idle_w
+    [tensor]     dense tensor-core FLOPs per SM per clock by input type (`f16`, `tf32`, `s8`, ...), with an
+                 `<input>_<accumulator>` row (`f16_f32`) where the accumulator changes the rate; no rows on a
+                 GPU without tensor cores (the section may be left out: a profile written before it existed)
 
 ``calibrated = true`` means the section's values were measured on this GPU model (thesis microbenchmarks, a
 published microbenchmark of the same chip, a calibration run) or are vendor/driver-reported facts for it;
@@ -41,6 +44,7 @@ field to its own source where it differs from the section's ``source``.
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from dataclasses import dataclass, field, fields
 from functools import cache
@@ -61,8 +65,10 @@ POWER_FLOAT = ("tdp_w", "idle_w")
 _META = ("calibrated", "source", "sources", "estimated", "measured")
 SECTIONS = (
     "device", "units", "limits", "latency", "throughput", "global_latency", "global_throughput",
-    "shared_throughput", "launch_overhead", "power",
+    "shared_throughput", "launch_overhead", "power", "tensor",
 )
+#: a `[tensor]` row: an input type, optionally followed by the accumulator type that changes its rate
+_TENSOR_ROW = re.compile(r"(f16|bf16|tf32|f64|s8|u8|s4|u4|b1|e4m3|e5m2)(_(f16|f32|s32|f64))?")
 _MODEL_SECTIONS = {
     "global_latency": PiecewiseLinear,
     "global_throughput": ExpModel,
@@ -133,7 +139,8 @@ class GpuProfile:
     thesis PTX-level or SASS dependent-issue latencies); `throughput` (Table 3.1 rows where known); the
     models `global_latency` (cycles against threads launched, Table 3.3), `global_throughput` and
     `shared_throughput` (Table 4.5) and `launch_overhead` (section 3.4; see each model's `x` and `unit`);
-    `tdp_w`, `idle_w`; `calibration` (section or "section.field" -> measured?) and `sources` (section or
+    `tdp_w`, `idle_w`; `tensor` (dense tensor-core FLOPs per SM per clock by input type, empty without
+    tensor cores); `calibration` (section or "section.field" -> measured?) and `sources` (section or
     "section.field" -> source text).
     """
 
@@ -163,6 +170,7 @@ class GpuProfile:
     idle_w: float
     calibration: dict[str, bool]
     sources: dict[str, str]
+    tensor: dict[str, float] = field(default_factory=dict)
     path: str = field(default="", compare=False)
 
     @property
@@ -217,6 +225,7 @@ class GpuProfile:
             "latency": {"basis": self.latency_basis, **self.latency},
             "throughput": {k: {kk: list(vv) for kk, vv in v.items()} for k, v in self.throughput.items()},
             "power": {"tdp_w": self.tdp_w, "idle_w": self.idle_w},
+            "tensor": dict(self.tensor),
         }
         for name in _MODEL_SECTIONS:
             bodies[name] = getattr(self, name).to_toml_dict()
@@ -267,6 +276,8 @@ def _section_field_names(profile: GpuProfile, section: str) -> list[str]:
         return list(profile.throughput)
     if section == "power":
         return list(POWER_FLOAT)
+    if section == "tensor":
+        return list(profile.tensor)
     return [f for f in profile.__getattribute__(section).to_toml_dict() if f not in ("x", "unit")]
 
 
@@ -457,6 +468,7 @@ class _Parser:
         if idle >= tdp:
             raise self.fail("power.idle_w", f"idle power ({idle} W) must be below the TDP ({tdp} W)")
 
+        tensor = self._tensor()
         return GpuProfile(
             id=pid,
             name=self.string(d, "", "name"),
@@ -473,8 +485,22 @@ class _Parser:
             idle_w=idle,
             calibration=self.calibration,
             sources=self.sources,
+            tensor=tensor,
             path=self.where,
         )
+
+    def _tensor(self) -> dict[str, float]:
+        """The tensor-core rates; a file without the section (written before it existed) has none."""
+        if "tensor" not in self.data:
+            self.calibration["tensor"] = False
+            self.sources["tensor"] = "not in the profile file: no tensor-core rates"
+            return {}
+        body = self.section("tensor", None)
+        for key in body:
+            if not _TENSOR_ROW.fullmatch(key):
+                raise self.fail(f"tensor.{key}", "unknown row (expected an input type such as f16, tf32, s8 or "
+                                                 "e4m3, optionally followed by _<accumulator type>, e.g. f16_f32)")
+        return {key: self.number(body, "tensor", key) for key in body}
 
     def _throughput(self, body: dict[str, Any]) -> dict[str, dict[str, list[float]]]:
         out: dict[str, dict[str, list[float]]] = {}

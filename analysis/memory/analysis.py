@@ -31,6 +31,7 @@ from kerncast.analysis.memory.findings import build_findings
 from kerncast.analysis.memory.lanevec import VecPoly, any_nonzero, lane_varying, lane_vectors, op_has_lane
 from kerncast.analysis.memory.render import Renderer, kernel_param_names
 from kerncast.analysis.memory.warp import (
+    SECTOR,
     LaneConstants,
     RequestCost,
     branch_outcome,
@@ -40,7 +41,7 @@ from kerncast.analysis.memory.warp import (
     shared_cost,
     warp_lanes,
 )
-from kerncast.analysis.ptx.model import Function, Imm, Module, line_in_file
+from kerncast.analysis.ptx.model import Function, Imm, MatrixTile, Module, line_in_file, matrix_tile
 from kerncast.analysis.report import FieldsJson, Finding
 from kerncast.analysis.rules import Code
 from kerncast.analysis.tripcount import trip_counts as ptx_trip_counts
@@ -236,7 +237,7 @@ class _Kernel:
             if i < len(cuda_names):
                 self.param_names[p.name] = cuda_names[i]
         self.base = self._base_subst(params)
-        self.align_of = self._alignments()
+        self.align_of, self.space_of = self._symbols()
         self.lanes = warp_lanes(self.atoms, self.block)
         self.lane_atoms = {n: self.atoms.atom(("sym", n), True) for n in ("tid.x", "tid.y", "tid.z", "laneid")}
         self.lane_atom_ids = frozenset(self.lane_atoms.values())
@@ -288,20 +289,36 @@ class _Kernel:
                     subst[self.sym.params[key]] = E.const(int(value))
         return subst
 
-    def _alignments(self) -> dict[int, int]:
-        """Known alignment of address symbols: pointer parameters (cudaMalloc: 256 B) and declared arrays."""
-        out: dict[int, int] = {}
+    def _symbols(self) -> tuple[dict[int, int], dict[int, str]]:
+        """Known alignment and state space of address symbols: pointer parameters (cudaMalloc: 256 B; the host
+        passes device memory, so global) and declared arrays (their own alignment and space)."""
+        align: dict[int, int] = {}
+        space: dict[int, str] = {}
         decls = {d.name: d for d in (*self.module.globals, *self.fn.decls)}
+        pointers = {p.name for p in self.fn.params if p.type in ("u64", "b64")}
         for i, key in enumerate(self.atoms.keys):
             if key[0] != "sym":
                 continue
             name = key[1]
-            if name.startswith("param:") and name[6:] in {p.name for p in self.fn.params if p.type in ("u64", "b64")}:
-                out[i] = _ALIGN_PARAM_POINTER
+            if name.startswith("param:") and name[6:] in pointers:
+                align[i], space[i] = _ALIGN_PARAM_POINTER, "global"
             elif name.startswith("&") and name[1:] in decls:
                 d = decls[name[1:]]
-                out[i] = max(d.align or 16, 16) if d.space == "shared" else (d.align or 1)
-        return out
+                align[i] = max(d.align or 16, 16) if d.space == "shared" else (d.align or 1)
+                space[i] = d.space
+        return align, space
+
+    def generic_space(self, addr: Value | None) -> str | None:
+        """The state space a generic address points into, told by the symbols it is built on: a kernel's
+        pointer parameter (global) or a declared array (its space); None when nothing or both are found (a
+        pointer loaded from memory, a select between a shared and a global array)."""
+        if addr is None:
+            return None
+        # a pointer stepped by a loop is a recurrence; its start (the launch's values substituted) names the base
+        start = E.evaluate(self.atoms, addr, self.base, {})
+        found = {self.space_of[a] for a in self.atoms.atoms_of(start if start is not None else addr)
+                 if a in self.space_of}
+        return found.pop() if len(found) == 1 and found <= {"global", "shared"} else None
 
     def _edge_conditions(self) -> dict[int, Value]:
         """For each block entered only from a guarded branch that decides it, the predicate of that edge.
@@ -704,16 +721,47 @@ def _opaque_access(k: _Kernel, ins: Any, touch: MemoryTouch) -> AccessInfo:
     return info
 
 
+def _tile_access(k: _Kernel, ins: Any, tile: MatrixTile) -> AccessInfo | None:
+    """A `wmma.load`/`wmma.store` tile: one request of the whole warp, its lanes' share of the tile each.
+
+    All lanes name the tile's start, so the lane-by-lane reading of `_access` does not apply; the tile's
+    geometry does. Its rows (or columns) are contiguous runs a leading dimension apart; the CUDA programming
+    guide requires a tile to start 256-bit aligned and its leading dimension to be a multiple of 16 bytes.
+    Taking it a multiple of 32 (as GEMM sizes are), a run of whole sectors moves exactly its own sectors and
+    the request is as coalesced as a request can be. Shorter runs (8-bit tiles) and shared-memory tiles (whose
+    bank conflicts depend on the leading dimension) stay without a claim.
+    """
+    addr = k.sym.addresses.get(ins.index)
+    space = ins.space or "generic"
+    if space == "generic":
+        space = k.generic_space(addr) or space
+    if space not in ("global", "shared"):
+        return None
+    line, column, file = _line(ins, k.main_file)
+    kind = "load" if ins.modifiers[0] == "load" else "store"
+    info = AccessInfo(ins.index, line, space, kind, ins.access_bytes, column=column, file=file)
+    info.executions = k.executions(k.cfg.block_of[ins.index])
+    if addr is not None:
+        info.arrays = [k.atoms.keys[a][1][1:] for a in k.atoms.atoms_of(addr)
+                       if k.atoms.keys[a][0] == "sym" and k.atoms.keys[a][1].startswith("&")]
+    if space == "global" and (tile.run_elements * tile.element_bytes) % SECTOR == 0:
+        info.known = True
+        info.sectors_per_request = info.ideal_sectors = tile.bytes / SECTOR
+    return info
+
+
 def _access(k: _Kernel, ins: Any) -> AccessInfo | None:
     space = ins.space or "generic"
     if space in ("param", "const", "tex"):
         return None
+    addr = k.sym.addresses.get(ins.index)
+    if space == "generic":
+        space = k.generic_space(addr) or space
     kind = "load" if ins.opcode in ("ld", "ldu") else "store" if ins.opcode == "st" else "atomic"
     line, column, file = _line(ins, k.main_file)
     info = AccessInfo(ins.index, line, space, kind, ins.access_bytes, column=column, file=file)
     block = k.cfg.block_of[ins.index]
     info.executions = k.executions(block)
-    addr = k.sym.addresses.get(ins.index)
     atoms = k.atoms
     if addr is not None:
         info.arrays = [atoms.keys[a][1][1:] for a in atoms.atoms_of(addr)
@@ -879,13 +927,18 @@ def analyze_memory(module: Module, function: Function, cfg: Cfg, loops: LoopFore
             if not (cfg.block_of and cfg.block_of[ins.index] in cfg.unreachable)
             and (ins.guard is not None and ins.opcode in ("bra", *_MEMORY_OPCODES)
                  or ins.opcode in _MEMORY_OPCODES and ins.space not in ("param", "const", "tex")
-                 or ins.opcode not in _MEMORY_OPCODES and memory_touch(ins) is not None)]
+                 or ins.opcode not in _MEMORY_OPCODES and memory_touch(ins) is not None
+                 or matrix_tile(ins.opcode, ins.modifiers) is not None)]
     for n, ins in enumerate(todo):
         if deadline is not None and time.thread_time() >= deadline:
             result.skipped = len(todo) - n
             break
         if ins.opcode in _MEMORY_OPCODES:
             info = _access(k, ins)
+            if info is not None:
+                result.accesses.append(info)
+        elif (tile := matrix_tile(ins.opcode, ins.modifiers)) is not None:
+            info = _tile_access(k, ins, tile)
             if info is not None:
                 result.accesses.append(info)
         elif (touch := memory_touch(ins)) is not None:
@@ -904,10 +957,11 @@ def analyze_memory(module: Module, function: Function, cfg: Cfg, loops: LoopFore
 
 
 def _publish_addresses(k: _Kernel, result: MemoryAnalysis) -> None:
-    """Hand the global accesses' symbolic addresses to the time model (its distinct-bytes footprint)."""
+    """Hand the global accesses' symbolic addresses to the time model (its distinct-bytes footprint). A
+    `wmma` tile's address is only its first element, not the bytes it spans: its requests count in full."""
     cache: dict[int, Value] = {}
     for a in result.accesses:
-        if a.space == "global" and a.index in k.sym.addresses:
+        if a.space == "global" and a.index in k.sym.addresses and k.fn.body[a.index].opcode != "wmma":
             result.addresses[a.index] = E.evaluate(k.atoms, k.sym.addresses[a.index], k.base, cache)
     result.atoms = k.atoms
     result.iteration_atoms = {lp.header: k.sym.iteration_atom[lp.id] for lp in k.loops.loops

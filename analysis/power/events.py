@@ -30,12 +30,17 @@ from importlib import resources
 from typing import Any
 
 from kerncast.analysis.isa import classify as isa_classify
+from kerncast.analysis.matrix_ops import matrix_op
+from kerncast.analysis.ptx.model import matrix_tile
 
 WARP = 32
 SECTOR_BYTES = 32
 WAVEFRONT_BYTES = 128  # a shared-memory wavefront serves 32 banks x 4 bytes
 _FLOAT_TYPES = frozenset({"f16", "f16x2", "bf16", "bf16x2", "f32", "tf32", "e4m3", "e5m2"})
 _CONTROL = frozenset({"bra", "brx", "bar", "barrier", "ret", "exit", "membar", "fence", "call", "trap"})
+_ACCESS_KINDS = {"ld": "load", "ldu": "load", "st": "store", "atom": "atomic", "red": "atomic"}
+#: the multiply-adds of the warp MMA that `tensor_pj` of data/energy.toml prices (an m16n16k16 product)
+TENSOR_PJ_MULTIPLY_ADDS = 4096.0
 
 #: Event categories that are arithmetic (the hotspot reason names them so).
 ARITHMETIC = ("integer arithmetic", "FP32 arithmetic", "FP64 arithmetic", "special functions (SFU)",
@@ -178,30 +183,41 @@ def instruction_cost(ins, access: Any, pj: Mapping[str, float]) -> _Cost:
     `access` is the memory analysis's `AccessInfo` for the instruction, or None (then the access is taken as
     ideally coalesced and conflict-free, and the result says so through `sectors`/`wavefronts` = the ideal).
     """
-    space = ins.space
+    space = access.space if access is not None else ins.space
     issue = pj["int"]
-    if ins.opcode in ("ld", "ldu", "st", "atom", "red") and space in ("global", "generic", "local"):
+    kind = _access_kind(ins)
+    if kind is not None and space in ("global", "generic", "local"):
         sectors = access.sectors_per_request if access is not None and access.sectors_per_request else None
         sectors = float(sectors) if sectors is not None else _ideal_sectors(ins)
         if space == "local":
             return _Cost("local memory (spills)", {"issue": issue, "L1": sectors * pj["l1_sector"]}, sectors)
-        if ins.opcode in ("atom", "red"):
+        if kind == "atomic":
             return _Cost("global atomics", {"issue": issue, "L2": sectors * pj["l2_sector"]}, sectors)
-        if ins.opcode == "st":
+        if kind == "store":
             return _Cost("global stores", {"issue": issue, "L2": sectors * pj["l2_sector"],
                                            "DRAM": sectors * pj["dram_sector"]}, sectors)
         return _Cost("global loads", {"issue": issue, "L1": sectors * pj["l1_sector"],
                                       "L2": sectors * pj["l2_sector"], "DRAM": sectors * pj["dram_sector"]},
                      sectors)
-    if space == "shared" and ins.opcode in ("ld", "st", "atom", "red", "ldu"):
+    if space == "shared" and kind is not None:
         wf = access.wavefronts if access is not None and access.wavefronts else None
         wf = float(wf) if wf is not None else _ideal_wavefronts(ins)
-        cat = "shared-memory stores" if ins.opcode == "st" else "shared-memory loads"
+        cat = "shared-memory stores" if kind == "store" else "shared-memory loads"
         return _Cost(cat, {"issue": issue, "shared": wf * pj["shared_wavefront"]}, wavefronts=wf)
     if space in ("param", "const"):
         return _Cost("parameter and constant loads", {"issue": issue})
     category, key = _compute_category(ins, pj)
-    return _Cost(category, {"execute": pj[key]})
+    op = matrix_op(ins) if key == "tensor" else None
+    scale = op.flops_per_warp / (2.0 * TENSOR_PJ_MULTIPLY_ADDS) if op is not None else 1.0
+    return _Cost(category, {"execute": pj[key] * scale})
+
+
+def _access_kind(ins) -> str | None:
+    """load, store or atomic for an instruction that the memory events price by sectors or wavefronts (a
+    `wmma` tile is a load or store of its whole tile); None for any other."""
+    if ins.opcode == "wmma":
+        return ins.modifiers[0] if matrix_tile(ins.opcode, ins.modifiers) is not None else None
+    return _ACCESS_KINDS.get(ins.opcode)
 
 
 def event_energy(function, weights: Sequence[float], warps: float, accesses: Mapping[int, Any], gpu,

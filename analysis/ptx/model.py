@@ -133,6 +133,43 @@ _NO_DEST = frozenset({
 
 TYPE_NAMES = frozenset(TYPE_BYTES)
 
+#: the `mMnNkK` shape of a warp-level matrix instruction (PTX ISA, "Matrix Shape")
+MATRIX_SHAPE = re.compile(r"m(\d+)n(\d+)k(\d+)")
+#: threads that share one matrix fragment: a warp
+_FRAGMENT_THREADS = 32
+
+
+@dataclass(frozen=True, slots=True)
+class MatrixTile:
+    """The tile a `wmma.load` or `wmma.store` moves for its warp: `runs` contiguous runs (rows in row
+    layout, columns in col layout) of `run_elements` elements of `element_bytes` each, a stride apart."""
+
+    runs: int
+    run_elements: int
+    element_bytes: int
+
+    @property
+    def bytes(self) -> int:
+        return self.runs * self.run_elements * self.element_bytes
+
+
+def matrix_tile(opcode: str, modifiers: tuple[str, ...]) -> MatrixTile | None:
+    """The tile of `wmma.load.{a,b,c}` / `wmma.store.d`; None for another instruction or a sub-byte type.
+
+    Matrix A is M x K, B is K x N, C and D are M x N (PTX ISA, "Matrix multiply-accumulate operation using
+    wmma instructions"); `row` lays a matrix out row by row, `col` column by column.
+    """
+    if opcode != "wmma" or len(modifiers) < 2 or modifiers[0] not in ("load", "store"):
+        return None
+    shape = next((found for found in map(MATRIX_SHAPE.fullmatch, modifiers) if found), None)
+    element = TYPE_BYTES.get(_dtype(modifiers) or "", 0)
+    dims = shape and {"a": (0, 2), "b": (2, 1), "c": (0, 1), "d": (0, 1)}.get(modifiers[1])
+    if not (shape and dims and element):
+        return None
+    mnk = [int(g) for g in shape.groups()]
+    rows, cols = mnk[dims[0]], mnk[dims[1]]
+    return MatrixTile(*((rows, cols) if "row" in modifiers else (cols, rows)), element)
+
 
 @dataclass(slots=True)
 class Instruction:
@@ -204,7 +241,11 @@ class Instruction:
 
     @property
     def access_bytes(self) -> int:
-        """Bytes one thread moves with this load/store (type size × vector width); 0 when unknown."""
+        """Bytes one thread moves with this load/store (type size × vector width; a thread's share of a
+        `wmma` tile); 0 when unknown."""
+        if self.opcode == "wmma":
+            tile = matrix_tile(self.opcode, self.modifiers)
+            return tile.bytes // _FRAGMENT_THREADS if tile else 0
         t = self.dtype
         return TYPE_BYTES.get(t, 0) * self.vector_width if t else 0
 

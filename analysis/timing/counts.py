@@ -5,21 +5,27 @@ reachable block counts, both sides of every branch included: Hong & Kim (ISCA 20
 summing all paths of a divergent branch is within 6 % of measurement, and the thesis assumes every branch is
 taken by some thread of every warp (section 4.4.1). A uniform branch is therefore over-counted; the report
 says so in its assumptions.
+
+Tensor-core instructions are not SP work: each is a warp's matrix product (`kerncast.analysis.matrix_ops`),
+counted apart by kind so that a model can charge it at the tensor cores' rate for its input type.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.isa import classify
 from kerncast.analysis.loops import block_weights
+from kerncast.analysis.matrix_ops import MatrixOp, matrix_op
 
 _FMA = frozenset({"fma", "mad", "mad24", "madc", "dp4a", "dp2a"})
 _SYNC = frozenset({"bar", "barrier"})
 _FLOAT = frozenset({"f16", "f16x2", "bf16", "bf16x2", "f32", "f64", "tf32"})
+#: threads of a warp, among which a matrix instruction's product is shared (32 on every CUDA GPU)
+WARP_THREADS = 32
 
 
 @dataclass(slots=True)
@@ -31,7 +37,9 @@ class DynamicCounts:
     counts the compute-type instructions with an FMA counted twice (the boat hull's f·m + o, in the units of
     a vendor peak), of which `dp_ops` run on the double-precision units; `flops` the floating-point ones alone;
     `global_bytes` the bytes a thread moves to or from global memory; `has_non_fma` whether any compute
-    instruction is not a fused multiply-add.
+    instruction is not a fused multiply-add; `matrix_ops` each kind of tensor-core instruction with the times
+    a thread issues it (not in `alu_ops`: they do not run on the SP lanes; their FLOPs are in `flops`, a
+    thread's share being a 32nd of its warp's product).
     """
 
     total: float = 0.0
@@ -45,6 +53,7 @@ class DynamicCounts:
     flops: float = 0.0
     global_bytes: float = 0.0
     has_non_fma: bool = False
+    matrix_ops: dict[MatrixOp, float] = field(default_factory=dict)
 
 
 def dynamic_counts(cfg: Cfg, loops: Any, trips: Mapping[int, float], fma_ops: float = 2.0) -> DynamicCounts:
@@ -65,7 +74,11 @@ def dynamic_counts(cfg: Cfg, loops: Any, trips: Mapping[int, float], fma_ops: fl
                 out.shared_insts += w
             if ins.opcode in _SYNC:
                 out.sync_insts += w
-            if cls.type == "compute":
+            op = matrix_op(ins) if cls.resource == "TENSOR" else None
+            if op is not None:
+                out.matrix_ops[op] = out.matrix_ops.get(op, 0.0) + w
+                out.flops += w * op.flops_per_warp / WARP_THREADS
+            elif cls.type == "compute":
                 ops = fma_ops if ins.opcode in _FMA else 1.0
                 if ins.opcode not in _FMA:
                     out.has_non_fma = True

@@ -23,7 +23,7 @@ from kerncast.analysis.timing.mwp_cwp import departure_scale, mwp_cwp, mwp_cwp_p
 from kerncast.analysis.timing.partitions import camping_factor, dram_partitions
 from kerncast.analysis.timing.penalties import thesis_penalties
 from kerncast.analysis.timing.pipelined import predict_pipelined
-from kerncast.analysis.timing.roofline import roofline_inputs, roofline_range
+from kerncast.analysis.timing.roofline import roofline_inputs, roofline_range, tensor_notes
 from kerncast.analysis.timing.scheduler import (
     CfgSchedule,
     PlannedNode,
@@ -204,6 +204,7 @@ def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per
         unit = max(first.busy, key=lambda r: first.busy[r])
         bottleneck = f"{bottleneck} ({unit})"
     counts = dynamic_counts(cfg, loops, trip_map, float(timing_constants()["roofline"]["fma_ops"]))
+    notes.extend(tensor_notes(profile, counts))
     if not mem.known:
         notes.append("no memory analysis: every global access assumed coalesced for MWP-CWP and the best "
                      "roofline time; the worst roofline time assumes scattered access")

@@ -10,6 +10,8 @@ changes how the parts combine, each change a physical property of the hardware:
 * A unit is held for its issue cycles only, ``ceil(threads / lanes)`` per instruction for the threads of a
   wave on one SM (times the replays of an uncoalesced or bank-conflicted access: sectors moved per sector
   needed, wavefronts per request); the SM issues at most `dispatch_units` warp instructions per clock.
+  A tensor-core instruction holds the SM's tensor cores for its warp's product at the profile's rate
+  (`matrix_ops.tensor_cycles`: FLOPs / FLOPs per SM per clock for its input type), not one lane-pass.
   Dependants wait for the latency: the longest dependence chain of one warp, with native (SASS) latencies
   from microbenchmark papers (`data/timing.toml` [kerncast.latency]). With many warps resident the
   schedulers hide that chain behind other warps' work, so a wave takes the larger of the two, not their sum.
@@ -44,6 +46,7 @@ from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.deps import SYNC_OPCODES, DepGraph
 from kerncast.analysis.isa import InstrClass
 from kerncast.analysis.loops import block_weights, cfg_longest_path
+from kerncast.analysis.matrix_ops import matrix_op, tensor_cycles
 from kerncast.analysis.ptx.model import Instruction
 from kerncast.analysis.timing.constants import time_error_band, timing_constants
 from kerncast.analysis.timing.footprint import Footprint
@@ -110,8 +113,22 @@ class _BlockCost:
     drained: float  # the chain until the block's stores are performed, for blocks a barrier follows
 
 
+def tensor_slots(body: Any, classes: Mapping[int, InstrClass], profile: Any) -> dict[int, float]:
+    """Instruction index -> the SM cycles per thread its tensor cores are held, for each matrix instruction
+    the profile has a tensor-core rate for (the others keep one lane-pass of their unit)."""
+    out: dict[int, float] = {}
+    for i, cls in classes.items():
+        if cls.resource == "TENSOR":
+            op = matrix_op(body[i])
+            cycles = tensor_cycles(profile, op) if op is not None else None
+            if cycles is not None:
+                out[i] = cycles / profile.warp_size
+    return out
+
+
 def _block_cost(dag: DepGraph, body: Any, classes: Mapping[int, InstrClass], units: Mapping[str, int],
-                latency: Mapping[str, float], replays: Mapping[int, float], warp: int) -> _BlockCost:
+                latency: Mapping[str, float], replays: Mapping[int, float], warp: int,
+                tensor: Mapping[int, float]) -> _BlockCost:
     per_thread: dict[str, float] = {}
     ready: dict[int, float] = {}
     chain = drained = 0.0
@@ -129,7 +146,8 @@ def _block_cost(dag: DepGraph, body: Any, classes: Mapping[int, InstrClass], uni
             res = cls.resource if units.get(cls.resource, 0) > 0 else "SP"
             found = per_class[id(cls)] = (res, units[res], float(latency.get(cls.latency, latency.get("misc", 1.0))))
         res, lanes, cycles = found
-        per_thread[res] = per_thread.get(res, 0.0) + replays.get(v, 1.0) / lanes
+        slot = tensor.get(v)
+        per_thread[res] = per_thread.get(res, 0.0) + (replays.get(v, 1.0) / lanes if slot is None else slot)
         count += 1.0
         # the latest of the predecessors' results (all earlier in the block, so all in `ready`), else 0
         start = max([ready[u] for u, _ in preds[v] if u in ready], default=0.0)
@@ -181,7 +199,8 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
         # the loads' inputs are warm in the L2 (see _warm_dram_bytes): they wait the L2 hit latency
         latency["global"] = latency["memory"] = l2_hit
     body = cfg.function.body
-    costs = {b: _block_cost(dags[b], body, classes, units, latency, replays, warp) for b in dags}
+    tensor = tensor_slots(body, classes, profile)
+    costs = {b: _block_cost(dags[b], body, classes, units, latency, replays, warp, tensor) for b in dags}
     weights = block_weights(cfg, loops, trips)
     per_thread: dict[str, float] = {}
     warp_insts = 0.0
@@ -285,7 +304,8 @@ def _dram_bytes(profile: Any, fp: Footprint | None, requested: tuple[float, floa
                      f"launch leaves are evicted by the next) ({fp.written / 1e6:.3g} MB written); the cold-cache "
                      "time is the top of the range")
     if uncovered:
-        notes.append("some global addresses are not affine: their requests count as DRAM traffic in full")
+        notes.append("some global addresses are not affine (or are tensor-core tiles): their requests count as "
+                     "DRAM traffic in full")
     return warm, cold, notes
 
 

@@ -15,6 +15,10 @@ where an optimisation cannot be assumed, and reports the range between the best 
 * double precision: FP64 instructions run on the SM's double-precision units, not its SP lanes, at
   ``P_dp`` = DP units x SMs x clock x 2 (1/2 of the FP32 rate on an H100 or V100, 1/32 on a GTX 1050); their
   line stands beside the SP one (the other compute), and the compute line is the longer of the two.
+* tensor cores: a matrix instruction (`mma`, `wmma.mma`, `wgmma`) is a warp's whole product, charged its
+  FLOPs at the profile's dense tensor-core rate for its input type (``[tensor]``: FLOPs per SM per clock x SMs
+  x clock); this line too stands beside the SP one, and a GPU with no rate for the type runs the FLOPs on
+  the SP lanes. Its worst case is the same line: the vendor peak is the only rate the profiles hold.
 * ``P_compute`` = SP lanes x SMs x clock x 2 and ``P_coalesced`` = the profile's peak DRAM bandwidth (vendor
   figures, where the paper measured bandwidth); ``P_uncoalesced`` = ``P_coalesced`` / the paper's measured
   coalesced-to-scattered ratio (data/timing.toml).
@@ -40,8 +44,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kerncast.analysis.matrix_ops import tensor_cycles, tensor_rate
 from kerncast.analysis.timing.constants import timing_constants
-from kerncast.analysis.timing.counts import DynamicCounts
+from kerncast.analysis.timing.counts import WARP_THREADS, DynamicCounts
 from kerncast.analysis.timing.pipelined import achievable_bandwidth_gbs
 
 
@@ -71,6 +76,7 @@ class RooflineInputs:
     dp_ops_per_thread: float = 0.0  # the FP64 part of f m + o, run on the double-precision units
     p_dp: float = 0.0  # DP units x SMs x clock x 2 (ops/s)
     dispatch_us: float = 0.0  # the launch's block dispatch, which no kernel finishes before
+    tensor_s_per_thread: float = 0.0  # a thread's share of its matrix instructions at the tensor-core rate
 
 
 def roofline_range(inp: RooflineInputs) -> tuple[float, float]:
@@ -79,7 +85,9 @@ def roofline_range(inp: RooflineInputs) -> tuple[float, float]:
     if inp.dp_ops_per_thread and inp.p_dp > 0:
         sp = inp.work_units * (inp.ops_per_thread - inp.dp_ops_per_thread) / inp.p_compute
         c0 = max(sp, inp.work_units * inp.dp_ops_per_thread / inp.p_dp)
-    c_worst = c0 * inp.non_fma_factor if inp.non_fma else c0
+    tensor = inp.work_units * inp.tensor_s_per_thread
+    c_worst = max(c0 * inp.non_fma_factor if inp.non_fma else c0, tensor)
+    c0 = max(c0, tensor)
     d = inp.work_units * inp.bytes_per_thread
     if inp.requested_bytes is not None:
         d = max(d, inp.requested_bytes)
@@ -106,8 +114,9 @@ def roofline_inputs(profile: Any, counts: DynamicCounts, total_threads: int, *, 
     p_compute = profile.units["SP"] * profile.sm_count * clock_hz * float(const["fma_ops"])
     p_coal = profile.mem_bandwidth_gbs * 1e9
     p_achievable = achievable_bandwidth_gbs(profile)[0] * 1e9
+    tensor_s, on_sp = tensor_time_per_thread(profile, counts)
     return RooflineInputs(
-        work_units=float(total_threads), ops_per_thread=counts.alu_ops, bytes_per_thread=counts.global_bytes,
+        work_units=float(total_threads), ops_per_thread=counts.alu_ops + on_sp, bytes_per_thread=counts.global_bytes,
         p_compute=p_compute, p_coalesced=p_coal, p_uncoalesced=p_coal / float(const["uncoalesced_slowdown"]),
         uncoalesced_fraction=uncoalesced_fraction, coalescing_known=coalescing_known, non_fma=counts.has_non_fma,
         non_fma_factor=float(const["non_fma_factor"]), compulsory_bytes=compulsory_bytes,
@@ -115,5 +124,37 @@ def roofline_inputs(profile: Any, counts: DynamicCounts, total_threads: int, *, 
         lsu_ops_per_thread=counts.shared_insts + counts.global_insts, p_achievable=p_achievable,
         p_lsu=float(profile.units["LSU"]) * profile.sm_count * clock_hz, lsu_replays=lsu_replays,
         quantization=quantization, dp_ops_per_thread=counts.dp_ops, dispatch_us=dispatch_us,
+        tensor_s_per_thread=tensor_s,
         p_dp=float(profile.units.get("DPU", 0)) * profile.sm_count * clock_hz * float(const["fma_ops"]),
     )
+
+
+def tensor_time_per_thread(profile: Any, counts: DynamicCounts) -> tuple[float, float]:
+    """(seconds, SP ops) per thread of the launch's matrix instructions: at the profile's tensor-core rate
+    for their input type, spread over all SMs; the FLOPs of those with no rate on this GPU go to the SP line."""
+    seconds = on_sp = 0.0
+    sm_hz = profile.sm_count * profile.core_clock_mhz * 1e6
+    for op, issued in counts.matrix_ops.items():
+        cycles = tensor_cycles(profile, op)
+        if cycles is None:
+            on_sp += issued * op.flops_per_warp / WARP_THREADS
+        else:
+            seconds += issued * cycles / WARP_THREADS / sm_hz
+    return seconds, on_sp
+
+
+def tensor_notes(profile: Any, counts: DynamicCounts) -> list[str]:
+    """What the time models assumed of the launch's tensor-core instructions, one line per kind."""
+    notes = []
+    sm_hz = profile.sm_count * profile.core_clock_mhz * 1e6
+    for op, issued in counts.matrix_ops.items():
+        rate = tensor_rate(profile, op)
+        if rate is None:
+            notes.append(f"tensor cores: {profile.name} has no tensor-core rate for {op.label} products (the "
+                         f"profile's [tensor] table): their FLOPs are counted on the SP lanes")
+            continue
+        peak = rate * (2.0 if op.sparse else 1.0) * sm_hz / 1e12
+        notes.append(f"tensor cores: {issued:.4g} {op.label} products per warp of {op.flops_per_warp:g} FLOPs "
+                     f"each, at {rate:g} FLOPs per SM per clock ({peak:.4g} TFLOPS on {profile.name}, the "
+                     "vendor's dense peak from the profile's [tensor] table; no kernel reaches more)")
+    return notes
