@@ -121,13 +121,17 @@ def test_no_time_beats_the_tensor_cores_peak(analyse, gpu):
     assert checked >= 3
 
 
-def test_a_gpu_without_the_rate_runs_the_products_on_the_sp_lanes(analyse):
+def test_a_gpu_without_the_rate_runs_the_products_on_the_sp_lanes(analyse, kernels):
     profile = load_profile("t4")  # Turing: no TF32 or FP64 tensor cores
     report = analyse("t4", "sm_80")
     k = next(k for k in report.kernels if k.name == TF32)
     assert any("no tensor-core rate for tf32 -> f32" in a for a in k.time.assumptions)
     sp_peak = profile.units["SP"] * profile.sm_count * profile.core_clock_mhz * 2  # FLOPs per microsecond
     assert k.time.roofline_us[0] >= GEMM_FLOPS / sp_peak * 0.999
+    # the kerncast model holds the SM for the product's multiply-adds at one per SP lane per clock
+    fn = kernels[TF32]
+    slots = tensor_slots(fn.body, {i: classify(ins) for i, ins in enumerate(fn.body)}, profile)
+    assert set(slots.values()) == {4096 / (2 * profile.units["SP"]) / 32}
 
 
 @pytest.mark.parametrize(("kernel", "tile_bytes", "tile", "steps"), [

@@ -721,6 +721,14 @@ def _opaque_access(k: _Kernel, ins: Any, touch: MemoryTouch) -> AccessInfo:
     return info
 
 
+def _arrays(k: _Kernel, addr: Value | None) -> list[str]:
+    """The declared arrays an address is built on, by name (what a finding says the access touches)."""
+    if addr is None:
+        return []
+    return [k.atoms.keys[a][1][1:] for a in k.atoms.atoms_of(addr)
+            if k.atoms.keys[a][0] == "sym" and k.atoms.keys[a][1].startswith("&")]
+
+
 def _tile_access(k: _Kernel, ins: Any, tile: MatrixTile) -> AccessInfo | None:
     """A `wmma.load`/`wmma.store` tile: one request of the whole warp, its lanes' share of the tile each.
 
@@ -741,9 +749,7 @@ def _tile_access(k: _Kernel, ins: Any, tile: MatrixTile) -> AccessInfo | None:
     kind = "load" if ins.modifiers[0] == "load" else "store"
     info = AccessInfo(ins.index, line, space, kind, ins.access_bytes, column=column, file=file)
     info.executions = k.executions(k.cfg.block_of[ins.index])
-    if addr is not None:
-        info.arrays = [k.atoms.keys[a][1][1:] for a in k.atoms.atoms_of(addr)
-                       if k.atoms.keys[a][0] == "sym" and k.atoms.keys[a][1].startswith("&")]
+    info.arrays = _arrays(k, addr)
     if space == "global" and (tile.run_elements * tile.element_bytes) % SECTOR == 0:
         info.known = True
         info.sectors_per_request = info.ideal_sectors = tile.bytes / SECTOR
@@ -763,9 +769,7 @@ def _access(k: _Kernel, ins: Any) -> AccessInfo | None:
     block = k.cfg.block_of[ins.index]
     info.executions = k.executions(block)
     atoms = k.atoms
-    if addr is not None:
-        info.arrays = [atoms.keys[a][1][1:] for a in atoms.atoms_of(addr)
-                       if atoms.keys[a][0] == "sym" and atoms.keys[a][1].startswith("&")]
+    info.arrays = _arrays(k, addr)
     if space not in ("global", "shared") or info.width_bytes <= 0:
         return info
     costs: list[RequestCost] = []

@@ -135,8 +135,8 @@ TYPE_NAMES = frozenset(TYPE_BYTES)
 
 #: the `mMnNkK` shape of a warp-level matrix instruction (PTX ISA, "Matrix Shape")
 MATRIX_SHAPE = re.compile(r"m(\d+)n(\d+)k(\d+)")
-#: threads that share one matrix fragment: a warp
-_FRAGMENT_THREADS = 32
+#: threads of a warp on every CUDA GPU: those that share one matrix fragment
+WARP_THREADS = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,7 +245,7 @@ class Instruction:
         `wmma` tile); 0 when unknown."""
         if self.opcode == "wmma":
             tile = matrix_tile(self.opcode, self.modifiers)
-            return tile.bytes // _FRAGMENT_THREADS if tile else 0
+            return tile.bytes // WARP_THREADS if tile else 0
         t = self.dtype
         return TYPE_BYTES.get(t, 0) * self.vector_width if t else 0
 

@@ -20,12 +20,11 @@ from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.isa import classify
 from kerncast.analysis.loops import block_weights
 from kerncast.analysis.matrix_ops import MatrixOp, matrix_op
+from kerncast.analysis.ptx.model import WARP_THREADS
 
 _FMA = frozenset({"fma", "mad", "mad24", "madc", "dp4a", "dp2a"})
 _SYNC = frozenset({"bar", "barrier"})
 _FLOAT = frozenset({"f16", "f16x2", "bf16", "bf16x2", "f32", "f64", "tf32"})
-#: threads of a warp, among which a matrix instruction's product is shared (32 on every CUDA GPU)
-WARP_THREADS = 32
 
 
 @dataclass(slots=True)

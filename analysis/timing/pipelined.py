@@ -114,15 +114,17 @@ class _BlockCost:
 
 
 def tensor_slots(body: Any, classes: Mapping[int, InstrClass], profile: Any) -> dict[int, float]:
-    """Instruction index -> the SM cycles per thread its tensor cores are held, for each matrix instruction
-    the profile has a tensor-core rate for (the others keep one lane-pass of their unit)."""
+    """Instruction index -> the SM cycles per thread a matrix instruction holds its unit: its product at the
+    profile's tensor-core rate, or, where the GPU has no rate for its input type, on the SP lanes at one
+    multiply-add each per clock (as the roofline counts it)."""
     out: dict[int, float] = {}
     for i, cls in classes.items():
-        if cls.resource == "TENSOR":
-            op = matrix_op(body[i])
-            cycles = tensor_cycles(profile, op) if op is not None else None
-            if cycles is not None:
-                out[i] = cycles / profile.warp_size
+        op = matrix_op(body[i]) if cls.resource == "TENSOR" else None
+        if op is not None:
+            cycles = tensor_cycles(profile, op)
+            if cycles is None:
+                cycles = op.flops_per_warp / (2.0 * profile.units["SP"])
+            out[i] = cycles / profile.warp_size
     return out
 
 

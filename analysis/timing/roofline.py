@@ -45,8 +45,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from kerncast.analysis.matrix_ops import tensor_cycles, tensor_rate
+from kerncast.analysis.ptx.model import WARP_THREADS
 from kerncast.analysis.timing.constants import timing_constants
-from kerncast.analysis.timing.counts import WARP_THREADS, DynamicCounts
+from kerncast.analysis.timing.counts import DynamicCounts
 from kerncast.analysis.timing.pipelined import achievable_bandwidth_gbs
 
 
