@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kerncast.analysis.compile_hints import legacy_header_text, removed_api
+from kerncast.analysis.compile_hints import legacy_header_text, missing_include, removed_api
 from kerncast.analysis.includes import (
     INCLUDE_RE,
     MAX_INCLUDE_DEPTH,
@@ -661,9 +661,9 @@ def _compile_uncached(original: Path, text: str, from_buffer: bool, options: Com
                                                lambda flags: _nvcc_args(toolchain, options, source, out, nvcc_dirs,
                                                                         relocatable, flags))
             if stand_in is not None:
-                run, removed, note = stand_in
+                run, removed, stand_in_notes = stand_in
                 diagnostics = [*removed, *parse_nvcc_output(run.output, ctx)]
-                notes.append(note)
+                notes.extend(stand_in_notes)
         ptx = out.read_text(encoding="utf-8", errors="replace") if out.is_file() else None
     if run.returncode != 0 or ptx is None:
         if not any(d.severity == "error" for d in diagnostics):
@@ -685,35 +685,51 @@ def _compile_uncached(original: Path, text: str, from_buffer: bool, options: Com
 
 def _compile_with_stand_ins(diagnostics: list[CompileDiagnostic], tmp_dir: Path, options: CompileOptions,
                             nvcc_args: Callable[[list[str]], list[str]]
-                            ) -> tuple[ToolRun, list[CompileDiagnostic], str] | None:
-    """nvcc again with Kerncast's stand-ins for the removed APIs that the errors name (compile_hints): the run,
-    the uses of those APIs as warnings marked `stood_in`, and the report's note. None where no error
-    names an API with a stand-in, or where the file still fails (its first errors are then the ones to show)."""
+                            ) -> tuple[ToolRun, list[CompileDiagnostic], list[str]] | None:
+    """nvcc again with Kerncast's stand-ins for the removed APIs that the errors name and with the headers
+    that declare the library names they say are undeclared (compile_hints): the run, those errors as warnings
+    marked `stood_in`, and the report's notes. None where no error names either, or where the file still fails
+    (its first errors are then the ones to show)."""
     removed: dict[tuple[int, str], CompileDiagnostic] = {}
     subjects: set[str] = set()
     defines: set[str] = set()
+    headers: set[str] = set()
     for d in diagnostics:
         api = removed_api(d.message) if d.severity == "error" else None
-        if api is None:
+        missing = missing_include(d.message) if d.severity == "error" and api is None else None
+        if api is None and missing is None:
             continue
-        subjects.add(api.subject)
-        if api.stand_in_define:
-            defines.add(api.stand_in_define)
+        if api is not None:
+            subjects.add(api.subject)
+            if api.stand_in_define:
+                defines.add(api.stand_in_define)
+        if missing is not None:
+            headers.add(missing.header)
         removed.setdefault((d.line, d.message), CompileDiagnostic(d.file, d.line, d.column, "warning", d.message,
                                                                   d.in_header, stood_in=True))
-    if not defines:
+    if not defines and not headers:
         return None
-    header = tmp_dir / "kerncast_legacy_cuda.h"
-    header.write_text(legacy_header_text(), encoding="utf-8")
-    run = run_tool(nvcc_args(["-include", str(header), *(f"-D{d}" for d in sorted(defines))]),
-                   options.timeout_s, cwd=tmp_dir, temp_dir=tmp_dir)
+    flags = [arg for h in sorted(headers) for arg in ("-include", h)]
+    if defines:
+        legacy = tmp_dir / "kerncast_legacy_cuda.h"
+        legacy.write_text(legacy_header_text(), encoding="utf-8")
+        flags = ["-include", str(legacy), *(f"-D{d}" for d in sorted(defines)), *flags]
+    run = run_tool(nvcc_args(flags), options.timeout_s, cwd=tmp_dir, temp_dir=tmp_dir)
     if run.timed_out or run.returncode != 0:
         return None
-    textures = (" and texture references read through texture objects, as migrated code does"
-                if "KERNCAST_LEGACY_TEXTURES" in defines else "")
-    note = (f"compiled with Kerncast's stand-ins for APIs this toolkit removed ({', '.join(sorted(subjects))}): "
-            f"host code stands for their replacements{textures}; the warnings name each replacement")
-    return run, list(removed.values()), note
+    notes = []
+    if defines:
+        textures = (" and texture references read through texture objects, as migrated code does"
+                    if "KERNCAST_LEGACY_TEXTURES" in defines else "")
+        notes.append(f"compiled with Kerncast's stand-ins for APIs this toolkit removed "
+                     f"({', '.join(sorted(subjects))}): host code stands for their replacements{textures}; the "
+                     "warnings name each replacement")
+    if headers:
+        they = "they declare" if len(headers) > 1 else "it declares"
+        notes.append(f"compiled with {', '.join(f'<{h}>' for h in sorted(headers))} included before the file, "
+                     f"which uses names {they} without including {'them' if len(headers) > 1 else 'it'}; the "
+                     "warnings say where each is declared")
+    return run, list(removed.values()), notes
 
 
 def _needs_rdc(run: ToolRun, options: CompileOptions) -> bool:

@@ -3,12 +3,16 @@
 Kerncast compiles with the nvcc it finds, usually the CUDA 13 wheel, so code written for older releases fails on
 APIs that are gone: the cudaThread* functions, fields of cudaDeviceProp, texture and surface references. nvcc
 only says that a name is undefined; the hint says what replaced it. The nvcc wheel also ships no header of
-NVIDIA's libraries (cuRAND, cuFFT, cuBLAS, ...): for a missing one, the hint names the wheel that has it.
+NVIDIA's libraries (cuRAND, cuFFT, cuBLAS, ...): for a missing one, the hint names the wheel that has it. And code
+that used a name of the standard library, Thrust, CUB or cooperative groups without including its header, because
+another header brought it in, fails once newer headers stop doing so: the hint names the header, and a quick fix
+adds the `#include`.
 
 Such a file's kernels are usually fine: only its host code, or the way it declares textures, is out of date. So
 when every error nvcc reports is a removed API (or follows from one), `compile` compiles the file again with
 Kerncast's stand-ins for those APIs (data/legacy_cuda.h, each kind switched on by `stand_in_define`), and the
-removed uses stay as warnings that name their replacement.
+removed uses stay as warnings that name their replacement. Likewise, the headers a file is missing are
+included first (nvcc's `-include`), and the uses of their names stay as warnings.
 """
 
 from __future__ import annotations
@@ -105,11 +109,72 @@ def library_header_hint(message: str) -> str | None:
     return None
 
 
-def hint_for(message: str) -> str | None:
+#: nvcc's message for a name that a namespace does not declare (in this file: that no included header declared)
+_NO_MEMBER_RE = re.compile(r'^namespace "(\w+(?:::\w+)*)" has no member "(\w+)"')
+
+
+@dataclass(frozen=True)
+class MissingInclude:
+    """A library name that an nvcc error says is undeclared, and the header that declares it."""
+
+    symbol: str  # "thrust::make_tuple"
+    header: str  # "thrust/tuple.h"
+
+    @property
+    def directive(self) -> str:
+        """The line that includes the header: `#include <thrust/tuple.h>`."""
+        return f"#include <{self.header}>"
+
+    @property
+    def hint(self) -> str:
+        return (f"{self.symbol} is declared in <{self.header}>, which this file does not include (nor does any "
+                f"header it includes): add {self.directive}")
+
+
+@cache
+def _declaring_headers() -> dict[str, str]:
+    """Each name of the missing-includes table -> the header that declares it."""
+    return {symbol: header for header, symbols in _tables()["missing_includes"]["headers"].items()
+            for symbol in symbols}
+
+
+def includes_directly(source: str, header: str) -> bool:
+    """Whether the text has its own `#include <header>` (or `"header"`) line."""
+    return re.search(rf'^[ \t]*#[ \t]*include[ \t]*[<"]{re.escape(header)}[>"]', source, re.MULTILINE) is not None
+
+
+def missing_include(message: str, source: str | None = None) -> MissingInclude | None:
+    """The header that declares the library name an nvcc error says a namespace has no member of (also one
+    reported in an included file), if the table lists the name; None too when `source` already includes that
+    header itself (then the name is not where the table says, and adding the line again would not help)."""
+    m = _NO_MEMBER_RE.match(_own_message(message))
+    if m is None:
+        return None
+    symbol = f"{m.group(1)}::{m.group(2)}"
+    header = _declaring_headers().get(symbol)
+    if header is None or (source is not None and includes_directly(source, header)):
+        return None
+    return MissingInclude(symbol, header)
+
+
+def hint_for(message: str, source: str | None = None) -> str | None:
     """What to do about an nvcc error: what replaced the removed API it names ("X was removed in CUDA 13; use
-    Y"), or where to get the CUDA library header it did not find; None for any other error."""
+    Y"), where to get the CUDA library header it did not find, or which header declares the library name it
+    says is undeclared (unless `source` includes that header already); None for any other error."""
     found = removed_api(message)
-    return found.hint if found else library_header_hint(message)
+    if found is not None:
+        return found.hint
+    missing = missing_include(message, source)
+    return missing.hint if missing else library_header_hint(message)
+
+
+def stand_in_label(message: str) -> str:
+    """How a warning that compiled with a stand-in says so: the removed API's stand-in, or the header that
+    was included for a missing name."""
+    missing = missing_include(message)
+    if missing is not None:
+        return f"Kerncast compiled the file with <{missing.header}> included"
+    return "Kerncast compiled it with a stand-in"
 
 
 def legacy_header_text() -> str:
@@ -131,3 +196,43 @@ def replacement_fix(code: Code, message: str, line_text: str | None, line: int, 
                {"removed": name, "replacement": api.renamed_to}, [TextEdit(line, column, line, column + len(name),
                                                                            api.renamed_to)],
                rule(code).fix(FixKind.USE_REPLACEMENT_API).applicability)
+
+
+#: a conditional directive that opens (#if, #ifdef, #ifndef) or closes (#endif) a block
+_CONDITIONAL_RE = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|endif)\b")
+_INCLUDE_RE = re.compile(r"^[ \t]*#[ \t]*include\b")
+#: the two lines of an include guard: `#ifndef NAME` then `#define NAME`
+_GUARD_RE = re.compile(r"\A(?:[ \t]*(?://[^\n]*)?\n)*"  # blank and comment lines
+                       r"[ \t]*#[ \t]*ifndef[ \t]+(\w+)[ \t]*\n[ \t]*#[ \t]*define[ \t]+(\w+)")
+
+
+def include_fix(code: Code, message: str, source: str | None) -> Fix | None:
+    """The `#include` line that the library name of an nvcc error needs, added after the file's last #include
+    that no `#if` encloses (an include guard does not count), or above the first line where there is none.
+    None for any other error, and where `source` is None (the error is in an included file, which is not edited).
+    """
+    missing = missing_include(message, source) if source is not None else None
+    if missing is None or source is None:
+        return None
+    line, column, text = _include_insertion(source, missing.directive)
+    return Fix(FixKind.ADD_INCLUDE, f"Add {missing.directive}", {"symbol": missing.symbol, "header": missing.header},
+               [TextEdit(line, column, line, column, text)], rule(code).fix(FixKind.ADD_INCLUDE).applicability)
+
+
+def _include_insertion(source: str, directive: str) -> tuple[int, int, str]:
+    """(line, column, text) that inserts `directive` as a line of its own after the last top-level #include."""
+    lines = source.splitlines()
+    guard = _GUARD_RE.match(source)
+    top = 1 if guard is not None and guard.group(1) == guard.group(2) else 0
+    depth, last = 0, 0
+    for number, text in enumerate(lines, 1):
+        m = _CONDITIONAL_RE.match(text)
+        if m is not None:
+            depth += -1 if m.group(1) == "endif" else 1
+        elif depth == top and _INCLUDE_RE.match(text):
+            last = number
+    if last == 0:
+        return 1, 1, directive + "\n"
+    if last < len(lines):
+        return last + 1, 1, directive + "\n"
+    return last, len(lines[last - 1]) + 1, "\n" + directive

@@ -30,7 +30,7 @@ from kerncast.analysis.compile import (
     system_toolkit_nvcc,
 )
 from kerncast.analysis.compile_db import BuildFlags, flags_for
-from kerncast.analysis.compile_hints import hint_for, replacement_fix
+from kerncast.analysis.compile_hints import hint_for, include_fix, replacement_fix, stand_in_label
 from kerncast.analysis.context import (
     DEFAULT_MAX_FILE_BYTES,
     AnalysisOptions,
@@ -224,13 +224,15 @@ def _analyze_cuda(report: FileReport, path: Path, source: str, options: Analysis
     for d in result.diagnostics:
         sev = "error" if d.severity == "error" else "warning"
         code = Code.COMPILE_ERROR if sev == "error" else Code.COMPILE_WARNING
-        hint = hint_for(d.message) if sev == "error" or d.stood_in else None
+        own_source = None if d.in_header else source  # the text that a hint may check and a fix may edit
+        hint = hint_for(d.message, own_source) if sev == "error" or d.stood_in else None
         message = f"{d.message} — {hint}" if hint else d.message
         if d.stood_in:
-            message += " (Kerncast compiled it with a stand-in)"
+            message += f" ({stand_in_label(d.message)})"
         own_line = lines[d.line - 1] if not d.in_header and 1 <= d.line <= len(lines) else None
-        report.findings.append(Finding(code, sev, d.line, d.column, d.line, d.column + 1, message,
-                                       fix=replacement_fix(code, d.message, own_line, d.line, d.column)))
+        fix = (replacement_fix(code, d.message, own_line, d.line, d.column)
+               or include_fix(code, d.message, own_source))
+        report.findings.append(Finding(code, sev, d.line, d.column, d.line, d.column + 1, message, fix=fix))
     if not result.ok or result.ptx is None:
         if not any(f.severity == "error" for f in report.findings):
             report.findings.append(_input_finding("nvcc produced no PTX", code=Code.COMPILE_ERROR))

@@ -56,6 +56,7 @@ class FixKind(StrEnum):
     SWIZZLE = "swizzle"
     USE_SOA = "use-soa"
     USE_REPLACEMENT_API = "use-replacement-api"
+    ADD_INCLUDE = "add-include"
 
 
 @dataclass(frozen=True, slots=True)
