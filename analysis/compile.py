@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kerncast.analysis.compile_hints import legacy_header_text, missing_include, removed_api
+from kerncast.analysis.compile_hints import legacy_header_text, missing_include, project_header, removed_api
 from kerncast.analysis.includes import (
     INCLUDE_RE,
     MAX_INCLUDE_DEPTH,
@@ -141,6 +141,8 @@ class CompileResult:
     arch: str
     #: how the file was compiled where Kerncast chose a flag of its own (relocatable device code)
     notes: list[str] = field(default_factory=list)
+    #: folders near the file that Kerncast added to the include path for headers nvcc did not find
+    nearby_dirs: list[Path] = field(default_factory=list)
 
 
 class PtxasError(RuntimeError):
@@ -621,10 +623,54 @@ def _nvcc_args(toolchain: Toolchain, options: CompileOptions, source: Path, out:
     return args + ["-o", str(out), str(source)]
 
 
+@dataclass
+class _NvccJob:
+    """One source's nvcc runs in one temporary directory: the first, and the retries that add include folders
+    (headers found near the file) or flags (Kerncast's stand-ins); each run's messages are parsed against the
+    include path it had."""
+
+    toolchain: Toolchain
+    options: CompileOptions
+    original: Path
+    text: str
+    source: Path  # what nvcc compiles: the original, or a copy of an unsaved buffer
+    out: Path
+    tmp_dir: Path
+    include_dirs: list[Path]
+    relocatable: bool = False
+    #: folders found near the file and added to the include path
+    nearby: list[Path] = field(default_factory=list)
+    #: each include folder as nvcc is given it (a link where its path is not shell-safe), made once
+    _given: dict[Path, Path] = field(default_factory=dict)
+
+    def run(self, folders: list[Path] | None = None, flags: list[str] | None = None) -> ToolRun:
+        """nvcc with the include path (plus `folders`, else the nearby ones) and `flags`."""
+        dirs = [*self.include_dirs, *(self.nearby if folders is None else folders)]
+        for d in dirs:
+            if d not in self._given:
+                self._given[d] = _shell_safe_dir(d, self.tmp_dir / f"include-{len(self._given)}")
+        args = _nvcc_args(self.toolchain, self.options, self.source, self.out, [self._given[d] for d in dirs],
+                          self.relocatable, flags)
+        return run_tool(args, self.options.timeout_s, cwd=self.tmp_dir, temp_dir=self.tmp_dir)
+
+    def parse(self, run: ToolRun, folders: list[Path] | None = None) -> list[CompileDiagnostic]:
+        """The run's messages, placed in the analysed file (an error in a header at its #include line)."""
+        dirs = [*self.include_dirs, *(self.nearby if folders is None else folders)]
+        ctx = SourceContext(compiled=self.source, original=self.original, text=self.text, search_dirs=dirs,
+                            cwd=self.tmp_dir)
+        return parse_nvcc_output(run.output, ctx)
+
+    def run_parsed(self, folders: list[Path]) -> tuple[ToolRun, list[CompileDiagnostic]]:
+        """nvcc with the include path plus `folders`, and its messages."""
+        run = self.run(folders)
+        return run, self.parse(run, folders)
+
+
 def _compile_uncached(original: Path, text: str, from_buffer: bool, options: CompileOptions,
                       toolchain: Toolchain, include_dirs: list[Path],
                       with_resources: bool = True) -> tuple[CompileResult, bool]:
-    """Run nvcc then ptxas in a temporary directory that is always removed; False: do not cache (timeout).
+    """Run nvcc then ptxas in a temporary directory that is always removed; False: do not cache (a timeout, or
+    headers found near the file, whose edits the cache key does not see).
 
     nvcc's own temporaries go there too (TMPDIR). A source whose path the compiler's shell would interpret
     (`$`, a backtick, a quote) is compiled as a copy with a plain name, and an include directory whose
@@ -636,15 +682,13 @@ def _compile_uncached(original: Path, text: str, from_buffer: bool, options: Com
             source = tmp_dir / (original.name if is_shell_safe_path(original.name) else "source" + original.suffix)
             source.write_text(text, encoding="utf-8")
             include_dirs = [original.parent, *include_dirs]
-        out = tmp_dir / (_safe_stem(original) + ".ptx")
-        nvcc_dirs = [_shell_safe_dir(d, tmp_dir / f"include-{i}") for i, d in enumerate(include_dirs)]
-        args = _nvcc_args(toolchain, options, source, out, nvcc_dirs)
-        run = run_tool(args, options.timeout_s, cwd=tmp_dir, temp_dir=tmp_dir)
+        job = _NvccJob(toolchain, options, original, text, source, tmp_dir / (_safe_stem(original) + ".ptx"),
+                       tmp_dir, include_dirs)
+        run = job.run()
         notes: list[str] = []
-        relocatable = _needs_rdc(run, options)
-        if relocatable:
-            args = _nvcc_args(toolchain, options, source, out, nvcc_dirs, relocatable=True)
-            run = run_tool(args, options.timeout_s, cwd=tmp_dir, temp_dir=tmp_dir)
+        job.relocatable = _needs_rdc(run, options)
+        if job.relocatable:
+            run = job.run()
             notes.append(RDC_NOTE)
         if run.timed_out:
             message = (f"nvcc did not finish within {options.timeout_s:g} s; "
@@ -653,38 +697,52 @@ def _compile_uncached(original: Path, text: str, from_buffer: bool, options: Com
             return _failed(toolchain, options, [timeout]), False
         if run.returncode != 0:
             _check_host_compiler(run.output)
-        ctx = SourceContext(compiled=source, original=original, text=text,
-                             search_dirs=include_dirs, cwd=tmp_dir)
-        diagnostics = parse_nvcc_output(run.output, ctx)
-        if run.returncode != 0:
-            stand_in = _compile_with_stand_ins(diagnostics, tmp_dir, options,
-                                               lambda flags: _nvcc_args(toolchain, options, source, out, nvcc_dirs,
-                                                                        relocatable, flags))
-            if stand_in is not None:
-                run, removed, stand_in_notes = stand_in
-                diagnostics = [*removed, *parse_nvcc_output(run.output, ctx)]
-                notes.extend(stand_in_notes)
-        ptx = out.read_text(encoding="utf-8", errors="replace") if out.is_file() else None
+        run, diagnostics = _compile_with_fallbacks(job, run, job.parse(run), notes)
+        ptx = job.out.read_text(encoding="utf-8", errors="replace") if job.out.is_file() else None
+    # the cache key stamps only the headers found on the include path: an edit of a nearby one must compile
+    # again, so such a result is not cached
+    cacheable = not job.nearby
     if run.returncode != 0 or ptx is None:
         if not any(d.severity == "error" for d in diagnostics):
             diagnostics.append(_unparsed_failure(original, run.output, run.returncode))
-        return _failed(toolchain, options, diagnostics), True
+        return _failed(toolchain, options, diagnostics), cacheable
     if source != original:
         ptx = _retarget_file_directives(ptx, source, original)
     resources: dict[str, KernelResources] = {}
-    cacheable = True
     if with_resources:
         try:
             resources = ptxas_resources(ptx, options.arch, toolchain, timeout_s=options.timeout_s)
         except PtxasError as exc:
-            cacheable = not exc.timed_out
+            cacheable = cacheable and not exc.timed_out
             diagnostics.append(CompileDiagnostic(str(original), 1, 1, "warning", f"no register/shared memory "
                                                  f"figures: {exc}"))
-    return CompileResult(True, ptx, resources, diagnostics, toolchain.version, options.arch, notes), cacheable
+    return (CompileResult(True, ptx, resources, diagnostics, toolchain.version, options.arch, notes, job.nearby),
+            cacheable)
 
 
-def _compile_with_stand_ins(diagnostics: list[CompileDiagnostic], tmp_dir: Path, options: CompileOptions,
-                            nvcc_args: Callable[[list[str]], list[str]]
+def _compile_with_fallbacks(job: _NvccJob, run: ToolRun, diagnostics: list[CompileDiagnostic], notes: list[str]
+                            ) -> tuple[ToolRun, list[CompileDiagnostic]]:
+    """After a failed run: nvcc again with the folders near the file that hold headers it did not find, then
+    with Kerncast's stand-ins for what the remaining errors name. The last run and its messages, the errors
+    that a fallback answered first, as warnings; each fallback used adds its note."""
+    if run.returncode == 0:
+        return run, diagnostics
+    found: list[CompileDiagnostic] = []
+    nearby = _compile_with_nearby_headers(diagnostics, job.original.parent, job.run_parsed)
+    if nearby is not None:
+        run, found, diagnostics, job.nearby, note = nearby
+        notes.append(note)
+    if run.returncode != 0:
+        stand_in = _compile_with_stand_ins(diagnostics, job.tmp_dir, lambda flags: job.run(flags=flags))
+        if stand_in is not None:
+            run, removed, stand_in_notes = stand_in
+            diagnostics = [*removed, *job.parse(run)]
+            notes.extend(stand_in_notes)
+    return run, [*found, *diagnostics]
+
+
+def _compile_with_stand_ins(diagnostics: list[CompileDiagnostic], tmp_dir: Path,
+                            run_with: Callable[[list[str]], ToolRun]
                             ) -> tuple[ToolRun, list[CompileDiagnostic], list[str]] | None:
     """nvcc again with Kerncast's stand-ins for the removed APIs that the errors name and with the headers
     that declare the library names they say are undeclared (compile_hints): the run, those errors as warnings
@@ -714,7 +772,7 @@ def _compile_with_stand_ins(diagnostics: list[CompileDiagnostic], tmp_dir: Path,
         legacy = tmp_dir / "kerncast_legacy_cuda.h"
         legacy.write_text(legacy_header_text(), encoding="utf-8")
         flags = ["-include", str(legacy), *(f"-D{d}" for d in sorted(defines)), *flags]
-    run = run_tool(nvcc_args(flags), options.timeout_s, cwd=tmp_dir, temp_dir=tmp_dir)
+    run = run_with(flags)
     if run.timed_out or run.returncode != 0:
         return None
     notes = []
@@ -730,6 +788,44 @@ def _compile_with_stand_ins(diagnostics: list[CompileDiagnostic], tmp_dir: Path,
                      f"which uses names {they} without including {'them' if len(headers) > 1 else 'it'}; the "
                      "warnings say where each is declared")
     return run, list(removed.values()), notes
+
+
+#: nvcc runs at most that each add the folder of one more header it did not find (it stops at the first one)
+MAX_NEARBY_HEADER_RUNS = 4
+
+
+def _compile_with_nearby_headers(diagnostics: list[CompileDiagnostic], source_dir: Path,
+                                 run_with: Callable[[list[Path]], tuple[ToolRun, list[CompileDiagnostic]]]
+                                 ) -> tuple[ToolRun, list[CompileDiagnostic], list[CompileDiagnostic], list[Path],
+                                            str] | None:
+    """nvcc again (`run_with` the folders added) with -I for each header it did not find that exactly one
+    folder near the source holds (the build's `-I ../inc`), again for the next such header while those are its
+    errors: the last run, the missing headers' errors as warnings marked `stood_in`, the last run's
+    diagnostics, the folders added and the report's note. None where the first run's errors name no such
+    header; the last run may still fail on other errors, which then show."""
+    folders: list[Path] = []
+    found: list[CompileDiagnostic] = []
+    run: ToolRun | None = None
+    for _ in range(MAX_NEARBY_HEADER_RUNS):
+        new = [(d, h) for d in diagnostics if d.severity == "error"
+               and (h := project_header(d.message, source_dir)) is not None and len(h.folders) == 1
+               and h.folders[0] not in folders]
+        if not new:
+            break
+        for d, header in new:
+            folders.append(header.folders[0])
+            found.append(CompileDiagnostic(d.file, d.line, d.column, "warning", d.message, d.in_header,
+                                           stood_in=True))
+        run, diagnostics = run_with(folders)
+        if run.timed_out or run.returncode == 0:
+            break
+    if run is None or run.timed_out:
+        return None
+    added = " ".join(f"-I {os.path.relpath(f, source_dir)}" for f in folders)
+    names = ", ".join(h.spelled for d in found if (h := project_header(d.message, source_dir)) is not None)
+    note = (f"compiled with {added}, found near the file, for {names}, which nvcc did not find on the include path; "
+            "set includeDirs (or give Kerncast the build's compile_commands.json) to use the build's own")
+    return run, found, diagnostics, folders, note
 
 
 def _needs_rdc(run: ToolRun, options: CompileOptions) -> bool:

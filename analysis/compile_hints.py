@@ -17,13 +17,16 @@ included first (nvcc's `-include`), and the uses of their names stay as warnings
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
+from kerncast.analysis.includes import find_header_folders
 from kerncast.analysis.report import Fix, TextEdit
 from kerncast.analysis.rules import Code, FixKind, rule
 
@@ -92,21 +95,63 @@ def removed_api(message: str) -> RemovedApi | None:
 
 
 #: the preprocessor's message for a header it did not find
-_MISSING_HEADER_RE = re.compile(r"^([\w./-]+\.h): No such file or directory$")
+_MISSING_HEADER_RE = re.compile(r"^([\w./+-]+): No such file or directory$")
+
+
+def _missing_header(message: str) -> str | None:
+    """The header an nvcc error says it did not find, as the #include spells it."""
+    m = _MISSING_HEADER_RE.match(_own_message(message))
+    return m.group(1) if m else None
 
 
 def library_header_hint(message: str) -> str | None:
     """Where to get the header of a CUDA library that nvcc did not find (the nvcc wheel ships none), or None."""
-    m = _MISSING_HEADER_RE.match(_own_message(message))
-    if m is None:
+    header = _missing_header(message)
+    if header is None:
         return None
-    header = m.group(1)
     for entry in _tables()["library_headers"].values():
         if header.startswith(tuple(entry["prefixes"])):
             return (f"{header} is a {entry['library']} header, which the nvcc wheel does not ship: pip install "
                     f"{entry['wheel']} beside Kerncast (nvcc then finds it), or add your CUDA toolkit's include "
                     "folder to the includeDirs setting (-I)")
     return None
+
+
+@dataclass(frozen=True)
+class ProjectHeader:
+    """A header nvcc did not find that folders near the source hold: the build adds one of them with -I."""
+
+    spelled: str  # as the #include spells it: "FDTD3dGPU.h"
+    folders: tuple[Path, ...]  # nearest first
+    source_dir: Path
+
+    def shown(self, folder: Path) -> str:
+        """A folder as the hint names it: relative to the source's folder."""
+        return "this file's folder" if folder == self.source_dir else os.path.relpath(folder, self.source_dir)
+
+    @property
+    def hint(self) -> str:
+        if len(self.folders) == 1:
+            where = self.shown(self.folders[0])
+            search = (", which #include <...> does not search" if where == "this file's folder"
+                      else ", which is not on the include path")
+            return (f"{self.spelled} is in {where}{search}: add it to the includeDirs setting (-I), or let "
+                    "Kerncast read the build's compile_commands.json")
+        shown = ", ".join(self.shown(f) for f in self.folders[:3])
+        return (f"{self.spelled} is in {shown}{' and more' if len(self.folders) > 3 else ''}, none of them on the "
+                "include path: add the build's one to the includeDirs setting (-I), or let Kerncast read the "
+                "build's compile_commands.json")
+
+
+def project_header(message: str, source_dir: Path) -> ProjectHeader | None:
+    """The folders near `source_dir` that hold the header an nvcc error says it did not find; None for another
+    error, a CUDA library's header, or a header no folder nearby holds."""
+    header = _missing_header(message)
+    if header is None or library_header_hint(message) is not None:
+        return None
+    source_dir = Path(os.path.abspath(source_dir))
+    folders = find_header_folders(header, source_dir)
+    return ProjectHeader(header, tuple(folders), source_dir) if folders else None
 
 
 #: nvcc's message for a name that a namespace does not declare (in this file: that no included header declared)
@@ -157,23 +202,33 @@ def missing_include(message: str, source: str | None = None) -> MissingInclude |
     return MissingInclude(symbol, header)
 
 
-def hint_for(message: str, source: str | None = None) -> str | None:
+def hint_for(message: str, source: str | None = None, source_dir: Path | None = None) -> str | None:
     """What to do about an nvcc error: what replaced the removed API it names ("X was removed in CUDA 13; use
-    Y"), where to get the CUDA library header it did not find, or which header declares the library name it
-    says is undeclared (unless `source` includes that header already); None for any other error."""
+    Y"), which header declares the library name it says is undeclared (unless `source` includes that header
+    already), where to get the CUDA library header it did not find, or which folder near `source_dir` holds the
+    project header it did not find; None for any other error."""
     found = removed_api(message)
     if found is not None:
         return found.hint
     missing = missing_include(message, source)
-    return missing.hint if missing else library_header_hint(message)
+    if missing is not None:
+        return missing.hint
+    library = library_header_hint(message)
+    if library is not None or source_dir is None:
+        return library
+    nearby = project_header(message, source_dir)
+    return nearby.hint if nearby else None
 
 
-def stand_in_label(message: str) -> str:
-    """How a warning that compiled with a stand-in says so: the removed API's stand-in, or the header that
-    was included for a missing name."""
+def stand_in_label(message: str, source_dir: Path) -> str:
+    """How a warning that compiled with a stand-in says so: the removed API's stand-in, the header that was
+    included for a missing name, or the folder added to the include path for a header nvcc did not find."""
     missing = missing_include(message)
     if missing is not None:
         return f"Kerncast compiled the file with <{missing.header}> included"
+    nearby = project_header(message, source_dir)
+    if nearby is not None:
+        return f"Kerncast compiled the file with {nearby.shown(nearby.folders[0])} on the include path"
     return "Kerncast compiled it with a stand-in"
 
 

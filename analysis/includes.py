@@ -5,7 +5,8 @@ the diagnostic mapper (the `#include` line of the analysed file that led to an e
 source model (kernels defined in included `.cu`/`.cuh` files). `find_includers` answers the reverse question
 for a fragment: a `.cu` file written to be included by another after the typedefs and macros it uses (Rodinia
 keeps its kernels that way), which does not compile on its own; the file that includes it is its translation
-unit, as clangd infers a header's compile command from a file that includes it.
+unit, as clangd infers a header's compile command from a file that includes it. `find_header_folders` answers
+where a header that nvcc did not find lives near the file, for a build that adds its folder with `-I`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ MAX_INCLUDE_DEPTH = 16
 MAX_INCLUDE_BYTES = 4 << 20
 #: `.cu` files read at most when looking for a fragment's includers (a folder of generated files stays cheap)
 MAX_INCLUDER_CANDIDATES = 200
+#: folders listed at most, and how deep below its starting folder, when looking for a header nvcc did not find
+MAX_HEADER_SEARCH_FOLDERS = 400
+HEADER_SEARCH_DEPTH = 3
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*(?P<open>[<"])(?P<name>[^">]+)[">]')
 
 
@@ -78,3 +82,38 @@ def _includer_candidates(fragment: Path) -> list[Path]:
             continue
         out += [folder / name for name in names if folder / name != fragment]
     return out[:MAX_INCLUDER_CANDIDATES]
+
+
+def find_header_folders(spelled: str, source_dir: Path) -> list[Path]:
+    """The folders near a source file that hold the header `spelled` (`inc/FDTD3dGPU.h` for "FDTD3dGPU.h"),
+    for an include that nvcc did not find because the build adds them with `-I`: first the source's own folder
+    and those below it; where none holds it, the folders below its parent (Rodinia's `../common`, a sample's
+    `../inc`), unless the source's folder is a repository's root. Nearest first; an empty list where none does.
+    """
+    tiers = [source_dir]
+    parent = source_dir.parent
+    if parent != source_dir and parent != Path.home() and not (source_dir / ".git").exists():
+        tiers.append(parent)
+    for top in tiers:
+        found = [folder for folder in _folders_below(top) if (folder / spelled).is_file()]
+        if found:
+            return sorted(found, key=lambda f: (len(f.parts), str(f)))
+    return []
+
+
+def _folders_below(top: Path) -> list[Path]:
+    """`top` and the folders below it to HEADER_SEARCH_DEPTH, breadth first, hidden ones left out."""
+    out, level = [top], [top]
+    for _ in range(HEADER_SEARCH_DEPTH):
+        below = []
+        for folder in level:
+            try:
+                below += sorted(Path(e.path) for e in os.scandir(folder)
+                                if e.is_dir(follow_symlinks=False) and not e.name.startswith("."))
+            except OSError:
+                continue
+        level = below[:MAX_HEADER_SEARCH_FOLDERS - len(out)]
+        out += level
+        if not level:
+            break
+    return out

@@ -210,6 +210,8 @@ def _analyze_cuda(report: FileReport, path: Path, source: str, options: Analysis
     report.toolkit = result.toolkit
     report.compiler = _compiler_label(copts.nvcc_path)
     report.notes.extend(result.notes)
+    if result.nearby_dirs:  # launch inference reads the headers nvcc found there too
+        options = replace(options, include_dirs=[*options.include_dirs, *map(str, result.nearby_dirs)])
     through = None if result.ok else _compile_through_includer(path, source, copts)
     if through is not None:
         includer, included = through
@@ -225,10 +227,10 @@ def _analyze_cuda(report: FileReport, path: Path, source: str, options: Analysis
         sev = "error" if d.severity == "error" else "warning"
         code = Code.COMPILE_ERROR if sev == "error" else Code.COMPILE_WARNING
         own_source = None if d.in_header else source  # the text that a hint may check and a fix may edit
-        hint = hint_for(d.message, own_source) if sev == "error" or d.stood_in else None
+        hint = hint_for(d.message, own_source, path.parent) if sev == "error" or d.stood_in else None
         message = f"{d.message} — {hint}" if hint else d.message
         if d.stood_in:
-            message += f" ({stand_in_label(d.message)})"
+            message += f" ({stand_in_label(d.message, path.parent)})"
         own_line = lines[d.line - 1] if not d.in_header and 1 <= d.line <= len(lines) else None
         fix = (replacement_fix(code, d.message, own_line, d.line, d.column)
                or include_fix(code, d.message, own_source))
