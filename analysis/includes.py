@@ -88,8 +88,12 @@ def find_header_folders(spelled: str, source_dir: Path) -> list[Path]:
     """The folders near a source file that hold the header `spelled` (`inc/FDTD3dGPU.h` for "FDTD3dGPU.h"),
     for an include that nvcc did not find because the build adds them with `-I`: first the source's own folder
     and those below it; where none holds it, the folders below its parent (Rodinia's `../common`, a sample's
-    `../inc`), unless the source's folder is a repository's root. Nearest first; an empty list where none does.
+    `../inc`), unless the source's folder is a repository's root. Nearest first; an empty list where none does,
+    and for a name that is absolute or climbs out with `..` (no folder below would be where it is).
     """
+    name = Path(spelled)
+    if name.is_absolute() or ".." in name.parts:
+        return []
     tiers = [source_dir]
     parent = source_dir.parent
     if parent != source_dir and parent != Path.home() and not (source_dir / ".git").exists():

@@ -30,6 +30,8 @@ def test_the_own_folder_and_those_below_come_before_the_parent_s(tmp_path) -> No
     assert find_header_folders("avilib.h", src) == [src / "AVI"]  # below the file's folder: the parent's unread
     assert find_header_folders("kernel.h", src) == [tmp_path / "app" / "inc"]  # hidden folders are not searched
     assert find_header_folders("missing.h", src) == []
+    assert find_header_folders("../inc/kernel.h", src) == []  # not below any folder
+    assert find_header_folders(str(tmp_path / "app" / "inc" / "kernel.h"), src) == []
 
 
 def test_nearest_first_and_no_search_above_a_repository_root(tmp_path) -> None:
