@@ -65,12 +65,13 @@ def real_path(path: Path) -> Path:
 
 
 def find_includers(fragment: Path) -> list[Path]:
-    """The `.cu` files beside `fragment` or one folder up whose quoted `#include`s name it, nearest first."""
+    """The `.cu` files beside `fragment` or one folder up whose `#include`s name it, nearest first: a quoted
+    one, or one in angle brackets that names it from the includer's folder (the build adds that with `-I .`)."""
     target = real_path(fragment)
     return [candidate for candidate in _includer_candidates(fragment)
-            if any(quoted and (found := resolve_include(name, True, candidate.parent, [])) is not None
+            if any((found := resolve_include(name, True, candidate.parent, [])) is not None
                    and real_path(found) == target
-                   for name, quoted in includes_of(candidate))]
+                   for name, _ in includes_of(candidate))]
 
 
 def _includer_candidates(fragment: Path) -> list[Path]:

@@ -46,3 +46,17 @@ def test_a_saved_crlf_file_matches_its_text(tmp_path) -> None:
     path.write_bytes(b"__global__ void k() {}\r\n")
     assert matches_disk(path, "__global__ void k() {}\r\n")
     assert not matches_disk(path, "__global__ void k() {}\n")
+
+
+def test_an_includer_that_names_the_fragment_in_angle_brackets_is_found(nvcc_available, tmp_path) -> None:
+    """Rodinia's mummergpu writes `#include <mummergpu_kernel.cu>`, which its Makefile's `-I .` resolves."""
+    fragment = tmp_path / "scale_kernel.cu"
+    fragment.write_text(FRAGMENT.read_text())
+    main = tmp_path / "main.cu"
+    main.write_text((HERE / "main.cu").read_text().replace('#include "scale_kernel.cu"', "#include <scale_kernel.cu>"))
+    assert find_includers(fragment) == [main]
+    report = analyze_file(fragment, options=OPTIONS)
+    assert report.ok, [f.message for f in report.findings]
+    assert [k.name for k in report.kernels] == ["scale"]
+    assert any("compiled as part of main.cu" in n for n in report.notes)
+    assert any(n.startswith("compiled with -I ., found near the file, for scale_kernel.cu") for n in report.notes)
