@@ -804,6 +804,7 @@ def _compile_with_nearby_headers(diagnostics: list[CompileDiagnostic], source_di
     diagnostics, the folders added and the report's note. None where the first run's errors name no such
     header; the last run may still fail on other errors, which then show."""
     folders: list[Path] = []
+    names: list[str] = []
     found: list[CompileDiagnostic] = []
     run: ToolRun | None = None
     for _ in range(MAX_NEARBY_HEADER_RUNS):
@@ -813,7 +814,9 @@ def _compile_with_nearby_headers(diagnostics: list[CompileDiagnostic], source_di
         if not new:
             break
         for d, header in new:
-            folders.append(header.folders[0])
+            if header.folders[0] not in folders:
+                folders.append(header.folders[0])
+                names.append(header.spelled)
             found.append(CompileDiagnostic(d.file, d.line, d.column, "warning", d.message, d.in_header,
                                            stood_in=True))
         run, diagnostics = run_with(folders)
@@ -822,9 +825,9 @@ def _compile_with_nearby_headers(diagnostics: list[CompileDiagnostic], source_di
     if run is None or run.timed_out:
         return None
     added = " ".join(f"-I {os.path.relpath(f, source_dir)}" for f in folders)
-    names = ", ".join(h.spelled for d in found if (h := project_header(d.message, source_dir)) is not None)
-    note = (f"compiled with {added}, found near the file, for {names}, which nvcc did not find on the include path; "
-            "set includeDirs (or give Kerncast the build's compile_commands.json) to use the build's own")
+    note = (f"compiled with {added}, found near the file, for {', '.join(names)}, which nvcc did not find on the "
+            "include path; set includeDirs (or give Kerncast the build's compile_commands.json) to use the build's "
+            "own")
     return run, found, diagnostics, folders, note
 
 
