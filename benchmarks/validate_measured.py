@@ -7,7 +7,7 @@ small launch, where latency and launch overhead dominate, and a large one), plus
 inside the shown time range and the power interval. `--write` also writes the tables to
 `validation/<gpu>/REPORT.md`. No constant is fitted to these rows.
 
-    .venv/bin/python benchmarks/validate_measured.py --gpu h100 [--write]
+    .venv/bin/python benchmarks/validate_measured.py --gpu h100 [--write] [--write-error-band]
 
 What the comparison can and cannot say: `kerncast measure` times a launch with CUDA events around it, so the
 launch's own latency (a few microseconds) is inside every measured time; the predictions use the profile's
@@ -24,6 +24,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+import error_spread
 from kerncast.analysis.context import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 
@@ -166,11 +167,20 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gpu", required=True, help="profile id with a validation/<gpu>/measurements.csv")
     ap.add_argument("--write", action="store_true", help="write validation/<gpu>/REPORT.md")
+    ap.add_argument("--write-error-band", action="store_true",
+                    help="write the kerncast model's error spread on this GPU to "
+                         f"{error_spread.ERROR_BAND.relative_to(ROOT)} (its shown range carries it)")
     args = ap.parse_args(argv)
     rows = collect(args.gpu)
     if not rows:
         print("no comparable rows")
         return 1
+    if args.write_error_band:
+        ratios = [r.time_us / r.models["kerncast"] for r in rows if r.models.get("kerncast")]
+        error_spread.write(f"validation error: measured / predicted over {len(ratios)} launches of the project's "
+                           f"kernels measured on this GPU (validation/{args.gpu}/measurements.csv)", ratios,
+                           gpu=args.gpu)
+        print(f"wrote the {args.gpu} spread to {error_spread.ERROR_BAND.relative_to(ROOT)}")
     summary = tables(rows)
     print("\n".join(summary))
     if args.write:

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+import error_spread
 from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
 from kerncast.analysis.timing.estimate import TimeEstimate
 from launch_case import LaunchCase
@@ -27,7 +28,6 @@ from launch_case import LaunchCase
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data" / "thesis_times.csv"
 MODELS = ("kerncast", "thesis", "mwp-cwp")
-ERROR_BAND = ROOT / "analysis" / "data" / "time_error.toml"
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--verbose", action="store_true", help="print every compared row")
     ap.add_argument("--write-error-band", action="store_true",
-                    help=f"write the kerncast model's validation error spread to {ERROR_BAND.relative_to(ROOT)}")
+                    help="write the kerncast model's validation error spread to "
+                         f"{error_spread.ERROR_BAND.relative_to(ROOT)}")
     args = ap.parse_args(argv)
     rows = collect(args.verbose)
     print("\nMAPE against the thesis's measured times (thesis-pub: the thesis's own published predictions)")
@@ -190,39 +191,25 @@ def main(argv: list[str] | None = None) -> int:
     low, high = error_band(rows)
     print(f"measured / kerncast prediction: 10th percentile {low:.3f}, 90th percentile {high:.3f}")
     if args.write_error_band:
-        write_error_band(rows, low, high)
-        print(f"wrote {ERROR_BAND.relative_to(ROOT)}")
+        write_error_band(rows)
+        print(f"wrote {error_spread.ERROR_BAND.relative_to(ROOT)}")
     return 0
-
-
-def _percentile(values: list[float], q: float) -> float:
-    """Linear-interpolated percentile (q in [0, 1]) of a non-empty list."""
-    v = sorted(values)
-    pos = q * (len(v) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(v) - 1)
-    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
 
 
 def error_band(rows: list[Row]) -> tuple[float, float]:
     """10th and 90th percentiles of measured / predicted (kerncast) over the compared rows."""
-    ratios = [r.measured.actual / r.time.models["kerncast"] for r in rows]
-    return _percentile(ratios, 0.1), _percentile(ratios, 0.9)
+    band = error_spread.spread(_ratios(rows))
+    return band["low_ratio"], band["high_ratio"]
 
 
-def write_error_band(rows: list[Row], low: float, high: float) -> None:
+def _ratios(rows: list[Row]) -> list[float]:
+    return [r.measured.actual / r.time.models["kerncast"] for r in rows]
+
+
+def write_error_band(rows: list[Row]) -> None:
     """The spread the kerncast model's shown range carries: a statement of its error, never a model input."""
-    ERROR_BAND.write_text(
-        "# The kerncast time model's measured error spread, written by benchmarks/validate_time.py\n"
-        "# --write-error-band. It widens the range every shown time carries (stated as such in each\n"
-        "# prediction); it is not an input of any prediction: no point estimate reads this file.\n"
-        "[kerncast]\n"
-        f'basis = "validation error: measured / predicted over {len(rows)} rows of the thesis\'s measured '
-        f'Tables 4.2, 4.8, 6.1 and 6.2 (Kerncast examples, thesis-era launches)"\n'
-        f"rows = {len(rows)}\n"
-        f"low_ratio = {low:.3f}  # 10th percentile of measured / predicted\n"
-        f"high_ratio = {high:.3f}  # 90th percentile of measured / predicted\n",
-        encoding="utf-8")
+    error_spread.write(f"validation error: measured / predicted over {len(rows)} rows of the thesis's measured "
+                       "Tables 4.2, 4.8, 6.1 and 6.2 (Kerncast examples, thesis-era launches)", _ratios(rows))
 
 
 if __name__ == "__main__":

@@ -357,3 +357,23 @@ def test_a_kernel_that_does_nothing_takes_its_block_dispatch_in_both_models(tmp_
     assert k.time.bottleneck == "block dispatch"
     lo, hi = k.time.roofline_us
     assert lo <= k.time.us <= hi, (lo, k.time.us, hi)
+
+
+def test_a_gpu_measured_by_kerncast_carries_its_own_error_spread(nvcc_available, monkeypatch):
+    """validation/h100/ gives the H100 its own spread (time_error.toml [kerncast.gpu.h100]); other GPUs keep the
+    spread over the validation tables; neither moves the point prediction."""
+    import kerncast.analysis.timing.pipelined as pipelined
+
+    table = tomllib.loads((ROOT / "analysis" / "data" / ERROR_BAND).read_text(encoding="utf-8"))["kerncast"]
+    h100 = table["gpu"]["h100"]
+    path = ROOT / "examples" / "vector_add.cu"
+    own = analyze_file(path, options=AnalysisOptions(gpu="h100")).kernels[0].time
+    assert (f"measured/predicted {h100['low_ratio']:g} to {h100['high_ratio']:g}, 10th-90th percentile over "
+            f"{h100['rows']} launches measured on this GPU, median {h100['median_ratio']:g}") in own.range_basis
+    assert own.range_us[0] <= own.us * h100["low_ratio"] + 1e-9 and own.range_us[1] >= own.us * h100["high_ratio"]
+    k20 = analyze_file(path, options=AnalysisOptions(gpu="k20")).kernels[0].time
+    assert f"over {table['rows']} validation rows" in k20.range_basis and "this GPU" not in k20.range_basis
+    monkeypatch.setattr(pipelined, "gpu_error_band", lambda profile_id: {})
+    general = analyze_file(path, options=AnalysisOptions(gpu="h100")).kernels[0].time
+    assert general.us == pytest.approx(own.us) and general.models == pytest.approx(own.models)
+    assert f"over {table['rows']} validation rows" in general.range_basis

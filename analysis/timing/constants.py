@@ -24,3 +24,11 @@ def time_error_band() -> dict[str, Any]:
     except OSError:
         return {}
     return tomllib.loads(text).get("kerncast", {})
+
+
+def gpu_error_band(profile_id: str) -> dict[str, Any]:
+    """The kerncast model's error spread over launches measured on one GPU (a `[kerncast.gpu.<id>]` table of
+    `data/time_error.toml`, written by benchmarks/validate_measured.py), or {} where none was measured: that
+    GPU's range carries it instead of the general spread. No prediction reads it."""
+    entry = time_error_band().get("gpu", {}).get(profile_id, {})
+    return entry if isinstance(entry, dict) else {}

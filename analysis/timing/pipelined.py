@@ -48,7 +48,7 @@ from kerncast.analysis.isa import InstrClass
 from kerncast.analysis.loops import block_weights, cfg_longest_path
 from kerncast.analysis.matrix_ops import matrix_op, tensor_cycles
 from kerncast.analysis.ptx.model import Instruction
-from kerncast.analysis.timing.constants import time_error_band, timing_constants
+from kerncast.analysis.timing.constants import gpu_error_band, time_error_band, timing_constants
 from kerncast.analysis.timing.footprint import Footprint
 
 MODEL = "kerncast"
@@ -256,12 +256,7 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
         bottleneck = "latency chain (too few warps to hide it)" if latency_bound else f"compute ({unit})"
     basis = ("range: best case all latency hidden and the warm-cache floor; worst case no overlap of the latency "
              "chain with the busiest unit, a cold cache and the launch's dispatch added")
-    band = time_error_band()
-    if band.get("low_ratio") and band.get("high_ratio"):
-        low = min(low, us * float(band["low_ratio"]))
-        high = max(high, us * float(band["high_ratio"]))
-        basis += (f"; widened to the model's measured error spread (measured/predicted {band['low_ratio']:g} to "
-                  f"{band['high_ratio']:g}, 10th-90th percentile over {band.get('rows', '?')} validation rows)")
+    low, high, basis = _widened(us, low, high, basis, profile.id)
     notes = [
         "kerncast model: parameter/constant loads cost no unit slot; units are held for their issue cycles "
         f"and dependants wait for native latencies ({profile.arch} rows of data/timing.toml); waves overlap "
@@ -280,6 +275,22 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
                            per_block_cycles=per_block, latency_chain_cycles=chain, dram_bytes=dram,
                            dram_bytes_cold=cold, bottleneck=bottleneck, busy=busy_per_block, notes=notes,
                            dispatch_us=dispatch_us)
+
+
+def _widened(us: float, low: float, high: float, basis: str, profile_id: str) -> tuple[float, float, str]:
+    """The range widened to the model's measured error spread: the one measured on this GPU where there is one
+    (`validation/<id>/`), else the one over the validation tables. The point estimate stays where it is."""
+    band = gpu_error_band(profile_id)
+    if band:
+        where = f"{band.get('rows', '?')} launches measured on this GPU, median {band.get('median_ratio', '?'):g}"
+    else:
+        band = time_error_band()
+        where = f"{band.get('rows', '?')} validation rows"
+    if not (band.get("low_ratio") and band.get("high_ratio")):
+        return low, high, basis
+    return (min(low, us * float(band["low_ratio"])), max(high, us * float(band["high_ratio"])),
+            f"{basis}; widened to the model's measured error spread (measured/predicted {band['low_ratio']:g} to "
+            f"{band['high_ratio']:g}, 10th-90th percentile over {where})")
 
 
 def _dram_bytes(profile: Any, fp: Footprint | None, requested: tuple[float, float] | None, blocks: int,
