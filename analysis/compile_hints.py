@@ -26,7 +26,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from kerncast.analysis.includes import find_header_folders
+from kerncast.analysis.includes import find_header_folders, includes_in
 from kerncast.analysis.report import Fix, TextEdit
 from kerncast.analysis.rules import Code, FixKind, rule
 
@@ -132,11 +132,10 @@ class ProjectHeader:
     @property
     def hint(self) -> str:
         if len(self.folders) == 1:
-            where = self.shown(self.folders[0])
-            search = (", which #include <...> does not search" if where == "this file's folder"
+            search = (", which #include <...> does not search" if self.folders[0] == self.source_dir
                       else ", which is not on the include path")
-            return (f"{self.spelled} is in {where}{search}: add it to the includeDirs setting (-I), or let "
-                    "Kerncast read the build's compile_commands.json")
+            return (f"{self.spelled} is in {self.shown(self.folders[0])}{search}: add it to the includeDirs setting "
+                    "(-I), or let Kerncast read the build's compile_commands.json")
         shown = ", ".join(self.shown(f) for f in self.folders[:3])
         return (f"{self.spelled} is in {shown}{' and more' if len(self.folders) > 3 else ''}, none of them on the "
                 "include path: add the build's one to the includeDirs setting (-I), or let Kerncast read the "
@@ -183,11 +182,6 @@ def _declaring_headers() -> dict[str, str]:
             for symbol in symbols}
 
 
-def includes_directly(source: str, header: str) -> bool:
-    """Whether the text has its own `#include <header>` (or `"header"`) line."""
-    return re.search(rf'^[ \t]*#[ \t]*include[ \t]*[<"]{re.escape(header)}[>"]', source, re.MULTILINE) is not None
-
-
 def missing_include(message: str, source: str | None = None) -> MissingInclude | None:
     """The header that declares the library name an nvcc error says a namespace has no member of (also one
     reported in an included file), if the table lists the name; None too when `source` already includes that
@@ -197,7 +191,7 @@ def missing_include(message: str, source: str | None = None) -> MissingInclude |
         return None
     symbol = f"{m.group(1)}::{m.group(2)}"
     header = _declaring_headers().get(symbol)
-    if header is None or (source is not None and includes_directly(source, header)):
+    if header is None or (source is not None and any(name == header for name, _ in includes_in(source))):
         return None
     return MissingInclude(symbol, header)
 
