@@ -733,7 +733,7 @@ def _compile_with_fallbacks(job: _NvccJob, run: ToolRun, diagnostics: list[Compi
         run, found, diagnostics, job.nearby, note = nearby
         notes.append(note)
     if run.returncode != 0:
-        stand_in = _compile_with_stand_ins(diagnostics, job.tmp_dir, lambda flags: job.run(flags=flags))
+        stand_in = _compile_with_stand_ins(diagnostics, job.text, job.tmp_dir, lambda flags: job.run(flags=flags))
         if stand_in is not None:
             run, removed, stand_in_notes = stand_in
             diagnostics = [*removed, *job.parse(run)]
@@ -741,7 +741,7 @@ def _compile_with_fallbacks(job: _NvccJob, run: ToolRun, diagnostics: list[Compi
     return run, [*found, *diagnostics]
 
 
-def _compile_with_stand_ins(diagnostics: list[CompileDiagnostic], tmp_dir: Path,
+def _compile_with_stand_ins(diagnostics: list[CompileDiagnostic], source: str, tmp_dir: Path,
                             run_with: Callable[[list[str]], ToolRun]
                             ) -> tuple[ToolRun, list[CompileDiagnostic], list[str]] | None:
     """nvcc again with Kerncast's stand-ins for the removed APIs that the errors name and with the headers
@@ -754,7 +754,8 @@ def _compile_with_stand_ins(diagnostics: list[CompileDiagnostic], tmp_dir: Path,
     headers: set[str] = set()
     for d in diagnostics:
         api = removed_api(d.message) if d.severity == "error" else None
-        missing = missing_include(d.message) if d.severity == "error" and api is None else None
+        missing = (missing_include(d.message, None if d.in_header else source)
+                   if d.severity == "error" and api is None else None)
         if api is None and missing is None:
             continue
         if api is not None:

@@ -182,16 +182,30 @@ def _declaring_headers() -> dict[str, str]:
             for symbol in symbols}
 
 
+#: nvcc's message for a name nothing declares, and a using-directive that would have brought a library's in
+_UNDEFINED_RE = re.compile(r'^identifier "(\w+)" is undefined')
+_USING_NAMESPACE_RE = re.compile(r"^[ \t]*using[ \t]+namespace[ \t]+(\w+(?:::\w+)*)[ \t]*;", re.MULTILINE)
+
+
 def missing_include(message: str, source: str | None = None) -> MissingInclude | None:
     """The header that declares the library name an nvcc error says a namespace has no member of (also one
-    reported in an included file), if the table lists the name; None too when `source` already includes that
-    header itself (then the name is not where the table says, and adding the line again would not help)."""
-    m = _NO_MEMBER_RE.match(_own_message(message))
-    if m is None:
-        return None
-    symbol = f"{m.group(1)}::{m.group(2)}"
-    header = _declaring_headers().get(symbol)
-    if header is None or (source is not None and any(name == header for name, _ in includes_in(source))):
+    reported in an included file), or that it says is undefined where `source` has `using namespace` for the
+    library (`cout` after `using namespace std;`), if the table lists the name; None too when `source` already
+    includes that header itself (then the name is not where the table says, and adding the line again would not
+    help)."""
+    own = _own_message(message)
+    m = _NO_MEMBER_RE.match(own)
+    if m is not None:
+        symbol: str | None = f"{m.group(1)}::{m.group(2)}"
+    else:
+        bare = _UNDEFINED_RE.match(own)
+        if bare is None or source is None:
+            return None
+        symbol = next((f"{ns}::{bare.group(1)}" for ns in _USING_NAMESPACE_RE.findall(source)
+                       if f"{ns}::{bare.group(1)}" in _declaring_headers()), None)
+    header = _declaring_headers().get(symbol) if symbol else None
+    if symbol is None or header is None or (source is not None and any(name == header
+                                                                         for name, _ in includes_in(source))):
         return None
     return MissingInclude(symbol, header)
 
@@ -214,10 +228,10 @@ def hint_for(message: str, source: str | None = None, source_dir: Path | None = 
     return nearby.hint if nearby else None
 
 
-def stand_in_label(message: str, source_dir: Path) -> str:
+def stand_in_label(message: str, source_dir: Path, source: str | None = None) -> str:
     """How a warning that compiled with a stand-in says so: the removed API's stand-in, the header that was
     included for a missing name, or the folder added to the include path for a header nvcc did not find."""
-    missing = missing_include(message)
+    missing = missing_include(message, source)
     if missing is not None:
         return f"Kerncast compiled the file with <{missing.header}> included"
     nearby = project_header(message, source_dir)

@@ -230,7 +230,7 @@ def _analyze_cuda(report: FileReport, path: Path, source: str, options: Analysis
         hint = hint_for(d.message, own_source, path.parent) if sev == "error" or d.stood_in else None
         message = f"{d.message} — {hint}" if hint else d.message
         if d.stood_in:
-            message += f" ({stand_in_label(d.message, path.parent)})"
+            message += f" ({stand_in_label(d.message, path.parent, own_source)})"
         own_line = lines[d.line - 1] if not d.in_header and 1 <= d.line <= len(lines) else None
         fix = (replacement_fix(code, d.message, own_line, d.line, d.column)
                or include_fix(code, d.message, own_source))

@@ -184,3 +184,62 @@ def test_adding_each_include_keeps_its_promise(nvcc_available, tmp_path) -> None
     assert findings is not None and not any(str(f.code).startswith("compile-") for f in findings)
     assert not any(n.startswith("compiled with <") for n in after.notes)
 
+
+
+def test_an_unqualified_name_is_looked_up_in_the_namespaces_the_file_uses() -> None:
+    source = "#include <cstdio>\nusing namespace std;\n"
+    assert hint_for('identifier "cout" is undefined', source) == (
+        "std::cout is declared in <iostream>, which this file does not include (nor does any header it includes): "
+        "add #include <iostream>")
+    assert hint_for('identifier "cout" is undefined', "#include <cstdio>\n") is None  # no using-directive
+    assert hint_for('identifier "cout" is undefined') is None  # the text is not known
+    assert hint_for('identifier "fp" is undefined', source) is None  # not a name of the library
+
+
+UNQUALIFIED = """\
+#include <cstdio>
+using namespace std;
+
+__global__ void fill(float *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = 1.0f;
+}
+
+int main()
+{
+    vector<float> host(1024);
+    fill<<<4, 256>>>(0, 1024);
+    cout << host.size() << endl;
+    return 0;
+}
+"""
+
+
+def test_unqualified_names_compile_with_their_headers_and_the_fix_keeps_its_promise(nvcc_available,
+                                                                                      tmp_path) -> None:
+    path = tmp_path / "before" / "unqualified.cu"
+    path.parent.mkdir()
+    path.write_text(UNQUALIFIED)
+    options = AnalysisOptions(lime=False, gpu="h100")
+    before = analyze_file(path, options=options)
+    assert before.ok and [k.name for k in before.kernels] == ["fill"]
+    assert _compile_findings(before) == Counter({("compile-warning", "std::vector is declared in <vector"): 1,
+                                                 ("compile-warning", "std::cout is declared in <iostream"): 1,
+                                                 ("compile-warning", "std::endl is declared in <iostream"): 1})
+    doc = actions.Doc(uri=path.as_uri(), version=1, lines=UNQUALIFIED.splitlines(), versioned=False)
+    whole = lsp.Range(lsp.Position(0, 0), lsp.Position(len(doc.lines), 0))
+    text = UNQUALIFIED
+    for title in ("Kerncast: Add #include <vector>", "Kerncast: Add #include <iostream>"):
+        action = next(a for f in before.findings
+                      for a in actions.code_actions(FileReport(before.file, before.gpu, findings=[f]), doc, whole, [],
+                                                    "h100") if a.title == title)
+        text = apply_edits(text, action.edit.changes[path.as_uri()])  # both insert after line 1
+    assert text.startswith("#include <cstdio>\n#include <")
+    fixed = tmp_path / "after" / "unqualified.cu"
+    fixed.parent.mkdir()
+    fixed.write_text(text)
+    after = analyze_file(fixed, options=options)
+    assert after.ok and not _compile_findings(after)
+    assert Counter(str(f.code) for f in after.findings) == \
+        Counter(str(f.code) for f in before.findings if not str(f.code).startswith("compile-"))
