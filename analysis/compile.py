@@ -644,14 +644,21 @@ class _NvccJob:
     _given: dict[Path, Path] = field(default_factory=dict)
 
     def run(self, folders: list[Path] | None = None, flags: list[str] | None = None) -> ToolRun:
-        """nvcc with the include path (plus `folders`, else the nearby ones) and `flags`."""
+        """nvcc with the include path (plus `folders`, else the nearby ones) and `flags`; once a run fails only
+        for want of relocatable device code (a launch from device code, which nvcc may reach only after a
+        retry found a header), this run and every later one are relocatable."""
         dirs = [*self.include_dirs, *(self.nearby if folders is None else folders)]
         for d in dirs:
             if d not in self._given:
                 self._given[d] = _shell_safe_dir(d, self.tmp_dir / f"include-{len(self._given)}")
-        args = _nvcc_args(self.toolchain, self.options, self.source, self.out, [self._given[d] for d in dirs],
-                          self.relocatable, flags)
-        return run_tool(args, self.options.timeout_s, cwd=self.tmp_dir, temp_dir=self.tmp_dir)
+        given = [self._given[d] for d in dirs]
+        run = run_tool(_nvcc_args(self.toolchain, self.options, self.source, self.out, given, self.relocatable,
+                                  flags), self.options.timeout_s, cwd=self.tmp_dir, temp_dir=self.tmp_dir)
+        if not self.relocatable and _needs_rdc(run, self.options):
+            self.relocatable = True
+            run = run_tool(_nvcc_args(self.toolchain, self.options, self.source, self.out, given, True, flags),
+                           self.options.timeout_s, cwd=self.tmp_dir, temp_dir=self.tmp_dir)
+        return run
 
     def parse(self, run: ToolRun, folders: list[Path] | None = None) -> list[CompileDiagnostic]:
         """The run's messages, placed in the analysed file (an error in a header at its #include line)."""
@@ -686,10 +693,6 @@ def _compile_uncached(original: Path, text: str, from_buffer: bool, options: Com
                        tmp_dir, include_dirs)
         run = job.run()
         notes: list[str] = []
-        job.relocatable = _needs_rdc(run, options)
-        if job.relocatable:
-            run = job.run()
-            notes.append(RDC_NOTE)
         if run.timed_out:
             message = (f"nvcc did not finish within {options.timeout_s:g} s; "
                        "simplify the file or raise the timeout")
@@ -699,6 +702,8 @@ def _compile_uncached(original: Path, text: str, from_buffer: bool, options: Com
             _check_host_compiler(run.output)
         run, diagnostics = _compile_with_fallbacks(job, run, job.parse(run), notes)
         ptx = job.out.read_text(encoding="utf-8", errors="replace") if job.out.is_file() else None
+    if job.relocatable:
+        notes.insert(0, RDC_NOTE)
     # the cache key stamps only the headers found on the include path: an edit of a nearby one must compile
     # again, so such a result is not cached
     cacheable = not job.nearby

@@ -124,3 +124,16 @@ def test_two_folders_holding_the_header_leave_the_error_with_both_named(nvcc_ava
     assert errors == [f"stencil.h: No such file or directory — stencil.h is in {os.path.join('..', 'inc')}, "
                       f"{os.path.join('..', 'old')}, none of them on the include path: add the build's one to the "
                       "includeDirs setting (-I), or let Kerncast read the build's compile_commands.json"], errors
+
+
+def test_a_launch_from_device_code_found_after_the_header_is_compiled_relocatable(nvcc_available, tmp_path) -> None:
+    """nvcc stops at the missing header before it sees the device-side launch: the retry must find it."""
+    _tree(tmp_path, {"inc/sizes.h": "#define N 64\n",
+                     "src/dp.cu": '#include "sizes.h"\n__global__ void child(float *d) { d[threadIdx.x] = 1.0f; }\n'
+                                  "__global__ void parent(float *d) { if (threadIdx.x == 0) child<<<1, N>>>(d); }\n"
+                                  "int main() { parent<<<1, 32>>>(0); return 0; }\n"})
+    report = analyze_file(tmp_path / "src" / "dp.cu", options=AnalysisOptions(lime=False, gpu="h100"))
+    assert report.ok, [f.message for f in report.findings if f.severity == "error"]
+    assert sorted(k.name for k in report.kernels) == ["child", "parent"]
+    assert report.notes[0].startswith("compiled with -rdc=true")
+    assert any(n.startswith("compiled with -I ../inc, found near the file, for sizes.h") for n in report.notes)
