@@ -21,7 +21,7 @@ import os
 import re
 import tomllib
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -187,6 +187,13 @@ _UNDEFINED_RE = re.compile(r'^identifier "(\w+)" is undefined')
 _USING_NAMESPACE_RE = re.compile(r"^[ \t]*using[ \t]+namespace[ \t]+(\w+(?:::\w+)*)[ \t]*;", re.MULTILINE)
 
 
+@lru_cache(maxsize=8)
+def _source_facts(source: str) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The headers a text includes itself and the namespaces it uses: read once per text, not once per error
+    (a file that fails has many)."""
+    return frozenset(name for name, _ in includes_in(source)), tuple(_USING_NAMESPACE_RE.findall(source))
+
+
 def missing_include(message: str, source: str | None = None) -> MissingInclude | None:
     """The header that declares the library name an nvcc error says a namespace has no member of (also one
     reported in an included file), or that it says is undefined where `source` has `using namespace` for the
@@ -201,43 +208,52 @@ def missing_include(message: str, source: str | None = None) -> MissingInclude |
         bare = _UNDEFINED_RE.match(own)
         if bare is None or source is None:
             return None
-        symbol = next((f"{ns}::{bare.group(1)}" for ns in _USING_NAMESPACE_RE.findall(source)
+        symbol = next((f"{ns}::{bare.group(1)}" for ns in _source_facts(source)[1]
                        if f"{ns}::{bare.group(1)}" in _declaring_headers()), None)
     header = _declaring_headers().get(symbol) if symbol else None
-    if symbol is None or header is None or (source is not None and any(name == header
-                                                                         for name, _ in includes_in(source))):
+    if symbol is None or header is None or (source is not None and header in _source_facts(source)[0]):
         return None
     return MissingInclude(symbol, header)
 
 
-def hint_for(message: str, source: str | None = None, source_dir: Path | None = None) -> str | None:
-    """What to do about an nvcc error: what replaced the removed API it names ("X was removed in CUDA 13; use
-    Y"), which header declares the library name it says is undeclared (unless `source` includes that header
+#: how a warning that compiled with one of Kerncast's stand-ins for a removed API says so
+STAND_IN_LABEL = "Kerncast compiled it with a stand-in"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What Kerncast can say about an nvcc error: the hint that follows its message, and how the warning says so
+    when Kerncast compiled the file with its help (a stand-in, a header included first, a folder added)."""
+
+    hint: str
+    label: str = STAND_IN_LABEL
+
+
+def explain(message: str, source: str | None = None, source_dir: Path | None = None) -> Answer | None:
+    """The answer to an nvcc error: what replaced the removed API it names ("X was removed in CUDA 13; use Y"),
+    which header declares the library name it says is undeclared (unless `source` includes that header
     already), where to get the CUDA library header it did not find, or which folder near `source_dir` holds the
-    project header it did not find; None for any other error."""
+    project header it did not find (a walk of the folders: asked once per message); None for any other error."""
     found = removed_api(message)
     if found is not None:
-        return found.hint
+        return Answer(found.hint)
     missing = missing_include(message, source)
     if missing is not None:
-        return missing.hint
+        return Answer(missing.hint, f"Kerncast compiled the file with <{missing.header}> included")
     library = library_header_hint(message)
-    if library is not None or source_dir is None:
-        return library
-    nearby = project_header(message, source_dir)
-    return nearby.hint if nearby else None
-
-
-def stand_in_label(message: str, source_dir: Path, source: str | None = None) -> str:
-    """How a warning that compiled with a stand-in says so: the removed API's stand-in, the header that was
-    included for a missing name, or the folder added to the include path for a header nvcc did not find."""
-    missing = missing_include(message, source)
-    if missing is not None:
-        return f"Kerncast compiled the file with <{missing.header}> included"
-    nearby = project_header(message, source_dir)
+    if library is not None:
+        return Answer(library)
+    nearby = project_header(message, source_dir) if source_dir is not None else None
     if nearby is not None:
-        return f"Kerncast compiled the file with {nearby.shown(nearby.folders[0])} on the include path"
-    return "Kerncast compiled it with a stand-in"
+        return Answer(nearby.hint, f"Kerncast compiled the file with {nearby.shown(nearby.folders[0])} on the "
+                                   "include path")
+    return None
+
+
+def hint_for(message: str, source: str | None = None, source_dir: Path | None = None) -> str | None:
+    """The hint `explain` gives an nvcc error, or None."""
+    answer = explain(message, source, source_dir)
+    return answer.hint if answer else None
 
 
 def legacy_header_text() -> str:

@@ -30,7 +30,7 @@ from kerncast.analysis.compile import (
     system_toolkit_nvcc,
 )
 from kerncast.analysis.compile_db import BuildFlags, flags_for
-from kerncast.analysis.compile_hints import hint_for, include_fix, replacement_fix, stand_in_label
+from kerncast.analysis.compile_hints import STAND_IN_LABEL, explain, include_fix, replacement_fix
 from kerncast.analysis.context import (
     DEFAULT_MAX_FILE_BYTES,
     AnalysisOptions,
@@ -227,10 +227,10 @@ def _analyze_cuda(report: FileReport, path: Path, source: str, options: Analysis
         sev = "error" if d.severity == "error" else "warning"
         code = Code.COMPILE_ERROR if sev == "error" else Code.COMPILE_WARNING
         own_source = None if d.in_header else source  # the text that a hint may check and a fix may edit
-        hint = hint_for(d.message, own_source, path.parent) if sev == "error" or d.stood_in else None
-        message = f"{d.message} — {hint}" if hint else d.message
+        answer = explain(d.message, own_source, path.parent) if sev == "error" or d.stood_in else None
+        message = f"{d.message} — {answer.hint}" if answer else d.message
         if d.stood_in:
-            message += f" ({stand_in_label(d.message, path.parent, own_source)})"
+            message += f" ({answer.label if answer else STAND_IN_LABEL})"
         own_line = lines[d.line - 1] if not d.in_header and 1 <= d.line <= len(lines) else None
         fix = (replacement_fix(code, d.message, own_line, d.line, d.column)
                or include_fix(code, d.message, own_source))
