@@ -143,6 +143,10 @@ class CompileResult:
     notes: list[str] = field(default_factory=list)
     #: folders near the file that Kerncast added to the include path for headers nvcc did not find
     nearby_dirs: list[Path] = field(default_factory=list)
+    #: with nearby folders: the (path, mtime, size) of the user headers reached through them too, which the
+    #: cache key (made before the compile found the folders) does not see; a cached result is used only while
+    #: they are unchanged
+    nearby_stamps: list[tuple[str, int, int]] = field(default_factory=list)
 
 
 class PtxasError(RuntimeError):
@@ -532,14 +536,23 @@ def compile_cuda(path: str | Path, text: str | None = None,
     include_dirs = [Path(os.path.abspath(d)) for d in options.include_dirs]
     key = _cache_key(original, text, options, toolchain, include_dirs) + ("" if with_resources else "-ptx")
     cached = _cache.get(key)
-    if cached is not None:
+    if cached is not None and (not cached.nearby_dirs
+                               or cached.nearby_stamps == _nearby_stamps(text, original, include_dirs, cached)):
         return cached
     result, cacheable = _compile_uncached(original, text, from_buffer, options, toolchain, include_dirs,
                                           with_resources)
     if not cacheable:
         return result
+    if result.nearby_dirs:
+        result.nearby_stamps = _nearby_stamps(text, original, include_dirs, result)
     _cache.put(key, result)
     return result
+
+
+def _nearby_stamps(text: str, original: Path, include_dirs: list[Path],
+                   result: CompileResult) -> list[tuple[str, int, int]]:
+    """The stamps of the user headers the source reaches with the result's nearby folders on the include path."""
+    return sorted(_local_header_stamps(text, original.parent, [*include_dirs, *result.nearby_dirs]))
 
 
 def matches_disk(path: Path, text: str) -> bool:
@@ -676,8 +689,7 @@ class _NvccJob:
 def _compile_uncached(original: Path, text: str, from_buffer: bool, options: CompileOptions,
                       toolchain: Toolchain, include_dirs: list[Path],
                       with_resources: bool = True) -> tuple[CompileResult, bool]:
-    """Run nvcc then ptxas in a temporary directory that is always removed; False: do not cache (a timeout, or
-    headers found near the file, whose edits the cache key does not see).
+    """Run nvcc then ptxas in a temporary directory that is always removed; False: do not cache (a timeout).
 
     nvcc's own temporaries go there too (TMPDIR). A source whose path the compiler's shell would interpret
     (`$`, a backtick, a quote) is compiled as a copy with a plain name, and an include directory whose
@@ -704,9 +716,7 @@ def _compile_uncached(original: Path, text: str, from_buffer: bool, options: Com
         ptx = job.out.read_text(encoding="utf-8", errors="replace") if job.out.is_file() else None
     if job.relocatable:
         notes.insert(0, RDC_NOTE)
-    # the cache key stamps only the headers found on the include path: an edit of a nearby one must compile
-    # again, so such a result is not cached
-    cacheable = not job.nearby
+    cacheable = True
     if run.returncode != 0 or ptx is None:
         if not any(d.severity == "error" for d in diagnostics):
             diagnostics.append(_unparsed_failure(original, run.output, run.returncode))
