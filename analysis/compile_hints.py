@@ -290,8 +290,7 @@ def include_fix(code: Code, message: str, source: str | None) -> Fix | None:
     that no `#if` encloses (an include guard does not count), or above the first line where there is none.
     None for any other error, and where `source` is None (the error is in an included file, which is not edited).
     """
-    missing = missing_include(message, source) if source is not None else None
-    if missing is None or source is None:
+    if source is None or (missing := missing_include(message, source)) is None:
         return None
     line, column, text = _include_insertion(source, missing.directive)
     return Fix(FixKind.ADD_INCLUDE, f"Add {missing.directive}", {"symbol": missing.symbol, "header": missing.header},
