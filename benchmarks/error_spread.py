@@ -8,6 +8,7 @@ spread widens the shown range only: no prediction reads it.
 
 from __future__ import annotations
 
+import argparse
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,12 @@ _HEADER = (
     "# [kerncast.gpu.<id>] tables, written by benchmarks/validate_measured.py --write-error-band, hold the\n"
     "# spread over the launches measured on that GPU (validation/<id>/), which its range carries instead.\n"
 )
+
+
+def add_write_flag(parser: argparse.ArgumentParser, what: str) -> None:
+    """The `--write-error-band` option both validation scripts take; `what` says which spread they write."""
+    parser.add_argument("--write-error-band", action="store_true",
+                        help=f"write {what} to {ERROR_BAND.relative_to(ERROR_BAND.parents[2])}")
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -167,9 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gpu", required=True, help="profile id with a validation/<gpu>/measurements.csv")
     ap.add_argument("--write", action="store_true", help="write validation/<gpu>/REPORT.md")
-    ap.add_argument("--write-error-band", action="store_true",
-                    help="write the kerncast model's error spread on this GPU to "
-                         f"{error_spread.ERROR_BAND.relative_to(ROOT)} (its shown range carries it)")
+    error_spread.add_write_flag(ap, "the kerncast model's error spread on this GPU (its shown range carries it)")
     args = ap.parse_args(argv)
     rows = collect(args.gpu)
     if not rows:

@@ -163,9 +163,7 @@ def collect(verbose: bool = False) -> list[Row]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--verbose", action="store_true", help="print every compared row")
-    ap.add_argument("--write-error-band", action="store_true",
-                    help="write the kerncast model's validation error spread to "
-                         f"{error_spread.ERROR_BAND.relative_to(ROOT)}")
+    error_spread.add_write_flag(ap, "the kerncast model's validation error spread")
     args = ap.parse_args(argv)
     rows = collect(args.verbose)
     print("\nMAPE against the thesis's measured times (thesis-pub: the thesis's own published predictions)")
