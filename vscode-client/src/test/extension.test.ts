@@ -12,7 +12,8 @@ import { installFakeVscode } from './fakeVscode';
 
 const fakeServer = path.join(__dirname, 'fixtures', 'fakeServer.js');
 const bundle = path.join(__dirname, '..', '..', 'dist', 'extension.js');
-const logFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'kerncast-vscode-')), 'server.jsonl');
+const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kerncast-vscode-'));
+const logFile = path.join(logDir, 'server.jsonl');
 process.env.KERNCAST_FAKE_LOG = logFile;
 
 const { world, uninstall } = installFakeVscode({
@@ -73,6 +74,7 @@ describe('extension with a fake VS Code and a fake server', () => {
             d.dispose();
         }
         uninstall();
+        fs.rmSync(logDir, { recursive: true, force: true });
     });
 
     it('starts the server with the settings as initializationOptions', () => {
@@ -161,11 +163,13 @@ describe('extension with a fake VS Code and a fake server', () => {
         world.messages.length = 0;
         world.settings.set('kerncast.server.command', []);
         const savedPath = process.env.PATH;
-        process.env.PATH = fs.mkdtempSync(path.join(os.tmpdir(), 'kerncast-empty-path-'));
+        const emptyDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kerncast-empty-path-'));
+        process.env.PATH = emptyDir;
         try {
             await run('kerncast.restartServer');
         } finally {
             process.env.PATH = savedPath;
+            fs.rmdirSync(emptyDir);
         }
         assert.equal(world.messages.length, 1, JSON.stringify(world.messages));
         assert.match(world.messages[0].text, /pip install 'kerncast\[cuda\]'/);
