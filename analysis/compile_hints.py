@@ -26,7 +26,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from kerncast.analysis.includes import find_header_folders, includes_in
+from kerncast.analysis.includes import INCLUDE_RE, MAX_INCLUDE_BYTES, find_header_folders, includes_in
 from kerncast.analysis.report import Fix, TextEdit
 from kerncast.analysis.rules import Code, FixKind, rule
 
@@ -285,20 +285,49 @@ _GUARD_RE = re.compile(r"\A(?:[ \t]*(?://[^\n]*)?\n)*"  # blank and comment line
                        r"[ \t]*#[ \t]*ifndef[ \t]+(\w+)[ \t]*\n[ \t]*#[ \t]*define[ \t]+(\w+)")
 
 
-def include_fix(code: Code, message: str, source: str | None) -> Fix | None:
+def include_fix(code: Code, message: str, source: str | None, source_dir: Path | None = None) -> Fix | None:
     """The `#include` line that the library name of an nvcc error needs, added after the file's last #include
-    that no `#if` encloses (an include guard does not count), or above the first line where there is none.
-    None for any other error, and where `source` is None (the error is in an included file, which is not edited).
+    that no `#if` encloses (an include guard does not count), or above the first line where there is none; but
+    above the first project header (quoted, found in `source_dir`) that uses a name of that library header
+    itself, since such a header relies on its includer for it. None for any other error, and where `source`
+    is None (the error is in an included file, which is not edited).
     """
     if source is None or (missing := missing_include(message, source)) is None:
         return None
-    line, column, text = _include_insertion(source, missing.directive)
+    before = _first_header_using(missing.header, source, source_dir) if source_dir is not None else None
+    line, column, text = _include_insertion(source, missing.directive, before)
     return Fix(FixKind.ADD_INCLUDE, f"Add {missing.directive}", {"symbol": missing.symbol, "header": missing.header},
                [TextEdit(line, column, line, column, text)], rule(code).fix(FixKind.ADD_INCLUDE).applicability)
 
 
-def _include_insertion(source: str, directive: str) -> tuple[int, int, str]:
-    """(line, column, text) that inserts `directive` as a line of its own after the last top-level #include."""
+@cache
+def _names_of(header: str) -> re.Pattern[str]:
+    """A pattern for the qualified names (`thrust::get`) the table lists for a library header."""
+    names = [n for n, h in _declaring_headers().items() if h == header]
+    return re.compile(r"\b(?:" + "|".join(r"\s*::\s*".join(map(re.escape, n.split("::"))) for n in names) + r")\b")
+
+
+def _first_header_using(header: str, source: str, source_dir: Path) -> int | None:
+    """The line of the file's first quoted #include whose header, found beside the file, uses a name that
+    `header` declares. Its uses may only reach nvcc when the file's own uses compile (a template is checked
+    where it is instantiated), so the error at hand does not show them."""
+    for number, text in enumerate(source.splitlines(), 1):
+        m = INCLUDE_RE.match(text)
+        if m is None or m.group("open") != '"':
+            continue
+        path = source_dir / m.group("name")
+        try:
+            if path.is_file() and path.stat().st_size <= MAX_INCLUDE_BYTES and _names_of(header).search(
+                    path.read_text(encoding="utf-8", errors="replace")):
+                return number
+        except OSError:
+            continue
+    return None
+
+
+def _include_insertion(source: str, directive: str, before: int | None = None) -> tuple[int, int, str]:
+    """(line, column, text) that inserts `directive` as a line of its own after the last top-level #include,
+    or above line `before` when that line is top-level too."""
     lines = source.splitlines()
     guard = _GUARD_RE.match(source)
     top = 1 if guard is not None and guard.group(1) == guard.group(2) else 0
@@ -307,6 +336,8 @@ def _include_insertion(source: str, directive: str) -> tuple[int, int, str]:
         m = _CONDITIONAL_RE.match(text)
         if m is not None:
             depth += -1 if m.group(1) == "endif" else 1
+        elif depth == top and number == before:
+            return number, 1, directive + "\n"
         elif depth == top and _INCLUDE_RE.match(text):
             last = number
     if last == 0:

@@ -233,7 +233,7 @@ def _analyze_cuda(report: FileReport, path: Path, source: str, options: Analysis
             message += f" ({answer.label if answer else STAND_IN_LABEL})"
         own_line = lines[d.line - 1] if not d.in_header and 1 <= d.line <= len(lines) else None
         fix = (replacement_fix(code, d.message, own_line, d.line, d.column)
-               or include_fix(code, d.message, own_source))
+               or include_fix(code, d.message, own_source, path.parent))
         report.findings.append(Finding(code, sev, d.line, d.column, d.line, d.column + 1, message, fix=fix))
     if not result.ok or result.ptx is None:
         if not any(f.severity == "error" for f in report.findings):

@@ -92,6 +92,22 @@ def test_the_include_goes_after_the_last_include_outside_any_if() -> None:
     assert _inserted("int x;\n#include <cstdio>") == "int x;\n#include <cstdio>\n#include <iostream>"
 
 
+
+def test_the_include_goes_above_a_project_header_that_uses_the_library_header(tmp_path: Path) -> None:
+    """A header beside the file that uses `thrust::get` relies on its includer for <thrust/tuple.h>: the line
+    goes above that header's #include. One that uses nothing of it, or is not there, changes nothing."""
+    source = ('#include <thrust/sort.h>\n#include "plain.cuh"\n#include "uses_get.cuh"\n#include "absent.cuh"\n'
+              "void f() { auto t = thrust::make_tuple(1, 2); }\n")
+    (tmp_path / "plain.cuh").write_text("inline int twice(int x) { return 2 * x; }\n")
+    (tmp_path / "uses_get.cuh").write_text("template <class T> int first(T t) { return thrust :: get<0>(t); }\n")
+    message = 'namespace "thrust" has no member "make_tuple"'
+    fix = include_fix(Code.COMPILE_ERROR, message, source, tmp_path)
+    assert fix is not None and [(e.line, e.column, e.new_text) for e in fix.edits] == [
+        (3, 1, "#include <thrust/tuple.h>\n")]
+    (tmp_path / "uses_get.cuh").write_text("int nothing;\n")
+    fix = include_fix(Code.COMPILE_ERROR, message, source, tmp_path)
+    assert fix is not None and [(e.line, e.column) for e in fix.edits] == [(5, 1)]  # after the last #include
+
 MISSING = """\
 #include <cstdio>
 #include <thrust/device_vector.h>
