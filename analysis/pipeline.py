@@ -215,6 +215,7 @@ def _analyze_cuda(report: FileReport, path: Path, source: str, options: Analysis
     through = None if result.ok else _compile_through_includer(path, source, copts)
     if through is not None:
         includer, included = through
+        report.includer = str(includer)
         first = next((d.message for d in result.diagnostics if d.severity == "error"), "nvcc failed")
         report.notes.append(f"{path.name} does not compile on its own ({first}): it was compiled as part of "
                             f"{includer.name}, which #includes it")

@@ -238,6 +238,8 @@ class FileReport:
     arch: str | None = None
     notes: list[str] = field(default_factory=list)
     compiler: str | None = None  # which nvcc compiled the file: path, where it was found, release
+    #: the file that was compiled for it when it does not compile alone (a fragment it #includes)
+    includer: str | None = None
 
     @property
     def ok(self) -> bool:

@@ -17,6 +17,7 @@ from kerncast.analysis.strict_json import dumps_strict
 from kerncast.analysis.targets import default_gpu
 from kerncast.analysis.toolchain import check_define, check_path, check_timeout
 from kerncast.server import analyze_many as many
+from kerncast.server.apply_fixes import fix_files
 from kerncast.server.render_text import render_file_report
 from kerncast.server.sarif import to_sarif
 
@@ -51,8 +52,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget", type=float, default=defaults.budget_s, metavar="SECONDS",
                         help=f"time budget of the memory analysis per kernel; default {defaults.budget_s:g}")
     parser.add_argument("--format", choices=("text", "json", "sarif"), default="text", help="output format")
+    add_fix_arguments(parser)
     add_time_model_argument(parser)
     add_launch_arguments(parser)
+
+
+def add_fix_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--fix`, `--unsafe-fixes`, `--diff`: apply quick fixes from the command line, each checked first."""
+    group = parser.add_argument_group("fixes (each one kept only when a new compile and analysis confirm it)")
+    group.add_argument("--fix", action="store_true",
+                       help="apply each finding's safe fix to the .cu files, then report on the fixed files")
+    group.add_argument("--unsafe-fixes", action="store_true",
+                       help="with --fix or --diff, apply unsafe fixes too (review them: which thread does what "
+                            "changes)")
+    group.add_argument("--diff", action="store_true",
+                       help="print the fixes as a unified diff instead of writing them (no report)")
 
 
 def add_time_model_argument(parser: argparse.ArgumentParser) -> None:
@@ -117,6 +131,14 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.jobs is not None and args.jobs < 1:
         print("kerncast: -j needs at least 1 worker", file=sys.stderr)
+        return 2
+    if args.fix or args.diff:
+        status = fix_files(many.collect_files(list(args.paths), list(args.exclude)), options, args.unsafe_fixes,
+                           args.diff)
+        if args.diff or status:
+            return status
+    elif args.unsafe_fixes:
+        print("kerncast: --unsafe-fixes goes with --fix or --diff", file=sys.stderr)
         return 2
     if len(args.paths) == 1 and not os.path.isdir(args.paths[0]):
         return _run_one(args.paths[0], options, args.format)

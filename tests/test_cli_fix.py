@@ -1,0 +1,217 @@
+"""`kerncast analyze --fix` / `--diff`: quick fixes applied from the command line, each one checked by a new
+compile and analysis before it is kept. Real processes, real nvcc, copies of the project's own kernels."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from kerncast.analysis.fixing import OverlappingEdits, apply_edits, fix_text
+from kerncast.analysis.pipeline import analyze_file
+from kerncast.analysis.report import FileReport, Finding, Fix, TextEdit
+
+REPO = Path(__file__).resolve().parent.parent
+TRANSPOSE = REPO / "examples" / "transpose.cu"
+BLOCK2D = REPO / "tests" / "kernels" / "block2d.cu"
+PADDED_TILE = "    __shared__ float tile[TILE_DIM][TILE_DIM + 1];"
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kerncast.server", "analyze", *args], capture_output=True,
+                          text=True, timeout=600, cwd=REPO)
+
+
+def _codes(path: Path) -> set[tuple[str | None, str]]:
+    return {(f.kernel, str(f.code)) for f in analyze_file(path).all_findings()}
+
+
+# ------------------------------------------------------------------------------------------ applying edits
+
+
+def test_edits_apply_bottom_up_with_one_based_end_exclusive_columns() -> None:
+    text = "abc\ndef\nghi\n"
+    edits = [TextEdit(1, 2, 1, 3, "X"), TextEdit(2, 1, 3, 2, "Y"), TextEdit(4, 1, 4, 1, "tail\n")]
+    assert apply_edits(text, edits) == "aXc\nYhi\ntail\n"
+
+
+def test_a_column_past_the_line_end_stops_at_the_line_end() -> None:
+    assert apply_edits("ab\ncd\n", [TextEdit(1, 9, 1, 9, "!")]) == "ab!\ncd\n"
+
+
+def test_overlapping_edits_are_refused() -> None:
+    with pytest.raises(OverlappingEdits):
+        apply_edits("abcdef\n", [TextEdit(1, 1, 1, 4, "x"), TextEdit(1, 3, 1, 5, "y")])
+
+
+# ------------------------------------------------------------------------------------------ the command line
+
+
+def test_fix_applies_both_fixes_of_the_transpose_example_and_reports_the_fixed_file(nvcc_available,
+                                                                                   tmp_path) -> None:
+    src = tmp_path / "transpose.cu"
+    shutil.copy(TRANSPOSE, src)
+    before = _codes(src)
+    assert {("transposeNaive", "uncoalesced-global"), ("transposeTiled", "shared-bank-conflict")} <= before
+    proc = run_cli(str(src), "--fix")
+    assert proc.returncode == 0, proc.stderr
+    assert f"{src}:28: fixed: pad-shared-array for shared-bank-conflict in transposeTiled" in proc.stderr
+    assert f"{src}:12: fixed: tiled-transpose for uncoalesced-global in transposeNaive" in proc.stderr
+    assert "not fixed" not in proc.stderr
+    lines = src.read_text().splitlines()
+    assert PADDED_TILE in lines  # transposeTiled's tile, padded
+    assert "kernel transposeTiled" in proc.stdout  # the report is of the file as fixed
+    after = _codes(src)
+    assert ("transposeNaive", "uncoalesced-global") not in after
+    assert ("transposeTiled", "shared-bank-conflict") not in after
+    assert after <= before, after - before  # and nothing new
+
+
+def test_diff_prints_the_change_and_writes_nothing(nvcc_available, tmp_path) -> None:
+    src = tmp_path / "transpose.cu"
+    shutil.copy(TRANSPOSE, src)
+    proc = run_cli(str(src), "--diff")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"--- {src}\n+++ {src}\n")
+    assert "-    __shared__ float tile[TILE_DIM][TILE_DIM];\n+" + PADDED_TILE + "\n" in proc.stdout
+    assert "kernel transposeNaive" not in proc.stdout  # a diff, no report
+    assert src.read_bytes() == TRANSPOSE.read_bytes()
+
+
+def test_an_unsafe_fix_needs_unsafe_fixes(nvcc_available, tmp_path) -> None:
+    src = tmp_path / "block2d.cu"
+    shutil.copy(BLOCK2D, src)
+    proc = run_cli(str(src), "--fix")
+    assert proc.returncode == 0, proc.stderr
+    assert "swap-thread-indices" not in proc.stderr
+    assert src.read_bytes() == BLOCK2D.read_bytes()
+    proc = run_cli(str(src), "--fix", "--unsafe-fixes")
+    assert proc.returncode == 0, proc.stderr
+    assert "fixed: swap-thread-indices for uncoalesced-global in columnMajor" in proc.stderr
+    assert ("columnMajor", "uncoalesced-global") not in _codes(src)
+
+
+def test_unsafe_fixes_alone_is_refused() -> None:
+    proc = run_cli("examples/transpose.cu", "--unsafe-fixes")
+    assert proc.returncode == 2
+    assert "--unsafe-fixes goes with --fix or --diff" in proc.stderr
+
+
+def test_crlf_line_endings_are_kept(nvcc_available, tmp_path) -> None:
+    src = tmp_path / "transpose.cu"
+    src.write_bytes(TRANSPOSE.read_bytes().replace(b"\n", b"\r\n"))
+    proc = run_cli(str(src), "--fix")
+    assert proc.returncode == 0, proc.stderr
+    data = src.read_bytes()
+    assert (PADDED_TILE + "\r\n").encode() in data
+    assert b"\n" not in data.replace(b"\r\n", b"")  # no bare LF: every line still ends in CRLF
+
+
+def test_a_file_that_is_not_utf8_is_not_touched(nvcc_available, tmp_path) -> None:
+    src = tmp_path / "latin1.cu"
+    original = b"// caf\xe9\n" + TRANSPOSE.read_bytes()
+    src.write_bytes(original)
+    proc = run_cli(str(src), "--fix")
+    assert proc.returncode == 1
+    assert f"kerncast: {src}: not fixed: the file is not UTF-8 text" in proc.stderr
+    assert src.read_bytes() == original
+
+
+# ------------------------------------------------------------------------------------------ a broken promise
+
+
+def test_a_fix_that_breaks_the_build_is_put_back(nvcc_available) -> None:
+    """A fix whose edit does not compile (an injected one: every fix Kerncast builds keeps its promise on the
+    project's kernels) is tried, refused with nvcc's reason, and the text stays as it was."""
+    text = TRANSPOSE.read_text()
+    broken = Fix("pad-shared-array", "breaks the build", edits=[TextEdit(17, 1, 17, 1, "#error broken on purpose\n")])
+
+    def analyse(t: str) -> FileReport:
+        report = analyze_file(TRANSPOSE, text=t)
+        kernel = report.kernel("transposeTiled")
+        if kernel is not None:
+            kernel.findings.append(Finding("shared-bank-conflict", "warning", 28, 1, 28, 2, "injected",
+                                           fix=broken, kernel="transposeTiled"))
+        return report
+
+    outcome = fix_text(text, analyse)
+    refused = [a for a in outcome.refused if a.fix is broken]
+    assert len(refused) == 1
+    assert refused[0].problems[0].startswith("the file no longer compiles: ")
+    assert "broken on purpose" in refused[0].problems[0]
+    assert "#error" not in outcome.text
+    assert len(outcome.kept) == 2  # the real fixes of the file are still applied
+
+
+# ------------------------------------------------------------------------------------------ nvcc's messages
+
+TWICE = """\
+#include <cuda_runtime.h>
+
+__global__ void scale(float *x) { x[threadIdx.x] *= 2.0f; }
+
+int main()
+{
+    float *x;
+    cudaMalloc(&x, 256 * sizeof(float));
+    scale<<<1, 256>>>(x);
+    cudaThreadSynchronize();
+    scale<<<1, 256>>>(x);
+    cudaThreadSynchronize();
+    return 0;
+}
+"""
+
+
+def test_every_use_of_a_removed_api_is_renamed(nvcc_available, tmp_path) -> None:
+    """nvcc reports an undeclared name once per function: the second use shows only once the first is fixed,
+    and is fixed in turn."""
+    src = tmp_path / "twice.cu"
+    src.write_text(TWICE)
+    proc = run_cli(str(src), "--fix")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("fixed: use-replacement-api for compile-warning") == 2, proc.stderr
+    assert src.read_text() == TWICE.replace("cudaThreadSynchronize", "cudaDeviceSynchronize")
+    assert not [f for f in analyze_file(src).findings if str(f.code) == "compile-warning"]
+
+
+FIRST_OF = """\
+#pragma once
+struct FirstOf {
+    template <typename Pair>
+    __host__ __device__ float operator()(const Pair &p) const { return thrust::get<0>(p); }
+};
+"""
+
+ZIP = """\
+#include <thrust/device_vector.h>
+#include <thrust/iterator/zip_iterator.h>
+#include <thrust/transform.h>
+
+#include "first.cuh"
+
+__global__ void fill(float *x, float v) { x[blockIdx.x * blockDim.x + threadIdx.x] = v; }
+
+void firsts(thrust::device_vector<float> &a, thrust::device_vector<float> &b, thrust::device_vector<float> &out)
+{
+    thrust::transform(thrust::make_zip_iterator(thrust::make_tuple(a.begin(), b.begin())),
+                      thrust::make_zip_iterator(thrust::make_tuple(a.end(), b.end())), out.begin(), FirstOf());
+}
+"""
+
+
+def test_a_missing_include_goes_above_the_project_header_that_needs_it_too(nvcc_available, tmp_path) -> None:
+    """`first.cuh` uses thrust::get and relies on its includer for <thrust/tuple.h>; nvcc checks that use only
+    once the file's own thrust::make_tuple compiles. Added after the last #include, the line would come too late
+    for the header, and the file would stop compiling: the check would refuse the fix."""
+    (tmp_path / "first.cuh").write_text(FIRST_OF)
+    src = tmp_path / "zip.cu"
+    src.write_text(ZIP)
+    proc = run_cli(str(src), "--fix")
+    assert proc.returncode == 0, proc.stderr
+    assert "fixed: add-include for compile-warning" in proc.stderr and "not fixed" not in proc.stderr
+    assert src.read_text() == ZIP.replace('#include "first.cuh"', '#include <thrust/tuple.h>\n#include "first.cuh"')
+    report = analyze_file(src)
+    assert report.ok and not [f for f in report.findings if str(f.code) == "compile-warning"]
