@@ -122,13 +122,13 @@ def broken_promises(before: FileReport, after: FileReport, finding: Finding, fix
     return problems
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class FixAttempt:
     """One fix tried on a file: what it was for, and what it broke (empty: applied and kept)."""
 
     finding: Finding
     fix: Fix
-    problems: list[str] = field(default_factory=list)
+    problems: tuple[str, ...] = ()
 
     @property
     def kept(self) -> bool:
@@ -168,15 +168,14 @@ def fix_text(text: str, analyse: Callable[[str], FileReport], unsafe: bool = Fal
             break
         finding, fix = pick
         tried.add(fix_key(finding, fix))
-        attempt = FixAttempt(finding, fix)
-        outcome.attempts.append(attempt)
         try:
             new_text = apply_edits(outcome.text, fix.edits)
         except OverlappingEdits as exc:
-            attempt.problems.append(str(exc))
+            outcome.attempts.append(FixAttempt(finding, fix, (str(exc),)))
             continue
         after = analyse(new_text)
-        attempt.problems = broken_promises(outcome.report, after, finding, fix)
+        attempt = FixAttempt(finding, fix, tuple(broken_promises(outcome.report, after, finding, fix)))
+        outcome.attempts.append(attempt)
         if attempt.kept:
             outcome.text, outcome.report = new_text, after
     return outcome
