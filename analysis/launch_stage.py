@@ -33,7 +33,7 @@ def launch_stage(ctx: KernelContext) -> None:
                           settings=_kernel_settings(ctx), reqntid=tuple(reqntid) if reqntid else None,
                           source_path=path, include_dirs=list(ctx.options.include_dirs))
     ctx.report.launch = launch
-    ctx.trip_counts = trip_counts(ctx.function, ctx.cfg, ctx.loops, launch, ctx.dataflow)
+    ctx.trip_counts = trip_counts(ctx.function, ctx.cfg, ctx.loops, launch, ctx.dataflow, ctx.main_file)
     for lp, info in zip(ctx.loops.loops, ctx.report.loops, strict=False):
         count = ctx.trip_counts.get(lp.header)
         if count is not None:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kerncast.analysis.cfg import Cfg
+from kerncast.analysis.ptx.model import line_in_file
 
 
 @dataclass(slots=True)
@@ -27,22 +28,23 @@ class Loop:
     children: list[int] = field(default_factory=list)
     depth: int = 1
 
-    def source_lines(self, cfg: Cfg) -> tuple[int, int] | None:
-        """First and last CUDA source line of the loop's instructions (None without line info)."""
+    def source_lines(self, cfg: Cfg, main_file: str | None = None) -> tuple[int, int] | None:
+        """First and last line of `main_file` (any file when None) among the loop's instructions (None without
+        line info); an intrinsic inlined from a header counts at the line that calls it."""
         lines = [
-            ins.loc.line
+            line
             for b in self.blocks
             for ins in cfg.instructions(b)
-            if ins.loc is not None
+            if (line := line_in_file(ins.loc, main_file)) is not None
         ]
         return (min(lines), max(lines)) if lines else None
 
-    def header_line(self, cfg: Cfg) -> int | None:
-        """The source line of the loop's header block (the loop condition), if known."""
+    def header_line(self, cfg: Cfg, main_file: str | None = None) -> int | None:
+        """The line of the loop's header block (the loop condition) in `main_file`, if known."""
         for ins in cfg.instructions(self.header):
-            if ins.loc is not None:
-                return ins.loc.line
-        span = self.source_lines(cfg)
+            if (line := line_in_file(ins.loc, main_file)) is not None:
+                return line
+        span = self.source_lines(cfg, main_file)
         return span[0] if span else None
 
 

@@ -511,7 +511,8 @@ def structure_stage(ctx: KernelContext) -> None:
     r.instruction_mix = dict(sorted(mix.items()))
     r.instruction_count = len(ctx.function.body)
     r.loops = [
-        LoopInfo(header_line=lp.header_line(ctx.cfg), lines=lp.source_lines(ctx.cfg), depth=lp.depth,
+        LoopInfo(header_line=lp.header_line(ctx.cfg, ctx.main_file), lines=lp.source_lines(ctx.cfg, ctx.main_file),
+                 depth=lp.depth,
                  blocks=len(lp.blocks))
         for lp in ctx.loops.loops
     ]

@@ -50,7 +50,7 @@ from kerncast.analysis.dataflow.values import EntryValues, Index, IndexDependent
 from kerncast.analysis.intops import COMPARISONS, wrap
 from kerncast.analysis.launch import DEFAULT_LOOPS, Launch, Sourced
 from kerncast.analysis.loops import Loop, LoopForest
-from kerncast.analysis.ptx.model import Function, Instruction, PredPair, Reg
+from kerncast.analysis.ptx.model import Function, Instruction, PredPair, Reg, line_in_file
 
 _CMP = {"eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"}
 _FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "lo": "hi", "ls": "hs", "hi": "lo", "hs": "ls",
@@ -80,11 +80,12 @@ class ExitTest:
 
 
 def trip_counts(function: Function, cfg: Cfg, loops: LoopForest | Iterable[Loop],
-                launch: Launch | None, dataflow: KernelDataflow | None = None) -> dict[int, Sourced]:
+                launch: Launch | None, dataflow: KernelDataflow | None = None,
+                main_file: str | None = None) -> dict[int, Sourced]:
     """Trip count per loop, keyed by the loop's header block id; every value says where it came from.
 
     `loops` is a `LoopForest` or any iterable of `Loop`s. Never raises: a loop that cannot be read gets the
-    fallback count with the reason in its detail.
+    fallback count with the reason in its detail, at the loop's line in `main_file` (any file when None).
     """
     fallback = launch.loops if launch is not None else Sourced(DEFAULT_LOOPS, "default", None,
                                                                "default trip count for loops of unknown count")
@@ -94,7 +95,7 @@ def trip_counts(function: Function, cfg: Cfg, loops: LoopForest | Iterable[Loop]
         forest = loops if isinstance(loops, LoopForest) else LoopForest(loop_list, {}, [])
         dataflow = KernelDataflow(function, cfg, forest)
     for loop in loop_list:
-        line = _header_line(cfg, loop.header)
+        line = _header_line(cfg, loop.header, main_file)
         try:
             try:
                 test = _exit_test(dataflow, loop, loop_list, launch)
@@ -162,10 +163,10 @@ def _loop_list(loops: LoopForest | Iterable[Loop]) -> Iterable[Loop]:
     return loops.loops if isinstance(loops, LoopForest) else loops
 
 
-def _header_line(cfg: Cfg, header: int) -> int | None:
+def _header_line(cfg: Cfg, header: int, main_file: str | None) -> int | None:
     for ins in cfg.instructions(header):
-        if ins.loc is not None:
-            return ins.loc.line
+        if (line := line_in_file(ins.loc, main_file)) is not None:
+            return line
     return None
 
 

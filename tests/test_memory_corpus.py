@@ -163,3 +163,17 @@ def test_row_walk_is_not_taken_for_an_array_of_structs(corpus: dict[str, FileRep
     not the fields of a struct, so the snippet offered is staging through shared memory."""
     f = _finding(corpus, "matrix_walk.cu", "rowSums", "uncoalesced-global")
     assert f.fix is not None and f.fix.kind == "stage-through-shared-memory" and f.fix.applicability == "snippet"
+
+
+def test_warp_size_is_a_number(corpus: dict[str, FileReport]) -> None:
+    """`warpSize` is PTX's WARP_SZ: `partial[tid / warpSize]` is a known per-warp slot, not a gather."""
+    report = corpus["warp_size.cu"]
+    assert not [f for f in report.all_findings() if f.code == "unknown-access"]
+
+
+def test_an_inlined_intrinsic_counts_at_the_line_that_calls_it(corpus: dict[str, FileReport]) -> None:
+    """__shfl_down_sync is inlined from a CUDA header; its instructions sit at the header's lines (439-440)
+    `inlined_at` the call. The shuffle loop spans the file's lines 11-12, not the header's."""
+    k = corpus["warp_size.cu"].kernel("warpSums")
+    assert k is not None and len(k.loops) == 1
+    assert (k.loops[0].header_line, k.loops[0].lines) == (11, (11, 12))

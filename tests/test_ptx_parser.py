@@ -294,3 +294,26 @@ def test_malformed_ptx_raises_positioned_error(text, line, column):
 def test_binary_input_is_a_syntax_error():
     with pytest.raises(PtxSyntaxError, match="binary"):
         parse_ptx(".version 8.0\n\x00\x01\x02")
+
+
+WARP_SZ_PTX = """
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 p)
+{
+	.reg .b32 %r<4>;
+	mov.u32 	%r1, WARP_SZ;
+	div.u32 %r2, %r1, WARP_SZ; add.u32 %r3, %r2, 1;
+	ret;
+}
+"""
+
+
+def test_warp_sz_is_the_number_32_on_both_parse_paths():
+    """`mov.u32 %r1, WARP_SZ;` (a plain instruction line) and an operand read token by token (two instructions
+    on one line) both give 32."""
+    fn = parse_ptx(WARP_SZ_PTX).kernels[0]
+    mov, div = fn.body[0], fn.body[1]
+    assert mov.srcs == (Imm(32, "WARP_SZ"),)
+    assert div.srcs[1] == Imm(32, "WARP_SZ")

@@ -254,7 +254,7 @@ class _Kernel:
         #: deterministic count of the warp-level work done (lane tables, reach masks, instances): what the
         #: time budget bounds, and what a test can check grows linearly with the kernel
         self.work = 0
-        loop_lines = {lp.id: lp.header_line(cfg) for lp in loops.loops}
+        loop_lines = {lp.id: lp.header_line(cfg, main_file) for lp in loops.loops}
         self.render = Renderer(self.atoms, self.param_names, loop_lines, self.sym.resolution)
 
     # ----------------------------------------------------------------------------------------- set-up
@@ -421,7 +421,8 @@ class _Kernel:
         for lp in self.loops.enclosing(block):
             t = self.trip(lp.id)
             if t is None:
-                note = f"trip count of the loop at line {lp.header_line(self.cfg)} unknown: counted once"
+                line = lp.header_line(self.cfg, self.main_file)
+                note = f"trip count of the loop at line {line} unknown: counted once"
                 if note not in self.assumptions:
                     self.assumptions.append(note)
                 continue

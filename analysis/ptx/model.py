@@ -23,6 +23,10 @@ TYPE_BYTES: dict[str, int] = {
 #: State spaces of PTX (PTX ISA, "State Spaces").
 STATE_SPACES = ("reg", "sreg", "const", "global", "local", "param", "shared", "tex", "generic")
 
+#: PTX's predefined run-time constants read as plain names (PTX ISA, "Predefined Identifiers"): `WARP_SZ`,
+#: the threads of a warp, which is 32 on every NVIDIA GPU (`warpSize` in CUDA C++ compiles to it).
+PREDEFINED_CONSTANTS = {"WARP_SZ": 32}
+
 #: Special registers (PTX ISA, "Special Registers"); the roots of every symbolic address.
 _SPECIAL_RE = re.compile(
     r"%(tid|ntid|ctaid|nctaid|laneid|warpid|nwarpid|smid|nsmid|gridid|clock|clock64|clock_hi|globaltimer\w*"
@@ -34,22 +38,29 @@ _SPECIAL_RE = re.compile(
 
 @dataclass(frozen=True, slots=True)
 class SourceLoc:
-    """A position in a source file named by a PTX `.file` directive (1-based line and column)."""
+    """A position in a source file named by a PTX `.file` directive (1-based line and column); for code
+    inlined from another function, `inlined_at` is where it was called (`.loc ..., inlined_at F L C`)."""
 
     file: str
     line: int
     column: int = 0
+    inlined_at: SourceLoc | None = None
 
 
 def line_in_file(loc: SourceLoc | None, main_file: str | None) -> int | None:
-    """The line of `loc` when it lies in `main_file` (any file when None); None for other files (headers).
+    """The line of `loc` when it lies in `main_file` (any file when None); for code of a header inlined into
+    `main_file` (an intrinsic such as `__shfl_down_sync`), the line that calls it; None for other code.
 
     Findings, loops and hotspots are placed with this, so lines of included headers never land on the
     analysed document.
     """
-    if loc is None or (main_file is not None and loc.file != main_file):
+    if loc is None:
         return None
-    return loc.line
+    if main_file is None or loc.file == main_file:
+        return loc.line
+    if loc.inlined_at is not None and loc.inlined_at.file == main_file:
+        return loc.inlined_at.line
+    return None
 
 
 # ---------------------------------------------------------------------------------------------- operands

@@ -31,6 +31,7 @@ from kerncast.analysis.ptx.lexer import (
     tokenize,
 )
 from kerncast.analysis.ptx.model import (
+    PREDEFINED_CONSTANTS,
     TYPE_BYTES,
     Addr,
     Function,
@@ -285,12 +286,18 @@ class _Parser:
         line = self.expect_int()
         col = self.expect_int()
         t = self.tok
+        inlined_at = None
         while self.tok.text == "," and self.tok.line == t.line:
             self.advance()
+            if self.tok.text == "inlined_at" and self.peek().kind == "int":
+                self.advance()
+                where = [int(self.advance().text) for _ in range(3) if self.tok.kind == "int"]
+                if len(where) == 3 and where[1] > 0:
+                    inlined_at = SourceLoc(str(where[0]), where[1], where[2])
             while self.tok.kind != "eof" and self.tok.line == t.line and self.tok.text != ",":
                 self.advance()
         self.loc_file = file_idx
-        self.loc = SourceLoc(str(file_idx), line, col) if line > 0 else None
+        self.loc = SourceLoc(str(file_idx), line, col, inlined_at) if line > 0 else None
 
     # ------------------------------------------------------------------ functions
     def recovering_function(self, linkage: str | None, start_line: int) -> Function | None:
@@ -568,7 +575,7 @@ class _Parser:
             return found
         kind = m.lastgroup
         if kind == "name":
-            return self.line_name(text)
+            return self.name_value(text)
         if kind == "reg":
             op: Operand = Reg(text)
         elif kind == "int" or kind == "float":
@@ -595,6 +602,13 @@ class _Parser:
     def line_name(self, name: str) -> Reg | Sym:
         """A name operand: a register declared without `%` (inline assembly) or a symbol."""
         return Reg(name) if name in self.reg_names else Sym(name)
+
+    def name_value(self, name: str) -> Reg | Sym | Imm:
+        """A name read as a value: also a predefined constant (`warpSize` is `WARP_SZ`, a number, not the
+        address of a variable)."""
+        if name in PREDEFINED_CONSTANTS and name not in self.reg_names:
+            return Imm(PREDEFINED_CONSTANTS[name], name)
+        return self.line_name(name)
 
     # ------------------------------------------------------------------ operands
     def operand(self) -> Operand:
@@ -640,7 +654,7 @@ class _Parser:
         if self.tok.text == "+" and self.peek().kind == "int":
             self.advance()
             return Addr(Sym(name), self.expect_int())
-        return Sym(name)
+        return self.name_value(name)
 
     def immediate(self) -> Imm:
         t = self.advance()
