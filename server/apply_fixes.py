@@ -34,7 +34,7 @@ def fix_files(files: list[str], options: AnalysisOptions, unsafe: bool, diff: bo
             continue
         with trial_analyses(path, options) as analyse:
             outcome = fix_text(text, analyse, unsafe)
-        _tell(name, outcome)
+        _tell(name, outcome, "would fix" if diff else "fixed")
         if not outcome.kept:
             continue
         fixed = _with_line_endings_of(text, outcome.text)
@@ -60,12 +60,12 @@ def _with_line_endings_of(original: str, fixed: str) -> str:
     return re.sub(r"(?<!\r)\n", "\r\n", fixed) if "\r\n" in original else fixed
 
 
-def _tell(name: str, outcome: FixOutcome) -> None:
-    """One stderr line per fix tried: applied, or not applied and why."""
+def _tell(name: str, outcome: FixOutcome, done: str) -> None:
+    """One stderr line per fix tried: applied (`done`: "fixed", or "would fix" for a diff), or not and why."""
     for a in outcome.attempts:
         where = f"{name}:{a.finding.line}"
         what = f"{a.fix.kind} for {a.finding.code}" + (f" in {a.finding.kernel}" if a.finding.kernel else "")
         if a.kept:
-            print(f"{where}: fixed: {what}", file=sys.stderr)
+            print(f"{where}: {done}: {what}", file=sys.stderr)
         else:
             print(f"{where}: not fixed: {what}: {'; '.join(a.problems)}", file=sys.stderr)

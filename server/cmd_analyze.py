@@ -132,17 +132,18 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         print("kerncast: -j needs at least 1 worker", file=sys.stderr)
         return 2
+    fixed = 0
     if args.fix or args.diff:
-        status = fix_files(many.collect_files(list(args.paths), list(args.exclude)), options, args.unsafe_fixes,
-                           args.diff)
-        if args.diff or status:
-            return status
+        fixed = fix_files(many.collect_files(list(args.paths), list(args.exclude)), options, args.unsafe_fixes,
+                          args.diff)
+        if args.diff:
+            return fixed
     elif args.unsafe_fixes:
         print("kerncast: --unsafe-fixes goes with --fix or --diff", file=sys.stderr)
         return 2
     if len(args.paths) == 1 and not os.path.isdir(args.paths[0]):
-        return _run_one(args.paths[0], options, args.format)
-    return _run_many(args, options)
+        return max(fixed, _run_one(args.paths[0], options, args.format))
+    return max(fixed, _run_many(args, options))
 
 
 def _run_one(path: str, options: AnalysisOptions, fmt: str) -> int:

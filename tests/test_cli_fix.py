@@ -77,6 +77,7 @@ def test_diff_prints_the_change_and_writes_nothing(nvcc_available, tmp_path) -> 
     assert proc.stdout.startswith(f"--- {src}\n+++ {src}\n")
     assert "-    __shared__ float tile[TILE_DIM][TILE_DIM];\n+" + PADDED_TILE + "\n" in proc.stdout
     assert "kernel transposeNaive" not in proc.stdout  # a diff, no report
+    assert "would fix: pad-shared-array for shared-bank-conflict in transposeTiled" in proc.stderr
     assert src.read_bytes() == TRANSPOSE.read_bytes()
 
 
@@ -117,6 +118,7 @@ def test_a_file_that_is_not_utf8_is_not_touched(nvcc_available, tmp_path) -> Non
     assert proc.returncode == 1
     assert f"kerncast: {src}: not fixed: the file is not UTF-8 text" in proc.stderr
     assert src.read_bytes() == original
+    assert "kernel transposeTiled" in proc.stdout  # still analysed and reported (read as Windows-1252)
 
 
 # ------------------------------------------------------------------------------------------ a broken promise
