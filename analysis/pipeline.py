@@ -455,8 +455,11 @@ def _display_names(module: Module) -> dict[str, str]:
     return demangle([f.name for f in module.kernels])
 
 
-def _main_file(module: Module, path: str) -> str | None:
-    """The `.file` name of the analysed source: same base name as the input, else the most used one."""
+def _main_file(module: Module, path: str) -> str:
+    """The `.file` name of the analysed source: the most used one with the input's base name. Where none has
+    it (every kernel is defined in a file the source #includes), the input's own path, which no instruction
+    carries: those kernels then have no line in this document (their own file shows them), rather than the
+    lines of another file."""
     base = os.path.basename(path)
     counts: Counter[str] = Counter()
     for fn in module.kernels:
@@ -464,9 +467,7 @@ def _main_file(module: Module, path: str) -> str | None:
             if ins.loc is not None:
                 counts[ins.loc.file] += 1
     same = [f for f in counts if os.path.basename(f) == base]
-    if same:
-        return max(same, key=lambda f: counts[f])
-    return counts.most_common(1)[0][0] if counts else None
+    return max(same, key=lambda f: counts[f]) if same else path
 
 
 def _kernel_context(module: Module, fn: Function, options: AnalysisOptions, cuda_source: str | None,
@@ -485,7 +486,7 @@ def _kernel_line(fn: Function, main_file: str | None, cuda_source: str) -> int |
     spans = _definition_spans(fn, cuda_source)
     own = [ln for ln in lines if any(first <= ln <= last for first, last in spans)]
     found = own or lines
-    return min(found) if found else fn.source_line
+    return min(found) if found else None
 
 
 def _definition_spans(fn: Function, cuda_source: str) -> list[tuple[int, int]]:

@@ -74,8 +74,11 @@ def register_spill(report: KernelReport) -> Finding | None:
 
 
 def resource_stage(ctx: KernelContext) -> None:
-    """Pipeline stage: add `low-occupancy` and `register-spill` findings to the kernel's report."""
+    """Pipeline stage: add `low-occupancy` and `register-spill` findings to the kernel's report, on its line
+    in the analysed file."""
     report = ctx.report
+    if report.line is None and ctx.cuda_source is not None:
+        return  # defined in a file this one #includes: that file's own analysis places them, as memory findings
     threshold = ctx.options.thresholds.low_occupancy
     lines = source_lines(ctx.cuda_source) if ctx.cuda_source else ()
     for finding in (low_occupancy(report, threshold), register_spill(report)):

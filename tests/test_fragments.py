@@ -7,6 +7,7 @@ fragment's own kernel, placed in the fragment, with the launch written in `main.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from kerncast.analysis.compile import matches_disk
@@ -60,3 +61,23 @@ def test_an_includer_that_names_the_fragment_in_angle_brackets_is_found(nvcc_ava
     assert [k.name for k in report.kernels] == ["scale"]
     assert any("compiled as part of main.cu" in n for n in report.notes)
     assert any(n.startswith("compiled with -I ., found near the file, for scale_kernel.cu") for n in report.notes)
+
+
+def test_the_includer_gives_no_line_of_its_own_to_an_included_kernel(nvcc_available, tmp_path) -> None:
+    """`scale` lies in scale_kernel.cu: in main.cu's report it has no line, and nothing of it lands on main.cu's
+    lines (its own file's analysis places it). With no kernel of its own, the includer gave the fragment's lines
+    as its own before: the `.file` most used by the kernels was taken for the analysed one."""
+    report = analyze_file(HERE / "main.cu", options=OPTIONS)
+    scale, fill = report.kernel("scale"), report.kernel("fill")
+    assert scale is not None and fill is not None and fill.line == 10
+    assert scale.line is None and not scale.findings and all(lp.lines is None for lp in scale.loops)
+    shutil.copy(FRAGMENT, tmp_path / "scale_kernel.cu")
+    only = tmp_path / "only_includes.cu"
+    only.write_text("#include <cuda_runtime.h>\ntypedef float fp;\n#define NUMBER_THREADS 128\n"
+                    "#include \"scale_kernel.cu\"\n"
+                    "// kerncast: grid=64 block=128\n"
+                    "int main() { fp *d; cudaMalloc(&d, 1 << 20); scale<<<64, 128>>>(d, 1 << 13, 2.0f); return 0; }\n")
+    report = analyze_file(only, options=OPTIONS)
+    assert report.ok and [k.name for k in report.kernels] == ["scale"]
+    (k,) = report.kernels
+    assert k.line is None and not [f for f in report.all_findings() if f.kernel == "scale"]

@@ -317,3 +317,9 @@ def test_warp_sz_is_the_number_32_on_both_parse_paths():
     mov, div = fn.body[0], fn.body[1]
     assert mov.srcs == (Imm(32, "WARP_SZ"),)
     assert div.srcs[1] == Imm(32, "WARP_SZ")
+
+
+def test_a_non_ascii_file_name_is_decoded_from_nvccs_octal_escapes():
+    """nvcc writes `kérnel ü.cu` as `k\\303\\251rnel \\303\\274.cu`: the octal escapes are UTF-8 bytes."""
+    text = WARP_SZ_PTX + '\t.file\t1 "/tmp/dir with space/k\\303\\251rnel \\303\\274.cu"\n'
+    assert parse_ptx(text).files[1] == "/tmp/dir with space/kérnel ü.cu"

@@ -41,7 +41,7 @@ from kerncast.analysis.memory.warp import (
     shared_cost,
     warp_lanes,
 )
-from kerncast.analysis.ptx.model import Function, Imm, MatrixTile, Module, line_in_file, matrix_tile
+from kerncast.analysis.ptx.model import Function, Imm, MatrixTile, Module, loc_in_file, matrix_tile
 from kerncast.analysis.report import FieldsJson, Finding
 from kerncast.analysis.rules import Code
 from kerncast.analysis.tripcount import trip_counts as ptx_trip_counts
@@ -707,7 +707,8 @@ def _line(ins: Any, main_file: str | None) -> tuple[int | None, int, str | None]
     loc = ins.loc
     if loc is None:  # PTX without line info: a PTX input's own lines are the analysed file's lines
         return (ins.ptx_line or None, ins.ptx_column, None) if main_file is None else (None, 0, None)
-    return line_in_file(loc, main_file), loc.column, loc.file
+    here = loc_in_file(loc, main_file)
+    return (here.line, here.column, here.file) if here is not None else (None, loc.column, loc.file)
 
 
 def _opaque_access(k: _Kernel, ins: Any, touch: MemoryTouch) -> AccessInfo:

@@ -47,20 +47,24 @@ class SourceLoc:
     inlined_at: SourceLoc | None = None
 
 
-def line_in_file(loc: SourceLoc | None, main_file: str | None) -> int | None:
-    """The line of `loc` when it lies in `main_file` (any file when None); for code of a header inlined into
-    `main_file` (an intrinsic such as `__shfl_down_sync`), the line that calls it; None for other code.
+def loc_in_file(loc: SourceLoc | None, main_file: str | None) -> SourceLoc | None:
+    """`loc` when it lies in `main_file` (any file when None); for code of a header inlined into `main_file`
+    (an intrinsic such as `__shfl_down_sync` or `__ldg`), the call that it was inlined at; None for other code.
 
     Findings, loops and hotspots are placed with this, so lines of included headers never land on the
     analysed document.
     """
-    if loc is None:
-        return None
-    if main_file is None or loc.file == main_file:
-        return loc.line
+    if loc is None or main_file is None or loc.file == main_file:
+        return loc
     if loc.inlined_at is not None and loc.inlined_at.file == main_file:
-        return loc.inlined_at.line
+        return loc.inlined_at
     return None
+
+
+def line_in_file(loc: SourceLoc | None, main_file: str | None) -> int | None:
+    """The line of `loc_in_file`, or None."""
+    found = loc_in_file(loc, main_file)
+    return found.line if found is not None else None
 
 
 # ---------------------------------------------------------------------------------------------- operands

@@ -733,7 +733,15 @@ def _float_value(text: str) -> float:
 
 
 def _unquote(text: str) -> str:
-    return text[1:-1].encode("utf-8").decode("unicode_escape", errors="replace") if len(text) >= 2 else text
+    """A PTX string's text. nvcc writes the bytes of a non-ASCII file name as octal escapes (`k\\303\\251rnel`
+    for `kérnel`): the escapes give bytes, and the bytes are UTF-8."""
+    if len(text) < 2:
+        return text
+    decoded = text[1:-1].encode("utf-8").decode("unicode_escape", errors="replace")
+    try:
+        return decoded.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):  # not a byte string (a \\u escape), or not UTF-8 bytes
+        return decoded
 
 
 def _resolve_locs(module: Module, done: list[Function]) -> None:
@@ -751,10 +759,15 @@ def _resolve_locs(module: Module, done: list[Function]) -> None:
             if loc is not None:
                 pair = resolved.get(id(loc))
                 if pair is None:
-                    idx = int(loc.file)
-                    pair = resolved[id(loc)] = (loc, SourceLoc(module.files.get(idx, str(idx)), loc.line,
-                                                               loc.column))
+                    pair = resolved[id(loc)] = (loc, _named(loc, module.files))
                 ins.loc = pair[1]
+
+
+def _named(loc: SourceLoc, files: dict[int, str]) -> SourceLoc:
+    """`loc` (and the call site it was inlined at) with the file's name in place of its `.file` index."""
+    at = loc.inlined_at
+    return SourceLoc(files.get(int(loc.file), loc.file), loc.line, loc.column,
+                     None if at is None else _named(at, files))
 
 
 def parse_ptx(text: str, path: str | None = None, reuse: FunctionReuse | None = None) -> Module:
