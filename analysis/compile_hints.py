@@ -26,7 +26,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from kerncast.analysis.includes import INCLUDE_RE, MAX_INCLUDE_BYTES, find_header_folders, includes_in
+from kerncast.analysis.includes import INCLUDE_RE, find_header_folders, header_text, includes_in
 from kerncast.analysis.report import Fix, TextEdit
 from kerncast.analysis.rules import Code, FixKind, rule
 
@@ -315,13 +315,9 @@ def _first_header_using(header: str, source: str, source_dir: Path) -> int | Non
         m = INCLUDE_RE.match(text)
         if m is None or m.group("open") != '"':
             continue
-        path = source_dir / m.group("name")
-        try:
-            if path.is_file() and path.stat().st_size <= MAX_INCLUDE_BYTES and _names_of(header).search(
-                    path.read_text(encoding="utf-8", errors="replace")):
-                return number
-        except OSError:
-            continue
+        text = header_text(source_dir / m.group("name"))
+        if text is not None and _names_of(header).search(text):
+            return number
     return None
 
 

@@ -105,18 +105,18 @@ def broken_promises(before: FileReport, after: FileReport, finding: Finding, fix
     added = said_after - said_before
     if added:
         problems.append("nvcc says: " + "; ".join(sorted(added)))
-    expected = _finding_counts(before)
+    expected, found = _finding_counts(before), _finding_counts(after)
     if fix.applicability != "snippet":
         if str(finding.code) in _NVCC_CODES:
             moved = _moved_line(finding.line, fix.edits)
             gone = not any(f.line == moved and _nvcc_text(f) == _nvcc_text(finding) for f in after.all_findings())
         else:
             key = (finding.kernel, str(finding.code))
-            gone = _finding_counts(after)[key] < expected[key]
+            gone = found[key] < expected[key]
             expected[key] -= 1
         if not gone:
             problems.append(f"the {finding.code} finding is still there")
-    new = _finding_counts(after) - expected if before.ok else Counter()  # unanalysed before: nothing to compare
+    new = found - expected if before.ok else Counter()  # unanalysed before: nothing to compare
     if new:
         problems.append("new findings: " + ", ".join(f"{code} in {kernel}" for kernel, code in sorted(new)))
     return problems
@@ -190,7 +190,7 @@ def trial_analyses(path: Path, options: AnalysisOptions) -> Iterator[Callable[[s
     that #includes it, is read from disk by that compile: its versions are written in place, and the file is
     put back as it was when the block ends, however it ends."""
     original = path.read_bytes()
-    in_place = False
+    in_place: bool | None = None  # decided by the first analysis, of the file as it is on disk
 
     def analyse(text: str) -> FileReport:
         nonlocal in_place
@@ -198,7 +198,8 @@ def trial_analyses(path: Path, options: AnalysisOptions) -> Iterator[Callable[[s
             path.write_bytes(text.encode("utf-8"))
             return analyze_file(path, options=options)
         report = analyze_file(path, text=text, options=options)
-        in_place = report.includer is not None
+        if in_place is None:
+            in_place = report.includer is not None
         return report
 
     try:

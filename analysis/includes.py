@@ -37,15 +37,20 @@ def includes_in(text: str) -> list[tuple[str, bool]]:
     return found
 
 
-def includes_of(path: Path) -> list[tuple[str, bool]]:
-    """The (name, quoted) includes of a file; unreadable or huge files count as including nothing."""
+def header_text(path: Path) -> str | None:
+    """A file's text as the include graph reads it; None for an unreadable one or one too large to be a header."""
     try:
         if path.stat().st_size > MAX_INCLUDE_BYTES:
-            return []
-        text = path.read_text(encoding="utf-8", errors="replace")
+            return None
+        return path.read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return []
-    return includes_in(text)
+        return None
+
+
+def includes_of(path: Path) -> list[tuple[str, bool]]:
+    """The (name, quoted) includes of a file; unreadable or huge files count as including nothing."""
+    text = header_text(path)
+    return includes_in(text) if text is not None else []
 
 
 def resolve_include(spelled: str, quoted: bool, from_dir: Path, dirs: list[Path]) -> Path | None:

@@ -296,18 +296,8 @@ def test_binary_input_is_a_syntax_error():
         parse_ptx(".version 8.0\n\x00\x01\x02")
 
 
-WARP_SZ_PTX = """
-.version 8.0
-.target sm_80
-.address_size 64
-.visible .entry k(.param .u64 p)
-{
-	.reg .b32 %r<4>;
-	mov.u32 	%r1, WARP_SZ;
-	div.u32 %r2, %r1, WARP_SZ; add.u32 %r3, %r2, 1;
-	ret;
-}
-"""
+WARP_SZ_PTX = (".version 8.0\n.target sm_80\n.address_size 64\n.entry k()\n{\n\t.reg .b32 %r<4>;\n"
+               "\tmov.u32 \t%r1, WARP_SZ;\n\tdiv.u32 %r2, %r1, WARP_SZ; add.u32 %r3, %r2, 1;\n\tret;\n}\n")
 
 
 def test_warp_sz_is_the_number_32_on_both_parse_paths():
