@@ -142,7 +142,7 @@ class ToolRun:
     returncode: int
     stdout: str
     stderr: str
-    timed_out: bool = False
+    timed_out: bool
 
     @property
     def output(self) -> str:
@@ -177,7 +177,7 @@ def run_tool(args: list[str], timeout_s: float, cwd: str | Path | None = None,
         _kill_group(proc)
         out, err = proc.communicate()
         return ToolRun(proc.returncode, out, err, timed_out=True)
-    return ToolRun(proc.returncode, out, err)
+    return ToolRun(proc.returncode, out, err, timed_out=False)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
