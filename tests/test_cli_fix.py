@@ -12,6 +12,7 @@ import pytest
 from kerncast.analysis.fixing import OverlappingEdits, apply_edits, fix_text
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport, Finding, Fix, TextEdit
+from source_lines import line_of
 
 REPO = Path(__file__).resolve().parent.parent
 TRANSPOSE = REPO / "examples" / "transpose.cu"
@@ -57,8 +58,10 @@ def test_fix_applies_both_fixes_of_the_transpose_example_and_reports_the_fixed_f
     assert {("transposeNaive", "uncoalesced-global"), ("transposeTiled", "shared-bank-conflict")} <= before
     proc = run_cli(str(src), "--fix")
     assert proc.returncode == 0, proc.stderr
-    assert f"{src}:28: fixed: pad-shared-array for shared-bank-conflict in transposeTiled" in proc.stderr
-    assert f"{src}:12: fixed: tiled-transpose for uncoalesced-global in transposeNaive" in proc.stderr
+    column_read = line_of(TRANSPOSE, "= tile[threadIdx.x][threadIdx.y + j]")  # transposeTiled's conflicting read
+    naive_store = line_of(TRANSPOSE, "odata[x * height + (y + j)]")
+    assert f"{src}:{column_read}: fixed: pad-shared-array for shared-bank-conflict in transposeTiled" in proc.stderr
+    assert f"{src}:{naive_store}: fixed: tiled-transpose for uncoalesced-global in transposeNaive" in proc.stderr
     assert "not fixed" not in proc.stderr
     lines = src.read_text().splitlines()
     assert PADDED_TILE in lines  # transposeTiled's tile, padded

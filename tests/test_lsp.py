@@ -94,6 +94,13 @@ class Session:
     def line_of(self, uri: str, needle: str) -> int:
         return next(i for i, line in enumerate(self.text(uri).splitlines()) if needle in line)
 
+    def kernel_lines(self, uri: str, kernel: str) -> range:
+        """The 1-based lines of a kernel, from its signature to the closing brace in column 0."""
+        lines = self.text(uri).splitlines()
+        start = self.line_of(uri, f"__global__ void {kernel}(")
+        end = next(i for i in range(start, len(lines)) if lines[i] == "}")
+        return range(start + 1, end + 2)
+
     def change(self, uri: str, text: str) -> int:
         """Replace the whole text (on disk too, as an editor's save would); returns the new version."""
         version = self.version(uri) + 1
@@ -294,25 +301,28 @@ async def test_compile_error_is_a_diagnostic_at_its_line(s: Session) -> None:
 async def test_transpose_memory_findings(s: Session) -> None:
     uri = s.open("transpose.cu")
     diags = await s.diagnostics(uri)
-    got = {(d.code, d.range.start.line + 1) for d in diags}
-    assert ("uncoalesced-global", 12) in got  # transposeNaive's strided store
-    assert ("shared-bank-conflict", 28) in got  # transposeTiled's column read of tile
+    got = {(d.code, d.range.start.line) for d in diags}
+    assert ("uncoalesced-global", s.line_of(uri, "odata[x * height + (y + j)]")) in got  # transposeNaive's store
+    column_read = s.line_of(uri, "= tile[threadIdx.x][threadIdx.y + j]")  # transposeTiled's column read of tile
+    assert ("shared-bank-conflict", column_read) in got
     assert not [d for d in diags if d.severity == lsp.DiagnosticSeverity.Error]
-    # the padded kernel (lines 32-46) is clean
-    assert not [d for d in diags if 32 <= d.range.start.line + 1 <= 46 and d.code in MEMORY_CODES]
+    padded = s.kernel_lines(uri, "transposePadded")  # the padded kernel is clean
+    assert not [d for d in diags if d.range.start.line + 1 in padded and d.code in MEMORY_CODES]
     bank = next(d for d in diags if d.code == "shared-bank-conflict")
     assert bank.related_information, "the declaration of the shared array is related information"
-    assert bank.related_information[0].location.range.start.line + 1 == 18
+    declared = s.line_of(uri, "__shared__ float tile[TILE_DIM][TILE_DIM];")  # transposeTiled's tile
+    assert bank.related_information[0].location.range.start.line == declared
     assert bank.related_information[0].location.uri == uri
 
 
 async def test_reduction_findings(s: Session) -> None:
     uri = s.open("reduction.cu")
     diags = await s.diagnostics(uri)
-    got = {(d.code, d.range.start.line + 1) for d in diags}
-    assert ("divergent-branch", 13) in got  # reduceInterleaved: tid % (2 * s)
-    assert ("shared-bank-conflict", 31) in got  # reduceStrided: sdata[2 * s * tid]
-    assert not [d for d in diags if 37 <= d.range.start.line + 1 <= 52 and d.code in MEMORY_CODES]
+    got = {(d.code, d.range.start.line) for d in diags}
+    assert ("divergent-branch", s.line_of(uri, "if (tid % (2 * s) == 0)")) in got  # reduceInterleaved
+    assert ("shared-bank-conflict", s.line_of(uri, "sdata[index] += sdata[index + s]")) in got  # reduceStrided
+    sequential = s.kernel_lines(uri, "reduceSequential")
+    assert not [d for d in diags if d.range.start.line + 1 in sequential and d.code in MEMORY_CODES]
     s.close(uri)
 
 
@@ -358,7 +368,7 @@ async def test_hover_on_kernel_name_and_launch(s: Session) -> None:
 async def test_hover_on_finding_and_nothing_elsewhere(s: Session) -> None:
     uri = s.open("transpose.cu")
     await s.diagnostics(uri)
-    hov = await s.hover(uri, 27, 20)  # line 28: the bank-conflicted read
+    hov = await s.hover(uri, s.line_of(uri, "= tile[threadIdx.x][threadIdx.y + j]"), 20)  # the conflicted read
     assert hov is not None
     text = hov.contents.value
     assert "shared-bank-conflict" in text and "ways" in text and "What to do" in text
@@ -379,8 +389,9 @@ async def test_code_lenses(s: Session) -> None:
     found = await s.client.text_document_code_lens_async(
         lsp.CodeLensParams(text_document=lsp.TextDocumentIdentifier(uri=uri)))
     assert len(found) == 3
-    by_line = {c.range.start.line + 1: c for c in found}
-    assert sorted(by_line) == [7, 16, 32]
+    by_line = {c.range.start.line: c for c in found}
+    kernels = ("transposeNaive", "transposeTiled", "transposePadded")
+    assert sorted(by_line) == [s.line_of(uri, f"__global__ void {k}(") for k in kernels]
     for lens in found:
         assert lens.command is not None
         assert LENS_RE.match(lens.command.title), lens.command.title
@@ -389,7 +400,7 @@ async def test_code_lenses(s: Session) -> None:
         assert "<<<64x64, 32x8>>>" in lens.command.title  # the launch of main(): dim3 grid(2048/32, 2048/32)
         assert lens.command.command == "kerncast.showReport"
         assert lens.command.arguments[0] == uri
-    assert by_line[7].command.arguments[1] == "transposeNaive"
+    assert by_line[s.line_of(uri, "__global__ void transposeNaive(")].command.arguments[1] == "transposeNaive"
 
 
 async def test_code_lens_without_launch_says_so(s: Session) -> None:
@@ -446,17 +457,19 @@ def _as_action(item: lsp.CodeAction | lsp.Command) -> lsp.CodeAction:
 async def test_pad_shared_array_action(s: Session) -> None:
     uri = s.open("transpose.cu")
     await s.diagnostics(uri)
-    acts = await _actions(s, uri, 27)
+    conflict = s.line_of(uri, "= tile[threadIdx.x][threadIdx.y + j]")  # transposeTiled's column read
+    declared = s.line_of(uri, "__shared__ float tile[TILE_DIM][TILE_DIM];")  # its tile
+    acts = await _actions(s, uri, conflict)
     pad = [a for a in acts if "pad the last dimension" in a.title]
     assert len(pad) == 1 and pad[0].kind == lsp.CodeActionKind.QuickFix
     new = apply_workspace_edit(s.text(uri), pad[0].edit, uri, s.version(uri))
-    assert new.splitlines()[17] == "    __shared__ float tile[TILE_DIM][TILE_DIM + 1];"
-    assert new.splitlines()[:17] == s.text(uri).splitlines()[:17]
+    assert new.splitlines()[declared] == "    __shared__ float tile[TILE_DIM][TILE_DIM + 1];"
+    assert new.splitlines()[:declared] == s.text(uri).splitlines()[:declared]
     # applying it removes the conflict: change, save, and the finding is gone
     version = s.change(uri, new)
     s.save(uri)
     diags = await s.diagnostics(uri, version)
-    assert ("shared-bank-conflict", 28) not in {(d.code, d.range.start.line + 1) for d in diags}
+    assert ("shared-bank-conflict", conflict) not in {(d.code, d.range.start.line) for d in diags}
     s.change(uri, (EXAMPLES / "transpose.cu").read_text())
     s.save(uri)
     await s.diagnostics(uri)
@@ -553,8 +566,9 @@ async def test_commands(s: Session) -> None:
         command="kerncast.showReport", arguments=[uri, "transposeTiled"]))
     assert report["markdown"].startswith("### transposeTiled")
     assert "shared-bank-conflict" in report["markdown"]
+    inside_padded = s.line_of(uri, "__global__ void transposePadded(") + 3
     by_pos = await s.client.workspace_execute_command_async(lsp.ExecuteCommandParams(
-        command="kerncast.showReport", arguments=[uri, {"line": 40, "character": 4}]))
+        command="kerncast.showReport", arguments=[uri, {"line": inside_padded, "character": 4}]))
     assert by_pos["markdown"].startswith("### transposePadded")
     gpus = await s.client.workspace_execute_command_async(lsp.ExecuteCommandParams(command="kerncast.listGpus"))
     ids = {g["id"]: g for g in gpus}

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.server.sarif import to_sarif
+from source_lines import line_of
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -31,14 +32,17 @@ def test_sarif_of_an_example_matches_the_findings(nvcc_available: object) -> Non
     expected = {(f.code, f.line) for f in analyze_file(path).all_findings()}
     got = {(r["ruleId"], r["locations"][0]["physicalLocation"]["region"]["startLine"]) for r in results}
     assert got == expected
-    assert {("uncoalesced-global", 12), ("shared-bank-conflict", 28)} <= got
+    naive_store = line_of(path, "odata[x * height + (y + j)]")
+    column_read = line_of(path, "= tile[threadIdx.x][threadIdx.y + j]")  # transposeTiled's read of its tile
+    assert {("uncoalesced-global", naive_store), ("shared-bank-conflict", column_read)} <= got
     rules = run["tool"]["driver"]["rules"]
     for r in results:
         assert rules[r["ruleIndex"]]["id"] == r["ruleId"]
         assert r["level"] in ("error", "warning", "note")
         assert r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == path.as_uri()
     bank = next(r for r in results if r["ruleId"] == "shared-bank-conflict")
-    assert bank["relatedLocations"][0]["physicalLocation"]["region"]["startLine"] == 18
+    declared = line_of(path, "float tile[TILE_DIM][TILE_DIM];")  # transposeTiled's tile
+    assert bank["relatedLocations"][0]["physicalLocation"]["region"]["startLine"] == declared
     assert bank["properties"]["kernel"] == "transposeTiled"
     assert bank["properties"]["fix"]["kind"] == "pad-shared-array"
 

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from source_lines import line_of
 
 HERE = Path(__file__).resolve().parent
 NVIM_DIR = HERE / "nvim"
@@ -63,15 +64,16 @@ def test_neovim_session(nvim: str, nvcc_available: object, tmp_path: Path, relat
         assert "%20" in result["uri"] and "%C3%A9" in result["uri"].upper(), result["uri"]
 
     diags = {(d["code"], d["line"]) for d in result["diagnostics"]}
-    assert ("uncoalesced-global", 12) in diags
-    assert ("shared-bank-conflict", 28) in diags
+    assert ("uncoalesced-global", line_of(src, "odata[x * height + (y + j)]")) in diags  # transposeNaive's store
+    assert ("shared-bank-conflict", line_of(src, "= tile[threadIdx.x][threadIdx.y + j]")) in diags  # Tiled's read
     assert all(d["source"] == "kerncast" for d in result["diagnostics"])
 
     first = next(line for line in result["hover"] if line.strip())
     assert re.match(r"^(### )?transposeNaive — on V100\b", first), first
 
     lenses = sorted((c["line"], c["title"]) for c in result["codelens"])
-    assert [line for line, _ in lenses] == [7, 16, 32]
+    kernels = ("transposeNaive", "transposeTiled", "transposePadded")
+    assert [line for line, _ in lenses] == [line_of(src, f"__global__ void {k}(") for k in kernels]
     for _, title in lenses:
         assert re.match(r"^(≈ \S+ (ns|µs|ms|s) \(\S+ (ns|µs|ms|s)–\S+ (ns|µs|ms|s)\)|time not available) · ",
                         title), title

@@ -6,6 +6,8 @@ instruction) so that a parser that merely "does not crash" fails these tests.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from kerncast.analysis.cfg import build_cfg
 from kerncast.analysis.deps import block_dependences
@@ -13,8 +15,10 @@ from kerncast.analysis.isa import classify
 from kerncast.analysis.loops import find_loops
 from kerncast.analysis.ptx import PtxSyntaxError, kernel_shared_bytes, parse_ptx
 from kerncast.analysis.ptx.model import Addr, Imm, PredPair, Reg, Sym, Vec
+from source_lines import line_after
 
 ARCHES = ("sm_75", "sm_80", "sm_90")
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 @pytest.fixture(scope="module")
@@ -96,11 +100,10 @@ def test_reduction_dynamic_shared_and_loops(example_ptx, arch):
     assert [d.name for d in m.extern_shared()] == ["sdata"]
     assert {k.name for k in m.kernels} == {
         "_Z17reduceInterleavedPKfPfj", "_Z13reduceStridedPKfPfj", "_Z16reduceSequentialPKfPfj"}
-    for k, loop_lines in (
-        (_kernel(m, "reduceInterleaved"), range(12, 17)),
-        (_kernel(m, "reduceStrided"), range(28, 34)),
-        (_kernel(m, "reduceSequential"), range(45, 50)),
-    ):
+    source = EXAMPLES / "reduction.cu"
+    for name, loop_length in (("reduceInterleaved", 5), ("reduceStrided", 6), ("reduceSequential", 5)):
+        k, first = _kernel(m, name), line_after(source, f"void {name}(", "for (")
+        loop_lines = range(first, first + loop_length)  # the `for` line down to the loop's __syncthreads()
         assert k.static_shared_bytes == 0
         cfg = build_cfg(k)
         loops = find_loops(cfg)

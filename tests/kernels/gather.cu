@@ -20,9 +20,9 @@ int main()
     const int n = 1 << 20;
     float *a, *b;
     int *idx;
+    cudaMalloc(&idx, n * sizeof(*idx));
     cudaMalloc(&a, n * sizeof(float));
     cudaMalloc(&b, n * sizeof(float));
-    cudaMalloc(&idx, n * sizeof(int));
     gather<<<n / 256, 256>>>(a, idx, b, n);
     scatterAdd<<<n / 256, 256>>>(a, idx, b, n);
     cudaDeviceSynchronize();

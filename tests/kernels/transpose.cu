@@ -48,8 +48,8 @@ int main()
 {
     const int w = 2048, h = 2048;
     float *a, *b;
-    cudaMalloc(&a, w * h * sizeof(float));
-    cudaMalloc(&b, w * h * sizeof(float));
+    cudaMalloc(&a, sizeof(float) * w * h);
+    cudaMalloc(&b, sizeof(float) * w * h);
     dim3 grid(w / TILE, h / TILE), block(TILE, ROWS);
     transposeNaive<<<grid, block>>>(b, a, w, h);
     transposeTiled<<<grid, block>>>(b, a, w, h);
