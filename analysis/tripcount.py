@@ -43,6 +43,7 @@ from kerncast.analysis.dataflow.induction import (
     carried_update,
     check_once_per_iteration,
     geometric_step,
+    signed_halving,
     step,
     update_in_loop,
 )
@@ -220,21 +221,25 @@ def _exit_test(dataflow: KernelDataflow, loop: Loop, all_loops: list[Loop], laun
         if not isinstance(iv_op, Reg) or iv_op.is_special:
             continue
         iv, update = iv_op.name, update_in_loop(defs, cfg, iv_op.name, in_loop)
-        after = None
+        after, halving = None, None
         if update is None:
             carried = carried_update(defs, cfg, iv_op.name, in_loop)
-            if carried is None:
+            halving = signed_halving(defs, cfg, iv_op.name, in_loop) if carried is None else None
+            if carried is not None:
+                # `t = s << 1; test t; s = t`: the test sees the carried variable's next value
+                iv, update, after = carried[0], carried[1], True
+                check_once_per_iteration(cfg, loop, carried[2], nested)
+            elif halving is not None:
+                update = halving[0]  # `s = t` with t = s / 2**k: the copy is where s moves
+            else:
                 continue
-            # `t = s << 1; test t; s = t`: the test sees the carried variable's next value
-            iv, update, after = carried[0], carried[1], True
-            check_once_per_iteration(cfg, loop, carried[2], nested)
         check_once_per_iteration(cfg, loop, update, nested)
         if after is None:
             after = after_update(cfg, update, setp, block)
         elif not after_update(cfg, update, setp, block):
             raise Unknown("the compared value is computed after the test")
         bits, signed = int_type(setp)
-        op, amount = step(update, iv, reader.invariant)
+        op, amount = ("div", halving[1]) if halving is not None else step(update, iv, reader.invariant)
         init = reader.outside(iv)
         bound = reader.invariant(bound_op)
         return ExitTest(iv, rel, bound, init, op, amount, after, bits, signed, setp.loc.line if setp.loc else None,

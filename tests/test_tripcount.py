@@ -69,6 +69,34 @@ __global__ void early(float *a, int n)
     a[threadIdx.x] = s;
 }
 
+__global__ void halfThenHalving(float *a, int n)
+{
+    float s = 0.0f;
+#pragma unroll 1
+    for (int k = n / 2; k > 0; k /= 2) {
+        s += a[k];
+    }
+    a[threadIdx.x] = s;
+}
+
+__global__ void warpShuffleSum(float *a)
+{
+    float v = a[threadIdx.x];
+    for (int offset = warpSize / 2; offset > 0; offset /= 2) {
+        v += __shfl_down_sync(0xffffffff, v, offset);
+    }
+    a[threadIdx.x] = v;
+}
+
+__global__ void warpShuffleQuarters(float *a)
+{
+    float v = a[threadIdx.x];
+    for (int offset = warpSize / 4; offset > 0; offset /= 4) {
+        v += __shfl_down_sync(0xffffffff, v, offset);
+    }
+    a[threadIdx.x] = v;
+}
+
 __global__ void triangle(float *a, int n)
 {
     float s = 0.0f;
@@ -93,10 +121,17 @@ def loops_example(nvcc_available):
 
 
 @pytest.fixture(scope="module")
-def small_kernels(nvcc_available, tmp_path_factory):
+def small_kernels_ptx(nvcc_available, tmp_path_factory) -> str:
     path = tmp_path_factory.mktemp("tripcount") / "kernels.cu"
     path.write_text(KERNELS)
-    return _module(nvcc_available, path), KERNELS
+    result = compile_cuda(path, options=CompileOptions(arch="sm_80"))
+    assert result.ok, result.diagnostics
+    return result.ptx
+
+
+@pytest.fixture(scope="module")
+def small_kernels(small_kernels_ptx):
+    return parse_ptx(small_kernels_ptx), KERNELS
 
 
 def _counts(module, name: str, source: str | None, overrides=None):
@@ -173,6 +208,36 @@ def test_geometric_loop(small_kernels, n, expected):
     module, source = small_kernels
     counts, _ = _counts(module, "halving", source, LaunchOverrides(params={"n": n}))
     assert [c.value for c in counts.values()] == [expected]
+
+
+@pytest.mark.parametrize(("n", "expected"), [(3, 1), (37, 5), (1024, 10)])
+def test_signed_halving_copied_back_after_the_test(small_kernels, n, expected):
+    # k = n/2, n/4, ..., 1: nvcc cannot prove k positive, so it divides with a rounding bias into a temporary
+    module, source = small_kernels
+    counts, _ = _counts(module, "halfThenHalving", source, LaunchOverrides(params={"n": n}))
+    assert [(c.value, c.source) for c in counts.values()] == [(expected, "ptx")]
+
+
+@pytest.mark.parametrize(("kernel", "expected"), [("warpShuffleSum", 5), ("warpShuffleQuarters", 2)])
+def test_warp_shuffle_loops_over_warp_size(small_kernels, kernel, expected):
+    # offsets 16, 8, 4, 2, 1 and 8, 2: warpSize is 32 on every GPU
+    module, source = small_kernels
+    counts, _ = _counts(module, kernel, source)
+    assert [(c.value, c.source) for c in counts.values()] == [(expected, "ptx")]
+
+
+def test_a_shift_that_is_not_a_rounded_division_is_not_counted(small_kernels, small_kernels_ptx):
+    # the same loop with the rounding bias taken from the wrong bit no longer divides by 2: its count is unknown
+    module, source = small_kernels
+    fn = next(f for f in module.kernels if "warpShuffleSum" in f.name)
+    bias = next(i for i in fn.body if i.opcode == "shr" and i.dtype == "u32")
+    lines = small_kernels_ptx.splitlines()
+    assert lines[bias.ptx_line - 1].endswith(", 31;")
+    lines[bias.ptx_line - 1] = lines[bias.ptx_line - 1].replace(", 31;", ", 30;")
+    mutated = next(f for f in parse_ptx("\n".join(lines)).kernels if "warpShuffleSum" in f.name)
+    cfg = build_cfg(mutated)
+    counts = trip_counts(mutated, cfg, find_loops(cfg), infer_launch("warpShuffleSum", source))
+    assert [c.source for c in counts.values()] == ["default"]
 
 
 def test_nested_loops_are_counted_per_entry(small_kernels):
