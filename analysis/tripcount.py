@@ -42,8 +42,8 @@ from kerncast.analysis.dataflow.induction import (
     after_update,
     carried_update,
     check_once_per_iteration,
+    copied_back,
     geometric_step,
-    signed_halving,
     step,
     update_in_loop,
 )
@@ -221,25 +221,28 @@ def _exit_test(dataflow: KernelDataflow, loop: Loop, all_loops: list[Loop], laun
         if not isinstance(iv_op, Reg) or iv_op.is_special:
             continue
         iv, update = iv_op.name, update_in_loop(defs, cfg, iv_op.name, in_loop)
-        after, halving = None, None
+        after, recurrence = None, None
         if update is None:
             carried = carried_update(defs, cfg, iv_op.name, in_loop)
-            halving = signed_halving(defs, cfg, iv_op.name, in_loop) if carried is None else None
-            if carried is not None:
+            if carried is None:
+                recurrence = dataflow.symbolic.recurrence(loop.id, iv_op.name)
+                update = copied_back(defs, cfg, iv_op.name, in_loop, recurrence)
+                if update is None:
+                    continue
+            else:
                 # `t = s << 1; test t; s = t`: the test sees the carried variable's next value
                 iv, update, after = carried[0], carried[1], True
                 check_once_per_iteration(cfg, loop, carried[2], nested)
-            elif halving is not None:
-                update = halving[0]  # `s = t` with t = s / 2**k: the copy is where s moves
-            else:
-                continue
         check_once_per_iteration(cfg, loop, update, nested)
         if after is None:
             after = after_update(cfg, update, setp, block)
         elif not after_update(cfg, update, setp, block):
             raise Unknown("the compared value is computed after the test")
         bits, signed = int_type(setp)
-        op, amount = ("div", halving[1]) if halving is not None else step(update, iv, reader.invariant)
+        if recurrence is not None:  # `s = t` with t = s / 2**k: the step is the symbolic recurrence's
+            op, amount = str(recurrence.op), recurrence.factor
+        else:
+            op, amount = step(update, iv, reader.invariant)
         init = reader.outside(iv)
         bound = reader.invariant(bound_op)
         return ExitTest(iv, rel, bound, init, op, amount, after, bits, signed, setp.loc.line if setp.loc else None,

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from kerncast.analysis.cfg import build_cfg
 from kerncast.analysis.compile import CompileOptions, compile_cuda
+from kerncast.analysis.dataflow import KernelDataflow
 from kerncast.analysis.launch import LaunchOverrides, infer_launch
 from kerncast.analysis.loops import find_loops
 from kerncast.analysis.ptx import parse_ptx
@@ -224,6 +225,19 @@ def test_warp_shuffle_loops_over_warp_size(small_kernels, kernel, expected):
     module, source = small_kernels
     counts, _ = _counts(module, kernel, source)
     assert [(c.value, c.source) for c in counts.values()] == [(expected, "ptx")]
+
+
+@pytest.mark.parametrize(("kernel", "factor"), [("warpShuffleSum", 2), ("warpShuffleQuarters", 4)])
+def test_the_symbolic_recurrence_reads_the_rounded_signed_division(small_kernels, kernel, factor):
+    # the same fact serves the trip count and the per-iteration values of addresses and branch conditions
+    module, _ = small_kernels
+    fn = next(f for f in module.kernels if kernel in f.name)
+    cfg = build_cfg(fn)
+    loops = find_loops(cfg)
+    (loop,) = loops.loops
+    recurrences = KernelDataflow(fn, cfg, loops).symbolic.recurrences.values()
+    assert [(rc.op, rc.factor) for rc in recurrences if rc.loop == loop.id and rc.kind == "geometric"] == [
+        ("div", factor)]
 
 
 def test_a_shift_that_is_not_a_rounded_division_is_not_counted(small_kernels, small_kernels_ptx):

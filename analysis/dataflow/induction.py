@@ -3,7 +3,7 @@
 A trip count needs the *instruction* that moves the compared register once per iteration (`add r, r, 4`,
 `shl r, r, 1`, `t = s << 1; ...; s = t` where the test reads `t`, or a signed `s /= 2` that nvcc computes into
 a temporary and copies back after the test), to prove it runs on every path to the latch and to know whether
-the test sees the value before or after it (`update_in_loop`, `carried_update`, `signed_halving`,
+the test sees the value before or after it (`update_in_loop`, `carried_update`, `copied_back`,
 `check_once_per_iteration`, `after_update`, `step`). An address needs the *value* of every register a loop
 rewrites as a closed form in the iteration number: the symbolic pass (`symbolic`) gives each such register a
 recurrence atom at the loop header and `classify` reads what flows back along the back edges (unchanged,
@@ -19,10 +19,10 @@ from typing import Any
 from kerncast.analysis.cexpr import Unknown
 from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.dataflow import expr as E
-from kerncast.analysis.dataflow.expr import Atoms, Poly, Value, int_type
+from kerncast.analysis.dataflow.expr import Atoms, Poly, Value, op_type
 from kerncast.analysis.intops import NoValue, int_op
 from kerncast.analysis.loops import Loop
-from kerncast.analysis.ptx.model import Imm, Instruction, Reg
+from kerncast.analysis.ptx.model import Instruction, Reg
 
 #: additive updates and the sign they give the step
 ADDITIVE = {"add": 1, "sub": -1}
@@ -67,54 +67,17 @@ def carried_update(defs: dict[str, list[Instruction]], cfg: Cfg, reg: str,
     return None
 
 
-def _sole(defs: dict[str, list[Instruction]], cfg: Cfg, reg: str, in_loop: set[int]) -> Instruction | None:
-    """The one unguarded instruction of the loop that writes `reg`, else None."""
+def copied_back(defs: dict[str, list[Instruction]], cfg: Cfg, reg: str, in_loop: set[int],
+                recurrence: Recurrence | None) -> Instruction | None:
+    """For a loop whose only write of `reg` is a copy `mov reg, t` and whose symbolic recurrence for `reg` is
+    geometric (nvcc's signed `s /= 2`, computed into `t` and copied back after the exit test has read `s`):
+    the copy, where `reg` moves once per iteration. Else None."""
     inside = _inside(defs, cfg, reg, in_loop)
-    return inside[0] if len(inside) == 1 and inside[0].guard is None else None
-
-
-def _read_regs(ins: Instruction) -> list[str]:
-    return [s.name for s in ins.srcs if isinstance(s, Reg) and not s.is_special]
-
-
-def _constant_shift(ins: Instruction | None, signed: bool) -> tuple[str, int] | None:
-    """(register, amount) of `shr` by a constant: arithmetic (`shr.s*`) when `signed`, else logical."""
-    if ins is None or ins.opcode != "shr" or int_type(ins)[1] != signed or len(ins.srcs) != 2:
+    if recurrence is None or recurrence.kind != "geometric" or len(inside) != 1:
         return None
-    value, amount = ins.srcs
-    if not isinstance(value, Reg) or not isinstance(amount, Imm) or not isinstance(amount.value, int):
-        return None
-    return value.name, amount.value
-
-
-def signed_halving(defs: dict[str, list[Instruction]], cfg: Cfg, reg: str,
-                   in_loop: set[int]) -> tuple[Instruction, int] | None:
-    """For a signed `s /= 2**k` that nvcc computes into a temporary and copies back after the loop's test has
-    read `s`: (the copy `s = t`, 2**k); else None.
-
-    `for (int offset = warpSize / 2; offset > 0; offset /= 2)` and `for (int s = n / 2; s > 0; s /= 2)`
-    compile to this when nvcc cannot prove `s` positive: the division truncates toward zero, so nvcc adds a
-    rounding bias before the arithmetic shift, `t = (s + b) >> k` with `b = s >>> (bits - 1)` for k = 1 and
-    `b = (s >> (bits - 1)) >>> (bits - k)` otherwise, and closes the iteration with `mov s, t`.
-    """
-    copy = _sole(defs, cfg, reg, in_loop)
-    if copy is None or copy.opcode != "mov" or len(_read_regs(copy)) != 1:
-        return None
-    quotient = _constant_shift(_sole(defs, cfg, _read_regs(copy)[0], in_loop), signed=True)
-    add = _sole(defs, cfg, quotient[0], in_loop) if quotient is not None else None
-    if quotient is None or add is None or add.opcode != "add" or sorted(_read_regs(add)).count(reg) != 1 \
-            or len(_read_regs(add)) != 2:
-        return None
-    bits, k = int_type(add)[0], quotient[1]
-    bias_of = next(name for name in _read_regs(add) if name != reg)
-    bias = _constant_shift(_sole(defs, cfg, bias_of, in_loop), signed=False)
-    if bias is None or not 0 < k < bits or bias[1] != bits - k:
-        return None
-    if bias[0] == reg:
-        rounds = k == 1  # the sign bit itself is the bias 2**1 - 1
-    else:
-        rounds = _constant_shift(_sole(defs, cfg, bias[0], in_loop), signed=True) == (reg, bits - 1)
-    return (copy, 1 << k) if rounds else None
+    copy = inside[0]
+    sources = [s for s in copy.srcs if isinstance(s, Reg)]
+    return copy if copy.opcode == "mov" and copy.guard is None and len(sources) == 1 else None
 
 
 def step(update: Instruction, reg: str, invariant: Any) -> tuple[str, int]:
@@ -208,4 +171,38 @@ def classify(loop: int, reg: str, a: int, init: Value, back: Value, atoms: Atoms
             c = E.as_const(key[2][1])
             if c is not None and c > 0:
                 rc.kind, rc.op, rc.factor = "geometric", key[1], c
+    k = _rounded_signed_shift(back, me, atoms)
+    if k is not None:
+        rc.kind, rc.op, rc.factor = "geometric", "div", 1 << k
     return rc
+
+
+def _shift_node(p: Value, atoms: Atoms) -> tuple[Value, int | None, tuple[int, bool]] | None:
+    """(value shifted, constant amount or None, (bits, signed)) when `p` is exactly one `shr` node."""
+    if p is None or len(p) != 1 or p[0][1] != 1 or len(p[0][0]) != 1:
+        return None
+    key = atoms.keys[p[0][0][0]]
+    if key[0] != "op" or key[1] != "shr" or len(key[2]) != 2:
+        return None
+    return key[2][0], E.as_const(key[2][1]), op_type(key[3])
+
+
+def _rounded_signed_shift(back: Value, me: Poly, atoms: Atoms) -> int | None:
+    """k when `back` is `me / 2**k` on a signed `me` as nvcc writes it when it cannot prove `me` positive
+    (`for (int offset = warpSize / 2; offset > 0; offset /= 2)`, `k = n / 2; k /= 2`): a rounding bias `b`
+    is added before the arithmetic shift, `(me + b) >> k`, so that the quotient truncates toward zero; `b` is
+    the sign bit, `me >>> (bits - 1)`, for k = 1 and the sign spread over k bits,
+    `(me >> (bits - 1)) >>> (bits - k)`, otherwise."""
+    quotient = _shift_node(back, atoms)
+    if quotient is None or quotient[0] is None or not quotient[2][1]:
+        return None
+    numerator, k, (bits, _) = quotient
+    if k is None or not 0 < k < bits:
+        return None
+    bias = _shift_node(E.sub(numerator, me), atoms)
+    if bias is None or bias[1:] != (bits - k, (bits, False)):
+        return None
+    if bias[0] == me:
+        return k if k == 1 else None
+    sign = _shift_node(bias[0], atoms)
+    return k if sign == (me, bits - 1, (bits, True)) else None

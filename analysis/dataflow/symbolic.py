@@ -47,6 +47,10 @@ class SymbolicResult:
     params: dict[str, int] = field(default_factory=dict)  # param symbol name -> atom
     undefined: set[str] = field(default_factory=set)
 
+    def recurrence(self, loop_id: int, reg: str) -> Recurrence | None:
+        """How register `reg` evolves over the iterations of loop `loop_id`; None if the loop does not write it."""
+        return next((rc for rc in self.recurrences.values() if rc.loop == loop_id and rc.reg == reg), None)
+
 
 @cache
 def _special(name: str) -> bool:

@@ -23,3 +23,20 @@ __global__ void everyWarpSizeth(const float *in, float *out)
     unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
     out[i] = in[i * warpSize];  // expect: uncoalesced-global
 }
+
+// A warp's tree sum in shared memory: the step halves from warpSize / 2, so every step but the last (one lane
+// working) splits the warp.
+// kerncast: block=32
+__global__ void warpTree(const float *in, float *out)
+{
+    __shared__ float partial[32];
+    partial[threadIdx.x] = in[blockIdx.x * blockDim.x + threadIdx.x];
+    __syncwarp();
+    for (int i = warpSize / 2; i > 0; i /= 2) {
+        if (threadIdx.x < i)  // expect: divergent-branch
+            partial[threadIdx.x] += partial[threadIdx.x + i];
+        __syncwarp();
+    }
+    if (threadIdx.x == 0)
+        out[blockIdx.x] = partial[0];
+}
