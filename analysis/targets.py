@@ -152,6 +152,7 @@ def local_gpu_profile(nvml: object | None = None) -> str | None:
         return _ask_nvml(nvml)
     if not _local_gpu:
         try:
+            # lazy import: NVML is the optional `gpu` extra, asked only when no profile was chosen
             import pynvml  # type: ignore[import-not-found]
         except ImportError:
             _local_gpu.append(None)

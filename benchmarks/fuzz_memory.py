@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from kerncast.analysis.compile import CompileOptions, compile_cuda
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -37,8 +39,6 @@ _ENTRY_NAME_RE = re.compile(r"(\.entry\s+)([A-Za-z_$][\w$]*)")
 
 def big_ptx(megabytes: float) -> str:
     """PTX of about `megabytes` MB: the examples' kernels repeated, each copy renamed."""
-    from kerncast.analysis.compile import CompileOptions, compile_cuda
-
     result = compile_cuda(ROOT / "examples" / "matmul.cu", options=CompileOptions(arch="sm_80"),
                           with_resources=False)
     assert result.ok and result.ptx

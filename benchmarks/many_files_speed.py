@@ -14,11 +14,14 @@ all files, for a quick run; the default times every file.
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from kerncast.analysis.compile import CompileOptions, compile_cuda
 
 ROOT = Path(__file__).resolve().parent.parent
 ARCHS = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")
@@ -28,8 +31,6 @@ KERNCAST = [sys.executable, "-m", "kerncast.server"]
 
 def generate(out: Path) -> list[Path]:
     """Compile every source at every architecture into `out` (skipping files already there)."""
-    from kerncast.analysis.compile import CompileOptions, compile_cuda
-
     out.mkdir(parents=True, exist_ok=True)
     files = []
     for src in SOURCES:
@@ -58,8 +59,6 @@ def pooled(folder: Path, jobs: int) -> tuple[float, int]:
     run = subprocess.run([*KERNCAST, "analyze", str(folder), "-j", str(jobs), "--format", "sarif"], check=False,
                          capture_output=True, text=True, timeout=3600)
     elapsed = time.perf_counter() - start
-    import json
-
     log = json.loads(run.stdout)
     return elapsed, len(log["runs"][0]["artifacts"])
 

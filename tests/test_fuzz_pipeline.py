@@ -8,10 +8,12 @@ benchmark's (see its docstring).
 from __future__ import annotations
 
 import importlib.util
+import random
 import sys
 from pathlib import Path
 
 import pytest
+from kerncast.analysis.ptx import parse_ptx
 
 HARNESS = Path(__file__).resolve().parent.parent / "benchmarks" / "fuzz_ptx.py"
 CASES = 300
@@ -42,8 +44,6 @@ def seeds(fuzz, compile_example) -> list[str]:
 
 
 def test_seeds_are_one_kernel_each(fuzz, seeds) -> None:
-    from kerncast.analysis.ptx import parse_ptx
-
     assert len(seeds) >= 6
     assert all(len(parse_ptx(text).kernels) == 1 for text in seeds)
 
@@ -60,8 +60,6 @@ def test_mutated_ptx_through_every_output_format(fuzz, seeds) -> None:
 
 def test_the_bound_mutations_are_exercised(fuzz) -> None:
     """The harness's own mutations include the inputs that once crashed: huge shifts, negative sizes, nesting."""
-    import random
-
     texts = [fuzz.mutate(random.Random(i), ".entry k()\n{\n\tmov.u32 \t%r1, 3;\n\texit;\n}\n") for i in range(400)]
     joined = "\n".join(texts)
     assert "9223372036854775807;" in joined and "shr." in joined

@@ -16,7 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kerncast.analysis.compile import CompileOptions, compile_cuda
+from kerncast.analysis.compile import (
+    CONST_BANK_BYTES,
+    CompileOptions,
+    compile_cuda,
+    declared_const_bytes,
+    declared_registers,
+)
 from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
 from kerncast.analysis.toolchain import MAX_TIMEOUT_S, check_define, check_timeout, run_tool, shown
 
@@ -158,8 +164,6 @@ def test_deep_nesting_is_a_clear_message() -> None:
 
 def test_oversized_const_data_never_reaches_ptxas() -> None:
     """ptxas allocates all of a module's `.const` data before refusing more than the 64 KB bank."""
-    from kerncast.analysis.compile import CONST_BANK_BYTES, declared_const_bytes
-
     ptx = HEADER + ".const .align 4 .b8 c[2147483647];\n.visible .entry k()\n{\n\texit;\n}\n"
     assert declared_const_bytes(ptx) == 2147483647
     assert declared_const_bytes(".const .align 16 .v4 .f32 c[16][2];\n.const .b32 x;\n") == 512
@@ -170,8 +174,6 @@ def test_oversized_const_data_never_reaches_ptxas() -> None:
 
 def test_huge_register_declarations_never_reach_ptxas() -> None:
     """ptxas reserves memory for every declared virtual register (16 GB for `%r<2147483647>`)."""
-    from kerncast.analysis.compile import declared_registers
-
     ptx = HEADER + ".visible .entry k()\n{\n\t.reg .b32 \t%r<2147483647>;\n\t.reg .pred %p<3>;\n\texit;\n}\n"
     assert declared_registers(ptx) == 2147483650
     report = analyze_file("regs.ptx", text=ptx, options=AnalysisOptions(lime=False))

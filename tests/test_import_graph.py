@@ -119,10 +119,11 @@ def _comment_above(lines: list[str], lineno: int) -> str:
     return " ".join(reversed(above))
 
 
-def function_local_imports() -> list[str]:
-    """`file:line module` for each unmarked import inside a function of a Kerncast or standard-library module."""
+def function_local_imports(paths: list[Path] | None = None) -> list[str]:
+    """`file:line module` for each unmarked import inside a function of a Kerncast or standard-library module,
+    in the given files (default: every module of the library)."""
     bad: list[str] = []
-    for path in MODULES.values():
+    for path in MODULES.values() if paths is None else paths:
         text = path.read_text(encoding="utf-8")
         lines = text.splitlines()
         for fn in ast.walk(ast.parse(text, str(path))):
@@ -160,6 +161,13 @@ def test_no_unmarked_function_local_import() -> None:
     bad = function_local_imports()
     assert not bad, ("imports inside functions (move them to the top of the module, or mark a heavy optional "
                      f"dependency with '{MARKER} <why>'): " + "; ".join(bad))
+
+
+def test_no_unmarked_function_local_import_in_tests_benchmarks_or_validation() -> None:
+    scripts = [p for folder in ("tests", "benchmarks", "validation") for p in sorted((REPO / folder).rglob("*.py"))]
+    assert len(scripts) > 50
+    bad = function_local_imports(scripts)
+    assert not bad, "imports inside functions (move them to the top of the module): " + "; ".join(bad)
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))

@@ -15,6 +15,7 @@ from kerncast.analysis.launch import (
     parse_dim,
     split_kernel_name,
 )
+from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -469,8 +470,6 @@ def test_params_by_name_for_a_kernel_defined_in_an_included_cu(tmp_path: Path) -
 
 
 def test_included_kernel_params_reach_the_analysis(tmp_path: Path, nvcc_available: object) -> None:
-    from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
-
     main = _included_project(tmp_path)
     report = analyze_file(main, options=AnalysisOptions(overrides=LaunchOverrides(params={"cols": 64})))
     assert report.ok, [f.message for f in report.findings]

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import pytest_lsp
+from kerncast.analysis.compile import ToolchainError, find_toolchain
 from lsprotocol import types as lsp
 from pygls import uris
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
@@ -29,8 +30,6 @@ MEMORY_CODES = ("uncoalesced-global", "shared-bank-conflict", "divergent-branch"
 
 
 def needs_nvcc() -> None:
-    from kerncast.analysis.compile import ToolchainError, find_toolchain
-
     try:
         find_toolchain()
     except ToolchainError as exc:

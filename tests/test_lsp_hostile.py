@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import pytest_lsp
+from kerncast.analysis.compile import ToolchainError, find_toolchain
 from lsprotocol import types as lsp
 from pygls import uris
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
@@ -42,8 +43,6 @@ def hostile_defines(marker_dir: Path) -> list[str]:
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER_COMMAND), scope="module")
 async def client(lsp_client: LanguageClient, tmp_path_factory: pytest.TempPathFactory):
-    from kerncast.analysis.compile import ToolchainError, find_toolchain
-
     try:
         find_toolchain()
     except ToolchainError as exc:

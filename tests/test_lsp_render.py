@@ -15,6 +15,7 @@ from kerncast.analysis.power.energy import EnergyEstimate
 from kerncast.analysis.power.events import EnergyConstants, EventEnergy, LineEnergy
 from kerncast.analysis.power.model import Contribution, PowerPrediction
 from kerncast.analysis.report import FileReport, Finding, Fix, KernelReport, TextEdit
+from kerncast.analysis.rules import rule
 from kerncast.analysis.timing.estimate import TimeEstimate
 from kerncast.server import actions, convert, hover
 from lsprotocol import types as lsp
@@ -92,7 +93,6 @@ def test_library_edits_convert_to_zero_based_lsp_edits() -> None:
 
 def test_actions_are_versioned_only_for_clients_that_take_it() -> None:
     text = "__global__ void k()\n{\n    __shared__ float tile[32][32];\n    x = tile[threadIdx.x][0];\n}\n"
-    from kerncast.analysis.report import FileReport
 
     f = Finding("shared-bank-conflict", "warning", 4, 5, 4, 20, "m",
                 fix=Fix("pad-shared-array", "pad 'tile'", {"array": "tile", "line": 3},
@@ -108,8 +108,6 @@ def test_actions_are_versioned_only_for_clients_that_take_it() -> None:
 
 
 def test_finding_hover_links_its_rule() -> None:
-    from kerncast.analysis.rules import rule
-
     f = Finding("divergent-branch", "warning", 3, 5, 3, 20, "divergent branch: condition depends on threadIdx.x")
     text = hover.finding_markdown(f)
     spec = rule("divergent-branch")

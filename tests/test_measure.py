@@ -27,6 +27,7 @@ from kerncast.analysis.calibration.measure import (
 from kerncast.analysis.calibration.runs import CSV_COLUMNS, append_csv
 from kerncast.analysis.calibration.stats import SampleSummary
 from kerncast.analysis.toolchain import ToolchainError, find_toolchain
+from kerncast.server.cli import build_parser
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -162,8 +163,6 @@ def test_measure_reports_an_unknown_parameter_without_building() -> None:
 
 
 def test_cli_registers_both_commands() -> None:
-    from kerncast.server.cli import build_parser
-
     args = build_parser("measure").parse_args(["measure", "k.cu", "--kernel", "k", "--grid", "1", "--block", "32",
                               "--param", "n=3", "--param", "a=2"])
     assert args.param == ["n=3", "a=2"] and args.format == "text"

@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
+from kerncast.analysis.memory.analysis import AccessInfo
+from kerncast.analysis.memory.findings import unit_stride_sectors
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport
 
@@ -150,9 +152,6 @@ def test_near_broadcast_is_not_uncoalesced(corpus: dict[str, FileReport]) -> Non
 
 
 def test_unit_stride_reference_counts_the_active_lanes() -> None:
-    from kerncast.analysis.memory.analysis import AccessInfo
-    from kerncast.analysis.memory.findings import unit_stride_sectors
-
     full = AccessInfo(0, 1, "global", "load", 4, sectors_per_request=2, ideal_sectors=1, active_lanes=32)
     half = AccessInfo(0, 1, "global", "load", 8, active_lanes=16)
     assert unit_stride_sectors(full) == 4 and unit_stride_sectors(half) == 4

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from types import SimpleNamespace
+
 import pytest
+from kerncast.analysis.gpus import load_profile
 from kerncast.analysis.timing.mwp_cwp import (
     COMPUTE_BOUND,
     MEMORY_BOUND,
     TOO_FEW_WARPS,
     MwpCwpParams,
+    departure_scale,
     issue_cycles,
     mwp_cwp,
 )
@@ -56,7 +61,6 @@ def test_table_2_result_to_the_papers_rounding():
 
 
 def _params(**changes):
-    from dataclasses import replace
     return replace(TABLE_2, **changes)
 
 
@@ -98,11 +102,6 @@ def test_issue_cycles(sp, sched, expected):
 
 
 def test_departure_delays_scale_with_bytes_per_sm_cycle():
-    from types import SimpleNamespace
-
-    from kerncast.analysis.gpus import load_profile
-    from kerncast.analysis.timing.mwp_cwp import departure_scale
-
     gtx280 = SimpleNamespace(mem_bandwidth_gbs=141.7, sm_count=30, core_clock_mhz=1300.0)
     assert departure_scale(gtx280) == pytest.approx(1.0)
     v100 = load_profile("v100")

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from kerncast.analysis.gpus import load_profile
 from kerncast.analysis.power.dataset import (
     DatasetError,
     default_data_dir,
@@ -74,7 +75,6 @@ def test_repository_datasets_row_counts_and_gpu_facts() -> None:
     assert (data["powerquant_Tesla"].columns["inst_issue_cycles"] >= 0).all()
     assert set(data) == {p.stem for p in DATA.glob("*.csv")}  # every file of the folder is known
     # GPU facts come from the GPU profiles, the one place they are written
-    from kerncast.analysis.gpus import load_profile
 
     for ds in (data["k20_larger"], data["maxwell_m60"], data["v100"]):
         gpu = load_profile(ds.descriptor["gpu"])

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
+from kerncast.analysis.gpus import load_profile
 from kerncast.analysis.power.dataset import default_data_dir, load_all
-from kerncast.analysis.power.model import predict_power
+from kerncast.analysis.power.model import feature_row, predict_power, predict_powers
 
 DATA = default_data_dir()  # the repository's own copy (data/power/)
 
@@ -37,8 +41,6 @@ def test_gpu_without_dataset_uses_pooled_model(k20_row) -> None:
 
 @pytest.mark.parametrize("gpu", ["k20", "m60", "v100"])
 def test_exact_contributions_sum_to_prediction(k20_row, gpu) -> None:
-    from kerncast.analysis.power.model import feature_row
-
     model, _, table, _ = feature_row(k20_row, gpu)
     base, contrib = model.contributions(table)
     total = base[0] + sum(v[0] for v in contrib.values())
@@ -58,9 +60,6 @@ def test_lime_agrees_in_sign_with_exact_and_is_deterministic(k20_row) -> None:
 
 
 def test_batched_prediction_equals_one_by_one_and_stays_inside_physics(k20_row) -> None:
-    from kerncast.analysis.gpus import load_profile
-    from kerncast.analysis.power.model import predict_powers
-
     ds = load_all()["k20_larger"]
     rows = [{k: float(v[i]) for k, v in ds.columns.items()} for i in (5, 100, 900, 1500)]
     requests = [(r, gpu) for r in rows for gpu in ("k20", "v100", "a100")]
@@ -79,9 +78,6 @@ def test_runtime_needs_nothing_of_training_scikit_learn_or_lime() -> None:
     (XGBoost itself imports scikit-learn when it is installed, for its own estimator wrappers; blocking it shows
     that Kerncast's run time does not depend on it.)
     """
-    import subprocess
-    import sys
-
     code = (
         "import sys\n"
         "sys.modules['sklearn'] = None; sys.modules['lime'] = None\n"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from kerncast.analysis.rules import RULES
 from kerncast.server.config import DEFAULTS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -32,8 +33,6 @@ def test_every_setting_is_described():
 
 def test_every_finding_code_is_explained():
     """Codes written as text in the library and every code of the rule registry (whose table is generated)."""
-    from kerncast.analysis.rules import RULES
-
     codes = set(RULES)
     for path in (REPO / "analysis").rglob("*.py"):
         codes.update(re.findall(r'(?:Finding\(\s*(?:code=)?|code=)"([a-z]+(?:-[a-z]+)+)"', path.read_text()))

@@ -10,12 +10,16 @@ import sys
 import tomllib
 from pathlib import Path
 
+import kerncast.analysis.timing.pipelined as pipelined
 import pytest
 from kerncast.analysis.cfg import build_cfg
-from kerncast.analysis.launch import LaunchOverrides
+from kerncast.analysis.launch import LaunchOverrides, Sourced
+from kerncast.analysis.memory.stage import _trips
 from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
 from kerncast.analysis.ptx import parse_ptx
-from kerncast.analysis.timing.pipelined import blocks_before_a_barrier
+from kerncast.analysis.timing.footprint import Footprint
+from kerncast.analysis.timing.partitions import partitions_touched
+from kerncast.analysis.timing.pipelined import _warm_dram_bytes, blocks_before_a_barrier
 from kerncast.server.config import parse_settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -164,16 +168,11 @@ def test_a_count_no_stage_knows_is_stated_once_and_used_alike(tmp_path, nvcc_ava
 
 
 def test_the_memory_stage_receives_the_time_models_counts():
-    from kerncast.analysis.launch import Sourced
-    from kerncast.analysis.memory.stage import _trips
-
     counts = {3: Sourced(32, "ptx", 24, "read"), 7: Sourced(10, "default", 45, "assumed")}
     assert _trips(counts) == {3: 32, 7: 10}
 
 
 def test_the_error_band_never_moves_a_prediction(nvcc_available, monkeypatch):
-    import kerncast.analysis.timing.pipelined as pipelined
-
     path = ROOT / "examples" / "vector_add.cu"
     base = analyze_file(path, options=AnalysisOptions(gpu="k20")).kernels[0].time
     assert "validation rows" in base.range_basis
@@ -184,8 +183,6 @@ def test_the_error_band_never_moves_a_prediction(nvcc_available, monkeypatch):
 
 
 def test_partition_camping_counts_the_partitions_one_waves_addresses_reach():
-    from kerncast.analysis.timing.partitions import partitions_touched
-
     # a column of a 1024-float-wide matrix: every row 4096 bytes apart, 4 partitions of 256 bytes -> one
     assert partitions_touched([(4096, 896)], 4, 256) == 1
     # the same column on a 5-partition GPU (320-bit bus) walks all five
@@ -204,9 +201,6 @@ def test_partition_camping_counts_the_partitions_one_waves_addresses_reach():
 def test_a_write_back_l2_keeps_the_written_bytes_only_when_the_footprint_fits():
     """In the steady state of repeated launches, the dirty lines one launch leaves in the L2 are evicted by the
     next one's sweep when the footprint is larger than the L2: each launch pays for all it writes."""
-    from kerncast.analysis.timing.footprint import Footprint
-    from kerncast.analysis.timing.pipelined import _warm_dram_bytes
-
     l2 = 512 * 1024.0
     # vectorAdd's 400 KB of inputs fit, and are read from the L2; the 200 KB written overflow it with them
     fp = Footprint(total=600e3, per_wave=600e3, written=200e3)
@@ -362,8 +356,6 @@ def test_a_kernel_that_does_nothing_takes_its_block_dispatch_in_both_models(tmp_
 def test_a_gpu_measured_by_kerncast_carries_its_own_error_spread(nvcc_available, monkeypatch):
     """validation/h100/ gives the H100 its own spread (time_error.toml [kerncast.gpu.h100]); other GPUs keep the
     spread over the validation tables; neither moves the point prediction."""
-    import kerncast.analysis.timing.pipelined as pipelined
-
     table = tomllib.loads((ROOT / "analysis" / "data" / ERROR_BAND).read_text(encoding="utf-8"))["kerncast"]
     h100 = table["gpu"]["h100"]
     path = ROOT / "examples" / "vector_add.cu"

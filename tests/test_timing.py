@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 from kerncast.analysis.cfg import build_cfg
 from kerncast.analysis.gpus import load_profile
+from kerncast.analysis.launch import LaunchOverrides
 from kerncast.analysis.loops import find_loops
+from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
 from kerncast.analysis.ptx import parse_ptx
 from kerncast.analysis.timing import RooflineInputs, predict_time, roofline_range, schedule_cfg
 from kerncast.analysis.timing import scheduler as sched_mod
@@ -242,8 +244,6 @@ def test_schedule_cfg_counts_memory_per_thread(k20):
 
 
 def test_pipeline_reports_time_and_launch_for_ptx(tmp_path):
-    from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
-
     path = tmp_path / "vadd.ptx"
     path.write_text(VADD)
     report = analyze_file(path, options=AnalysisOptions(gpu="k20"))
@@ -256,8 +256,6 @@ def test_pipeline_reports_time_and_launch_for_ptx(tmp_path):
 
 
 def test_pipeline_bad_gpu_profile_is_a_file_level_error(tmp_path):
-    from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
-
     path = tmp_path / "vadd.ptx"
     path.write_text(VADD)
     report = analyze_file(path, options=AnalysisOptions(gpu="no-such-gpu"))
@@ -266,9 +264,6 @@ def test_pipeline_bad_gpu_profile_is_a_file_level_error(tmp_path):
 
 
 def test_pipeline_on_an_example_uses_the_launch_site(nvcc_available):
-    from kerncast.analysis.launch import LaunchOverrides
-    from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
-
     examples = Path(__file__).resolve().parent.parent / "examples"
     report = analyze_file(examples / "vector_add.cu", options=AnalysisOptions(gpu="v100"))
     k = report.kernels[0]
