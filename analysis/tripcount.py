@@ -239,7 +239,7 @@ def _exit_test(dataflow: KernelDataflow, loop: Loop, all_loops: list[Loop], laun
         elif not after_update(cfg, update, setp, block):
             raise Unknown("the compared value is computed after the test")
         bits, signed = int_type(setp)
-        if recurrence is not None:  # `s = t` with t = s / 2**k: the step is the symbolic recurrence's
+        if recurrence is not None:  # moved by a copy `s = t` (t = s / 2**k, s >> 1, ...): the recurrence steps it
             op, amount = str(recurrence.op), recurrence.factor
         else:
             op, amount = step(update, iv, reader.invariant)
