@@ -22,7 +22,7 @@ __device__ __forceinline__ void storeSum(float *out, unsigned int tid)
     if (tid == 0) out[blockIdx.x] = sdata[0];
 }
 
-// Interleaved addressing: the working threads are every (2s)th, so every warp diverges while 2s <= 32.
+// Interleaved addressing: the working threads are every (2s)-th, so idle lanes sit beside them in their warps.
 __global__ void reduceInterleaved(const float *in, float *out, unsigned int n)
 {
     unsigned int tid = loadSlice(in, n);
