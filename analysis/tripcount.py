@@ -35,7 +35,7 @@ from typing import Any
 
 from kerncast.analysis.cexpr import Unknown
 from kerncast.analysis.cfg import Cfg
-from kerncast.analysis.dataflow import KernelDataflow
+from kerncast.analysis.dataflow import ODD_PTX_ERRORS, KernelDataflow
 from kerncast.analysis.dataflow.expr import int_type
 from kerncast.analysis.dataflow.induction import ADDITIVE as _ADDITIVE
 from kerncast.analysis.dataflow.induction import (
@@ -107,7 +107,7 @@ def trip_counts(function: Function, cfg: Cfg, loops: LoopForest | Iterable[Loop]
         except Unknown as exc:
             out[loop.header] = _fallback(fallback, exc.reason, line)
             continue
-        except (IndexError, KeyError, ValueError, RecursionError) as exc:
+        except ODD_PTX_ERRORS as exc:
             out[loop.header] = _fallback(fallback, f"the loop could not be read: {exc!r}", line)
             continue
         out[loop.header] = Sourced(count, "ptx", line, detail)

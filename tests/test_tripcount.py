@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import kerncast.analysis.dataflow as dataflow_package
 import pytest
 from kerncast.analysis.cfg import build_cfg
 from kerncast.analysis.compile import CompileOptions, compile_cuda
@@ -238,6 +239,21 @@ def test_the_symbolic_recurrence_reads_the_rounded_signed_division(small_kernels
     recurrences = KernelDataflow(fn, cfg, loops).symbolic.recurrences.values()
     assert [(rc.op, rc.factor) for rc in recurrences if rc.loop == loop.id and rc.kind == "geometric"] == [
         ("div", factor)]
+
+
+def test_a_failure_of_the_symbolic_values_leaves_the_count_unknown(small_kernels, monkeypatch):
+    # the trip count asks the symbolic pass about a copied-back step: odd PTX that breaks that pass gives the
+    # default with the reason, as it does in the memory analysis, rather than failing the file
+    def broken(*_args):
+        raise ZeroDivisionError("odd PTX")
+
+    monkeypatch.setattr(dataflow_package, "analyze_symbolic", broken)
+    module, source = small_kernels
+    fn = next(f for f in module.kernels if "warpShuffleSum" in f.name)
+    cfg = build_cfg(fn)
+    counts = trip_counts(fn, cfg, find_loops(cfg), infer_launch("warpShuffleSum", source))
+    assert [c.source for c in counts.values()] == ["default"]
+    assert "could not be read" in next(iter(counts.values())).detail
 
 
 def test_a_shift_that_is_not_a_rounded_division_is_not_counted(small_kernels, small_kernels_ptx):

@@ -24,7 +24,13 @@ from kerncast.analysis.dataflow.symbolic import SymbolicResult, analyze_symbolic
 from kerncast.analysis.loops import LoopForest
 from kerncast.analysis.ptx.model import Function, Instruction
 
-__all__ = ["KernelDataflow"]
+__all__ = ["ODD_PTX_ERRORS", "KernelDataflow"]
+
+#: what reading odd PTX (a mutated or hand-written kernel) may raise in these passes: a stage that asks them
+#: turns it into "unknown" with the reason instead of failing the file. The trip counts ask the symbolic
+#: values too (a halving copied back), so they and the memory analysis catch the same errors.
+ODD_PTX_ERRORS: tuple[type[BaseException], ...] = (ArithmeticError, ValueError, TypeError, KeyError, IndexError,
+                                                  RecursionError)
 
 
 class KernelDataflow:

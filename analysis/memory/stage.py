@@ -10,6 +10,7 @@ flagged, and a fallback count is stated once, with the time assumptions.
 from __future__ import annotations
 
 from kerncast.analysis.context import KernelContext
+from kerncast.analysis.dataflow import ODD_PTX_ERRORS
 from kerncast.analysis.launch import Sourced
 from kerncast.analysis.memory.analysis import MemoryAnalysis, analyze_memory
 from kerncast.analysis.tripcount import trip_values
@@ -31,7 +32,7 @@ def memory_stage(ctx: KernelContext) -> None:
         result = analyze_memory(ctx.module, ctx.function, ctx.cfg, ctx.loops, block, params, _trips(ctx.trip_counts),
                                 ctx.options.thresholds, ctx.main_file, cuda_source=ctx.cuda_source,
                                 kernel_line=report.line, budget_s=ctx.options.budget_s, dataflow=ctx.dataflow)
-    except (ArithmeticError, ValueError, TypeError, KeyError, IndexError, RecursionError) as exc:
+    except ODD_PTX_ERRORS as exc:
         report.notes.append(f"memory analysis skipped: {type(exc).__name__}: {exc}")
         ctx.memory = MemoryAnalysis()
         return
