@@ -143,10 +143,9 @@ class CompileResult:
     notes: list[str] = field(default_factory=list)
     #: folders near the file that Kerncast added to the include path for headers nvcc did not find
     nearby_dirs: list[Path] = field(default_factory=list)
-    #: with nearby folders: the (path, mtime, size) of the user headers reached through them too, which the
-    #: cache key (made before the compile found the folders) does not see; a cached result is used only while
-    #: they are unchanged
-    nearby_stamps: list[tuple[str, int, int]] = field(default_factory=list)
+    #: the (path, mtime, size) of the user headers the source reaches, through the include path and the nearby
+    #: folders alike: a cached result is used only while they are unchanged
+    header_stamps: list[tuple[str, int, int]] = field(default_factory=list)
 
 
 class PtxasError(RuntimeError):
@@ -536,23 +535,25 @@ def compile_cuda(path: str | Path, text: str | None = None,
     include_dirs = [Path(os.path.abspath(d)) for d in options.include_dirs]
     key = _cache_key(original, text, options, toolchain, include_dirs) + ("" if with_resources else "-ptx")
     cached = _cache.get(key)
-    if cached is not None and (not cached.nearby_dirs
-                               or cached.nearby_stamps == _nearby_stamps(text, original, include_dirs, cached)):
+    # one walk of the headers per lookup, taken before any compile: it checks a cached result, and it stamps a
+    # new one unless the compile (or the stale result) used nearby folders, which reach other headers
+    stamps = _header_stamps(text, original, [*include_dirs, *(cached.nearby_dirs if cached else [])])
+    if cached is not None and cached.header_stamps == stamps:
         return cached
     result, cacheable = _compile_uncached(original, text, from_buffer, options, toolchain, include_dirs,
                                           with_resources)
     if not cacheable:
         return result
-    if result.nearby_dirs:
-        result.nearby_stamps = _nearby_stamps(text, original, include_dirs, result)
+    if result.nearby_dirs or (cached is not None and cached.nearby_dirs):
+        stamps = _header_stamps(text, original, [*include_dirs, *result.nearby_dirs])
+    result.header_stamps = stamps
     _cache.put(key, result)
     return result
 
 
-def _nearby_stamps(text: str, original: Path, include_dirs: list[Path],
-                   result: CompileResult) -> list[tuple[str, int, int]]:
-    """The stamps of the user headers the source reaches with the result's nearby folders on the include path."""
-    return sorted(_local_header_stamps(text, original.parent, [*include_dirs, *result.nearby_dirs]))
+def _header_stamps(text: str, original: Path, dirs: list[Path]) -> list[tuple[str, int, int]]:
+    """The stamps of the user headers the source reaches with `dirs` on the include path, in a fixed order."""
+    return sorted(_local_header_stamps(text, original.parent, dirs))
 
 
 def matches_disk(path: Path, text: str) -> bool:
@@ -567,10 +568,10 @@ def matches_disk(path: Path, text: str) -> bool:
 
 def _cache_key(original: Path, text: str, options: CompileOptions, toolchain: Toolchain,
                include_dirs: list[Path]) -> str:
-    """sha256 over the source, every flag, the toolkit, and the state of the user headers it includes."""
-    headers = sorted(_local_header_stamps(text, original.parent, include_dirs))
+    """sha256 over the source, every flag and the toolkit; the headers it includes are checked on each lookup
+    (`CompileResult.header_stamps`), so that an edit of one replaces the cached result."""
     blob = json.dumps([text, str(original), options.arch, [str(d) for d in include_dirs], options.defines,
-                       options.extra_flags, str(toolchain.nvcc), toolchain.version, headers])
+                       options.extra_flags, str(toolchain.nvcc), toolchain.version])
     return hashlib.sha256(blob.encode("utf-8", errors="replace")).hexdigest()
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from kerncast.analysis.compile import compile_cuda
 from kerncast.analysis.compile_hints import hint_for
 from kerncast.analysis.includes import find_header_folders
 from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
@@ -137,3 +138,18 @@ def test_a_launch_from_device_code_found_after_the_header_is_compiled_relocatabl
     assert sorted(k.name for k in report.kernels) == ["child", "parent"]
     assert report.notes[0].startswith("compiled with -rdc=true")
     assert any(n.startswith("compiled with -I ../inc, found near the file, for sizes.h") for n in report.notes)
+
+
+def test_a_cached_compile_is_replaced_when_a_header_found_near_the_file_changes(nvcc_available, tmp_path) -> None:
+    _tree(tmp_path, {"inc/sizes.h": "#define N 64\n",
+                     "src/k.cu": '#include "sizes.h"\n__global__ void k(int *d) { d[0] = N; }\n'})
+    src = tmp_path / "src" / "k.cu"
+    first = compile_cuda(src)
+    assert first.ok and first.nearby_dirs == [tmp_path / "inc"] and ", 64;" in first.ptx
+    assert compile_cuda(src) is first  # nothing changed: the cached result
+    header = tmp_path / "inc" / "sizes.h"
+    header.write_text("#define N 4096\n")
+    os.utime(header, ns=(1, 1))
+    again = compile_cuda(src)
+    assert again is not first and again.ok and ", 4096;" in again.ptx  # compiled again, with the edited header
+    assert compile_cuda(src) is again
