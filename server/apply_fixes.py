@@ -15,13 +15,16 @@ from pathlib import Path
 
 from kerncast.analysis.fixing import FixOutcome, fix_text, trial_analyses
 from kerncast.analysis.pipeline import AnalysisOptions
+from kerncast.analysis.report import FileReport
 
 #: files that may carry fixes: a fix edits CUDA C++ source, never PTX
 FIXABLE_SUFFIXES = (".cu", ".cuh")
 
 
-def fix_files(files: list[str], options: AnalysisOptions, unsafe: bool, diff: bool) -> int:
-    """Fix each CUDA file (or print the diff); 1 when a file could not be read as text, else 0."""
+def fix_files(files: list[str], options: AnalysisOptions, unsafe: bool, diff: bool,
+              reports: dict[str, FileReport] | None = None) -> int:
+    """Fix each CUDA file (or print the diff); 1 when a file could not be read as text, else 0. `reports`
+    receives each fixed file's analysis as the last check made it, which is the report of the file as written."""
     status = 0
     for name in files:
         path = Path(name)
@@ -34,6 +37,8 @@ def fix_files(files: list[str], options: AnalysisOptions, unsafe: bool, diff: bo
             continue
         with trial_analyses(path, options) as analyse:
             outcome = fix_text(text, analyse, unsafe)
+        if reports is not None:
+            reports[name] = outcome.report
         _tell(name, outcome, "would fix" if diff else "fixed")
         if not outcome.kept:
             continue

@@ -13,6 +13,7 @@ from typing import Any
 
 from kerncast.analysis.launch import LaunchOverrides
 from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.report import FileReport
 from kerncast.analysis.strict_json import dumps_strict
 from kerncast.analysis.targets import default_gpu
 from kerncast.analysis.toolchain import check_define, check_path, check_timeout
@@ -132,23 +133,24 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         print("kerncast: -j needs at least 1 worker", file=sys.stderr)
         return 2
-    fixed = 0
+    fixed, checked = 0, dict[str, FileReport]()
     if args.fix or args.diff:
         fixed = fix_files(many.collect_files(list(args.paths), list(args.exclude)), options, args.unsafe_fixes,
-                          args.diff)
+                          args.diff, checked)
         if args.diff:
             return fixed
     elif args.unsafe_fixes:
         print("kerncast: --unsafe-fixes goes with --fix or --diff", file=sys.stderr)
         return 2
     if len(args.paths) == 1 and not os.path.isdir(args.paths[0]):
-        return max(fixed, _run_one(args.paths[0], options, args.format))
+        return max(fixed, _run_one(args.paths[0], options, args.format, checked.get(args.paths[0])))
     return max(fixed, _run_many(args, options))
 
 
-def _run_one(path: str, options: AnalysisOptions, fmt: str) -> int:
-    """One file, in this process, printed exactly as `kerncast analyze FILE` always printed it."""
-    report = analyze_file(path, options=options)
+def _run_one(path: str, options: AnalysisOptions, fmt: str, report: FileReport | None = None) -> int:
+    """One file, in this process, printed exactly as `kerncast analyze FILE` always printed it; `report` is its
+    analysis when `--fix` has just made it (the check of the last fix kept), so it is not analysed again."""
+    report = report if report is not None else analyze_file(path, options=options)
     sys.stdout.write(format_report(report, fmt))
     if not report.ok:
         for f in report.findings:

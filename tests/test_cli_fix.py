@@ -3,6 +3,7 @@ compile and analysis before it is kept. Real processes, real nvcc, copies of the
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -12,6 +13,8 @@ import pytest
 from kerncast.analysis.fixing import OverlappingEdits, apply_edits, fix_text
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport, Finding, Fix, TextEdit
+from kerncast.server import cmd_analyze
+from kerncast.server.cli import build_parser
 from source_lines import line_of
 
 REPO = Path(__file__).resolve().parent.parent
@@ -220,3 +223,19 @@ def test_a_missing_include_goes_above_the_project_header_that_needs_it_too(nvcc_
     assert src.read_text() == ZIP.replace('#include "first.cuh"', '#include <thrust/tuple.h>\n#include "first.cuh"')
     report = analyze_file(src)
     assert report.ok and not [f for f in report.findings if str(f.code) == "compile-warning"]
+
+
+def test_the_report_after_fix_is_the_last_check_s_analysis(nvcc_available, tmp_path, monkeypatch, capsys) -> None:
+    """The file was analysed as it now stands when its last fix was checked: it is not analysed again."""
+    src = tmp_path / "transpose.cu"
+    shutil.copy(TRANSPOSE, src)
+
+    def again(*_args, **_kwargs):
+        raise AssertionError("the fixed file was analysed a second time")
+
+    monkeypatch.setattr(cmd_analyze, "analyze_file", again)
+    args = build_parser("analyze").parse_args(["analyze", str(src), "--fix", "--format", "json"])
+    assert cmd_analyze.run(args) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert {k["name"] for k in printed["kernels"]} >= {"transposeTiled", "transposeNaive"}
+    assert PADDED_TILE in src.read_text().splitlines()  # and it is the report of the fixed file
