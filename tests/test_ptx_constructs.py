@@ -20,6 +20,7 @@ from kerncast.analysis.memory import analyze_memory
 from kerncast.analysis.pipeline import DEVICE_LAUNCH_NOTE, AnalysisOptions, Thresholds, analyze_file
 from kerncast.analysis.ptx import PtxSyntaxError, parse_ptx
 from kerncast.analysis.ptx.model import Addr, Imm, PredPair, Reg, Sym, Vec
+from source_lines import line_of
 
 HERE = Path(__file__).resolve().parent / "ptx_constructs"
 
@@ -225,6 +226,37 @@ def test_relocatable_ptx_with_extern_functions_gets_ptxas_figures(nvcc_available
     assert result.ok and result.notes == [], "the user's own -rdc=true needs no retry"
     assert ".extern .func" in (result.ptx or "")
     assert set(result.resources) == {"_Z10scaleChildPfi", "_Z11scaleParentPfi"}
+
+
+def test_managed_variables_parse_and_their_kernel_is_analysed(nvcc_available):
+    """`__managed__` variables are `.global .attribute(.managed)` declarations in nvcc's PTX: they parse as
+    global variables that carry the attribute, and their file is analysed with its findings on its lines."""
+    path = HERE / "managed.cu"
+    result = compile_cuda(path, options=CompileOptions(arch="sm_90"), with_resources=False)
+    assert result.ok and ".attribute(.managed)" in (result.ptx or "")
+    module = parse_ptx(result.ptx or "")
+    managed = {d.name: d for d in module.globals if d.attributes == ("managed",)}
+    assert set(managed) == {"hits", "bias"}
+    assert (managed["hits"].space, managed["hits"].type) == ("global", "u32")
+    assert (managed["bias"].space, managed["bias"].array) == ("global", (1024,))
+    report = analyze_file(path, options=AnalysisOptions(gpu="h100", lime=False))
+    assert report.ok, [f.message for f in report.findings]
+    (k,) = report.kernels
+    assert k.line == line_of(path, "__global__ void strided_with_bias")
+    assert k.launch is not None and k.launch.grid.value == (1024, 1, 1)
+    strided = [f for f in k.findings if f.code == "uncoalesced-global"]
+    assert [f.line for f in strided] == [line_of(path, "in[i * 32]")]
+
+
+def test_attribute_lists_of_other_kinds_parse():
+    text = (".version 8.0\n.target sm_90\n.address_size 64\n"
+            ".global .attribute(.unified(19,95)) .align 8 .u64 shared_with_host;\n"
+            ".visible .global .attribute(.managed) .align 4 .f32 x[4] = {1.0, 2.0, 3.0, 4.0};\n")
+    unified, x = parse_ptx(text).globals
+    assert unified.attributes == ("unified",) and unified.type == "u64"
+    assert x.attributes == ("managed",) and x.array == (4,) and x.initializer is not None
+    with pytest.raises(PtxSyntaxError, match="attribute"):
+        parse_ptx(".version 8.0\n.target sm_90\n.address_size 64\n.global .attribute(.managed .u32 y;\n")
 
 
 INLINED_HELPER = """\

@@ -396,7 +396,8 @@ class VarDecl:
     """A variable declaration in a state space (`.reg`, `.shared`, `.local`, `.const`, `.global`).
 
     `count` is N for the `%r<N>` register-range form; `array` holds the array dimensions (`[]` unsized is
-    `(0,)`); `extern` marks `.extern .shared` dynamic shared memory.
+    `(0,)`); `extern` marks `.extern .shared` dynamic shared memory; `attributes` holds the names of a
+    `.attribute(...)` list (`managed` for a `__managed__` variable, which lives in global memory).
     """
 
     name: str
@@ -408,6 +409,7 @@ class VarDecl:
     extern: bool = False
     ptx_line: int = 0
     initializer: str | None = None
+    attributes: tuple[str, ...] = ()
 
     @property
     def size_bytes(self) -> int:

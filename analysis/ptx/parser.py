@@ -419,10 +419,13 @@ class _Parser:
         align = None
         vtype = ""
         vec = 1
+        attributes: tuple[str, ...] = ()
         while self.tok.kind == "dir":
             d = self.advance().text
             if d == ".align":
                 align = self.expect_int()
+            elif d == ".attribute" and self.tok.text == "(":
+                attributes += self.attribute_list()
             elif d in (".v2", ".v4", ".v8"):
                 vec = int(d[2])
             elif d in _VAR_TYPES:
@@ -448,13 +451,31 @@ class _Parser:
             init = None
             if self.accept("="):
                 init = self.initializer()
-            decls.append(VarDecl(name_tok.text, space, vtype, align, dims, count, extern, name_tok.line, init))
+            decls.append(VarDecl(name_tok.text, space, vtype, align, dims, count, extern, name_tok.line, init,
+                                 attributes))
             if space == "reg" and not name_tok.text.startswith("%"):
                 self.reg_names.add(name_tok.text)
             if not self.accept(","):
                 break
         self.expect(";")
         return decls
+
+    def attribute_list(self) -> tuple[str, ...]:
+        """The names in a variable's `.attribute(...)`: `.managed` for a `__managed__` variable, `.unified(uuid)`
+        for one shared with the host. Arguments of an attribute are skipped: nothing reads them."""
+        self.expect("(")
+        names: list[str] = []
+        while not self.accept(")"):
+            t = self.advance()
+            if t.kind == "dir":
+                names.append(t.text[1:])
+                if self.tok.text == "(":
+                    self.skip_balanced("(", ")")
+            elif t.kind == "eof" or t.text == ";":
+                raise self.error("unterminated '.attribute('", t)
+            elif t.text != ",":
+                raise self.error("expected an attribute name such as .managed", t)
+        return tuple(names)
 
     def initializer(self) -> str:
         parts: list[str] = []
