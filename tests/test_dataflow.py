@@ -5,18 +5,23 @@ Kernels come from `examples/loops.cu` compiled by nvcc (`compile_example`).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from kerncast.analysis.cexpr import Unknown
 from kerncast.analysis.cfg import build_cfg
+from kerncast.analysis.compile import CompileOptions, compile_cuda
 from kerncast.analysis.context import Thresholds
 from kerncast.analysis.dataflow import KernelDataflow
-from kerncast.analysis.dataflow.expr import int_type
+from kerncast.analysis.dataflow import expr as E
+from kerncast.analysis.dataflow.expr import Atoms, int_type
 from kerncast.analysis.dataflow.induction import geometric_step, update_in_loop
+from kerncast.analysis.dataflow.symbolic import instruction_value
 from kerncast.analysis.launch import infer_launch
 from kerncast.analysis.loops import find_loops
 from kerncast.analysis.memory import analyze_memory
 from kerncast.analysis.ptx import parse_ptx
-from kerncast.analysis.ptx.model import Instruction, Reg
+from kerncast.analysis.ptx.model import Imm, Instruction, Reg
 from kerncast.analysis.tripcount import trip_counts
 
 
@@ -81,3 +86,44 @@ def test_a_geometric_division_by_zero_is_unknown() -> None:
 def test_one_reading_of_an_instruction_integer_type(dtype: str | None, expected: tuple[int, bool]) -> None:
     ins = Instruction("add", (dtype,) if dtype else (), (Reg("%r1"),), None, 1, 1, None)
     assert int_type(ins) == expected
+
+
+@pytest.fixture(scope="module")
+def carry_free_module(nvcc_available):
+    path = Path(__file__).resolve().parent / "kernels" / "carry_free.cu"
+    result = compile_cuda(path, options=CompileOptions(arch="sm_90"))
+    assert result.ok and result.ptx is not None, result.diagnostics
+    return parse_ptx(result.ptx)
+
+
+@pytest.mark.parametrize(("kernel", "opcode"), [("rowDots", "or.b64"), ("warpLanes", "or.b32")])
+def test_an_or_of_disjoint_bits_is_read_as_the_sum(carry_free_module, kernel: str, opcode: str) -> None:
+    # nvcc writes `row * 4096 * 4 + 8` as `or.b64 ..., 8` and `(warp << 5) | lane` as an `or.b32` of two masks:
+    # both operands' bits are disjoint, so the address is a plain polynomial in the thread index
+    fn, cfg, loops = _kernel(carry_free_module, kernel)
+    ors = [i for i in fn.body if i.full_opcode == opcode]
+    assert ors, f"nvcc no longer writes {opcode} in {kernel}"
+    sym = KernelDataflow(fn, cfg, loops).symbolic
+    global_addresses = [E.evaluate(sym.atoms, sym.addresses[i.index], sym.resolution, {})  # through the loop
+                        for i in fn.body if i.opcode in ("ld", "st") and i.space == "global"]
+    assert global_addresses and all(a is not None for a in global_addresses)
+    assert not any(sym.atoms.keys[x][1] == "or" for a in global_addresses for m, _ in a for x in m
+                   if sym.atoms.keys[x][0] == "op")
+
+
+def _or_value(a_text: str, b: int) -> tuple[Atoms, object]:
+    atoms = Atoms()
+    tid = atoms.sym("tid.x")
+    a = E.mul(tid, E.const(int(a_text)))
+    ins = Instruction("or", ("b32",), (Reg("%r1"), Reg("%r2"), Imm(b, str(b))), None, 1, 0, None)
+    return atoms, instruction_value(atoms, ins, [a, E.const(b)])
+
+
+@pytest.mark.parametrize(("scale", "offset", "is_sum"), [("4096", 8, True), ("16", 15, True), ("16", 16, False),
+                                                        ("3", 1, False)])
+def test_an_or_is_a_sum_only_when_no_bit_can_meet(scale: str, offset: int, is_sum: bool) -> None:
+    # `16 * t | 15` is `16 * t + 15`; `16 * t | 16` and `3 * t | 1` may share a bit and stay an operation
+    atoms, value = _or_value(scale, offset)
+    tid = atoms.sym("tid.x")
+    summed = E.add(E.mul(tid, E.const(int(scale))), E.const(offset))
+    assert (value == summed) is is_sum

@@ -237,6 +237,37 @@ def _pow2(c: int | None) -> int | None:
     return c.bit_length() - 1
 
 
+def _split_aligned_terms(atoms: Atoms, name: str, a: Poly, b: int, extra: object) -> Value:
+    """`(A + B) >> k`, `(A + B) & (2**k - 1)` and `(A + B) & -2**k` where every term of A is a multiple of
+    2**k: `A / 2**k + (B >> k)`, `B & (2**k - 1)` and `A + (B & -2**k)`, since adding a multiple of 2**k leaves
+    the low k bits alone. A block's first thread plus the thread index, `(ctaid * 256 + tid) >> 5`, becomes
+    `8 * ctaid + (tid >> 5)`: the operation left holds lane symbols only and can be computed lane by lane.
+    None when the value does not split (all of it or none of it aligned)."""
+    if name == "shr":
+        k, keep = b, "quotient"
+    elif (k := _pow2(b + 1)) is not None:
+        keep = "none"
+    elif (k := _pow2(-b)) is not None:
+        keep = "all"
+    else:
+        return None
+    if not 0 < k < _MAX_SHIFT:
+        return None
+    if keep == "quotient":  # the quotient needs the coefficient itself to hold the factor
+        aligned = tuple((m, c) for m, c in a if _two_adic(c) >= k)
+    else:
+        aligned = tuple((m, c) for m, c in a if _two_adic(c) + sum(_atom_zero_bits(atoms, x) for x in m) >= k)
+    rest = tuple(t for t in a if t not in aligned)
+    if not aligned or not rest:
+        return None
+    inner = apply_op(atoms, name, (rest, const(b)), extra)
+    if keep == "none":
+        return inner
+    if keep == "all":
+        return add(aligned, inner)
+    return add(tuple((m, c >> k) for m, c in aligned), inner)
+
+
 def apply_op(atoms: Atoms, name: str, args: tuple[Value, ...], extra: object) -> Value:
     """Evaluate an operation on (possibly symbolic) arguments as exactly as the algebra allows."""
     if None in args:
@@ -269,9 +300,86 @@ def apply_op(atoms: Atoms, name: str, args: tuple[Value, ...], extra: object) ->
                 if name in ("shr", "div"):
                     return add(tuple((m, c // d) for m, c in rest), const(c0 >> k))
                 return const(c0 & (d - 1))
+    if name in ("shr", "and") and b is not None and len(args) == 2:
+        split = _split_aligned_terms(atoms, name, a, b, extra)
+        if split is not None:
+            return split
     if name == "and" and consts[0] is not None and len(args) == 2:  # mask first: swap
         return apply_op(atoms, "and", (args[1], args[0]), extra)
     return atoms.op(name, args, extra)
+
+
+#: bits a thread index needs at most: a block has at most 1024 threads in x and y and 64 in z, a warp 32 lanes
+_INDEX_BITS = {"tid.x": 10, "tid.y": 10, "tid.z": 6, "laneid": 5}
+#: more low zero bits than any PTX value has: what the zero polynomial has
+_ALL_ZERO_BITS = 128
+
+
+def _two_adic(c: int) -> int:
+    """The number of trailing zero bits of a non-zero integer (two's complement: the same for -c)."""
+    return (c & -c).bit_length() - 1
+
+
+def _atom_zero_bits(atoms: Atoms, a: int) -> int:
+    """Low bits known to be zero in every value of atom `a`: those of the mask of an `and` with a constant
+    (`x & -16`), else none."""
+    key = atoms.keys[a]
+    if key[0] == "op" and key[1] == "and" and len(key[2]) == 2:
+        mask = as_const(key[2][1])
+        if mask is None:
+            mask = as_const(key[2][0])
+        if mask:
+            return _two_adic(mask)
+    return 0
+
+
+def low_zero_bits(atoms: Atoms, p: Poly) -> int:
+    """How many low bits of `p` are zero whatever its atoms hold: the fewest of any term, a term's being its
+    coefficient's plus its atoms' (`4096 * i * 4` has 14; `x & -16` has 4). Holds modulo any width, so for
+    PTX's wrapping arithmetic too."""
+    if not p:
+        return _ALL_ZERO_BITS
+    return min(_two_adic(c) + sum(_atom_zero_bits(atoms, a) for a in m) for m, c in p)
+
+
+def value_bits(atoms: Atoms, p: Poly) -> int | None:
+    """An upper bound on the bits a non-negative `p` needs (it lies in [0, 2**bits)), when one is known: a
+    constant, a thread index (at most 1024 threads per block), an `and` with a non-negative constant mask,
+    a sum of such terms with non-negative coefficients; None otherwise."""
+    c = as_const(p)
+    if c is not None:
+        return c.bit_length() if c >= 0 else None
+    total = 0
+    for m, coef in p:
+        if coef < 0 or len(m) > 1:
+            return None
+        if not m:
+            total += coef
+            continue
+        key = atoms.keys[m[0]]
+        bits: int | None = None
+        if key[0] == "sym":
+            bits = _INDEX_BITS.get(key[1])
+        elif key[0] == "op" and key[1] == "and" and len(key[2]) == 2:
+            mask = as_const(key[2][1])
+            bits = mask.bit_length() if mask is not None and mask >= 0 else None
+        if bits is None:
+            return None
+        total += coef * ((1 << bits) - 1)
+    return total.bit_length()
+
+
+def disjoint_bits(atoms: Atoms, a: Value, b: Value) -> bool:
+    """Whether no bit can be set in both `a` and `b`: one is non-negative and fits below the other's known
+    low zero bits (an aligned base and a small offset, `(i * 4096) | 3`, `(warp << 5) | lane`). Then
+    `a | b` and `a ^ b` are `a + b`, which is how nvcc often writes an addition it proved carry-free."""
+    if a is None or b is None:
+        return False
+    for x, y in ((a, b), (b, a)):
+        bits = value_bits(atoms, y)
+        if bits is not None and bits <= low_zero_bits(atoms, x):
+            return True
+    return False
 
 
 def evaluate(atoms: Atoms, p: Value, subst: dict[int, Value], cache: dict[int, Value]) -> Value:

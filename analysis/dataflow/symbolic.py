@@ -394,6 +394,8 @@ def instruction_value(atoms: Atoms, ins: Instruction, s: list[Value]) -> Value:
             if ins.dtype == "pred":
                 return E.sub(E.const(1), a)
             return E.apply_op(atoms, "not", (a,), extra)
+        if op in ("or", "xor") and len(s) == 2 and ins.dtype != "pred" and E.disjoint_bits(atoms, a, b):
+            return E.add(a, b)  # no carry: nvcc's `or` of an aligned base and a small offset is their sum
         if op in _NONLINEAR and len(s) in (1, 2):
             if ins.dtype == "pred":
                 extra = (1, False)
