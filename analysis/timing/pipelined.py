@@ -29,8 +29,9 @@ changes how the parts combine, each change a physical property of the hardware:
 * A memory floor: DRAM bytes / achievable bandwidth. The bytes are the distinct bytes the launch touches
   (`footprint.py`) when a wave's working set fits in L2; when it does not, the share of the wave's re-reads
   that the L2 cannot hold goes to DRAM too. Never more than the requested sectors (no reuse at all).
-* The launch: the profile's fixed launch latency (thesis section 3.4 intercept) is paid once; its
-  per-thread part (block dispatch) overlaps the kernel, so the time is ``fixed + max(kernel, dispatch)``.
+* The launch: its fixed cost is paid once (`launch_cost.py`: the GPU's launch latency and the host's launch
+  time that a short kernel cannot hide, or the thesis's event-timed intercept on its GPUs); its per-thread
+  part (block dispatch) overlaps the kernel, so the time is ``fixed + max(kernel, dispatch)``.
 
 Every call is O(instructions): loops multiply per-iteration costs, waves multiply per-wave costs.
 """
@@ -50,6 +51,7 @@ from kerncast.analysis.matrix_ops import matrix_op, tensor_cycles
 from kerncast.analysis.ptx.model import Instruction
 from kerncast.analysis.timing.constants import gpu_error_band, time_error_band, timing_constants
 from kerncast.analysis.timing.footprint import Footprint
+from kerncast.analysis.timing.launch_cost import launch_cost
 
 MODEL = "kerncast"
 _FREE_SPACES = frozenset({"param", "const"})
@@ -240,11 +242,12 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
                          "time grows by that factor")
 
     lo = profile.launch_overhead
-    fixed = float(lo.intercept)
-    dispatch_us = max(0.0, lo(blocks * threads_per_block) - fixed)
+    dispatch_us = max(0.0, lo(blocks * threads_per_block) - float(lo.intercept))
     if lo.unit.strip().lower().startswith("cycles"):
-        fixed, dispatch_us = fixed / clock, dispatch_us / clock
+        dispatch_us = dispatch_us / clock
     kernel = max(compute_us, memory_us, dispatch_us)
+    cost = launch_cost(profile, kernel)
+    fixed = cost.fixed_us
     us = fixed + kernel
     high = fixed + max(compute_us + chain / clock, memory_cold_us, dispatch_us) + dispatch_us
     low = fixed + max(per_block * blocks_on_sm / clock, memory_us)
@@ -261,8 +264,8 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
         "kerncast model: parameter/constant loads cost no unit slot; units are held for their issue cycles "
         f"and dependants wait for native latencies ({profile.arch} rows of data/timing.toml); waves overlap "
         "after the first, but each SM takes at least whole waves of latency chains; a barrier waits until the "
-        f"stores before it are performed; launch: {fixed:.2f} us fixed plus block dispatch overlapped with the "
-        "kernel",
+        "stores before it are performed",
+        cost.note,
         f"DRAM floor: {dram / 1e6:.3g} MB at {bw:.4g} GB/s ({bw_note})",
         *([f"global loads hit the warm L2: {l2_hit:g}-cycle L2 hit latency ({profile.arch} row of "
            "data/timing.toml [kerncast.l2_hit_latency]) instead of the loaded DRAM latency"]
