@@ -66,6 +66,10 @@ class Thresholds:
         return tuple((f.name, f.metadata["setting"]) for f in fields(cls))
 
 
+#: the power models a user can choose (`AnalysisOptions.power_model`, analysis/power/combine.py)
+POWER_MODELS = ("auto", "statistical", "events")
+
+
 @dataclass(slots=True)
 class AnalysisOptions:
     """Everything a user can set for one analysis (CLI flags or editor settings)."""
@@ -85,6 +89,9 @@ class AnalysisOptions:
     loops: int | None = None
     #: the time model whose prediction is the kernel's time: "kerncast" (default), "thesis" or "mwp-cwp"
     time_model: str = "kerncast"
+    #: the power model whose answer is the kernel's power: "auto" (the event model on GPUs without a measured
+    #: power dataset, else the statistical one), "statistical" or "events"; both are always in the JSON
+    power_model: str = "auto"
     thresholds: Thresholds = field(default_factory=Thresholds)
     #: LIME weights in power explanations (exact contributions are always there); the server adds them lazily
     lime: bool = True

@@ -11,6 +11,7 @@ import os
 import sys
 from typing import Any
 
+from kerncast.analysis.context import POWER_MODELS
 from kerncast.analysis.launch import LaunchOverrides
 from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
 from kerncast.analysis.report import FileReport
@@ -76,6 +77,10 @@ def add_time_model_argument(parser: argparse.ArgumentParser) -> None:
                         default=AnalysisOptions().time_model,
                         help="time model: kerncast (default: pipelined units, overlapped waves, DRAM floor), "
                              "thesis (the thesis's scheduler as printed) or mwp-cwp (Hong & Kim)")
+    parser.add_argument("--power-model", dest="power_model", choices=POWER_MODELS,
+                        default=AnalysisOptions().power_model,
+                        help="power model shown: auto (default: events on GPUs without a measured power dataset, "
+                             "statistical on K20, M60, V100), statistical or events; both are in the JSON")
 
 
 def add_launch_arguments(parser: argparse.ArgumentParser) -> None:
@@ -110,6 +115,7 @@ def options_from_args(args: argparse.Namespace) -> AnalysisOptions:
         gpu=args.gpu, arch=args.arch, include_dirs=list(args.include_dirs), defines=list(args.defines),
         nvcc_path=args.nvcc_path, timeout_s=args.timeout, overrides=launch_overrides(args), loops=args.loops,
         time_model=getattr(args, "time_model", None) or AnalysisOptions().time_model,
+        power_model=getattr(args, "power_model", None) or AnalysisOptions().power_model,
         lime=bool(getattr(args, "lime", False)), budget_s=getattr(args, "budget", AnalysisOptions().budget_s),
         prefer_system_toolkit=bool(getattr(args, "prefer_system_cuda", False)),
     )

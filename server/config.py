@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kerncast.analysis.compile_db import find_database
+from kerncast.analysis.context import POWER_MODELS
 from kerncast.analysis.gpus import list_profiles
 from kerncast.analysis.launch import LaunchOverrides, parse_dim
 from kerncast.analysis.pipeline import DEFAULT_MAX_FILE_BYTES, AnalysisOptions, Thresholds
@@ -41,6 +42,7 @@ DEFAULTS: dict[str, Any] = {
     "launch": {},
     "loops": None,
     "timeModel": _OPTIONS.time_model,
+    "powerModel": _OPTIONS.power_model,
     "thresholds": {setting.name: setting.default for _, setting in Thresholds.settings()},
     "analyzeOnChange": True,
     "timeoutSeconds": _OPTIONS.timeout_s,
@@ -58,8 +60,8 @@ COMMAND_LINE_SETTINGS = frozenset({"nvccPath", "includeDirs", "defines", "arch",
 #: Settings that name a program to run: machine-overridable scope, like vscode-clangd's `clangd.path`.
 EXECUTABLE_SETTINGS = frozenset({"nvccPath", "server.command"})
 #: Settings that are numbers, switches or launch data and reach no command line.
-DATA_SETTINGS = frozenset({"launch", "loops", "timeModel", "thresholds", "analyzeOnChange", "timeoutSeconds",
-                           "maxFileBytes", "trace.server"})
+DATA_SETTINGS = frozenset({"launch", "loops", "timeModel", "powerModel", "thresholds", "analyzeOnChange",
+                           "timeoutSeconds", "maxFileBytes", "trace.server"})
 
 
 @dataclass
@@ -218,6 +220,10 @@ def _valid_time_model(text: str) -> bool:
     return text in TIME_MODELS
 
 
+def _valid_power_model(text: str) -> bool:
+    return text in POWER_MODELS
+
+
 def _valid_arch(text: str) -> bool:
     return re.fullmatch(r"(sm|compute)_\d+[a-z]?", text) is not None
 
@@ -261,6 +267,7 @@ def parse_settings(data: Any) -> tuple[Settings, list[str]]:
     arch = r.string("arch", _valid_arch)
     loops = r.number("loops", data.get("loops"), None, 1, MAX_COUNT, integer=True)
     time_model = r.string("timeModel", _valid_time_model)
+    power_model = r.string("powerModel", _valid_power_model)
 
     th = data.get("thresholds") or {}
     if not isinstance(th, dict):
@@ -290,7 +297,7 @@ def parse_settings(data: Any) -> tuple[Settings, list[str]]:
                            MAX_TIMEOUT_S),
         max_file_bytes=r.number("maxFileBytes", data.get("maxFileBytes"), DEFAULTS["maxFileBytes"], 1,
                                 integer=True),
-        kernel_settings=kernels, loops=loops, thresholds=thresholds, time_model=time_model,
+        kernel_settings=kernels, loops=loops, thresholds=thresholds, time_model=time_model, power_model=power_model,
         lime=False,  # LIME weights are added when a hover or report asks for them (KerncastServer.with_lime)
     )
     settings = Settings(options=options, analyze_on_change=r.boolean("analyzeOnChange"),

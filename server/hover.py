@@ -22,7 +22,7 @@ from kerncast.server.convert import (
     launch_known,
     launch_text,
 )
-from kerncast.server.units import time_range
+from kerncast.server.units import drivers_text, models_text, time_range
 
 if TYPE_CHECKING:
     from kerncast.analysis.power.events import EventEnergy
@@ -108,7 +108,7 @@ def power_section(k: KernelReport) -> list[str]:
         line += f", model: {p.model}"
     if p.trained_on:
         line += f" (trained on {p.trained_on})"
-    out = [line]
+    out = [line, *power_models_lines(p)]
     if p.explanation:
         def w(v: Any) -> float:
             return float(v) if isinstance(v, int | float) else 0.0
@@ -124,6 +124,19 @@ def power_section(k: KernelReport) -> list[str]:
         out.append("")
     for a in p.assumptions:
         out.append(f"- power model assumed: {a}")
+    return out
+
+
+def power_models_lines(p: Any) -> list[str]:
+    """Both power models side by side, and the event model's physical drivers (beside the statistical model's
+    feature contributions, which the table below lists)."""
+    out = []
+    both = models_text(p.models or {})
+    if both:
+        out += ["", f"Models: {both}"]
+    drivers = drivers_text(p.drivers or [])
+    if drivers:
+        out += ["", f"Physical drivers (event model): {drivers}"]
     return out
 
 

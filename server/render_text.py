@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from kerncast.analysis.report import FileReport, Finding, KernelReport
-from kerncast.server.units import fmt_energy_uj, fmt_time, time_range
+from kerncast.server.units import drivers_text, fmt_energy_uj, fmt_time, models_text, time_range
 
 #: in the text report, source lines below this share of a kernel's dynamic energy are summed into one line
 MINOR_LINE_SHARE = 0.01
@@ -68,14 +68,27 @@ def _kernel_lines(k: KernelReport) -> list[str]:
     p = data.get("power")
     if p:
         lo, hi = p.get("interval", (None, None))
-        out.append(f"  power: {p['watts']:.0f} W (90% interval {lo:.0f}-{hi:.0f} W; {p.get('model')}, "
-                   f"trained on {p.get('trained_on')})")
+        trained = f", trained on {p['trained_on']}" if p.get("trained_on") else ""
+        out.append(f"  power: {p['watts']:.0f} W (90% interval {lo:.0f}-{hi:.0f} W; {p.get('model')}{trained})")
+        out.extend(power_model_lines(p))
     e = data.get("energy")
     if e:
         out.append(f"  energy: {fmt_energy_uj(e['uj'])} (power x predicted time)")
         out.extend(_event_lines(e.get("event_model")))
     out.extend(_finding_line(f) for f in k.findings)
     out.extend(f"  note: {n}" for n in k.notes)
+    return out
+
+
+def power_model_lines(p: dict) -> list[str]:
+    """Both power models' answers and the event model's physical drivers, one line each."""
+    out = []
+    both = models_text(p.get("models") or {})
+    if both:
+        out.append(f"    models: {both}")
+    drivers = drivers_text([(d.get("driver", "?"), float(d.get("share", 0.0))) for d in p.get("drivers") or []])
+    if drivers:
+        out.append(f"    drivers: {drivers}")
     return out
 
 

@@ -6,6 +6,7 @@ LSP type library.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -43,3 +44,28 @@ def time_range(t: TimeEstimate) -> tuple[str, str] | None:
         return None
     lo, hi = fmt_time(rng[0]), fmt_time(rng[1])
     return (lo, hi) if lo and hi else None
+
+
+#: the drivers a one-line explanation names (the JSON has them all)
+TOP_DRIVERS = 4
+
+
+def drivers_text(shares: Sequence[tuple[str, float]], top: int = TOP_DRIVERS) -> str:
+    """"DRAM traffic 41% of dynamic power, FP32 arithmetic 22%, ..." from (driver, share) pairs."""
+    parts = [f"{name} {share:.0%}" for name, share in shares[:top] if share >= 0.005]
+    if not parts:
+        return ""
+    return f"{parts[0]} of dynamic power" + "".join(f", {p}" for p in parts[1:])
+
+
+def models_text(models: Mapping[str, Mapping[str, Any]]) -> str:
+    """Both models' answers on one line: "statistical 269 W (109-565 W), events 247 W (133-439 W)"."""
+    out = []
+    for name in ("statistical", "events"):
+        m = models.get(name)
+        if not m or not isinstance(m.get("watts"), int | float):
+            continue
+        iv = m.get("interval") or ()
+        span = f" ({iv[0]:.0f}-{iv[1]:.0f} W)" if len(iv) == 2 and all(isinstance(v, int | float) for v in iv) else ""
+        out.append(f"{name} {m['watts']:.0f} W{span}")
+    return ", ".join(out)

@@ -25,7 +25,7 @@ def test_prediction_fields_and_interval(k20_row) -> None:
     assert "k20_larger" in p.trained_on
     assert p.interval[0] < p.watts < p.interval[1]
     j = p.to_json()
-    assert set(j) == {"watts", "interval", "model", "trained_on", "assumptions", "explanation"}
+    assert set(j) == {"watts", "interval", "model", "trained_on", "assumptions", "explanation", "models", "drivers"}
 
 
 def test_thesis_model_selectable(k20_row) -> None:

@@ -47,6 +47,9 @@ ARITHMETIC = ("integer arithmetic", "FP32 arithmetic", "FP64 arithmetic", "speci
               "tensor-core MMA")
 GLOBAL = ("global loads", "global stores", "global atomics", "local memory (spills)")
 SHARED = ("shared-memory loads", "shared-memory stores")
+#: A cost component's physical driver (the "execute" component is named by its instruction class instead).
+DRIVERS = {"DRAM": "DRAM traffic", "L2": "L2 traffic", "L1": "L1 traffic", "shared": "shared memory",
+           "issue": "instruction issue"}
 
 
 class EnergyConstantsError(Exception):
@@ -62,6 +65,8 @@ class EnergyConstants:
     constant_share: float
     source: str
     calibrated: bool
+    #: the generation's process-node factor on the 45 nm figures (also scales static power, physics.py)
+    node_scale: float = 1.0
 
     def to_json(self) -> dict[str, Any]:
         return {"generation": self.generation, "pj": dict(self.pj), "constant_share": self.constant_share,
@@ -69,13 +74,13 @@ class EnergyConstants:
 
 
 @cache
-def _table() -> dict[str, Any]:
+def energy_table() -> dict[str, Any]:
     return tomllib.loads(resources.files("kerncast.analysis").joinpath("data/energy.toml").read_text())
 
 
 def load_constants(arch: str) -> EnergyConstants:
     """The energy table of a GPU generation (a profile's `arch`, e.g. "Volta")."""
-    table = _table()
+    table = energy_table()
     gen = table["generations"].get(arch)
     if gen is None:
         raise EnergyConstantsError(f"no per-event energy table for the {arch} generation in data/energy.toml "
@@ -86,7 +91,7 @@ def load_constants(arch: str) -> EnergyConstants:
     pj["dram_sector"] = float(gen["dram_sector_pj"])
     return EnergyConstants(arch, pj, float(gen["constant_share"]),
                            f"data/energy.toml: base_45nm x node_scale {scale:g} ({gen['source']})",
-                           bool(gen.get("calibrated", False)))
+                           bool(gen.get("calibrated", False)), scale)
 
 
 @dataclass
@@ -122,10 +127,18 @@ class EventEnergy:
     lines: list[LineEnergy]
     constants: EnergyConstants
     assumptions: list[str] = field(default_factory=list)
+    #: dynamic µJ by physical driver: the memory levels and issue by component, the arithmetic by class
+    by_driver: dict[str, float] = field(default_factory=dict)
 
     @property
     def total_uj(self) -> float:
         return self.dynamic_uj + self.constant_uj + self.idle_uj
+
+    def set_static(self, watts: float, time_us: float, why: str) -> None:
+        """Replace the constant part by a better-founded static power (the event power model's), so that the
+        energy split and the power model report the same kernel the same way."""
+        self.constant_uj = watts * time_us
+        self.assumptions = [a for a in self.assumptions if not a.startswith("constant power")] + [why]
 
     @property
     def line_dynamic_uj(self) -> float:
@@ -231,6 +244,7 @@ def event_energy(function, weights: Sequence[float], warps: float, accesses: Map
     pj = constants.pj
     by_event: dict[str, float] = defaultdict(float)
     by_component: dict[str, float] = defaultdict(float)
+    by_driver: dict[str, float] = defaultdict(float)
     lines: dict[int, LineEnergy] = {}
     # a cost depends on the mnemonic and the access's sectors and wavefronts only: worked out once for each
     costs: dict[tuple[Any, ...], _Cost] = {}
@@ -248,6 +262,7 @@ def event_energy(function, weights: Sequence[float], warps: float, accesses: Map
         by_event[cost.category] += uj
         for comp, e in cost.components.items():
             by_component[comp] += runs * e * 1e-6
+            by_driver[DRIVERS.get(comp, cost.category)] += runs * e * 1e-6
         line = line_of(ins)
         if line is None:
             continue
@@ -263,7 +278,7 @@ def event_energy(function, weights: Sequence[float], warps: float, accesses: Map
     dynamic = sum(by_event.values())
     constant_w = constants.constant_share * (gpu.tdp_w - gpu.idle_w)
     result = EventEnergy(dynamic, constant_w * time_us, gpu.idle_w * time_us, dict(by_event), dict(by_component),
-                         list(lines.values()), constants)
+                         list(lines.values()), constants, by_driver=dict(by_driver))
     result.assumptions += [
         f"energy per event: {constants.source}; not measured on this GPU",
         "every lane of a warp counted active; no L2 reuse modelled (every loaded L2 sector is a DRAM sector)",

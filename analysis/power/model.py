@@ -52,6 +52,10 @@ class PowerPrediction:
     #: the feature values and GPU id the prediction was made from (kept to add LIME weights later; not in the JSON)
     features: dict[str, float] = field(default_factory=dict)
     gpu: str = ""
+    #: every power model's own answer side by side ({"statistical": {...}, "events": {...}}), when both ran
+    models: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: physical drivers of the dynamic power by the event model: (driver, share), largest first
+    drivers: list[tuple[str, float]] = field(default_factory=list)
 
     def copy(self) -> PowerPrediction:
         """A copy that shares nothing mutable with this one: a memo keeps its own and hands out copies,
@@ -60,12 +64,15 @@ class PowerPrediction:
         Field by field rather than `copy.deepcopy` (the same result: the other fields are strings, floats and
         tuples of floats), which cost about a tenth of a millisecond per kernel on every save."""
         return replace(self, assumptions=list(self.assumptions),
-                       explanation=[replace(c) for c in self.explanation], features=dict(self.features))
+                       explanation=[replace(c) for c in self.explanation], features=dict(self.features),
+                       models={k: dict(v) for k, v in self.models.items()}, drivers=list(self.drivers))
 
     def to_json(self) -> dict[str, Any]:
         return {"watts": self.watts, "interval": list(self.interval), "model": self.model,
                 "trained_on": self.trained_on, "assumptions": list(self.assumptions),
-                "explanation": [c.to_json() for c in self.explanation]}
+                "explanation": [c.to_json() for c in self.explanation],
+                "models": {k: dict(v) for k, v in self.models.items()},
+                "drivers": [{"driver": d, "share": sh} for d, sh in self.drivers]}
 
 
 class ModelsMissing(RuntimeError):
@@ -101,6 +108,14 @@ def select_model(gpu_id: str, role: str = "default") -> tuple[str, bool]:
     if role == "thesis":
         raise ValueError(f"the thesis model exists only for {', '.join(idx['gpus'])}")
     return idx["pooled"], False
+
+
+def has_own_dataset(gpu_id: str) -> bool:
+    """Whether the statistical model was trained on measurements of this GPU (K20, M60, V100)."""
+    try:
+        return gpu_id in _index()["gpus"]
+    except ModelsMissing:
+        return False
 
 
 def _floor_w(gpu: GpuProfile, model: PowerModel) -> float:

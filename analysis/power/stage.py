@@ -19,11 +19,13 @@ from typing import TYPE_CHECKING
 from kerncast.analysis.context import KernelContext
 from kerncast.analysis.loops import block_weights
 from kerncast.analysis.lru import BoundedLru
+from kerncast.analysis.power.combine import combine
 from kerncast.analysis.power.energy import energy_hotspots, estimate_energy
 from kerncast.analysis.power.events import EnergyConstantsError, EventEnergy, event_energy, load_constants
 from kerncast.analysis.power.explain import lime_contributions
 from kerncast.analysis.power.features import LaunchShape, extract_features
 from kerncast.analysis.power.model import ModelsMissing, PowerPrediction, feature_row, predict_powers
+from kerncast.analysis.power.physics import EventPower, event_power
 from kerncast.analysis.ptx.model import line_in_file
 from kerncast.analysis.report import source_line_range, source_lines
 from kerncast.analysis.tripcount import trip_values
@@ -41,6 +43,8 @@ class PowerInputs:
 
     features: dict[str, float]
     event: EventEnergy | None
+    #: the event power model's answer (None without the per-event energy or the occupancy)
+    power: EventPower | None = None
 
 
 def _instruction_weights(ctx: KernelContext) -> list[float]:
@@ -64,6 +68,21 @@ def _event_energy(ctx: KernelContext, launch: Launch, gpu: GpuProfile, weights: 
                         lambda ins: line_in_file(ins.loc, ctx.main_file), constants)
 
 
+def _event_power(ctx: KernelContext, launch: Launch, gpu: GpuProfile, event: EventEnergy | None) -> EventPower | None:
+    """The event model's power, when the per-event energy, the time and the occupancy are known."""
+    occ, time = ctx.report.occupancy, ctx.report.time
+    if event is None or time is None or occ is None or time.us <= 0:
+        return None
+    dram = time.detail.get("dram_bytes") if ctx.memory is not None else None
+    power = event_power(event, gpu, time, launch.blocks, occ.active_blocks_per_sm,
+                        math.ceil(launch.threads_per_block / WARP), float(dram) if dram is not None else None)
+    # the energy split's constant part is the event power model's static power, so that both say the same
+    event.set_static(power.static_w, float(time.us),
+                     f"constant power: the {power.static_w:.0f} W static power of the busy SMs (the event power "
+                     f"model) and idle {gpu.idle_w:g} W over the predicted {float(time.us):.3g} µs")
+    return power
+
+
 def power_stage(ctx: KernelContext) -> None:
     """Features and per-event energy of one kernel, and its energy-hotspot finding (power comes later)."""
     launch, gpu = ctx.report.launch, ctx.gpu
@@ -75,7 +94,7 @@ def power_stage(ctx: KernelContext) -> None:
     shape = LaunchShape(launch.grid.value, launch.block.value, launch.dynamic_shared_bytes.value or 0)
     features = extract_features(ctx.function, ctx.module, shape, gpu, ctx.report.resources, weights=weights)
     event = _event_energy(ctx, launch, gpu, weights)
-    ctx.power_inputs = PowerInputs(features, event)
+    ctx.power_inputs = PowerInputs(features, event, _event_power(ctx, launch, gpu, event))
     if event is None:
         return
     findings = energy_hotspots(event, ctx.function.display_name, ctx.options.thresholds.energy_hotspot_share)
@@ -105,7 +124,9 @@ def finish_power(contexts: list[KernelContext], memo: PowerMemo | None = None) -
         inputs = ctx.power_inputs
         assert inputs is not None
         pred.assumptions.append("loop trip counts as in the time prediction (see the launch and loops)")
-        ctx.report.power = pred
+        gpu = ctx.gpu
+        assert gpu is not None
+        ctx.report.power = combine(pred, inputs.power, ctx.options.power_model, gpu.idle_w, gpu.tdp_w)
         if ctx.report.time is None:
             ctx.report.notes.append("no energy: the time could not be predicted")
             continue

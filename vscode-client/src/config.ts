@@ -27,6 +27,10 @@ export interface Thresholds {
 export const TIME_MODELS = ['kerncast', 'thesis', 'mwp-cwp'] as const;
 export type TimeModel = (typeof TIME_MODELS)[number];
 
+/** The power models the server offers (`kerncast.powerModel`). */
+export const POWER_MODELS = ['auto', 'statistical', 'events'] as const;
+export type PowerModel = (typeof POWER_MODELS)[number];
+
 /** The server's configuration (camelCase keys), sent as `initializationOptions` and on every change. */
 export interface KerncastOptions {
     gpu: string;
@@ -38,6 +42,7 @@ export interface KerncastOptions {
     launch: Record<string, LaunchConfig>;
     loops: number | null;
     timeModel: TimeModel;
+    powerModel: PowerModel;
     thresholds: Thresholds;
     analyzeOnChange: boolean;
     timeoutSeconds: number;
@@ -55,6 +60,7 @@ export const DEFAULT_OPTIONS: Readonly<KerncastOptions> = Object.freeze({
     launch: {},
     loops: null,
     timeModel: 'kerncast',
+    powerModel: 'auto',
     thresholds: Object.freeze({
         uncoalescedExcessPercent: 25,
         bankConflictWays: 2,
@@ -78,6 +84,7 @@ export const SERVER_SETTING_KEYS: readonly string[] = [
     'launch',
     'loops',
     'timeModel',
+    'powerModel',
     'thresholds.uncoalescedExcessPercent',
     'thresholds.bankConflictWays',
     'thresholds.energyHotspotShare',
@@ -342,6 +349,14 @@ export function buildInitializationOptions(read: SettingReader, ctx: PathContext
         problems.push(`kerncast.timeModel: expected one of ${TIME_MODELS.join(', ')}, using ${d.timeModel}`);
     }
 
+    const rawPowerModel = read('powerModel');
+    let powerModel: PowerModel = d.powerModel;
+    if ((POWER_MODELS as readonly unknown[]).includes(rawPowerModel)) {
+        powerModel = rawPowerModel as PowerModel;
+    } else if (rawPowerModel !== undefined && rawPowerModel !== null) {
+        problems.push(`kerncast.powerModel: expected one of ${POWER_MODELS.join(', ')}, using ${d.powerModel}`);
+    }
+
     const analyzeOnChange = readBoolean(read, 'analyzeOnChange', d.analyzeOnChange, problems);
 
     const compileCommands = readBoolean(read, 'compileCommands', d.compileCommands, problems);
@@ -357,6 +372,7 @@ export function buildInitializationOptions(read: SettingReader, ctx: PathContext
         launch: normalizeLaunch(read('launch'), problems),
         loops,
         timeModel,
+        powerModel,
         thresholds: {
             uncoalescedExcessPercent: readNumber(
                 read,

@@ -35,6 +35,7 @@ describe('buildInitializationOptions', () => {
                 launch: { matmul: { grid: [64, 64], block: 256, dynamicSharedBytes: 4096, params: { n: 1024 } } },
                 loops: 16,
                 timeModel: 'mwp-cwp',
+                powerModel: 'events',
                 'thresholds.uncoalescedExcessPercent': 50,
                 'thresholds.bankConflictWays': 4,
                 'thresholds.energyHotspotShare': 0.3,
@@ -56,6 +57,7 @@ describe('buildInitializationOptions', () => {
             launch: { matmul: { grid: [64, 64], block: 256, dynamicSharedBytes: 4096, params: { n: 1024 } } },
             loops: 16,
             timeModel: 'mwp-cwp',
+            powerModel: 'events',
             thresholds: {
                 uncoalescedExcessPercent: 50,
                 bankConflictWays: 4,
@@ -83,10 +85,12 @@ describe('buildInitializationOptions', () => {
                 analyzeOnChange: 'yes',
                 timeoutSeconds: -1,
                 timeModel: 'fastest',
+                powerModel: 'guess',
             }),
         );
         assert.equal(options.gpu, 'v100');
         assert.equal(options.timeModel, 'kerncast');
+        assert.equal(options.powerModel, 'auto');
         assert.equal(options.nvccPath, null);
         assert.deepEqual(options.includeDirs, []);
         assert.deepEqual(options.defines, ['OK']);
@@ -95,7 +99,7 @@ describe('buildInitializationOptions', () => {
         assert.equal(options.thresholds.bankConflictWays, 2);
         assert.equal(options.analyzeOnChange, true);
         assert.equal(options.timeoutSeconds, 120);
-        for (const key of ['gpu', 'nvccPath', 'includeDirs', 'defines', 'loops', 'energyHotspotShare', 'bankConflictWays', 'analyzeOnChange', 'timeoutSeconds', 'timeModel']) {
+        for (const key of ['gpu', 'nvccPath', 'includeDirs', 'defines', 'loops', 'energyHotspotShare', 'bankConflictWays', 'analyzeOnChange', 'timeoutSeconds', 'timeModel', 'powerModel']) {
             assert.ok(
                 problems.some((p) => p.includes(key)),
                 `no problem reported for ${key}: ${problems.join('; ')}`,

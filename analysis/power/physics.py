@@ -1,0 +1,192 @@
+"""The event power model: a kernel's average board power from the events it executes, without any fit.
+
+    P = idle + static (per busy SM) + dynamic (event energy / predicted time), at most the TDP
+
+* idle: the profile's board power at P0 with no kernel (fans, board, memory and the clocked but idle chip; what
+  AccelWattch calls constant power).
+* static: the lane-activation power of the SMs the kernel keeps busy, by the unit classes it uses (integer,
+  FP32, FP64, SFU, tensor cores, or memory only), from AccelWattch's Volta figures scaled to the GPU's node and
+  clock (`data/energy.toml`, [static_power]). Only the SMs the grid keeps busy pay it, averaged over the waves,
+  for the share of the predicted time that is not launch overhead, and for the share of the SM's warp
+  schedulers (sub-partitions) its resident warps occupy.
+* dynamic: the per-event energy of events.py (executed warp instructions by class, shared wavefronts, L1/L2/DRAM
+  sectors) over the predicted time.
+* power capping: a GPU's clock boosts while it is under its power limit; when the demand exceeds the TDP, the
+  clock (and with it the work per second) drops until the board draws the TDP, so the power is the TDP and the
+  time grows by the ratio of the demanded to the available power above idle (the energy of the work is taken
+  as unchanged).
+
+The interval: the per-event energies and the static power are uncalibrated, each taken within a factor of
+`[uncertainty] uncalibrated_factor` of the table, and the time within the time model's range; every bound stays
+inside [idle, TDP].
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from kerncast.analysis.power.events import SECTOR_BYTES, EventEnergy, energy_table
+
+#: unit classes in order of precedence: a kernel that uses tensor cores is priced as the tensor class, etc.
+_CLASSES = (("tensor-core MMA", "int_fp_tensor"), ("FP64 arithmetic", "int_fp_dp"),
+            ("special functions (SFU)", "int_fp_sfu"), ("FP32 arithmetic", "int_fp"), ("integer arithmetic", "int"))
+WARP = 32
+
+
+@dataclass(frozen=True)
+class StaticTable:
+    """The reference GPU's lane-activation static power by unit class, and what scales it to another GPU."""
+
+    watts_by_class: dict[str, float]  # whole reference SM array, all 32 lanes active
+    sm_count: int
+    clock_mhz: float
+    node_scale: float
+    uncertainty: float
+    source: str
+
+
+@cache
+def static_table() -> StaticTable:
+    """[static_power] and [uncertainty] of data/energy.toml."""
+    table = energy_table()
+    st = table["static_power"]
+    ref = table["generations"][st["reference_generation"]]
+    watts = {k: float(v[0]) + (WARP - 1) * float(v[1]) for k, v in st.items()
+             if isinstance(v, list) and len(v) == 2}
+    return StaticTable(watts, int(st["reference_sm_count"]), float(st["reference_clock_mhz"]),
+                       float(ref["node_scale"]), float(table["uncertainty"]["uncalibrated_factor"]), st["source"])
+
+
+def unit_class(event: EventEnergy) -> str:
+    """The static-power class of a kernel: the costliest unit class it executes (memory only when none)."""
+    for category, name in _CLASSES:
+        if event.by_event.get(category, 0.0) > 0.0:
+            return name
+    return "memory_only"
+
+
+def static_per_sm_w(event: EventEnergy, gpu: Any) -> float:
+    """Lane-activation static power of one busy SM of `gpu`, all lanes active."""
+    t = static_table()
+    node = event.constants.node_scale / t.node_scale
+    return t.watts_by_class[unit_class(event)] / t.sm_count * node * (float(gpu.core_clock_mhz) / t.clock_mhz)
+
+
+def busy_sms(blocks: int, blocks_per_sm: int, sm_count: int) -> float:
+    """SMs the grid keeps busy, averaged over its waves (a last partial wave fills fewer SMs)."""
+    if blocks <= 0 or sm_count <= 0:
+        return 0.0
+    per_wave = max(1, blocks_per_sm) * sm_count
+    waves = math.ceil(blocks / per_wave)
+    last = blocks - (waves - 1) * per_wave
+    return ((waves - 1) * sm_count + min(sm_count, last)) / waves
+
+
+def busy_share(time: Any) -> float:
+    """Share of the predicted time in which the SMs work: all of it but the launch's fixed overhead."""
+    us = float(time.us)
+    fixed = time.detail.get("kerncast_launch_us") if time.model == "kerncast" else None
+    if fixed is None:
+        fixed = time.breakdown.get("launch_overhead_us", 0.0)
+    return min(1.0, max(0.0, (us - float(fixed)) / us)) if us > 0 else 0.0
+
+
+@dataclass
+class EventPower:
+    """Average board power by the event model, its parts and its interval."""
+
+    watts: float
+    interval: tuple[float, float]
+    idle_w: float
+    static_w: float
+    dynamic_w: float
+    demand_w: float  # before power capping
+    time_factor: float  # the time's growth under power capping (1: not capped)
+    busy_sms: float
+    unit_class: str
+    drivers: list[tuple[str, float]] = field(default_factory=list)  # (driver, share of dynamic power)
+    assumptions: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"watts": self.watts, "interval": list(self.interval), "model": "events",
+                "idle_w": self.idle_w, "static_w": self.static_w, "dynamic_w": self.dynamic_w,
+                "demand_w": self.demand_w, "time_factor": self.time_factor, "busy_sms": self.busy_sms,
+                "unit_class": self.unit_class,
+                "drivers": [{"driver": d, "share": s} for d, s in self.drivers],
+                "assumptions": list(self.assumptions)}
+
+
+def _capped(idle: float, tdp: float, static: float, dynamic: float) -> tuple[float, float]:
+    """(power, time factor) of a demand of idle + static + dynamic under the TDP."""
+    demand = idle + static + dynamic
+    if demand <= tdp:
+        return demand, 1.0
+    return tdp, (static + dynamic) / max(tdp - idle, 1e-9)
+
+
+def drivers(by_driver: dict[str, float]) -> list[tuple[str, float]]:
+    """Physical drivers of the dynamic power, largest first, with their shares."""
+    total = sum(by_driver.values())
+    if total <= 0:
+        return []
+    return sorted(((k, v / total) for k, v in by_driver.items() if v > 0), key=lambda kv: -kv[1])
+
+
+def dram_adjusted(event: EventEnergy, dram_bytes: float | None) -> tuple[float, dict[str, float]]:
+    """(dynamic µJ, µJ by driver) with the DRAM traffic the timing stage counts in place of the event count.
+
+    The per-event split prices every loaded L2 sector as a DRAM sector too (it has no cache model); the timing
+    stage's DRAM bytes take the reuse in the L2 into account (the distinct bytes, a working set against the L2
+    size, the write-back of written lines), which is what the DRAM actually moves. None: no such count (no
+    memory analysis), the event count stands."""
+    by_driver = dict(event.by_driver)
+    if dram_bytes is None:
+        return event.dynamic_uj, by_driver
+    counted = by_driver.get("DRAM traffic", 0.0)
+    moved = dram_bytes / SECTOR_BYTES * event.constants.pj["dram_sector"] * 1e-6
+    by_driver["DRAM traffic"] = moved
+    return max(0.0, event.dynamic_uj - counted + moved), by_driver
+
+
+def event_power(event: EventEnergy, gpu: Any, time: Any, blocks: int, blocks_per_sm: int,
+                warps_per_block: int, dram_bytes: float | None = None) -> EventPower:
+    """The event model's power for one launch (`time`: the timing stage's estimate, its range and breakdown;
+    `dram_bytes`: the timing stage's DRAM traffic, None when there is no memory analysis)."""
+    idle, tdp = float(gpu.idle_w), float(gpu.tdp_w)
+    dynamic_uj, by_driver = dram_adjusted(event, dram_bytes)
+    us = float(time.us)
+    sms = busy_sms(blocks, blocks_per_sm, gpu.sm_count)
+    resident_warps = min(max(1, blocks_per_sm), math.ceil(blocks / max(sms, 1e-9))) * warps_per_block
+    schedulers = max(1, int(getattr(gpu.units, "warp_schedulers", 4) or 4))
+    partitions = min(1.0, resident_warps / schedulers)
+    share = busy_share(time)
+    per_sm = static_per_sm_w(event, gpu)
+    static = per_sm * sms * partitions * share
+    dynamic = dynamic_uj / us if us > 0 else 0.0
+    watts, factor = _capped(idle, tdp, static, dynamic)
+    k = static_table().uncertainty
+    t_lo, t_hi = (float(time.range_us[0]), float(time.range_us[1])) if time.range_us else (us, us)
+    t_lo, t_hi = min(t_lo, us), max(t_hi, us)
+    lo, _ = _capped(idle, tdp, static / k, dynamic_uj / k / t_hi if t_hi > 0 else 0.0)
+    hi, _ = _capped(idle, tdp, static * k, dynamic_uj * k / t_lo if t_lo > 0 else 0.0)
+    result = EventPower(watts, (max(idle, min(lo, watts)), min(tdp, max(hi, watts))), idle, static, dynamic,
+                        idle + static + dynamic, factor, sms, unit_class(event), drivers(by_driver))
+    result.assumptions += [
+        f"idle {idle:g} W and TDP {tdp:g} W from the GPU profile; the clock at its boost value unless capped",
+        f"static {per_sm:.2f} W per busy SM ({result.unit_class.replace('_', '+')} units; AccelWattch's Volta "
+        f"figure scaled to this node and clock) x {sms:.0f} busy SMs x {partitions:.0%} of their schedulers x "
+        f"{share:.0%} of the time outside the launch overhead",
+        f"dynamic: {dynamic_uj:.3g} µJ of events over the predicted {us:.3g} µs"
+        + (f" (DRAM: the timing stage's {dram_bytes / 1e6:.3g} MB, with L2 reuse)" if dram_bytes is not None else
+           " (DRAM: every loaded sector, no memory analysis)"),
+        f"energies and static power uncalibrated: interval takes each within a factor {k:g} and the time over "
+        f"{t_lo:.3g}-{t_hi:.3g} µs",
+    ]
+    if factor > 1.0:
+        result.assumptions.append(f"the demand of {result.demand_w:.0f} W exceeds the {tdp:g} W TDP: the clock "
+                                  f"drops and the kernel takes about {factor:.2f}x the predicted time")
+    return result
+

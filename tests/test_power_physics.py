@@ -1,0 +1,149 @@
+"""The event power model and the one answer from both power models (real nvcc, real examples, shipped models)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tomllib
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from kerncast.analysis.gpus import load_profile
+from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.power.combine import chosen_model
+from kerncast.analysis.power.events import EventEnergy, load_constants
+from kerncast.analysis.power.physics import busy_sms, event_power, static_table
+from kerncast.analysis.timing.estimate import TimeEstimate
+from kerncast.server.config import parse_settings
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def h100_examples(nvcc_available):
+    return {name: analyze_file(ROOT / "examples" / f"{name}.cu", options=AnalysisOptions(gpu="h100", lime=False))
+            for name in ("fma_loop", "saxpy", "transpose", "matmul")}
+
+
+def test_both_models_side_by_side_and_one_interval_inside_idle_and_tdp(h100_examples):
+    h100 = load_profile("h100")
+    for report in h100_examples.values():
+        for k in report.kernels:
+            p = k.power.to_json()
+            stat, ev = p["models"]["statistical"], p["models"]["events"]
+            assert p["model"] == "events@h100"  # no measured dataset for the H100: auto picks the event model
+            assert p["watts"] == pytest.approx(ev["watts"])
+            lo, hi = p["interval"]
+            assert h100.idle_w <= lo <= hi <= h100.tdp_w
+            assert lo <= stat["watts"] <= hi and lo <= ev["watts"] <= hi  # covers both where they disagree
+            assert ev["watts"] == pytest.approx(min(h100.tdp_w, ev["idle_w"] + ev["static_w"] + ev["dynamic_w"]))
+            assert ev["static_w"] >= 0 and ev["dynamic_w"] >= 0 and 0 < ev["busy_sms"] <= h100.sm_count
+            assert sum(d["share"] for d in p["drivers"]) == pytest.approx(1.0)
+
+
+def test_physical_drivers_name_memory_for_copies_and_fp32_for_the_fma_loop(h100_examples):
+    copy = h100_examples["fma_loop"].kernel("copy").power
+    fma = h100_examples["fma_loop"].kernel("fmaLoop").power
+    saxpy = h100_examples["saxpy"].kernels[0].power
+    # the copy's 32 MB fit in the H100's 50 MB L2, so with the L2 warm its traffic stays there; the memory
+    # levels together still outweigh any one arithmetic class
+    shares = dict(copy.drivers)
+    memory = sum(shares.get(d, 0.0) for d in ("DRAM traffic", "L2 traffic", "L1 traffic"))
+    assert memory > max(v for d, v in shares.items() if d.endswith("arithmetic"))
+    assert saxpy.drivers[0][0] == "DRAM traffic"
+    assert fma.drivers[0][0] == "FP32 arithmetic"
+
+
+def test_the_energy_split_uses_the_event_models_static_power(h100_examples):
+    for k in h100_examples["matmul"].kernels:
+        ev = k.energy.event
+        static = k.power.models["events"]["static_w"]
+        assert ev.constant_uj == pytest.approx(static * k.time.us)
+        assert any("static power" in a for a in ev.assumptions)
+
+
+def test_the_user_chooses_the_model_and_both_stay_in_the_json(nvcc_available):
+    stat = analyze_file(ROOT / "examples" / "saxpy.cu",
+                        options=AnalysisOptions(gpu="h100", lime=False, power_model="statistical"))
+    p = stat.kernels[0].power
+    assert p.model.startswith("gam") and set(p.models) == {"statistical", "events"}
+    assert p.interval[0] <= p.models["events"]["watts"] <= p.interval[1]
+    v100 = analyze_file(ROOT / "examples" / "saxpy.cu", options=AnalysisOptions(gpu="v100", lime=False))
+    assert not v100.kernels[0].power.model.startswith("events")  # auto keeps the trained model on its own GPU
+    assert chosen_model("auto", "v100") == "statistical" and chosen_model("auto", "h100") == "events"
+    with pytest.raises(ValueError, match="unknown power model"):
+        chosen_model("guess", "h100")
+
+
+def test_power_model_flag_and_setting(nvcc_available):
+    out = subprocess.run([sys.executable, "-m", "kerncast.server", "analyze", str(ROOT / "examples" / "saxpy.cu"),
+                          "--gpu", "h100", "--power-model", "events", "--format", "json"],
+                         capture_output=True, text=True, timeout=300, check=True)
+    assert json.loads(out.stdout)["kernels"][0]["power"]["model"] == "events@h100"
+    bad = subprocess.run([sys.executable, "-m", "kerncast.server", "analyze", "x.cu", "--power-model", "guess"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--power-model" in bad.stderr
+    settings, warnings = parse_settings({"kerncast": {"powerModel": "statistical"}})
+    assert settings.options.power_model == "statistical" and not warnings
+    settings, warnings = parse_settings({"kerncast": {"powerModel": "fastest"}})
+    assert settings.options.power_model == "auto" and any("kerncast.powerModel" in w for w in warnings)
+
+
+def _time(us: float, launch_us: float = 0.0) -> TimeEstimate:
+    return TimeEstimate(us=us, cycles=us * 1000, model="kerncast", breakdown={}, waves=1, occupancy=1.0,
+                        bottleneck="test", detail={"kerncast_launch_us": launch_us}, range_us=(us, us))
+
+
+def _event(dynamic_uj: float, category: str = "FP32 arithmetic") -> EventEnergy:
+    return EventEnergy(dynamic_uj, 0.0, 0.0, {category: dynamic_uj}, {"execute": dynamic_uj}, [],
+                       load_constants("Hopper"), by_driver={category: dynamic_uj})
+
+
+def test_power_capping_holds_the_board_at_tdp_and_stretches_the_time():
+    h100 = load_profile("h100")
+    # 1 J of events in 1 ms would be 1000 W of dynamic power: more than the 700 W board can draw
+    capped = event_power(_event(1e6), h100, _time(1000.0), blocks=1320, blocks_per_sm=10, warps_per_block=8)
+    assert capped.watts == h100.tdp_w and capped.interval[1] == h100.tdp_w
+    assert capped.time_factor == pytest.approx((capped.static_w + capped.dynamic_w) / (h100.tdp_w - h100.idle_w))
+    assert any("exceeds" in a for a in capped.assumptions)
+    light = event_power(_event(10.0), h100, _time(1000.0), blocks=1320, blocks_per_sm=10, warps_per_block=8)
+    assert light.time_factor == 1.0 and h100.idle_w < light.watts < h100.tdp_w
+    assert light.interval[0] >= h100.idle_w
+
+
+def test_static_power_follows_busy_sms_launch_overhead_and_unit_class():
+    h100 = load_profile("h100")
+    full = event_power(_event(1.0), h100, _time(100.0), blocks=132, blocks_per_sm=1, warps_per_block=8)
+    few = event_power(_event(1.0), h100, _time(100.0), blocks=13, blocks_per_sm=1, warps_per_block=8)
+    assert few.static_w == pytest.approx(full.static_w * 13 / 132)
+    # half of the time is the launch's fixed overhead: the SMs are busy for the other half
+    half = event_power(_event(1.0), h100, _time(100.0, 50.0), blocks=132, blocks_per_sm=1, warps_per_block=8)
+    assert half.static_w == pytest.approx(full.static_w / 2)
+    # one warp per SM keeps one of its four schedulers busy
+    one_warp = event_power(_event(1.0), h100, _time(100.0), blocks=132, blocks_per_sm=1, warps_per_block=1)
+    assert one_warp.static_w == pytest.approx(full.static_w / 4)
+    memory = event_power(_event(1.0, "global loads"), h100, _time(100.0), blocks=132, blocks_per_sm=1,
+                         warps_per_block=8)
+    assert memory.unit_class == "memory_only" and memory.static_w < full.static_w / 5
+
+
+def test_busy_sms_averages_over_waves():
+    assert busy_sms(10, 4, 132) == 10
+    assert busy_sms(132 * 4, 4, 132) == 132
+    assert busy_sms(132 * 4 + 66, 4, 132) == pytest.approx((132 + 66) / 2)
+    assert busy_sms(0, 4, 132) == 0
+
+
+def test_static_power_comes_from_sourced_uncalibrated_figures():
+    data = tomllib.loads((ROOT / "analysis" / "data" / "energy.toml").read_text(encoding="utf-8"))
+    assert data["static_power"]["calibrated"] is False and "AW21" in data["static_power"]["source"]
+    assert data["uncertainty"]["calibrated"] is False and data["uncertainty"]["source"].startswith("I:")
+    t = static_table()
+    # AccelWattch's Quadro V100: integer + FP32 at 32 lanes is 18.62 + 31 x 0.645 W over its 80 SMs
+    assert t.watts_by_class["int_fp"] == pytest.approx(18.62 + 31 * 0.645)
+    v100 = replace(load_profile("v100"), core_clock_mhz=t.clock_mhz)
+    ev = EventEnergy(1.0, 0.0, 0.0, {"FP32 arithmetic": 1.0}, {}, [], load_constants("Volta"))
+    full = event_power(ev, v100, _time(100.0), blocks=80, blocks_per_sm=1, warps_per_block=8)
+    assert full.static_w == pytest.approx(18.62 + 31 * 0.645)  # the reference GPU at its clock: the figure itself
