@@ -60,7 +60,10 @@ def fix_key(finding: Finding, fix: Fix) -> tuple[object, ...]:
 
 def applicable_fix(finding: Finding, unsafe: bool = False) -> Fix | None:
     """The fix `--fix` may apply to a finding: its only safe fix with edits (with `unsafe`, its only safe or
-    unsafe one). A finding with two candidates is left to the user, as the editors leave it unpreferred."""
+    unsafe one). A finding with two candidates is left to the user, as the editors leave it unpreferred; one
+    in another file (a kernel of an included header) has edits of that file, not of the file being fixed."""
+    if finding.file is not None:
+        return None
     allowed = ("safe", "unsafe") if unsafe else ("safe",)
     candidates = [x for x in finding.fixes() if x.edits and x.applicability in allowed]
     return candidates[0] if len(candidates) == 1 else None

@@ -7,6 +7,8 @@ counts are read from the PTX under that launch (`tripcount`) and shown on the re
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from kerncast.analysis.context import KernelContext
 from kerncast.analysis.launch import LaunchOverrides, infer_launch
 from kerncast.analysis.tripcount import trip_counts
@@ -33,6 +35,9 @@ def launch_stage(ctx: KernelContext) -> None:
                           settings=_kernel_settings(ctx), reqntid=tuple(reqntid) if reqntid else None,
                           source_path=path, include_dirs=list(ctx.options.include_dirs))
     ctx.report.launch = launch
+    if ctx.launch_source is not None:
+        ctx.report.notes.append(f"launched from {Path(path).name}: the lines its launch's details name are that "
+                                "file's")
     ctx.trip_counts = trip_counts(ctx.function, ctx.cfg, ctx.loops, launch, ctx.dataflow, ctx.main_file)
     for lp, info in zip(ctx.loops.loops, ctx.report.loops, strict=False):
         count = ctx.trip_counts.get(lp.header)

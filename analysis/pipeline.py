@@ -51,6 +51,7 @@ from kerncast.analysis.kernel_cache import (
     without_debug_sections,
     without_lines,
 )
+from kerncast.analysis.kernel_homes import KernelHome, included_homes
 from kerncast.analysis.launch import split_kernel_name
 from kerncast.analysis.launch_stage import launch_stage
 from kerncast.analysis.loops import find_loops
@@ -364,12 +365,20 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
     if not kernels:
         report.notes.append(f"no kernel is defined in {Path(report.file).name}")
         return report
-    contexts = [_kernel_context(module, fn, options, cuda_source, main_file, resources) for fn in kernels]
-    for ctx in contexts:
+    homes = _homes(kernels, cuda_source, report.file, options) if includer is None else {}
+    contexts = []
+    for fn in kernels:
+        home = homes.get(fn.name)
+        ctx = _kernel_context(module, fn, options, home.text if home else cuda_source,
+                              home.ptx_file if home else main_file, resources)
         ctx.gpu = gpu
-        ctx.source_path = report.file
+        ctx.source_path = home.path if home else report.file
         if includer is not None:
             ctx.launch_source = (includer[1], str(includer[0]))
+        elif home is not None:  # defined in a file the analysed one includes, launched from the analysed one
+            ctx.launch_source = (cuda_source or "", report.file)
+            ctx.report.file = home.path
+        contexts.append(ctx)
     # Every kernel's stages that need no ptxas numbers run first, while ptxas works in the background.
     split = STAGES.index(resources_stage) if resources_stage in STAGES else 0
     keyed = STAGES.index(launch_stage) + 1 if launch_stage in STAGES[:split] else 0
@@ -392,10 +401,13 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
         for stage in STAGES[split:]:
             stage(ctx)
     finish_power(todo, cache)  # every analysed kernel's power in one batched prediction
+    for ctx in todo:
+        _mark_file(ctx.report)
     if cache is not None:
         for ctx in todo:
             cache.put(keys[id(ctx)], ctx.report)
-    report.kernels.extend(ctx.report for ctx in contexts)
+    report.kernels.extend(ctx.report for ctx in contexts if ctx.report.file is None)
+    report.included_kernels.extend(ctx.report for ctx in contexts if ctx.report.file is not None)
     if resources is not None:
         _, why_not = resources.result()
         if why_not:
@@ -407,23 +419,45 @@ def _kernel_keys(ptx: str, module: Module, contexts: list[KernelContext], option
                  gpu: GpuProfile | None,
                  cuda_source: str | None, file: str, main_file: str | None) -> dict[int, str]:
     """Per kernel context (by id), the cache key: its PTX text and position, the rest of the module, its
-    launch and trip counts, the GPU profile, the settings and the source lines its findings may point at."""
+    launch and trip counts, the GPU profile, the settings and the source lines its findings may point at (in
+    the file that defines it, which for a kernel of an included header is the header)."""
     kernels = [ctx.function for ctx in contexts]
     spans = dict(zip((fn.name for fn in kernels), function_spans(ptx, [fn.ptx_line for fn in kernels]),
                      strict=True))
     lines = ptx.splitlines()
-    source_lines = cuda_source.splitlines() if cuda_source is not None else []
     outside = without_debug_sections(without_lines(ptx, list(spans.values())))
     shared = digest(outside, repr(options), repr(gpu), file, main_file, cuda_source is None)
     keys: dict[int, str] = {}
     for ctx in contexts:
         first, last = spans[ctx.function.name]
-        used = sorted({ln for i in ctx.function.body if (ln := line_in_file(i.loc, main_file)) is not None}
+        used = sorted({ln for i in ctx.function.body if (ln := line_in_file(i.loc, ctx.main_file)) is not None}
                       | {ctx.report.line or 0})
+        source_lines = ctx.cuda_source.splitlines() if ctx.cuda_source is not None else []
         text = [source_lines[ln - 1] for ln in used if 1 <= ln <= len(source_lines)]
         keys[id(ctx)] = digest(shared, first, last, lines[first - 1:last], ctx.function.display_name,
-                               ctx.report.line, repr(ctx.report.launch), repr(ctx.trip_counts), used, text)
+                               ctx.report.file, ctx.main_file, ctx.report.line, repr(ctx.report.launch),
+                               repr(ctx.trip_counts), used, text)
     return keys
+
+
+def _homes(kernels: list[Function], cuda_source: str | None, file: str,
+           options: AnalysisOptions) -> dict[str, KernelHome]:
+    """The files that define the kernels a `.cu` compiles but does not define itself (`kernel_homes`)."""
+    if cuda_source is None:
+        return {}
+    elsewhere = [fn for fn in kernels if not _definition_spans(fn, cuda_source)]
+    return included_homes(elsewhere, cuda_source, file, list(options.include_dirs)) if elsewhere else {}
+
+
+def _mark_file(report: KernelReport) -> None:
+    """Give a kernel's findings, and their related locations, the file of a kernel defined in another file."""
+    if report.file is None:
+        return
+    for f in report.findings:
+        f.file = report.file
+        for r in f.related:
+            if r.file is None:
+                r.file = report.file
 
 
 def _report_function_errors(report: FileReport, module: Module, from_cuda: bool) -> None:

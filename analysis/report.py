@@ -118,7 +118,9 @@ class Related(FieldsJson):
 
 @dataclass(slots=True)
 class Finding:
-    """One finding at a source range (1-based lines and columns of the analysed file; end exclusive)."""
+    """One finding at a source range (1-based lines and columns, end exclusive) of the analysed file, or of
+    `file` when it is set: the header or included `.cu` that defines the kernel it is about (its fix's edits
+    and related locations without a file of their own are that file's too)."""
 
     code: str
     severity: str
@@ -133,6 +135,7 @@ class Finding:
     kernel: str | None = None
     #: further fixes besides `fix` (e.g. a snippet beside a rewrite); see `fixes()`
     extra_fixes: list[Fix] = field(default_factory=list)
+    file: str | None = None
 
     def fixes(self) -> list[Fix]:
         """Every fix of the finding, the first (`fix`) first."""
@@ -159,6 +162,8 @@ class Finding:
             out["related"] = [r.to_json() for r in self.related]
         if self.kernel is not None:
             out["kernel"] = self.kernel
+        if self.file is not None:
+            out["file"] = self.file
         return out
 
 
@@ -182,7 +187,12 @@ class LoopInfo:
 
 @dataclass(slots=True)
 class KernelReport:
-    """Everything Kerncast knows about one kernel."""
+    """Everything Kerncast knows about one kernel.
+
+    `file` is None when the kernel is defined in the analysed file; for a kernel defined in a file the analysed
+    one `#include`s (a header, another `.cu`) it is that file's path, and the kernel's line, its loops' lines,
+    its per-line energy and its findings are lines of that file. Its launch is still read from the analysed
+    file, which launches it."""
 
     name: str
     mangled: str
@@ -201,6 +211,7 @@ class KernelReport:
     energy: EnergyEstimate | None = None
     findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    file: str | None = None
 
     @property
     def registers(self) -> int | None:
@@ -215,7 +226,7 @@ class KernelReport:
         stores, loads, stack, local = (None, None, None, None) if res is None else (
             res.spill_stores, res.spill_loads, res.stack_bytes, res.local_bytes)
         return {
-            "name": self.name, "mangled": self.mangled, "line": self.line,
+            "name": self.name, "mangled": self.mangled, "file": self.file, "line": self.line,
             "registers": self.registers, "shared_bytes": self.shared_bytes,
             "spill_stores": stores, "spill_loads": loads, "stack_bytes": stack, "local_bytes": local,
             "instruction_count": self.instruction_count, "instruction_mix": self.instruction_mix,
@@ -240,6 +251,10 @@ class FileReport:
     compiler: str | None = None  # which nvcc compiled the file: path, where it was found, release
     #: the file that was compiled for it when it does not compile alone (a fragment it #includes)
     includer: str | None = None
+    #: kernels defined in a header or `.cu` this file `#include`s and launched from this file: each has its
+    #: `file`, and its lines and findings are that file's (see `KernelReport`), so they are kept apart from
+    #: `kernels`, whose lines are this file's
+    included_kernels: list[KernelReport] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -247,14 +262,22 @@ class FileReport:
         return not any(f.severity == "error" for f in self.findings)
 
     def all_findings(self) -> list[Finding]:
-        """File-level findings followed by every kernel's findings."""
+        """File-level findings followed by every kernel's findings (of `kernels`: findings on this file's lines)."""
         out = list(self.findings)
         for k in self.kernels:
             out.extend(k.findings)
         return out
 
+    def included_by_file(self) -> dict[str, list[KernelReport]]:
+        """The kernels of `included_kernels`, by the path of the file that defines them."""
+        out: dict[str, list[KernelReport]] = {}
+        for k in self.included_kernels:
+            out.setdefault(k.file or self.file, []).append(k)
+        return out
+
     def kernel(self, name: str) -> KernelReport | None:
-        for k in self.kernels:
+        """The kernel of that name or mangled name: the file's own first, then those of the files it includes."""
+        for k in (*self.kernels, *self.included_kernels):
             if name in (k.name, k.mangled):
                 return k
         return None
@@ -265,4 +288,5 @@ class FileReport:
             "compiler": self.compiler,
             "kernels": [k.to_json() for k in self.kernels],
             "findings": [f.to_json() for f in self.findings], "notes": self.notes,
+            "included_kernels": [k.to_json() for k in self.included_kernels],
         }

@@ -5,7 +5,7 @@ folded configuration, `// kerncast:` annotations with their targets, and array d
 function that declares them. Launch inference, the fix builders, and the editor's lenses, hovers, inlay hints
 and code actions all read this model, so none of them scans C++ text on its own.
 
-Kernels defined in `#include`d `.cu`/`.cuh` files belong to the translation unit too: `scan_file` reads
+Kernels defined in `#include`d `.cu` files and headers belong to the translation unit too: `scan_file` reads
 quoted includes (beside the file, then the include directories) and adds their kernels, so their parameter
 names are known by name. It also gives the scan what the file's place adds to its launches: the macros of its
 headers (`header_macros`) and, when a launch wrapper's parameter needs them, the calls in the sources beside
@@ -22,7 +22,7 @@ from pathlib import Path
 from kerncast.analysis.cexpr import ConstEnv, Folded, Macro, Token
 from kerncast.analysis.csyntax import matching_bracket, split_parameters, split_top
 from kerncast.analysis.header_macros import read_included
-from kerncast.analysis.includes import real_path
+from kerncast.analysis.includes import header_text, real_path
 from kerncast.analysis.lru import BoundedLru
 from kerncast.analysis.neighbours import Neighbours
 
@@ -175,7 +175,7 @@ class SourceFacts:
     annotations: list[Annotation]
     functions: list[FunctionBody] = field(default_factory=list)
     arrays: list[ArrayDeclaration] = field(default_factory=list)
-    #: kernels defined in `#include`d `.cu`/`.cuh` files (see `scan_file`)
+    #: kernels defined in `#include`d `.cu` files and headers (see `scan_file`)
     included_kernels: list[KernelDefinition] = field(default_factory=list)
 
     @property
@@ -580,8 +580,9 @@ def _arrays(env: ConstEnv, functions: list[FunctionBody]) -> list[ArrayDeclarati
 
 # ------------------------------------------------------------------------------------------ includes
 
-_INCLUDED_SUFFIXES = (".cu", ".cuh")
-#: kernel definitions of included `.cu`/`.cuh` files, by path and stamp (every kernel's launch inference of
+#: the files whose kernels count: `.cu` fragments and the headers projects define kernels in
+_INCLUDED_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".hh", ".hxx", ".inl", ".inc")
+#: kernel definitions of included `.cu` files and headers, by path and stamp (every kernel's launch inference of
 #: a file asks for them; an edited file is read again)
 _INCLUDED_KERNELS: BoundedLru[tuple[Path, int, int], list[KernelDefinition]] = BoundedLru(64)
 
@@ -595,9 +596,12 @@ def _kernels_of(target: Path) -> list[KernelDefinition]:
     key = (real_path(target), stat.st_mtime_ns, stat.st_size)
     found = _INCLUDED_KERNELS.get(key)
     if found is None:
+        text = header_text(target)
+        if text is None:
+            return []
         try:
-            found = _kernel_definitions(ConstEnv(target.read_text(encoding="utf-8", errors="replace")))
-        except (OSError, ValueError, IndexError, RecursionError):
+            found = _kernel_definitions(ConstEnv(text))
+        except (ValueError, IndexError, RecursionError):
             return []
         for d in found:
             d.file = str(target)
@@ -607,7 +611,7 @@ def _kernels_of(target: Path) -> list[KernelDefinition]:
 
 def scan_file(cuda_source: str, path: str | Path | None, include_dirs: list[str] | None = None) -> SourceFacts:
     """`scan_source` with what the file's place adds: the macros of its quoted headers, the calls of its launch
-    wrappers in the files beside it, and the kernels of quoted `#include`d `.cu`/`.cuh` files (recursively).
+    wrappers in the files beside it, and the kernels of quoted `#include`d `.cu` files and headers (recursively).
 
     Files are looked up beside the including file, then in `include_dirs`, as nvcc does for quoted
     includes; unreadable ones are skipped (the compiler reports them).

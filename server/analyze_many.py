@@ -86,8 +86,8 @@ def analyse_one(path: str, options: Any, fmt: str) -> FileOutcome:
         output = render_file_report(report)
     errors = [f"{report.file}:{f.line}:{f.column}: error: {f.message}" for f in report.findings
               if f.severity == "error"]
-    for k in report.kernels:
-        errors += [f"{report.file}:{f.line}:{f.column}: error: {f.message}" for f in k.findings
+    for k in (*report.kernels, *report.included_kernels):
+        errors += [f"{f.file or report.file}:{f.line}:{f.column}: error: {f.message}" for f in k.findings
                    if f.severity == "error"]
     warnings = sum(1 for f in report.all_findings() if f.severity == "warning")
     return FileOutcome(report.file, output, errors, len(report.kernels), warnings)

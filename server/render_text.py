@@ -30,12 +30,14 @@ def _fmt_launch(launch: dict[str, Any] | None) -> str | None:
 
 
 def _finding_line(f: Finding) -> str:
-    return f"  {f.line}:{f.column} {f.severity} [{f.code}] {f.message}"
+    where = f"{f.file}:" if f.file is not None else ""
+    return f"  {where}{f.line}:{f.column} {f.severity} [{f.code}] {f.message}"
 
 
 def _kernel_lines(k: KernelReport) -> list[str]:
     data = k.to_json()
-    out = [f"kernel {k.name}  (line {k.line if k.line is not None else '?'}, {k.mangled})"]
+    where = f"{k.file} " if k.file is not None else ""  # a kernel of an included header: its lines are the header's
+    out = [f"kernel {k.name}  ({where}line {k.line if k.line is not None else '?'}, {k.mangled})"]
     regs = "unknown" if k.registers is None else str(k.registers)
     spills = k.resources.spill_text() if k.resources is not None else ""
     spills = f", {spills}" if spills else ""
@@ -122,7 +124,7 @@ def render_file_report(report: FileReport) -> str:
              + (f", {report.toolkit}" if report.toolkit else "")]
     lines.extend(_finding_line(f) for f in report.findings)
     lines.extend(f"note: {n}" for n in report.notes)
-    for k in report.kernels:
+    for k in (*report.kernels, *report.included_kernels):
         lines.append("")
         lines.extend(_kernel_lines(k))
     return "\n".join(lines) + "\n"

@@ -62,20 +62,26 @@ def _location(uri: str, base: str | None, line: int, column: int, end_line: int,
 
 
 def _findings(report: FileReport) -> list[Finding]:
+    """The file's findings, then every kernel's (those of included headers' kernels carry their file)."""
     out = list(report.findings)
-    for k in report.kernels:
+    for k in (*report.kernels, *report.included_kernels):
         for f in k.findings:
             out.append(f if f.kernel is not None else Finding(
                 f.code, f.severity, f.line, f.column, f.end_line, f.end_column, f.message, f.detail, f.fix,
-                f.related, k.name))
+                f.related, k.name, f.extra_fixes, f.file))
     return out
 
 
 def _result(f: Finding, rule_index: int, uri: str, base: str | None) -> dict[str, Any]:
+    location = _location(uri, base, f.line, f.column, f.end_line, f.end_column)
+    if f.file:  # a finding in a header the analysed file includes: that file's location (no artifact index)
+        uri, base = _artifact_uri(f.file)
+        location = _location(uri, base, f.line, f.column, f.end_line, f.end_column)
+        location["physicalLocation"]["artifactLocation"].pop("index", None)
     res: dict[str, Any] = {
         "ruleId": str(f.code), "ruleIndex": rule_index, "level": LEVEL.get(f.severity, "warning"),
         "message": {"text": f.message},
-        "locations": [_location(uri, base, f.line, f.column, f.end_line, f.end_column)],
+        "locations": [location],
     }
     related = []
     for i, r in enumerate(f.related):
@@ -134,7 +140,7 @@ def to_sarif(report: FileReport) -> dict[str, Any]:
         "artifacts": [artifact],
         "results": [_result(f, index[str(f.code)], uri, base) for f in findings],
         "properties": {"gpu": report.gpu, "arch": report.arch, "toolkit": report.toolkit,
-                       "kernels": [k.name for k in report.kernels]},
+                       "kernels": [k.name for k in (*report.kernels, *report.included_kernels)]},
     }
     if not report.ok:
         run["invocations"] = [{"executionSuccessful": False, "toolExecutionNotifications": [

@@ -33,6 +33,7 @@ from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport, KernelReport
 from kerncast.analysis.toolchain import shown
 from kerncast.server import actions, config, convert, hover, lenses
+from kerncast.server.header_diagnostics import HeaderDiagnostics
 from lsprotocol import types as lsp
 from pygls import uris
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
@@ -102,6 +103,8 @@ class KerncastServer(LanguageServer):
         self.kernel_cache = KernelCache()
         #: document key -> the URI exactly as the client sent it (see `key`)
         self.client_uris: dict[str, str] = {}
+        #: findings of kernels defined in headers the documents include, published under those headers
+        self.headers = HeaderDiagnostics()
 
     # --------------------------------------------------------------------------------------- settings
 
@@ -254,6 +257,7 @@ class KerncastServer(LanguageServer):
         diagnostics = convert.to_diagnostics(result.report, client_uri, result.lines)
         self.text_document_publish_diagnostics(
             lsp.PublishDiagnosticsParams(uri=client_uri, version=result.version, diagnostics=diagnostics))
+        self.headers.publish(self, uri, result.report)
         self.refresh_views()
 
     def publish_error(self, uri: str, version: int | None, message: str) -> None:
@@ -432,6 +436,7 @@ def did_close(ls: KerncastServer, params: lsp.DidCloseTextDocumentParams) -> Non
     if lock is not None and not lock.locked():
         del ls.locks[key]
     ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+    ls.headers.forget(ls, key)
     ls.executor.submit(release_memory)
 
 

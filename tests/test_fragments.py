@@ -13,6 +13,7 @@ from pathlib import Path
 from kerncast.analysis.compile import matches_disk
 from kerncast.analysis.includes import find_includers
 from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from source_lines import line_of
 
 HERE = Path(__file__).resolve().parent / "fragments"
 FRAGMENT = HERE / "scale_kernel.cu"
@@ -63,14 +64,18 @@ def test_an_includer_that_names_the_fragment_in_angle_brackets_is_found(nvcc_ava
     assert any(n.startswith("compiled with -I ., found near the file, for scale_kernel.cu") for n in report.notes)
 
 
-def test_the_includer_gives_no_line_of_its_own_to_an_included_kernel(nvcc_available, tmp_path) -> None:
-    """`scale` lies in scale_kernel.cu: in main.cu's report it has no line, and nothing of it lands on main.cu's
-    lines (its own file's analysis places it). With no kernel of its own, the includer gave the fragment's lines
-    as its own before: the `.file` most used by the kernels was taken for the analysed one."""
+def test_the_includer_places_an_included_kernel_in_its_own_file(nvcc_available, tmp_path) -> None:
+    """`scale` lies in scale_kernel.cu: in main.cu's report it is an included kernel, with its line and findings
+    in scale_kernel.cu, and nothing of it lands on main.cu's lines. With no kernel of its own, the includer gave
+    the fragment's lines as its own before: the `.file` most used by the kernels was taken for the analysed one."""
     report = analyze_file(HERE / "main.cu", options=OPTIONS)
-    scale, fill = report.kernel("scale"), report.kernel("fill")
-    assert scale is not None and fill is not None and fill.line == 10
-    assert scale.line is None and not scale.findings and all(lp.lines is None for lp in scale.loops)
+    fill = report.kernel("fill")
+    assert fill is not None and fill.line == 10 and [k.name for k in report.kernels] == ["fill"]
+    (scale,) = report.included_kernels
+    assert scale.name == "scale" and Path(scale.file or "") == FRAGMENT
+    assert scale.line == line_of(FRAGMENT, "__global__ void scale")
+    assert all(Path(f.file or "") == FRAGMENT for f in scale.findings)
+    assert not [f for f in report.all_findings() if f.kernel == "scale"]
     shutil.copy(FRAGMENT, tmp_path / "scale_kernel.cu")
     only = tmp_path / "only_includes.cu"
     only.write_text("#include <cuda_runtime.h>\ntypedef float fp;\n#define NUMBER_THREADS 128\n"
@@ -78,6 +83,8 @@ def test_the_includer_gives_no_line_of_its_own_to_an_included_kernel(nvcc_availa
                     "// kerncast: grid=64 block=128\n"
                     "int main() { fp *d; cudaMalloc(&d, 1 << 20); scale<<<64, 128>>>(d, 1 << 13, 2.0f); return 0; }\n")
     report = analyze_file(only, options=OPTIONS)
-    assert report.ok and [k.name for k in report.kernels] == ["scale"]
-    (k,) = report.kernels
-    assert k.line is None and not [f for f in report.all_findings() if f.kernel == "scale"]
+    assert report.ok and report.kernels == [] and [k.name for k in report.included_kernels] == ["scale"]
+    (k,) = report.included_kernels
+    assert Path(k.file or "") == tmp_path / "scale_kernel.cu" and k.line == scale.line
+    assert k.launch is not None and k.launch.grid.value == (64, 1, 1)
+    assert not report.all_findings()

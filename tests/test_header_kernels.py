@@ -1,0 +1,80 @@
+"""A kernel defined in a header and launched from the `.cu` that includes it is reported in the header.
+
+`tests/header_kernels/main.cu` defines `fill` and launches it and `strided_gather`, which `gather.cuh` defines.
+nvcc's PTX of main.cu places `strided_gather`'s instructions in gather.cuh (`.file`/`.loc`): its line, loops and
+findings are the header's, so the report keeps it apart from main.cu's own kernels and names its file, while
+its launch and its `stride` argument are read from main.cu, which launches it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.server.render_text import render_file_report
+from kerncast.server.sarif import to_sarif
+from source_lines import line_of
+
+HERE = Path(__file__).resolve().parent / "header_kernels"
+MAIN = HERE / "main.cu"
+HEADER = HERE / "gather.cuh"
+OPTIONS = AnalysisOptions(gpu="h100", lime=False)
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_a_header_kernel_is_placed_in_the_header_with_the_launch_of_the_cu(nvcc_available) -> None:
+    report = analyze_file(MAIN, options=OPTIONS)
+    assert report.ok, [f.message for f in report.findings]
+    assert [k.name for k in report.kernels] == ["fill"] and report.kernels[0].file is None
+    (k,) = report.included_kernels
+    assert k.name == "strided_gather" and Path(k.file or "") == HEADER
+    assert k.line == line_of(HEADER, "__global__ void strided_gather")
+    assert k.launch is not None and k.launch.grid.value == (8192, 1, 1) and k.launch.block.value == (128, 1, 1)
+    assert {name: p.value for name, p in k.launch.params.items()} == {"n": 1 << 20, "stride": 32}
+    assert k.launch.params["stride"].line == line_of(MAIN, "strided_gather<<<")
+    assert any("launched from main.cu" in n for n in k.notes)
+    strided = [f for f in k.findings if f.code == "uncoalesced-global"]
+    assert [(f.line, Path(f.file or "")) for f in strided] == [(line_of(HEADER, "in[i * stride]"), HEADER)]
+    assert all(Path(f.file or "") == HEADER for f in k.findings)
+    # nothing of the header's kernel lands on main.cu's lines
+    assert all(f.file is None and f.kernel in (None, "fill") for f in report.all_findings())
+
+
+def test_the_header_alone_is_still_analysed_through_its_includer(nvcc_available) -> None:
+    report = analyze_file(HEADER, options=OPTIONS)
+    assert report.ok and report.includer is not None and Path(report.includer) == MAIN
+    (k,) = report.kernels
+    assert k.file is None and k.line == line_of(HEADER, "__global__ void strided_gather")
+    assert [f.line for f in k.findings if f.code == "uncoalesced-global"] == [line_of(HEADER, "in[i * stride]")]
+
+
+def test_text_and_sarif_name_the_header(nvcc_available) -> None:
+    report = analyze_file(MAIN, options=OPTIONS)
+    text = render_file_report(report)
+    assert f"kernel strided_gather  ({report.included_kernels[0].file} line {line_of(HEADER, '__global__')}," in text
+    assert f"{report.included_kernels[0].file}:{line_of(HEADER, 'in[i * stride]')}:" in text
+    (run,) = to_sarif(report)["runs"]
+    by_rule = {r["ruleId"]: r for r in run["results"] if r.get("properties", {}).get("kernel") == "strided_gather"}
+    location = by_rule["uncoalesced-global"]["locations"][0]["physicalLocation"]
+    assert location["artifactLocation"]["uri"].endswith("header_kernels/gather.cuh")
+    assert "index" not in location["artifactLocation"]
+    assert location["region"]["startLine"] == line_of(HEADER, "in[i * stride]")
+    assert "strided_gather" in run["properties"]["kernels"]
+
+
+def test_cli_json_gives_each_kernel_and_finding_its_file(nvcc_available) -> None:
+    proc = subprocess.run([sys.executable, "-m", "kerncast.server", "analyze", str(MAIN), "--gpu", "h100",
+                           "--format", "json"], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert [(k["name"], k["file"]) for k in data["kernels"]] == [("fill", None)]
+    (k,) = data["included_kernels"]
+    assert (k["name"], Path(k["file"]), k["line"]) == ("strided_gather", HEADER,
+                                                      line_of(HEADER, "__global__ void strided_gather"))
+    assert k["launch"]["params"] == {"n": 1 << 20, "stride": 32}
+    found = {(f["code"], f["line"], Path(f["file"])) for f in k["findings"]}
+    assert ("uncoalesced-global", line_of(HEADER, "in[i * stride]"), HEADER) in found
+    assert all("file" not in f for f in data["kernels"][0]["findings"])
