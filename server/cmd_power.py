@@ -10,6 +10,8 @@ from pathlib import Path
 from kerncast.analysis.power.dataset import DatasetError, default_data_dir, load_all
 from kerncast.analysis.power.scores import evaluate_all, format_text
 from kerncast.analysis.power.train import models_dir, train_all
+from kerncast.analysis.power.validation import evaluate_launches, read_launches
+from kerncast.analysis.power.validation import format_text as format_measured
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,6 +29,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ev.add_argument("--thesis-repeats", type=int, default=3,
                     help="grouped CV repetitions of the thesis model (3; shuffled CV uses 2)")
     ev.add_argument("--jobs", type=int, default=1, help="threads per model fit (default 1)")
+    ev.add_argument("--measured", type=Path, default=None, metavar="CSV",
+                    help="instead of the datasets: score both power models on measured launches of real kernels "
+                         "(columns source_file, kernel, grid, block, power_w; optional dynamic_shared_bytes, "
+                         "params, benchmark), e.g. validation/h100/measurements.csv")
+    ev.add_argument("--gpu", default=None, help="with --measured: the GPU profile the launches were measured on")
+    ev.add_argument("--root", type=Path, default=None,
+                    help="with --measured: folder that relative source paths start from (default: the CSV's)")
 
 
 def _load(args):
@@ -40,6 +49,17 @@ def _load(args):
     return data, sorted(data)
 
 
+def _evaluate_measured(args: argparse.Namespace) -> int:
+    """Both power models against measured launches (`--measured`)."""
+    if not args.gpu:
+        raise ValueError("--measured needs --gpu (the profile the launches were measured on)")
+    if not args.measured.is_file():
+        raise ValueError(f"--measured: no such file {args.measured}")
+    result = evaluate_launches(read_launches(args.measured, args.root), args.gpu)
+    print(json.dumps(result, indent=1) if args.format == "json" else format_measured(result))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     if args.power_command not in ("train", "evaluate"):
         print("kerncast power: choose a command: train or evaluate", file=sys.stderr)
@@ -51,10 +71,12 @@ def run(args: argparse.Namespace) -> int:
             train_all(data, out, n_jobs=args.jobs, log=lambda m: print(m, file=sys.stderr))
             print(f"models written to {out}")
             return 0
+        if args.measured is not None:
+            return _evaluate_measured(args)
         data, names = _load(args)
         result = evaluate_all(data, names, repeats=args.repeats, thesis_repeats=args.thesis_repeats, n_jobs=args.jobs)
         print(json.dumps(result, indent=1) if args.format == "json" else format_text(result))
         return 0
-    except (DatasetError, ValueError) as exc:
+    except (DatasetError, ValueError, KeyError, OSError) as exc:
         print(f"kerncast power: {exc}", file=sys.stderr)
         return 1

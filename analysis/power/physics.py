@@ -17,8 +17,9 @@
   as unchanged).
 
 The interval: the per-event energies and the static power are uncalibrated, each taken within a factor of
-`[uncertainty] uncalibrated_factor` of the table, and the time within the time model's range; every bound stays
-inside [idle, TDP].
+`[uncertainty] uncalibrated_factor` of the table, the time within the time model's range, and the idle power up to
+`idle_spread` above the profile's (boards of one model differ by that much); every bound stays inside
+[idle, TDP].
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class StaticTable:
     clock_mhz: float
     node_scale: float
     uncertainty: float
+    idle_spread: float
     source: str
 
 
@@ -57,7 +59,8 @@ def static_table() -> StaticTable:
     watts = {k: float(v[0]) + (WARP - 1) * float(v[1]) for k, v in st.items()
              if isinstance(v, list) and len(v) == 2}
     return StaticTable(watts, int(st["reference_sm_count"]), float(st["reference_clock_mhz"]),
-                       float(ref["node_scale"]), float(table["uncertainty"]["uncalibrated_factor"]), st["source"])
+                       float(ref["node_scale"]), float(table["uncertainty"]["uncalibrated_factor"]),
+                       float(table["uncertainty"]["idle_spread"]), st["source"])
 
 
 def unit_class(event: EventEnergy) -> str:
@@ -167,11 +170,11 @@ def event_power(event: EventEnergy, gpu: Any, time: Any, blocks: int, blocks_per
     static = per_sm * sms * partitions * share
     dynamic = dynamic_uj / us if us > 0 else 0.0
     watts, factor = _capped(idle, tdp, static, dynamic)
-    k = static_table().uncertainty
+    k, spread = static_table().uncertainty, static_table().idle_spread
     t_lo, t_hi = (float(time.range_us[0]), float(time.range_us[1])) if time.range_us else (us, us)
     t_lo, t_hi = min(t_lo, us), max(t_hi, us)
     lo, _ = _capped(idle, tdp, static / k, dynamic_uj / k / t_hi if t_hi > 0 else 0.0)
-    hi, _ = _capped(idle, tdp, static * k, dynamic_uj * k / t_lo if t_lo > 0 else 0.0)
+    hi, _ = _capped(idle * (1 + spread), tdp, static * k, dynamic_uj * k / t_lo if t_lo > 0 else 0.0)
     result = EventPower(watts, (max(idle, min(lo, watts)), min(tdp, max(hi, watts))), idle, static, dynamic,
                         idle + static + dynamic, factor, sms, unit_class(event), drivers(by_driver))
     result.assumptions += [
@@ -182,8 +185,8 @@ def event_power(event: EventEnergy, gpu: Any, time: Any, blocks: int, blocks_per
         f"dynamic: {dynamic_uj:.3g} µJ of events over the predicted {us:.3g} µs"
         + (f" (DRAM: the timing stage's {dram_bytes / 1e6:.3g} MB, with L2 reuse)" if dram_bytes is not None else
            " (DRAM: every loaded sector, no memory analysis)"),
-        f"energies and static power uncalibrated: interval takes each within a factor {k:g} and the time over "
-        f"{t_lo:.3g}-{t_hi:.3g} µs",
+        f"energies and static power uncalibrated: interval takes each within a factor {k:g}, the time over "
+        f"{t_lo:.3g}-{t_hi:.3g} µs and the idle power up to {spread:.0%} above the profile's (boards differ)",
     ]
     if factor > 1.0:
         result.assumptions.append(f"the demand of {result.demand_w:.0f} W exceeds the {tdp:g} W TDP: the clock "

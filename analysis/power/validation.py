@@ -1,0 +1,139 @@
+"""Both power models against measured launches of real kernels: MAPE, share within 15%, interval coverage and
+median interval width, per model, grouped by benchmark.
+
+A launch is a kernel of a source file at a grid and block (and scalar parameters), with the board power measured
+at that launch. Each launch is analysed as a user's file is (the whole pipeline, the GPU's profile), and both
+models' answers are read from the report's `power.models`; the shown answer ("default") is the one the `auto`
+choice gives on that GPU. Nothing is fitted here: the measurements only score.
+
+Metrics: MAPE over launches, and over benchmarks (the mean of each benchmark's own MAPE, so that a benchmark
+measured at a hundred launches weighs as much as one measured once); the share of launches within 15% of the
+measurement; the share inside the model's interval; the median interval width as a share of (TDP - idle).
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kerncast.analysis.context import AnalysisOptions
+from kerncast.analysis.gpus import load_profile
+from kerncast.analysis.launch import LaunchOverrides
+from kerncast.analysis.pipeline import analyze_file
+
+WITHIN = 0.15
+MODELS = ("statistical", "events", "default")
+
+
+@dataclass(frozen=True)
+class MeasuredLaunch:
+    """One measured launch: `file` (a .cu path), the kernel's name, its launch, the measured power and the
+    benchmark it belongs to (the grouping unit)."""
+
+    file: Path
+    kernel: str
+    launch: LaunchOverrides
+    power_w: float
+    benchmark: str
+
+
+@dataclass
+class Scored:
+    """One launch with each model's point and interval (None where the analysis gave no power)."""
+
+    launch: MeasuredLaunch
+    answers: dict[str, tuple[float, tuple[float, float]]] = field(default_factory=dict)
+    why: str = ""
+
+
+def _kernel(report: Any, name: str) -> Any:
+    for k in report.kernels:
+        if name in (k.name, k.name.split("(")[0], k.name.split("<")[0], getattr(k, "mangled", None)):
+            return k
+    return None
+
+
+def score_launch(m: MeasuredLaunch, gpu: str, cache: dict[Path, Any] | None = None) -> Scored:
+    """Analyse one measured launch and keep both models' answers and the shown one."""
+    out = Scored(m)
+    report = analyze_file(m.file, options=AnalysisOptions(gpu=gpu, overrides=m.launch, lime=False))
+    k = _kernel(report, m.kernel)
+    if k is None or k.power is None:
+        out.why = "kernel not found" if k is None else "; ".join(k.notes) or "no power"
+        return out
+    p = k.power
+    for name in ("statistical", "events"):
+        entry = p.models.get(name)
+        if entry:
+            out.answers[name] = (float(entry["watts"]), (float(entry["interval"][0]), float(entry["interval"][1])))
+    out.answers["default"] = (float(p.watts), (float(p.interval[0]), float(p.interval[1])))
+    return out
+
+
+def metrics(rows: Iterable[Scored], model: str, idle_w: float, tdp_w: float) -> dict[str, float]:
+    """MAPE (%), MAPE over benchmarks (%), share within 15%, coverage and median width / (TDP - idle)."""
+    pts = [(r.launch, *r.answers[model]) for r in rows if model in r.answers]
+    if not pts:
+        return {"rows": 0}
+    errs = [abs(w - m.power_w) / m.power_w for m, w, _ in pts]
+    by_bench: dict[str, list[float]] = defaultdict(list)
+    for (m, _, _), e in zip(pts, errs, strict=True):
+        by_bench[m.benchmark].append(e)
+    return {"rows": len(pts), "benchmarks": len(by_bench),
+            "mape": 100 * statistics.fmean(errs),
+            "mape_by_benchmark": 100 * statistics.fmean(statistics.fmean(v) for v in by_bench.values()),
+            "within_15": sum(e <= WITHIN for e in errs) / len(errs),
+            "coverage": sum(iv[0] <= m.power_w <= iv[1] for m, _, iv in pts) / len(pts),
+            "median_width_share": statistics.median((iv[1] - iv[0]) / (tdp_w - idle_w) for _, _, iv in pts)}
+
+
+def evaluate_launches(launches: list[MeasuredLaunch], gpu: str) -> dict[str, Any]:
+    """Every model's metrics on `launches` measured on `gpu`, and the launches that could not be analysed."""
+    profile = load_profile(gpu)
+    scored = [score_launch(m, gpu) for m in launches]
+    usable = [s for s in scored if s.answers]
+    return {"gpu": gpu, "idle_w": profile.idle_w, "tdp_w": profile.tdp_w, "launches": len(launches),
+            "models": {name: metrics(usable, name, profile.idle_w, profile.tdp_w) for name in MODELS},
+            "skipped": [f"{s.launch.kernel} in {s.launch.file.name}: {s.why}" for s in scored if not s.answers]}
+
+
+def read_launches(path: Path, root: Path | None = None) -> list[MeasuredLaunch]:
+    """Measured launches from a CSV with columns source_file, kernel, grid, block, power_w and optionally
+    dynamic_shared_bytes, params ("NAME=VALUE NAME=VALUE") and benchmark (default: the source file's name).
+    Relative source paths are taken from `root` (default: the CSV's folder)."""
+    base = root or path.parent
+    out = []
+    with path.open(encoding="utf-8", newline="") as fh:
+        for rec in csv.DictReader(fh):
+            if not rec.get("power_w"):
+                continue
+            src = Path(rec["source_file"])
+            smem = rec.get("dynamic_shared_bytes") or None
+            launch = LaunchOverrides.from_strings(grid=rec["grid"].replace("x", ","),
+                                                  block=rec["block"].replace("x", ","),
+                                                  params=(rec.get("params") or "").split(),
+                                                  smem=int(smem) if smem is not None else None)
+            out.append(MeasuredLaunch(src if src.is_absolute() else base / src, rec["kernel"], launch,
+                                      float(rec["power_w"]), rec.get("benchmark") or src.stem))
+    return out
+
+
+def format_text(result: dict[str, Any]) -> str:
+    """One table: a line per model."""
+    lines = [f"{result['gpu']}: {result['launches']} measured launches (idle {result['idle_w']:g} W, TDP "
+             f"{result['tdp_w']:g} W)",
+             f"  {'model':12s} {'rows':>5s} {'MAPE':>7s} {'by bench':>9s} {'within 15%':>11s} {'coverage':>9s} "
+             f"{'median width':>13s}"]
+    for name, m in result["models"].items():
+        if not m.get("rows"):
+            lines.append(f"  {name:12s} {0:5d}")
+            continue
+        lines.append(f"  {name:12s} {m['rows']:5d} {m['mape']:6.1f}% {m['mape_by_benchmark']:8.1f}% "
+                     f"{m['within_15']:10.0%} {m['coverage']:9.0%} {m['median_width_share']:12.2f}")
+    lines += [f"  skipped: {s}" for s in result["skipped"]]
+    return "\n".join(lines)

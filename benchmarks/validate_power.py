@@ -1,0 +1,52 @@
+"""Both power models against measured board power: the H100 launches of `validation/h100/` at the exact launches
+`benchmarks/measure_gpu.py` ran (its parameters and buffer sizes), scored per model by
+`kerncast.analysis.power.validation` (MAPE, MAPE over benchmarks, share within 15%, interval coverage, median
+interval width / (TDP - idle)). A benchmark here is one kernel (each measured at a small and a large launch).
+
+    .venv/bin/python benchmarks/validate_power.py [--gpu h100] [--format json]
+
+Nothing is fitted to these rows; `kerncast power evaluate --measured validation/h100/measurements.csv --gpu h100
+--root .` scores the same file from its CSV columns alone (the launch sites' parameter values, not the measured
+ones, so a few launches differ).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import runpy
+from pathlib import Path
+
+from kerncast.analysis.power.validation import MeasuredLaunch, evaluate_launches, format_text
+
+_VALIDATE = runpy.run_path(str(Path(__file__).with_name("validate_measured.py")))
+ROOT: Path = _VALIDATE["ROOT"]
+
+
+def h100_launches(gpu: str) -> list[MeasuredLaunch]:
+    """The measured launches of `validation/<gpu>/measurements.csv`, each at its measured case's launch."""
+    out = []
+    with (ROOT / "validation" / gpu / "measurements.csv").open(encoding="utf-8") as fh:
+        for rec in csv.DictReader(fh):
+            found = _VALIDATE["_case_for"](rec)
+            if found is None or not rec.get("power_w"):
+                continue
+            case, _ = found
+            out.append(MeasuredLaunch(ROOT / case.file, case.kernel, case.overrides(), float(rec["power_w"]),
+                                      case.kernel))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--gpu", default="h100", help="profile id with a validation/<gpu>/measurements.csv")
+    ap.add_argument("--format", choices=("text", "json"), default="text")
+    args = ap.parse_args(argv)
+    result = evaluate_launches(h100_launches(args.gpu), args.gpu)
+    print(json.dumps(result, indent=1) if args.format == "json" else format_text(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
