@@ -154,6 +154,33 @@ def test_a_file_missing_only_headers_is_analysed_with_them_included(nvcc_availab
            "without including them; the warnings say where each is declared" in report.notes
 
 
+CUDA_STD = """\
+#include <cuda/std/cstdint>
+
+__global__ void pairs(int *out)
+{
+    cuda::std::tuple<int, int> t = cuda::std::make_tuple(1, 2);
+    cuda::std::pair<int, int> p = cuda::std::make_pair(3, 4);
+    out[threadIdx.x] = cuda::std::get<0>(t) + p.second + cuda::std::numeric_limits<short>::max();
+}
+"""
+
+
+def test_tuples_and_pairs_of_cuda_std_name_their_headers(nvcc_available, tmp_path) -> None:
+    """libcu++'s tuples, pairs and limits (cuda::std::) without their header, as Thrust's are: each error names
+    it, and the file is analysed with the headers included first."""
+    path = tmp_path / "tuples.cu"
+    path.write_text(CUDA_STD)
+    report = analyze_file(path, options=AnalysisOptions(lime=False, gpu="h100"))
+    assert report.ok, [f.message for f in report.findings if f.severity == "error"]
+    assert [k.name for k in report.kernels] == ["pairs"]
+    named = {(f.message.split(" has no member ")[1].split('"')[1], f.message.split("add #include ")[1].split(" ")[0])
+             for f in report.findings if f.code == "compile-warning"}
+    assert named == {("tuple", "<cuda/std/tuple>"), ("make_tuple", "<cuda/std/tuple>"), ("get", "<cuda/std/tuple>"),
+                     ("pair", "<cuda/std/utility>"), ("make_pair", "<cuda/std/utility>"),
+                     ("numeric_limits", "<cuda/std/limits>")}
+
+
 def test_a_file_with_another_error_keeps_its_errors_and_their_hints(nvcc_available, tmp_path) -> None:
     path = tmp_path / "broken.cu"
     path.write_text(MISSING.replace("2.0f * in[i]", "undefined_scale * in[i]"))
