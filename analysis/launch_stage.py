@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kerncast.analysis.context import KernelContext
-from kerncast.analysis.launch import LaunchOverrides, infer_launch
+from kerncast.analysis.launch import Launch, LaunchOverrides, infer_launch
 from kerncast.analysis.tripcount import trip_counts
 
 
@@ -24,6 +24,11 @@ def _kernel_settings(ctx: KernelContext) -> LaunchOverrides | None:
     return None
 
 
+def _from_source(launch: Launch) -> bool:
+    """Whether a launch's grid or block was read from code: a `<<<...>>>` site or an annotation."""
+    return any(s.source in ("launch-site", "annotation") for s in (launch.grid, launch.block))
+
+
 def launch_stage(ctx: KernelContext) -> None:
     """Launch configuration and trip counts into the context and the report."""
     overrides = ctx.options.overrides
@@ -31,11 +36,21 @@ def launch_stage(ctx: KernelContext) -> None:
         overrides = LaunchOverrides(loops=ctx.options.loops)
     reqntid = ctx.function.directives.get("reqntid")
     source, path = ctx.launch_source or (ctx.cuda_source, ctx.source_path)
-    launch = infer_launch(ctx.function.display_name, source, overrides=overrides,
-                          settings=_kernel_settings(ctx), reqntid=tuple(reqntid) if reqntid else None,
-                          source_path=path, include_dirs=list(ctx.options.include_dirs))
+
+    def infer(text: str | None, where: str | None) -> Launch:
+        return infer_launch(ctx.function.display_name, text, overrides=overrides, settings=_kernel_settings(ctx),
+                            reqntid=tuple(reqntid) if reqntid else None, source_path=where,
+                            include_dirs=list(ctx.options.include_dirs))
+
+    launch = infer(source, path)
+    if ctx.launch_source is not None and not _from_source(launch):
+        # a header that launches its kernel itself, from a host wrapper the .cu calls (cuda-samples'
+        # HSOpticalFlow): the launch is the header's own, with its wrapper's values from the sources beside it
+        own = infer(ctx.cuda_source, ctx.source_path)
+        if _from_source(own):
+            launch, path = own, ctx.source_path
     ctx.report.launch = launch
-    if ctx.launch_source is not None:
+    if ctx.launch_source is not None and path not in (None, ctx.source_path) and _from_source(launch):
         ctx.report.notes.append(f"launched from {Path(path).name}: the lines its launch's details name are that "
                                 "file's")
     ctx.trip_counts = trip_counts(ctx.function, ctx.cfg, ctx.loops, launch, ctx.dataflow, ctx.main_file)

@@ -29,8 +29,9 @@ def test_a_header_kernel_is_placed_in_the_header_with_the_launch_of_the_cu(nvcc_
     report = analyze_file(MAIN, options=OPTIONS)
     assert report.ok, [f.message for f in report.findings]
     assert [k.name for k in report.kernels] == ["fill"] and report.kernels[0].file is None
-    (k,) = report.included_kernels
-    assert k.name == "strided_gather" and Path(k.file or "") == HEADER
+    assert [k.name for k in report.included_kernels] == ["strided_gather", "halve"]
+    k = report.included_kernels[0]
+    assert Path(k.file or "") == HEADER
     assert k.line == line_of(HEADER, "__global__ void strided_gather")
     assert k.launch is not None and k.launch.grid.value == (8192, 1, 1) and k.launch.block.value == (128, 1, 1)
     assert {name: p.value for name, p in k.launch.params.items()} == {"n": 1 << 20, "stride": 32}
@@ -41,6 +42,18 @@ def test_a_header_kernel_is_placed_in_the_header_with_the_launch_of_the_cu(nvcc_
     assert all(Path(f.file or "") == HEADER for f in k.findings)
     # nothing of the header's kernel lands on main.cu's lines
     assert all(f.file is None and f.kernel in (None, "fill") for f in report.all_findings())
+
+
+def test_a_header_that_launches_its_kernel_itself_gives_its_launch(nvcc_available) -> None:
+    """halve.cuh launches `halve` from a host function that main.cu calls: main.cu has no `<<<>>>` for it, so the
+    launch is read from the header, as the header's own analysis reads it."""
+    report = analyze_file(MAIN, options=OPTIONS)
+    k = report.kernel("halve")
+    header = HERE / "halve.cuh"
+    assert k is not None and Path(k.file or "") == header and k.line == line_of(header, "__global__ void halve")
+    assert k.launch is not None and (k.launch.grid.value, k.launch.block.value) == ((64, 1, 1), (512, 1, 1))
+    assert k.launch.grid.source == "launch-site" and k.launch.grid.line == line_of(header, "halve<<<")
+    assert not [n for n in k.notes if n.startswith("launched from")]
 
 
 def test_the_header_alone_is_still_analysed_through_its_includer(nvcc_available) -> None:
@@ -71,7 +84,7 @@ def test_cli_json_gives_each_kernel_and_finding_its_file(nvcc_available) -> None
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert [(k["name"], k["file"]) for k in data["kernels"]] == [("fill", None)]
-    (k,) = data["included_kernels"]
+    k = data["included_kernels"][0]
     assert (k["name"], Path(k["file"]), k["line"]) == ("strided_gather", HEADER,
                                                       line_of(HEADER, "__global__ void strided_gather"))
     assert k["launch"]["params"] == {"n": 1 << 20, "stride": 32}

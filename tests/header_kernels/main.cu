@@ -1,7 +1,8 @@
-// Launches a kernel of its own and one defined in gather.cuh.
+// Launches a kernel of its own and one defined in gather.cuh; halve.cuh launches its own kernel.
 #include <cuda_runtime.h>
 
 #include "gather.cuh"
+#include "halve.cuh"
 
 __global__ void fill(float *out, int n)
 {
@@ -20,6 +21,7 @@ int main()
     cudaMalloc(&out, sizeof(float) * n);
     fill<<<n / 256, 256>>>(in, n);
     strided_gather<<<n / 128, 128>>>(in, out, n, stride);
+    launch_halve(out);
     cudaDeviceSynchronize();
     cudaFree(in);
     cudaFree(out);
