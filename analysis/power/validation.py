@@ -58,10 +58,18 @@ def _kernel(report: Any, name: str) -> Any:
     return None
 
 
-def score_launch(m: MeasuredLaunch, gpu: str, cache: dict[Path, Any] | None = None) -> Scored:
-    """Analyse one measured launch and keep both models' answers and the shown one."""
+def score_launch(m: MeasuredLaunch, gpu: str, include_dirs: list[str] | None = None,
+                 reports: dict[str, Any] | None = None) -> Scored:
+    """Analyse one measured launch and keep both models' answers and the shown one. `reports` (optional)
+    keeps each analysed file's report by file, GPU and launch: the launches of one file's kernels share it."""
     out = Scored(m)
-    report = analyze_file(m.file, options=AnalysisOptions(gpu=gpu, overrides=m.launch, lime=False))
+    key = repr((str(m.file), gpu, m.launch, include_dirs))
+    report = reports.get(key) if reports is not None else None
+    if report is None:
+        report = analyze_file(m.file, options=AnalysisOptions(gpu=gpu, overrides=m.launch, lime=False,
+                                                              include_dirs=list(include_dirs or [])))
+        if reports is not None:
+            reports[key] = report
     k = _kernel(report, m.kernel)
     if k is None or k.power is None:
         out.why = "kernel not found" if k is None else "; ".join(k.notes) or "no power"
@@ -95,7 +103,8 @@ def metrics(rows: Iterable[Scored], model: str, idle_w: float, tdp_w: float) -> 
 def evaluate_launches(launches: list[MeasuredLaunch], gpu: str) -> dict[str, Any]:
     """Every model's metrics on `launches` measured on `gpu`, and the launches that could not be analysed."""
     profile = load_profile(gpu)
-    scored = [score_launch(m, gpu) for m in launches]
+    reports: dict[str, Any] = {}
+    scored = [score_launch(m, gpu, reports=reports) for m in launches]
     usable = [s for s in scored if s.answers]
     return {"gpu": gpu, "idle_w": profile.idle_w, "tdp_w": profile.tdp_w, "launches": len(launches),
             "models": {name: metrics(usable, name, profile.idle_w, profile.tdp_w) for name in MODELS},
