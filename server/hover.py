@@ -6,6 +6,7 @@ occupancy); each part that is missing says "not available" and why when the repo
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -216,7 +217,8 @@ def kernel_markdown(k: KernelReport, gpu: str, arch: str | None, full: bool = Fa
     `file_notes` say how the file was compiled (its target, its build flags, relocatable code), which every
     kernel's numbers depend on."""
     title = f"### {k.name} — on {gpu_label(gpu)}" + (f" ({arch})" if arch else "")
-    parts = [title, ""]
+    where = f"{os.path.basename(k.file)} " if k.file else ""  # a kernel of an included header: its lines are there
+    parts = [title, ""] + ([f"Defined in `{k.file}`", ""] if k.file else [])
     parts += time_section(k) + [""]
     parts += power_section(k) + [""]
     parts += energy_section(k) + [""]
@@ -224,7 +226,7 @@ def kernel_markdown(k: KernelReport, gpu: str, arch: str | None, full: bool = Fa
     parts += resources_section(k)
     if k.findings:
         parts += ["", "**Findings**"]
-        parts += [f"- line {f.line}: `{f.code}` {f.message}" for f in k.findings]
+        parts += [f"- {where}line {f.line}: `{f.code}` {f.message}" for f in k.findings]
     if full:
         if k.instruction_mix:
             parts += ["", f"Instructions: {k.instruction_count} ("
@@ -232,7 +234,7 @@ def kernel_markdown(k: KernelReport, gpu: str, arch: str | None, full: bool = Fa
         for lp in k.loops:
             trips = f", trip count {lp.trip_count} ({lp.trip_source})" if lp.trip_count is not None else ""
             how = f": {lp.trip_detail}" if lp.trip_detail and lp.trip_source == "ptx" else ""
-            parts.append(f"- loop at line {lp.header_line} (depth {lp.depth}{trips}){how}")
+            parts.append(f"- loop at {where}line {lp.header_line} (depth {lp.depth}{trips}){how}")
         for a in k.time.assumptions if k.time is not None else []:
             parts.append(f"- time model assumed: {a}")
         parts.append(f"\nMangled name: `{k.mangled}`")

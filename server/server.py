@@ -443,7 +443,8 @@ def did_close(ls: KerncastServer, params: lsp.DidCloseTextDocumentParams) -> Non
 def _hovered_kernel(result: Result, pos: lsp.Position) -> KernelReport | None:
     """The kernel whose name or `<<<>>>` launch is under the cursor."""
     kernels, lines = result.report.kernels, result.lines
-    by_name = {convert.base_name(k.name): k for k in kernels}
+    # a launch may be of a kernel that a header defines (the header shows its name's hover and lens)
+    by_name = {convert.base_name(k.name): k for k in (*result.report.included_kernels, *kernels)}
     for k in kernels:
         anchor = convert.kernel_anchor(lines, k)
         if anchor and anchor.line == pos.line and anchor.start <= pos.character <= anchor.end:

@@ -3,7 +3,8 @@ real LSP client, real nvcc.
 
 `main.cu` (tests/header_kernels) launches `strided_gather`, which `gather.cuh` defines. Opening main.cu
 publishes that kernel's strided-access warning under gather.cuh's URI, at the header's line, and nothing of it
-in main.cu, whose lenses are its own kernel's. Opened, the header is analysed through main.cu and shows the
+in main.cu, whose lenses are its own kernel's; hovering its launch in main.cu shows its report, which names
+the header's lines. Opened, the header is analysed through main.cu and shows the
 kernel with its lens; closing main.cu leaves the header's own diagnostics in place.
 """
 
@@ -76,6 +77,10 @@ async def test_a_header_kernels_diagnostics_are_published_for_the_header(client:
     assert "128 bytes apart" in strided[0].message and "strided_gather" in strided[0].message
     lenses = await _lenses(s, main)
     assert [lens.range.start.line for lens in lenses] == [s.line_of(main, "__global__ void fill(")]
+    launch = s.line_of(main, "strided_gather<<<")
+    hover = await s.hover(main, launch, s.text(main).splitlines()[launch].index("strided_gather") + 2)
+    assert hover is not None and "### strided_gather" in hover.contents.value
+    assert f"gather.cuh line {_line(header_path, 'in[i * stride]') + 1}: `uncoalesced-global`" in hover.contents.value
 
     opened = s.open("project/gather.cuh", language="cuda-cpp")
     assert opened == header
