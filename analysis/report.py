@@ -69,6 +69,20 @@ def source_line_range(lines: Sequence[str], line: int, column: int = 0) -> tuple
     return col, col + 1
 
 
+def char_column(text: str, byte_column: int) -> int:
+    """The 1-based column, in characters of `text`, of a 1-based column counted in UTF-8 bytes.
+
+    nvcc's `.loc` columns count bytes of the source line, while findings count characters (as their end
+    columns and every edit do): on a line with non-ASCII text before the access the two differ. A byte inside
+    a character gives that character's column; a column past the end keeps its excess.
+    """
+    if byte_column <= 1 or text.isascii():
+        return byte_column
+    data = text.encode("utf-8", "surrogatepass")
+    head = data[: byte_column - 1].decode("utf-8", "ignore")
+    return len(head) + 1 + max(0, byte_column - 1 - len(data))
+
+
 @dataclass(frozen=True, slots=True)
 class TextEdit(FieldsJson):
     """Replace the text from (line, column) to (end_line, end_column) of the analysed file by `new_text`.

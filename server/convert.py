@@ -15,6 +15,7 @@ from kerncast.analysis.gpus import load_profile
 from kerncast.analysis.report import FileReport, Finding, KernelReport, Related
 from kerncast.analysis.rules import rule
 from kerncast.analysis.source_model import KernelDefinition, SourceFacts, scan_source
+from kerncast.server.positions import UTF16, range_to_client
 from kerncast.server.units import fmt_energy_uj, fmt_time, time_range
 from lsprotocol import types as lsp
 from pygls import uris
@@ -307,8 +308,17 @@ def all_findings(report: FileReport) -> list[Finding]:
     return out
 
 
-def to_diagnostics(report: FileReport, uri: str, lines: list[str]) -> list[lsp.Diagnostic]:
-    return [to_diagnostic(f, uri, lines) for f in all_findings(report)]
+def to_diagnostics(report: FileReport, uri: str, lines: list[str], encoding: str = UTF16) -> list[lsp.Diagnostic]:
+    """The findings as diagnostics of the analysed text, their columns in the client's unit (`encoding`)."""
+    out = []
+    for f in all_findings(report):
+        diag = to_diagnostic(f, uri, lines)
+        diag.range = range_to_client(lines, diag.range, encoding)
+        for r in diag.related_information or []:
+            if r.location.uri == uri:
+                r.location.range = range_to_client(lines, r.location.range, encoding)
+        out.append(diag)
+    return out
 
 
 def internal_error_diagnostic(message: str) -> lsp.Diagnostic:

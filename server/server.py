@@ -7,6 +7,8 @@ the client shows them; hovers and `kerncast.showReport` give the details.
 
 Per document: a newer request supersedes an older one (a superseded result is cached but not published),
 analyses of one document run one at a time, and a failure is published as a diagnostic of that document only.
+A result keeps the lines it was made from: requests on a document edited since are answered through a line
+map into the current text (`textmap.View`), and every column leaves in the client's encoding (`positions`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from kerncast.analysis.report import FileReport, KernelReport
 from kerncast.analysis.toolchain import shown
 from kerncast.server import actions, config, convert, hover, lenses
 from kerncast.server.header_diagnostics import HeaderDiagnostics
+from kerncast.server.positions import encoding_name, split_lines
+from kerncast.server.textmap import View
 from lsprotocol import types as lsp
 from pygls import uris
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
@@ -65,7 +69,7 @@ class Result:
     version: int | None
     key: str
     report: FileReport  # typed: JSON is made only for command results (the CLI makes its own)
-    lines: list[str]
+    lines: list[str]  # the analysed text's lines (`positions.split_lines`)
 
 
 class KerncastProtocol(LanguageServerProtocol):
@@ -105,6 +109,8 @@ class KerncastServer(LanguageServer):
         self.client_uris: dict[str, str] = {}
         #: findings of kernels defined in headers the documents include, published under those headers
         self.headers = HeaderDiagnostics()
+        #: document key -> the published result seen from the current text (rebuilt when either changes)
+        self.views: dict[str, tuple[Result, int | None, View]] = {}
 
     # --------------------------------------------------------------------------------------- settings
 
@@ -134,6 +140,15 @@ class KerncastServer(LanguageServer):
     @property
     def versioned_edits(self) -> bool:
         return bool(self._caps("workspace", "workspace_edit", "document_changes"))
+
+    @property
+    def encoding(self) -> str:
+        """The position encoding chosen at initialize (pygls picks the client's first of UTF-8/16/32 and
+        answers it in `ServerCapabilities.positionEncoding`); UTF-16 when the client offered none."""
+        try:
+            return encoding_name(self.workspace.position_encoding)
+        except RuntimeError:  # no workspace before initialize
+            return encoding_name(None)
 
     # --------------------------------------------------------------------------------------- documents
 
@@ -220,6 +235,8 @@ class KerncastServer(LanguageServer):
                         if self.current(uri, generation):
                             self.publish_error(uri, version, f"{type(exc).__name__}: {exc}")
                         return
+                    if self.document(uri) is None:  # closed meanwhile: nobody will ask for this result
+                        return
                     self.remember(uri, result)
                 if not self.current(uri, generation) or self.document(uri) is None:
                     return
@@ -235,7 +252,7 @@ class KerncastServer(LanguageServer):
             report = await job
         finally:
             self.end_progress(token)
-        return Result(version, key, report, text.splitlines())
+        return Result(version, key, report, split_lines(text))
 
     def cached(self, uri: str, version: int | None, key: str) -> Result | None:
         entries = self.cache.get(uri)
@@ -254,7 +271,7 @@ class KerncastServer(LanguageServer):
     def publish(self, uri: str, result: Result) -> None:
         self.published[uri] = result
         client_uri = self.client_uri(uri)
-        diagnostics = convert.to_diagnostics(result.report, client_uri, result.lines)
+        diagnostics = convert.to_diagnostics(result.report, client_uri, result.lines, self.encoding)
         self.text_document_publish_diagnostics(
             lsp.PublishDiagnosticsParams(uri=client_uri, version=result.version, diagnostics=diagnostics))
         self.headers.publish(self, uri, result.report)
@@ -308,8 +325,31 @@ class KerncastServer(LanguageServer):
         """The published result for a URI as the client sends it."""
         return self.published.get(self.key(uri))
 
+    def current_text(self, key: str, result: Result) -> tuple[list[str], int | None]:
+        """The document's current lines and version (the analysed ones when it is not open)."""
+        doc = self.document(key)
+        if doc is None:
+            return result.lines, result.version
+        return split_lines(doc.source), doc.version
+
     def doc_for_actions(self, uri: str, result: Result) -> actions.Doc:
-        return actions.Doc(uri=uri, version=result.version, lines=result.lines, versioned=self.versioned_edits)
+        """The published result as code actions see it: analysed lines, current lines and version."""
+        view = self.view_for(uri, result)
+        return actions.Doc(uri=uri, version=view.version, lines=result.lines, versioned=self.versioned_edits,
+                           current=view.new, encoding=self.encoding, given_view=view)
+
+    def view_for(self, uri: str, result: Result) -> View:
+        """The published result seen from the document's current text (kept until either changes)."""
+        key = self.key(uri)
+        doc = self.document(key)
+        version = doc.version if doc is not None else result.version
+        kept = self.views.get(key)
+        if kept is not None and kept[0] is result and kept[1] == version:
+            return kept[2]
+        current, version = self.current_text(key, result)
+        view = View(uri, version, result.lines, current, self.encoding, self.versioned_edits)
+        self.views[key] = (result, version, view)
+        return view
 
 
 _gc_pauses = 0
@@ -431,6 +471,7 @@ def did_close(ls: KerncastServer, params: lsp.DidCloseTextDocumentParams) -> Non
     ls.generation[key] = ls.generation.get(key, 0) + 1  # drops any analysis in flight
     ls.published.pop(key, None)
     ls.cache.pop(key, None)  # the results of a closed document are memory nobody will ask for again
+    ls.views.pop(key, None)
     ls.client_uris.pop(key, None)
     lock = ls.locks.get(key)
     if lock is not None and not lock.locked():
@@ -499,10 +540,13 @@ async def on_hover(ls: KerncastServer, params: lsp.HoverParams) -> lsp.Hover | N
     if result is None:
         return None
     try:
-        k = _hovered_kernel(result, params.position)
+        pos = ls.view_for(params.text_document.uri, result).position_in(params.position)
+        if pos is None:  # a line typed or changed since the analysis: nothing known about it yet
+            return None
+        k = _hovered_kernel(result, pos)
         if k is not None:
             k = await with_lime(ls, result, k)
-        text = _hover_markdown(result, params.position, k)
+        text = _hover_markdown(result, pos, k)
     except Exception:  # noqa: BLE001 - a hover never takes the server down
         log.exception("hover failed")
         return None
@@ -517,7 +561,14 @@ def on_code_lens(ls: KerncastServer, params: lsp.CodeLensParams) -> list[lsp.Cod
     if result is None:
         return []
     try:
-        return lenses.code_lenses(result.report, params.text_document.uri, result.lines)
+        view = ls.view_for(params.text_document.uri, result)
+        out = []
+        for lens in lenses.code_lenses(result.report, params.text_document.uri, result.lines):
+            rng = view.range_out(lens.range)
+            if rng is not None:  # a kernel whose name line changed since the analysis gets no lens yet
+                lens.range = rng
+                out.append(lens)
+        return out
     except Exception:  # noqa: BLE001
         log.exception("code lens failed")
         return []
@@ -529,7 +580,15 @@ def on_inlay_hint(ls: KerncastServer, params: lsp.InlayHintParams) -> list[lsp.I
     if result is None:
         return []
     try:
-        return lenses.inlay_hints(result.report, result.lines, params.range)
+        view = ls.view_for(params.text_document.uri, result)
+        everywhere = lsp.Range(lsp.Position(0, 0), lsp.Position(len(result.lines), 0))
+        out = []
+        for hint in lenses.inlay_hints(result.report, result.lines, everywhere):
+            pos = view.position_out(hint.position)
+            if pos is not None and params.range.start.line <= pos.line <= params.range.end.line:
+                hint.position = pos
+                out.append(hint)
+        return out
     except Exception:  # noqa: BLE001
         log.exception("inlay hints failed")
         return []
@@ -543,8 +602,12 @@ def on_code_action(ls: KerncastServer, params: lsp.CodeActionParams) -> list[lsp
     if result is None:
         return []
     try:
-        return actions.code_actions(result.report, ls.doc_for_actions(uri, result), params.range,
-                                    list_profiles(), ls.settings.options.gpu, params.context.only)
+        doc = ls.doc_for_actions(uri, result)
+        rng = doc.view.range_in(params.range)
+        if rng is None:  # only lines typed or changed since the analysis: no fix was made for them
+            return []
+        return actions.code_actions(result.report, doc, rng, list_profiles(), ls.settings.options.gpu,
+                                    params.context.only)
     except Exception:  # noqa: BLE001
         log.exception("code actions failed")
         return []
@@ -553,12 +616,15 @@ def on_code_action(ls: KerncastServer, params: lsp.CodeActionParams) -> list[lsp
 # ------------------------------------------------------------------------------------------- commands
 
 
-def _kernel_at(result: Result, target: Any) -> KernelReport | None:
+def _kernel_at(result: Result, target: Any, view: View | None = None) -> KernelReport | None:
+    """The kernel a command names: by name, or by a `{line}` of the current text (`view` maps it)."""
     kernels = result.report.kernels
     if isinstance(target, str):
         return next((k for k in kernels if target in (k.name, k.mangled, convert.base_name(k.name))), None)
     if isinstance(target, dict) and isinstance(target.get("line"), int):
-        line = target["line"]
+        line = target["line"] if view is None else view.map.to_old_at_or_above(target["line"])
+        if line is None:
+            return kernels[0] if kernels else None
         anchors = [(convert.kernel_anchor(result.lines, k), k) for k in kernels]
         # the kernel whose definition starts last at or before the cursor line
         before = [(a.line, k) for a, k in anchors if a is not None and a.line <= line]
@@ -582,7 +648,7 @@ async def show_report(ls: KerncastServer, *args: Any) -> dict[str, Any] | None:
         text = open(path, encoding="utf-8", errors="replace").read()  # noqa: SIM115
         result = await ls.run_analysis(uri, path, text, None, "", ls.settings)
     report = result.report
-    k = _kernel_at(result, target)
+    k = _kernel_at(result, target, ls.view_for(uri, result) if ls.result_for(uri) is result else None)
     if k is None:
         return {"markdown": hover.file_markdown(report)}
     k = await with_lime(ls, result, k)

@@ -15,7 +15,7 @@ from kerncast.analysis.context import Thresholds
 from kerncast.analysis.dataflow import expr as E
 from kerncast.analysis.memory import fixes as F
 from kerncast.analysis.memory.render import cuda_symbol_name
-from kerncast.analysis.report import Finding, Fix, Related, source_line_range
+from kerncast.analysis.report import Finding, Fix, Related, char_column, source_line_range
 from kerncast.analysis.rules import Code
 from kerncast.analysis.source_model import SourceFacts, scan_source
 
@@ -48,6 +48,9 @@ class _Source:
                 self.facts = None
 
     def range(self, line: int, column: int) -> tuple[int, int]:
+        """(start, end) characters of a finding at a `.loc` line and column (the column counts bytes)."""
+        if column > 0 and 1 <= line <= len(self.lines):
+            column = char_column(self.lines[line - 1], column)
         return source_line_range(self.lines, line, column)
 
 
