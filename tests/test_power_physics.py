@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import tomllib
@@ -18,6 +19,7 @@ from kerncast.analysis.power.physics import busy_sms, event_power, static_table
 from kerncast.analysis.power.validation import read_launches, score_launch
 from kerncast.analysis.timing.estimate import TimeEstimate
 from kerncast.server.config import parse_settings
+from kerncast.server.hover import power_section
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -180,3 +182,11 @@ def test_evaluate_measured_refuses_bad_input_with_a_message(tmp_path):
     no_gpu = subprocess.run([sys.executable, "-m", "kerncast.server", "power", "evaluate", "--measured",
                              str(tmp_path / "none.csv")], capture_output=True, text=True, timeout=60)
     assert no_gpu.returncode == 1 and "--gpu" in no_gpu.stderr
+
+
+def test_hover_names_physical_drivers_beside_the_feature_contributions(h100_examples):
+    k = h100_examples["saxpy"].kernels[0]
+    text = "\n".join(power_section(k))
+    assert re.search(r"Models: statistical \d+ W \(\d+-\d+ W\), events \d+ W \(\d+-\d+ W\)", text), text
+    assert re.search(r"Physical drivers \(event model\): DRAM traffic \d+% of dynamic power, ", text), text
+    assert "| feature | value | SHAP W |" in text  # the statistical model's contributions stay beside them
