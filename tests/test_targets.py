@@ -85,7 +85,8 @@ class FakeNvml:
 
 @pytest.mark.parametrize(("name", "profile"), [
     ("NVIDIA H100 80GB HBM3", "h100"), (b"NVIDIA A100-SXM4-40GB", "a100"), ("NVIDIA GeForce RTX 4090", "rtx4090"),
-    ("NVIDIA L4", "l4"), ("Tesla T4", "t4"), ("Tesla V100-SXM2-16GB", "v100"), ("NVIDIA L40S", None),
+    ("NVIDIA L4", "l4"), ("Tesla T4", "t4"), ("Tesla V100-SXM2-16GB", "v100"), ("NVIDIA L40S", "l40s"),
+    ("NVIDIA H100 PCIe", "h100pcie"), ("NVIDIA H200", "h200"), ("NVIDIA GeForce RTX 3080", "rtx3080"),
     ("NVIDIA GeForce GTX 1050", "gtx1050"), ("NVIDIA B200", None),
 ])
 def test_local_gpu_is_offered_as_the_profile(name, profile):
