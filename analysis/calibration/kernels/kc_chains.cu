@@ -16,6 +16,8 @@
 namespace kc {
 
 constexpr int kUnroll = 16;
+// the run-time value of every Op's guard predicate operand (see kc_ops.cu): non-zero, so every step runs
+constexpr int kGuard = 1;
 
 struct BlockClock {
   unsigned int smid;
@@ -33,17 +35,18 @@ __device__ __forceinline__ unsigned int sm_id() {
 template <class Op, int ILP>
 __global__ void __launch_bounds__(1024) chain_kernel(BlockClock *clocks, unsigned long long *sink,
                                                      typename Op::T seed, typename Op::Operand operand,
-                                                     int iterations) {
+                                                     int guard, int iterations) {
+  const typename Op::Operand y = Op::prepare(operand);
   typename Op::T v[ILP];
 #pragma unroll
-  for (int k = 0; k < ILP; ++k) v[k] = seed;
+  for (int k = 0; k < ILP; ++k) v[k] = Op::start(seed);
   __syncthreads();
   const long long start = clock64();
   for (int it = 0; it < iterations; ++it) {
 #pragma unroll
     for (int r = 0; r < kUnroll; ++r) {
 #pragma unroll
-      for (int k = 0; k < ILP; ++k) Op::step(v[k], operand, k);
+      for (int k = 0; k < ILP; ++k) Op::step(v[k], y, guard, k);
     }
   }
   __syncthreads();
@@ -63,7 +66,8 @@ template <class Op, int ILP>
 ChainRun run_chain(int blocks, int threads, int iterations) {
   DeviceBuffer<BlockClock> clocks(blocks);
   DeviceBuffer<unsigned long long> sink(static_cast<size_t>(blocks) * threads);
-  chain_kernel<Op, ILP><<<blocks, threads>>>(clocks.get(), sink.get(), Op::seed(), Op::operand(), iterations);
+  chain_kernel<Op, ILP><<<blocks, threads>>>(clocks.get(), sink.get(), Op::seed(), Op::operand(), kGuard,
+                                              iterations);
   KC_CHECK(cudaGetLastError());
   KC_CHECK(cudaDeviceSynchronize());
   return ChainRun{clocks.download(blocks)};

@@ -178,19 +178,35 @@ __global__ void global_stream_kernel(const float *__restrict__ in, float *out, i
   out[t] = acc;
 }
 
+// Loads per thread in one iteration of the shared throughput loop; the sweep's load counts are multiples of it.
+constexpr int kSharedLoadsPerIteration = 8;
+
+// Shared-memory throughput: every iteration issues kSharedLoadsPerIteration independent 4-byte loads per thread.
+// Lane l of every warp reads word l + 32 j for load j, so the 32 lanes of a request hit the 32 banks once each
+// (no bank conflict by construction), and every address is the lane's base plus an immediate offset (multiples
+// of 128 bytes, which keep the bank of every lane), so the loop needs no address arithmetic. The loaded values
+// are summed two at a time (one three-input add per pair) into two accumulators, about one other instruction
+// per load, so issue never limits the loads: one warp request per SM per clock (32 thread loads) is reachable.
+// `ld.volatile` keeps ptxas from reusing a value loaded in an earlier iteration.
 __global__ void shared_stream_kernel(float *out, int loads) {
-  __shared__ float tile[1024];
-  tile[threadIdx.x] = static_cast<float>(threadIdx.x);
+  __shared__ unsigned int tile[32 * kSharedLoadsPerIteration];
+  for (int i = threadIdx.x; i < 32 * kSharedLoadsPerIteration; i += blockDim.x) tile[i] = static_cast<unsigned>(i);
   __syncthreads();
-  float acc = 0.0f;
-  for (int m = 0; m < loads; ++m) {
-    float v;
-    const unsigned int slot = (threadIdx.x + 32u * m) & 1023u;
-    const unsigned int addr = static_cast<unsigned int>(__cvta_generic_to_shared(tile + slot));
-    asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(addr));
-    acc += v;
+  const unsigned int base = static_cast<unsigned int>(__cvta_generic_to_shared(tile + (threadIdx.x & 31u)));
+  unsigned int acc0 = 0, acc1 = 0;
+  for (int m = 0; m < loads; m += kSharedLoadsPerIteration) {
+    unsigned int v[kSharedLoadsPerIteration];
+#pragma unroll
+    for (int j = 0; j < kSharedLoadsPerIteration; ++j) {
+      asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(v[j]) : "r"(base + 128u * j));
+    }
+#pragma unroll
+    for (int j = 0; j < kSharedLoadsPerIteration; j += 4) {
+      acc0 += v[j] + v[j + 1];
+      acc1 += v[j + 2] + v[j + 3];
+    }
   }
-  out[static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x] = acc;
+  out[static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x] = static_cast<float>(acc0 + acc1);
 }
 
 // Median event time (microseconds) of `repeats` launches after one warm-up.
@@ -234,8 +250,9 @@ inline void run_memory_throughput(int sm_count, bool quick) {
       const double g = timed([&] { global_stream_kernel<<<blocks, threads>>>(in.get(), out.get(), loads, n); },
                              repeats);
       report_memory_throughput("global", n, loads, g);
-      const double s = timed([&] { shared_stream_kernel<<<blocks, threads>>>(out.get(), loads * 8); }, repeats);
-      report_memory_throughput("shared", n, loads * 8, s);
+      const int shared_loads = loads * kSharedLoadsPerIteration;
+      const double s = timed([&] { shared_stream_kernel<<<blocks, threads>>>(out.get(), shared_loads); }, repeats);
+      report_memory_throughput("shared", n, shared_loads, s);
     }
   }
 }
