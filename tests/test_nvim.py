@@ -78,3 +78,58 @@ def test_neovim_session(nvim: str, nvcc_available: object, tmp_path: Path, relat
         assert re.match(r"^(≈ \S+ (ns|µs|ms|s) \(\S+ (ns|µs|ms|s)–\S+ (ns|µs|ms|s)\)|time not available) · ",
                         title), title
         assert " on V100" in title and "@ <<<64x64, 32x8>>>" in title
+
+
+DECL = "    __shared__ float tile[TILE_DIM][TILE_DIM];"
+EMOJI_DECL = "    /* 😀 */ __shared__ float tile[TILE_DIM][TILE_DIM];"
+TYPED = 15
+
+
+@pytest.mark.nvcc
+def test_neovim_unsaved_lines_above_a_flagged_kernel(nvim: str, nvcc_available: object, tmp_path: Path) -> None:
+    """Lines typed above the kernels and not saved: Neovim 0.7 takes no versioned edits, so the server must carry
+    its analysis into the buffer's text itself. The pad fix asked at the finding's old line applies nothing or
+    exactly the right edit, asked at its new line it is offered and writes exactly `TILE_DIM + 1` on the
+    declaration that has an emoji before it; the hover and the lenses follow the kernels."""
+    src = tmp_path / "transpose.cu"
+    text = (EXAMPLES / "transpose.cu").read_text()
+    assert text.count(DECL) == 1  # transposeTiled's tile, which its column read conflicts on
+    src.write_text(text.replace(DECL, EMOJI_DECL, 1))
+    stale = line_of(src, "= tile[threadIdx.x][threadIdx.y + j]")  # transposeTiled's column read
+    decl = line_of(src, EMOJI_DECL.strip())
+    out = tmp_path / "result.json"
+    env = _server_env(dict(os.environ, KERNCAST_NVIM_OUT=str(out), KERNCAST_NVIM_FILE=str(src),
+                           KERNCAST_NVIM_TYPED=str(TYPED), KERNCAST_NVIM_STALE_LINE=str(stale),
+                           HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path)))
+    proc = subprocess.run([nvim, "--headless", "-n", "-i", "NONE", "-u", str(NVIM_DIR / "init.lua"),
+                           "-c", f"luafile {NVIM_DIR / 'stale.lua'}"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert out.exists(), f"nvim wrote no result (rc {proc.returncode}): {proc.stdout[-2000:]} {proc.stderr[-2000:]}"
+    result = json.loads(out.read_text())
+    assert result["ok"], f"{result.get('error')} after steps {result.get('steps')}"
+    assert result["offset_encoding"] == "utf-16"
+    assert ("shared-bank-conflict", stale) in {(d["code"], d["line"]) for d in result["diagnostics"]}
+
+    analysed = result["analysed"]
+    typed = result["typed_text"]
+    at = result["typed_at"]
+    assert typed[:at - 1] == analysed[:at - 1] and typed[at - 1 + TYPED:] == analysed[at - 1:]
+    expected = list(typed)
+    expected[decl - 1 + TYPED] = "    /* 😀 */ __shared__ float tile[TILE_DIM][TILE_DIM + 1];"
+
+    # at the stale line: nothing, or exactly the right edit
+    print("offered at the stale line:", result["stale_titles"], "picked:", result["stale_picked"])
+    assert result["stale_after"] in (typed, expected)
+    assert (result["stale_after"] == expected) == bool(result["stale_picked"])
+    # at the new line: the fix is offered and gives exactly the expected text
+    assert any("pad the last dimension" in t for t in result["new_titles"]), result["new_titles"]
+    assert result["new_picked"], result["new_titles"]
+    assert result["new_after"] == expected
+
+    first = next(line for line in result["hover"] if line.strip())
+    assert re.match(r"^(### )?transposeNaive — on V100\b", first), first
+    shifted = src.parent / "typed.cu"
+    shifted.write_text("\n".join(typed) + "\n")
+    kernels = ("transposeNaive", "transposeTiled", "transposePadded")
+    assert sorted(c["line"] for c in result["codelens"]) == [line_of(shifted, f"__global__ void {k}(")
+                                                             for k in kernels]
