@@ -30,7 +30,7 @@ trip count; geometric loops (`s *= 2`, `s >>= 1`) are stepped, which ends within
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kerncast.analysis.cexpr import Unknown
@@ -44,10 +44,11 @@ from kerncast.analysis.dataflow.induction import (
     check_once_per_iteration,
     copied_back,
     geometric_step,
+    offset_induction,
     step,
     update_in_loop,
 )
-from kerncast.analysis.dataflow.values import EntryValues, Index, IndexDependent, launch_dim
+from kerncast.analysis.dataflow.values import AfterLoop, EntryValues, Index, IndexDependent, launch_dim
 from kerncast.analysis.intops import COMPARISONS, wrap
 from kerncast.analysis.launch import DEFAULT_LOOPS, Launch, Sourced
 from kerncast.analysis.loops import Loop, LoopForest
@@ -61,6 +62,11 @@ _NEGATE = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt", "lo": "hs", "ls": "hi
 _SYMBOL = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "lo": "<", "ls": "<=",
            "hi": ">", "hs": ">="}
 MAX_GEOMETRIC_STEPS = 256
+WARP = 32
+#: warps of a block whose lanes are counted one by one for a count that differs between threads, and blocks
+#: for one that differs between blocks (an eighth of them when it differs between threads too)
+MAX_SAMPLED_WARPS = 8
+MAX_SAMPLED_BLOCKS = 64
 
 
 @dataclass(frozen=True)
@@ -136,8 +142,7 @@ def _count_per_block(dataflow: KernelDataflow, loop: Loop, loop_list: list[Loop]
             test = _exit_test(dataflow, loop, loop_list, launch, (block, thread))
             counts.setdefault(_count(test), test)
     if len(counts) != 1:
-        raise Unknown(f"the count differs between blocks or threads "
-                      f"({', '.join(str(c) for c in sorted(counts))})")
+        return _count_per_warp(dataflow, loop, loop_list, launch)
     count, test = next(iter(counts.items()))
     distance = test.bound - test.init
     return count, (f"induction variable {test.iv} runs {distance:+d} from its block-dependent start, step "
@@ -145,6 +150,124 @@ def _count_per_block(dataflow: KernelDataflow, loop: Loop, loop_list: list[Loop]
                    f"iterations in every block and thread (the index terms cancel"
                    f"{''.join('; ' + i for i in test.inputs)})"
                    if test.op in _ADDITIVE else _describe(test, count) + " in every block and thread")
+
+
+def _spread(n: int, most: int) -> list[int]:
+    """Indices 0..n-1: all of them up to `most`, else `most` of them spread evenly from the first to the last."""
+    if n <= most:
+        return list(range(n))
+    return sorted({round(k * (n - 1) / (most - 1)) for k in range(most)})
+
+
+def _count_per_warp(dataflow: KernelDataflow, loop: Loop, loop_list: list[Loop],
+                    launch: Launch | None) -> tuple[int, str]:
+    """The count of a loop whose start or bound differs between threads or blocks (`for (i = lane; i < C;
+    i += 32)`, block- and grid-stride loops, `for (k = blockIdx.x; k < n; ++k)`): a warp runs the loop as long
+    as its longest lane, so the count is the per-warp maximum, averaged over the sampled warps of the sampled
+    blocks; the per-thread mean (the work the lanes share) is said beside it.
+
+    The exit test is read at a few indices and its start, bound and step taken as affine in the block and
+    thread indices (see `_IndexModel`); every lane's count is then the closed form of its own values, without
+    walking the PTX per lane, so many warps and blocks can be counted."""
+    model = _IndexModel(dataflow, loop, loop_list, launch)
+    blocks = _spread(model.blocks, MAX_SAMPLED_BLOCKS if not model.by_thread else MAX_SAMPLED_BLOCKS // 8)
+    if not model.by_block:
+        blocks = [0]
+    warps = _spread(-(-model.threads // WARP), MAX_SAMPLED_WARPS) if model.by_thread else [0]
+    warp_max: list[int] = []
+    per_thread: list[int] = []
+    for b in blocks:
+        for w in warps:
+            lanes = range(w * WARP, min(w * WARP + WARP, model.threads)) if model.by_thread else range(1)
+            counts = [_count(model.test(b, t)) for t in lanes]
+            warp_max.append(max(counts))
+            per_thread += counts
+    first = model.test(0, 0)
+    count = round(sum(warp_max) / len(warp_max))
+    mean = sum(per_thread) / len(per_thread)
+    delta = f", step {_ADDITIVE[first.op] * first.step:+d}" if first.op in _ADDITIVE else ""
+    where = " and ".join(w for w, on in (("thread", model.by_thread), ("block", model.by_block)) if on)
+    spread = f"{min(warp_max)} to {max(warp_max)}, " if min(warp_max) != max(warp_max) else ""
+    lanes_note = (f"; {mean:.1f} per thread on average (the work)" if model.by_thread else "")
+    return count, (f"induction variable {first.iv} starts or ends at a {where}-dependent value{delta}: "
+                   f"{'a warp runs as long as its longest lane, ' if model.by_thread else ''}{count} iterations "
+                   f"per warp ({spread}mean over {len(warp_max)} sampled warps){lanes_note}"
+                   f"{''.join('; ' + i for i in first.inputs)}")
+
+
+class _IndexModel:
+    """The exit test of any (block, thread) of the launch, by linear block and thread index, from tests read
+    at index 0 and one step along each axis, with start, bound and step affine in the indices (checked at
+    the last and middle indices). Where the test is not affine in the thread index but every warp repeats
+    the first warp's lanes (the count of nvcc's remainder loop ahead of a lane-strided loop unrolled by 4,
+    `((C - 1 - lane) / 32 + 1) % 4`), and the same in every block, the first warp's tests are read lane by
+    lane. Unknown otherwise (a bound such as `tid * tid`)."""
+
+    def __init__(self, dataflow: KernelDataflow, loop: Loop, loop_list: list[Loop], launch: Launch | None) -> None:
+        self._read_args = (dataflow, loop, loop_list, launch)
+        self.block_dims = _dims(launch, "block")
+        self.grid_dims = _dims(launch, "grid")
+        self.threads = self.block_dims[0] * self.block_dims[1] * self.block_dims[2]
+        self.blocks = self.grid_dims[0] * self.grid_dims[1] * self.grid_dims[2]
+        self.base = self._read((0, 0, 0), (0, 0, 0))
+        self.slopes: list[tuple[int, int, int]] = []  # per axis: ctaid x, y, z, tid x, y, z
+        for axis in range(6):
+            if (self.grid_dims + self.block_dims)[axis] == 1:
+                self.slopes.append((0, 0, 0))
+                continue
+            unit = tuple(1 if a == axis else 0 for a in range(6))
+            t = self._read(unit[:3], unit[3:])  # type: ignore[arg-type]
+            self.slopes.append((t.init - self.base.init, t.bound - self.base.bound, t.step - self.base.step))
+        self.by_block = any(any(s) for s in self.slopes[:3])
+        self.by_thread = any(any(s) for s in self.slopes[3:])
+        self._lanes: list[ExitTest] | None = None
+        last_b, last_t = _unflatten(self.blocks - 1, self.grid_dims), _unflatten(self.threads - 1, self.block_dims)
+        mid_b = _unflatten(self.blocks // 2, self.grid_dims)
+        mid_t = _unflatten(self.threads // 2 + WARP // 2 - 1, self.block_dims)
+        probes = [(last_b, last_t), (mid_b, mid_t), (last_b, (0, 0, 0))]
+        if all(_same_test(self._read(b, t), self._affine(b, t)) for b, t in probes):
+            return
+        # not affine: the first warp's own tests, when the other warps and blocks repeat them
+        lanes = [self._read((0, 0, 0), _unflatten(t, self.block_dims)) for t in range(min(WARP, self.threads))]
+        self._lanes, self.by_block, self.by_thread = lanes, False, True
+        for b, t in probes:
+            lane = (t[0] + self.block_dims[0] * (t[1] + self.block_dims[1] * t[2])) % WARP
+            if not _same_test(self._read(b, t), lanes[lane]):
+                raise Unknown("the count differs between threads in a way that is neither affine in the "
+                              "indices nor the same in every warp")
+
+    def _read(self, block: tuple[int, int, int], thread: tuple[int, int, int]) -> ExitTest:
+        dataflow, loop, loop_list, launch = self._read_args
+        return _exit_test(dataflow, loop, loop_list, launch, (block, thread))
+
+    def _affine(self, block: tuple[int, int, int], thread: tuple[int, int, int]) -> ExitTest:
+        index = block + thread
+        d = [sum(self.slopes[a][f] * index[a] for a in range(6)) for f in range(3)]
+        b = self.base
+        return replace(b, init=b.init + d[0], bound=b.bound + d[1], step=b.step + d[2])
+
+    def test(self, block: int, thread: int) -> ExitTest:
+        """The exit test at a linear block and thread index."""
+        if self._lanes is not None:
+            return self._lanes[thread % WARP]
+        return self._affine(_unflatten(block, self.grid_dims), _unflatten(thread, self.block_dims))
+
+
+def _unflatten(i: int, dims: tuple[int, int, int]) -> tuple[int, int, int]:
+    return i % dims[0], (i // dims[0]) % dims[1], i // (dims[0] * dims[1])
+
+
+def _dims(launch: Launch | None, field: str) -> tuple[int, int, int]:
+    """The launch's block or grid size, which a count that differs between threads or blocks needs."""
+    dim = launch_dim(launch, field)
+    value = dim.value if dim is not None else None
+    if value is None:
+        raise Unknown(f"the count differs between threads or blocks and the {field} size is unknown")
+    return tuple(max(1, int(d)) for d in value)  # type: ignore[return-value]
+
+
+def _same_test(a: ExitTest, b: ExitTest) -> bool:
+    return (a.init, a.bound, a.step, a.op, a.cmp) == (b.init, b.bound, b.step, b.op, b.cmp)
 
 
 def trip_count_assumptions(counts: dict[int, Sourced]) -> list[str]:
@@ -194,8 +317,10 @@ def _inputs(t: ExitTest) -> str:
 
 
 def _exit_test(dataflow: KernelDataflow, loop: Loop, all_loops: list[Loop], launch: Launch | None,
-               index: Index | None = None) -> ExitTest:
-    """Find the loop's single exit branch, its `setp`, and the induction variable it compares."""
+               index: Index | None = None, active: frozenset[int] = frozenset()) -> ExitTest:
+    """Find the loop's single exit branch, its `setp`, and the induction variable it compares. `active` holds
+    the loops whose values are being read already (a loop's start may be where an earlier loop left a
+    register: that loop's own count is read at the same index)."""
     fn, cfg, defs = dataflow.function, dataflow.cfg, dataflow.definitions
     exits = list(loop.exits)
     if not exits:
@@ -216,15 +341,27 @@ def _exit_test(dataflow: KernelDataflow, loop: Loop, all_loops: list[Loop], laun
     in_loop = set(loop.blocks)
     nested = [set(other.blocks) for other in all_loops
               if other.header != loop.header and other.header in in_loop and set(other.blocks) <= in_loop]
-    reader = EntryValues(fn, cfg, defs, dataflow.reaching, loop, launch, index)
+    reader = EntryValues(fn, cfg, defs, dataflow.reaching, loop, launch, index,
+                         _after_loop(dataflow, all_loops, launch, active | {loop.header}), all_loops)
     for iv_op, bound_op, rel in ((a, b, cmp), (b, a, _FLIP[cmp])):
         if not isinstance(iv_op, Reg) or iv_op.is_special:
             continue
         iv, update = iv_op.name, update_in_loop(defs, cfg, iv_op.name, in_loop)
-        after, recurrence = None, None
+        after, recurrence, offset = None, None, 0
         if update is None:
             carried = carried_update(defs, cfg, iv_op.name, in_loop)
-            if carried is None:
+            derived = offset_induction(defs, cfg, iv_op.name, in_loop) if carried is None else None
+            if derived is not None:
+                # `t = k + c` compared: the test is on k against the bound less c, as k stood when t was formed
+                iv, formed, other, sign = derived
+                update = update_in_loop(defs, cfg, iv, in_loop)
+                assert update is not None
+                check_once_per_iteration(cfg, loop, formed, nested)
+                if not after_update(cfg, formed, setp, block):
+                    raise Unknown("the compared value is computed after the test")
+                after = after_update(cfg, update, formed, cfg.block_of[formed.index])
+                offset = sign * reader.invariant(other) if other is not None else 0
+            elif carried is None:
                 recurrence = dataflow.symbolic.recurrence(loop.id, iv_op.name)
                 update = copied_back(defs, cfg, iv_op.name, in_loop, recurrence)
                 if update is None:
@@ -236,7 +373,7 @@ def _exit_test(dataflow: KernelDataflow, loop: Loop, all_loops: list[Loop], laun
         check_once_per_iteration(cfg, loop, update, nested)
         if after is None:
             after = after_update(cfg, update, setp, block)
-        elif not after_update(cfg, update, setp, block):
+        elif not offset and not after_update(cfg, update, setp, block):
             raise Unknown("the compared value is computed after the test")
         bits, signed = int_type(setp)
         if recurrence is not None:  # moved by a copy `s = t` (t = s / 2**k, s >> 1, ...): the recurrence steps it
@@ -244,10 +381,42 @@ def _exit_test(dataflow: KernelDataflow, loop: Loop, all_loops: list[Loop], laun
         else:
             op, amount = step(update, iv, reader.invariant)
         init = reader.outside(iv)
-        bound = reader.invariant(bound_op)
+        bound = reader.invariant(bound_op) - offset
         return ExitTest(iv, rel, bound, init, op, amount, after, bits, signed, setp.loc.line if setp.loc else None,
                         tuple(dict.fromkeys(reader.inputs)))
     raise Unknown("the exit test does not compare an induction variable updated once per iteration")
+
+
+def _after_loop(dataflow: KernelDataflow, all_loops: list[Loop], launch: Launch | None,
+                active: frozenset[int]) -> AfterLoop:
+    """How a register leaves an earlier loop: its entry value, moved once per iteration by its update, as
+    many times as that loop runs at the same index (nvcc's remainder loop that runs ahead of a loop unrolled
+    by 4 hands over the lane's position, `i = lane + 32 * ((C - 1 - lane) / 32 + 1) % 4`)."""
+    def after(loop: Loop, reg: str, index: Index | None) -> tuple[int, int]:
+        if loop.header in active:
+            raise Unknown(f"{reg} changes in an enclosing loop")
+        count = _count(_exit_test(dataflow, loop, all_loops, launch, index, active))
+        cfg, defs = dataflow.cfg, dataflow.definitions
+        in_loop = set(loop.blocks)
+        update = update_in_loop(defs, cfg, reg, in_loop)
+        if update is None:
+            raise Unknown(f"{reg} is not moved once per iteration of the loop before this one")
+        nested = [set(o.blocks) for o in all_loops if o.header != loop.header and o.header in in_loop]
+        check_once_per_iteration(cfg, loop, update, nested)
+        reader = EntryValues(dataflow.function, cfg, defs, dataflow.reaching, loop, launch, index,
+                             _after_loop(dataflow, all_loops, launch, active | {loop.header}), all_loops)
+        entry = reader.outside(reg)
+        op, amount = step(update, reg, reader.invariant)
+        bottom_tested = all(block in loop.latches for block, _ in loop.exits)
+        runs = count if bottom_tested or count == 0 else count - 1
+        if op in _ADDITIVE:
+            return entry, entry + _ADDITIVE[op] * amount * runs
+        value = entry
+        for _ in range(min(runs, MAX_GEOMETRIC_STEPS)):
+            value = geometric_step(op, value, amount)
+        return entry, value
+
+    return after
 
 
 def _block_of_label(fn: Function, cfg: Cfg, label: str | None) -> int | None:

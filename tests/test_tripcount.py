@@ -99,6 +99,16 @@ __global__ void warpShuffleQuarters(float *a)
     a[threadIdx.x] = v;
 }
 
+__global__ void quadratic(float *a)
+{
+    float s = 0.0f;
+#pragma unroll 1
+    for (int k = 0; k < (int)(threadIdx.x * threadIdx.x); ++k) {
+        s += a[k];
+    }
+    a[threadIdx.x] = s;
+}
+
 __global__ void triangle(float *a, int n)
 {
     float s = 0.0f;
@@ -338,12 +348,22 @@ def test_block_dependent_bounds_that_cancel_are_counted(examples_compiled):
     assert [c.value for c in smaller.values()] == [16]
 
 
-def test_block_dependent_bounds_that_differ_stay_unknown(small_kernels):
+def test_block_dependent_bounds_that_differ_are_averaged_over_the_blocks(small_kernels):
+    # block b runs 100 - b iterations: the mean over the 64 blocks is 68.5
     module, source = small_kernels
     counts, _ = _counts(module, "triangle", source, LaunchOverrides(grid=(64, 1, 1), params={"n": 100}))
     (count,) = counts.values()
+    assert (count.value, count.source) == (68, "ptx")
+    assert "block-dependent" in count.detail and "37 to 100" in count.detail
+
+
+def test_thread_dependent_bounds_that_are_not_affine_stay_unknown(small_kernels):
+    # k < tid * tid: neither affine in the thread index nor the same in every warp
+    module, source = small_kernels
+    counts, _ = _counts(module, "quadratic", source, LaunchOverrides(block=(128, 1, 1)))
+    (count,) = counts.values()
     assert count.source == "default"
-    assert "differs between blocks or threads" in count.detail
+    assert "neither affine" in count.detail
 
 
 def test_trip_counts_without_a_launch_use_the_default(loops_example):

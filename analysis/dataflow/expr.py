@@ -238,15 +238,15 @@ def _pow2(c: int | None) -> int | None:
 
 
 def _split_aligned_terms(atoms: Atoms, name: str, a: Poly, b: int, extra: object) -> Value:
-    """`(A + B) >> k`, `(A + B) & (2**k - 1)` and `(A + B) & -2**k` where every term of A is a multiple of
-    2**k: `A / 2**k + (B >> k)`, `B & (2**k - 1)` and `A + (B & -2**k)`, since adding a multiple of 2**k leaves
-    the low k bits alone. A block's first thread plus the thread index, `(ctaid * 256 + tid) >> 5`, becomes
+    """`(A + B) >> k`, `(A + B) & m` with a mask 0 < m < 2**k and `(A + B) & -2**k` where every term of A is a
+    multiple of 2**k: `A / 2**k + (B >> k)`, `B & m` and `A + (B & -2**k)`, since adding a multiple of 2**k
+    leaves the low k bits alone. A block's first thread plus the thread index, `(ctaid * 256 + tid) >> 5`, becomes
     `8 * ctaid + (tid >> 5)`: the operation left holds lane symbols only and can be computed lane by lane.
-    None when the value does not split (all of it or none of it aligned)."""
+    None when no term is aligned."""
     if name == "shr":
         k, keep = b, "quotient"
-    elif (k := _pow2(b + 1)) is not None:
-        keep = "none"
+    elif b > 0:  # a mask below 2**k: terms that are multiples of 2**k drop out (`(128 * w + 4 * lane) & 124`)
+        k, keep = b.bit_length(), "none"
     elif (k := _pow2(-b)) is not None:
         keep = "all"
     else:
@@ -258,9 +258,9 @@ def _split_aligned_terms(atoms: Atoms, name: str, a: Poly, b: int, extra: object
     else:
         aligned = tuple((m, c) for m, c in a if _two_adic(c) + sum(_atom_zero_bits(atoms, x) for x in m) >= k)
     rest = tuple(t for t in a if t not in aligned)
-    if not aligned or not rest:
+    if not aligned:
         return None
-    inner = apply_op(atoms, name, (rest, const(b)), extra)
+    inner = apply_op(atoms, name, (rest, const(b)), extra) if rest else ZERO
     if keep == "none":
         return inner
     if keep == "all":

@@ -80,6 +80,35 @@ def copied_back(defs: dict[str, list[Instruction]], cfg: Cfg, reg: str, in_loop:
     return copy if copy.opcode == "mov" and copy.guard is None and len(sources) == 1 else None
 
 
+def offset_induction(defs: dict[str, list[Instruction]], cfg: Cfg, reg: str,
+                     in_loop: set[int]) -> tuple[str, Instruction, Any, int] | None:
+    """For a compared register that is an induction variable plus or minus something, `t = k + c` (nvcc's
+    test of an unrolled loop, `k + (n & 3) - n != 0`), or the variable widened, `t = (s64) k` (an `int`
+    counter against a `size_t` bound): (the induction variable, the instruction writing `t`, the other
+    operand or None, +1 or -1 for how it counts in `t`, 0 for a copy). Else None. The other operand's
+    invariance is the caller's to check."""
+    inside = _inside(defs, cfg, reg, in_loop)
+    if len(inside) != 1 or inside[0].guard is not None:
+        return None
+    ins = inside[0]
+    srcs = list(ins.srcs)
+    if ins.opcode in ("cvt", "mov") and len(srcs) == 1 and isinstance(srcs[0], Reg) and not srcs[0].is_special \
+            and not (ins.dtype or "").startswith("f") and update_in_loop(defs, cfg, srcs[0].name, in_loop):
+        return srcs[0].name, ins, None, 0  # `(size_t) i < n`: the 32-bit counter widened for a 64-bit bound
+    if ins.opcode not in ADDITIVE:
+        return None
+    if len(srcs) != 2:
+        return None
+    for k, src in enumerate(srcs):
+        if k == 1 and ins.opcode == "sub":
+            break  # `c - k` moves the other way: not read here
+        if isinstance(src, Reg) and not src.is_special and src.name != reg \
+                and update_in_loop(defs, cfg, src.name, in_loop) is not None:
+            sign = -1 if ins.opcode == "sub" else 1
+            return src.name, ins, srcs[1 - k], sign
+    return None
+
+
 def step(update: Instruction, reg: str, invariant: Any) -> tuple[str, int]:
     """(opcode, step) of an induction update; `invariant(operand)` gives the loop-invariant step's value."""
     srcs = list(update.srcs)

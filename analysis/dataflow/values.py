@@ -12,6 +12,8 @@ it rests on.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from kerncast.analysis.cexpr import Unknown
 from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.dataflow import expr as E
@@ -26,6 +28,11 @@ _SPECIAL_LAUNCH = {"ntid": "block", "nctaid": "grid"}
 
 #: a sampled (block index, thread index) at which to read a value that depends on them
 Index = tuple[tuple[int, int, int], tuple[int, int, int]]
+
+
+#: `after_loop(loop, reg, index)`: the (entry, exit) values of register `reg` around an earlier `loop`, at the
+#: sampled index; Unknown when they cannot be read
+AfterLoop = Callable[[Loop, str, "Index | None"], tuple[int, int]]
 
 
 class IndexDependent(Unknown):
@@ -45,9 +52,13 @@ class EntryValues:
     MAX_DEPTH = 32
 
     def __init__(self, fn: Function, cfg: Cfg, defs: dict[str, list[Instruction]], reaching: ReachingDefs,
-                 loop: Loop, launch: Launch | None, index: Index | None = None) -> None:
+                 loop: Loop, launch: Launch | None, index: Index | None = None,
+                 after_loop: AfterLoop | None = None, loops: Sequence[Loop] = ()) -> None:
         self.fn, self.cfg, self.defs, self.launch = fn, cfg, defs, launch
         self.index = index
+        #: the (entry, exit) values of a register a loop before this one moves (see `AfterLoop`)
+        self.after_loop = after_loop
+        self.loops = [lp for lp in loops if loop.header not in lp.blocks]  # the loops this one may follow
         #: the launch facts read, e.g. "wA = 1024 from the launch-site"
         self.inputs: list[str] = []
         self.reaching, self.header, self.in_loop = reaching, loop.header, set(loop.blocks)
@@ -72,10 +83,36 @@ class EntryValues:
             raise Unknown(f"{reg} is computed too indirectly")
         if not defs:
             raise Unknown(f"{reg} has no value on entry to the loop")
+        before = self._preceding_loop(defs)
+        if before is not None:
+            return self._after(reg, before, defs, depth)
         values = {self._evaluate(d, depth + 1) for d in defs}
         if len(values) != 1:
             raise Unknown(f"{reg} has different values on the paths into the loop")
         return values.pop()
+
+    def _preceding_loop(self, defs: list[Instruction]) -> Loop | None:
+        """The innermost loop, not around this one, that holds one of `defs`: the register leaves it with the
+        value its last iteration gave it (nvcc's remainder loop ahead of an unrolled one passes its counter)."""
+        inner: Loop | None = None
+        for d in defs:
+            block = self.cfg.block_of[d.index]
+            for lp in self.loops:
+                if block in lp.blocks and (inner is None or len(lp.blocks) < len(inner.blocks)):
+                    inner = lp
+        return inner
+
+    def _after(self, reg: str, loop: Loop, defs: list[Instruction], depth: int) -> int:
+        """`reg` after `loop`, which runs before the loop read: its exit value, from the loop's own count at
+        the same index. A definition outside `loop` reaching too is the path that skips it (its zero-trip
+        guard), which must give the value the loop starts from."""
+        if self.after_loop is None:
+            raise Unknown(f"{reg} is changed by the loop at block {loop.header}, before this one")
+        entry, exit_value = self.after_loop(loop, reg, self.index)
+        for d in defs:
+            if self.cfg.block_of[d.index] not in loop.blocks and self._evaluate(d, depth + 1) != entry:
+                raise Unknown(f"{reg} has different values on the paths into the loop")
+        return exit_value
 
     def _evaluate(self, ins: Instruction, depth: int) -> int:
         if ins.index in self._active:

@@ -1,0 +1,140 @@
+// Loop shapes of current CUDA code whose trip counts Kerncast reads from nvcc's PTX, each launched with
+// known sizes so that every count is determined by the launch.
+#include <cuda_runtime.h>
+#include <mma.h>
+
+using namespace nvcuda;
+
+// One warp per row; its lanes stride over the row (a softmax or layernorm over a vocabulary of C entries).
+__global__ void laneStrided(const float *in, float *out, int C)
+{
+    int lane = threadIdx.x % 32;
+    int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    float m = -1e30f;
+    for (int i = lane; i < C; i += 32) {
+        m = fmaxf(m, in[(size_t)row * C + i]);
+    }
+    out[row * 32 + lane] = m;
+}
+
+// The threads of a block stride over one row.
+__global__ void blockStrided(const float *in, float *out, int n)
+{
+    float s = 0.0f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        s += in[(size_t)blockIdx.x * n + i];
+    }
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+
+// The whole grid strides over the array.
+__global__ void gridStride(const float *in, float *out, int n)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+        out[i] = 2.0f * in[i];
+    }
+}
+
+// A plain loop nvcc unrolls by 4, with a remainder loop for K % 4.
+__global__ void dotRows(const float *a, const float *b, float *c, int K)
+{
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    float s = 0.0f;
+    for (int k = 0; k < K; ++k) {
+        s += a[row * K + k] * b[k];
+    }
+    c[row] = s;
+}
+
+// A 64-bit induction variable and bound.
+__global__ void wideCount(const float *in, float *out, size_t n)
+{
+    float s = 0.0f;
+#pragma unroll 1
+    for (size_t i = threadIdx.x; i < n; i += 64) {
+        s += in[i];
+    }
+    out[threadIdx.x] = s;
+}
+
+// A vectorised tile loader: each K step, the block's threads copy a 64x16 tile with float4 loads, the load
+// index computed from threadIdx.x inside the tile loop.
+#define TILE_M 64
+#define TILE_K 16
+__global__ void tiledRows(const float *A, float *C, int K)
+{
+    __shared__ float4 tile[TILE_M * TILE_K / 4];
+    float s = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += TILE_K) {
+        for (int v = threadIdx.x; v < TILE_M * TILE_K / 4; v += blockDim.x) {
+            int r = v / (TILE_K / 4);
+            int c = v % (TILE_K / 4);
+            tile[v] = reinterpret_cast<const float4 *>(&A[(size_t)(blockIdx.x * TILE_M + r) * K + k0])[c];
+        }
+        __syncthreads();
+        float4 t = tile[threadIdx.x % (TILE_M * TILE_K / 4)];
+        s += t.x + t.y + t.z + t.w;
+        __syncthreads();
+    }
+    C[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+
+// The tensor-core main loop of a WMMA GEMM: one 16x16 output tile per warp, K / 16 steps.
+__global__ void wmmaGemm(const half *A, const half *B, float *C, int M, int N, int K)
+{
+    int warpM = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    int warpN = blockIdx.y * blockDim.y + threadIdx.y;
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::col_major> b;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    wmma::fill_fragment(acc, 0.0f);
+    for (int k = 0; k < K; k += 16) {
+        wmma::load_matrix_sync(a, A + (size_t)warpM * 16 * K + k, K);
+        wmma::load_matrix_sync(b, B + (size_t)warpN * 16 * K + k, K);
+        wmma::mma_sync(acc, a, b, acc);
+    }
+    wmma::store_matrix_sync(C + (size_t)warpM * 16 * N + warpN * 16, acc, N, wmma::mem_row_major);
+}
+
+// A 1D convolution: nvcc unrolls the mask loop by 4 and tests `j + (w & 3) - w != 0`, not the counter itself.
+__global__ void maskedSum(const float *in, const float *mask, float *out, int w, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float s = 0.0f;
+    for (int j = 0; j < w; ++j) {
+        int at = i - w / 2 + j;
+        if (at >= 0 && at < n) s += in[at] * mask[j];
+    }
+    out[i] = s;
+}
+
+// An int counter against a size_t bound: the comparison is on the counter widened to 64 bits.
+__global__ void intOverSizeT(const int *in, int *out, size_t n)
+{
+    int acc = 0;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) acc += in[i];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}
+
+int main()
+{
+    const int C = 50257, rows = 1024, n = 1 << 20, K = 1027;
+    float *x, *y;
+    half *h;
+    cudaMalloc(&x, (size_t)rows * C * sizeof(float));
+    cudaMalloc(&y, (size_t)rows * C * sizeof(float));
+    cudaMalloc(&h, (size_t)4096 * 4096 * sizeof(half));
+    laneStrided<<<rows / 8, 256>>>(x, y, C);
+    blockStrided<<<rows, 256>>>(x, y, C);
+    gridStride<<<132 * 4, 256>>>(x, y, n);
+    dotRows<<<rows / 128, 128>>>(x, y, y, K);
+    wideCount<<<1, 64>>>(x, y, (size_t)n);
+    tiledRows<<<rows / TILE_M, 128>>>(x, y, 4096);
+    maskedSum<<<n / 256, 256>>>(x, y, y, 7, n);
+    intOverSizeT<<<1024, 256>>>((int *)x, (int *)y, (size_t)n);
+    wmmaGemm<<<dim3(4096 / 64, 4096 / 16), dim3(128, 1)>>>(h, h, y, 4096, 4096, 4096);
+    cudaFree(x);
+    cudaFree(y);
+    cudaFree(h);
+    return 0;
+}

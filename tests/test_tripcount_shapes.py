@@ -1,0 +1,90 @@
+"""Trip counts of the loop shapes of current CUDA code, on nvcc's own output of `tests/loops/shapes.cu`.
+
+Every kernel there is launched from `main` with known sizes, so every count follows from the launch: lanes,
+blocks or the grid striding over an array, a loop nvcc unrolls by 4 with a remainder loop, a 64-bit counter,
+a vectorised tile loader nested in a K loop, and a WMMA main loop.
+"""
+
+from __future__ import annotations
+
+from math import ceil
+from pathlib import Path
+
+import pytest
+from kerncast.analysis.pipeline import analyze_file
+from kerncast.analysis.report import FileReport
+
+SHAPES = Path(__file__).resolve().parent / "loops" / "shapes.cu"
+
+
+@pytest.fixture(scope="module")
+def shapes(nvcc_available) -> FileReport:
+    report = analyze_file(SHAPES)
+    assert report.ok and report.kernels, [f.message for f in report.findings]
+    return report
+
+
+def _loops(report: FileReport, kernel: str) -> list:
+    (k,) = [k for k in report.kernels if k.name == kernel]
+    return k.loops
+
+
+def _counts(report: FileReport, kernel: str) -> list[int]:
+    loops = _loops(report, kernel)
+    assert all(lp.trip_source == "ptx" for lp in loops), [lp.trip_detail for lp in loops]
+    return [lp.trip_count for lp in loops]
+
+
+def test_a_lane_strided_loop_runs_as_long_as_its_longest_lane(shapes):
+    # for (i = lane; i < 50257; i += 32): lanes 0..16 run 1571 times, the others 1570; nvcc unrolls it by 4
+    # behind a remainder loop that runs first ((C - 1 - lane) / 32 + 1) % 4 times in each lane
+    prologue, main = sorted(_counts(shapes, "laneStrided"))
+    assert prologue + 4 * main == ceil(50257 / 32)
+    details = " ".join(lp.trip_detail for lp in _loops(shapes, "laneStrided"))
+    assert "longest lane" in details and "per thread on average" in details
+
+
+def test_a_block_strided_loop_counts_the_warp_maximum(shapes):
+    # for (i = threadIdx.x; i < 50257; i += 256): threads 0..80 run 197 times, the rest 196; the warps that
+    # hold thread 80 or below run 197, the others 196: 196.375 per warp, 196.3 per thread
+    (loop,) = _loops(shapes, "blockStrided")
+    assert (loop.trip_count, loop.trip_source) == (196, "ptx")
+    assert "196 to 197" in loop.trip_detail and "196.3 per thread" in loop.trip_detail
+
+
+def test_a_grid_stride_loop_counts_over_the_grid(shapes):
+    # 2^20 elements over 528 x 256 threads: the first 102400 threads run 8 times, the others 7
+    (loop,) = _loops(shapes, "gridStride")
+    assert (loop.trip_count, loop.trip_source) == (8, "ptx")
+    assert "7 to 8" in loop.trip_detail
+
+
+def test_an_unrolled_loop_and_its_remainder(shapes):
+    # K = 1027 from the launch: 256 iterations of 4 and 3 of the remainder
+    assert sorted(_counts(shapes, "dotRows")) == [3, 256]
+
+
+def test_a_64_bit_counter_and_bound(shapes):
+    # size_t i from threadIdx.x in steps of 64 up to 2^20: 16384 iterations in each of the 64 threads
+    assert _counts(shapes, "wideCount") == [16384]
+
+
+def test_a_vectorised_tile_loader_inside_the_k_loop(shapes):
+    # K = 4096 in steps of 16; 64 x 16 floats as 256 float4 over 128 threads: 2 per thread
+    assert sorted(_counts(shapes, "tiledRows")) == [2, 256]
+
+
+def test_the_tensor_core_main_loop_runs_k_over_16_steps(shapes):
+    # K = 4096 in steps of 16 = 256 mma_sync per warp, unrolled by 4 (its remainder loop never runs)
+    counts = sorted(_counts(shapes, "wmmaGemm"))
+    assert counts == [0, 64]
+
+
+def test_a_test_on_the_counter_plus_an_offset(shapes):
+    # w = 7 from the launch: one iteration of 4 (nvcc tests j + (w & 3) - w != 0) and 3 of the remainder
+    assert sorted(_counts(shapes, "maskedSum")) == [1, 3]
+
+
+def test_an_int_counter_against_a_size_t_bound(shapes):
+    # 2^20 elements over 1024 x 256 threads: 4 iterations each, compared as (size_t) i < n
+    assert _counts(shapes, "intOverSizeT") == [4]
