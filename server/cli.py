@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rules": ("cmd_rules", "list the finding codes, or explain one (kerncast rules CODE)"),
     "calibrate": ("cmd_calibrate", "measure the local NVIDIA GPU with microbenchmarks and write its profile"),
     "measure": ("cmd_measure", "run one kernel on the local GPU and print its measured time and power"),
+    "compare": ("cmd_compare", "put an Nsight Compute report (.ncu-rep or ncu --csv) next to the predictions"),
     "lsp": ("cmd_lsp", "start the language server on stdio"),
 }
 
