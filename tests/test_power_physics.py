@@ -190,3 +190,12 @@ def test_hover_names_physical_drivers_beside_the_feature_contributions(h100_exam
     assert re.search(r"Models: statistical \d+ W \(\d+-\d+ W\), events \d+ W \(\d+-\d+ W\)", text), text
     assert re.search(r"Physical drivers \(event model\): DRAM traffic \d+% of dynamic power, ", text), text
     assert "| feature | value | SHAP W |" in text  # the statistical model's contributions stay beside them
+
+
+def test_every_energy_table_has_a_source_and_is_marked_uncalibrated():
+    data = tomllib.loads((ROOT / "analysis" / "data" / "energy.toml").read_text(encoding="utf-8"))
+    tables = {"base_45nm": data["base_45nm"], "static_power": data["static_power"],
+              "uncertainty": data["uncertainty"], **{f"generations.{k}": v for k, v in data["generations"].items()}}
+    for name, table in tables.items():
+        assert isinstance(table.get("source"), str) and len(table["source"]) > 10, name
+        assert table.get("calibrated") is False, name  # no GPU has measured them yet
