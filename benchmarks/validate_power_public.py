@@ -12,7 +12,9 @@ row's launch and scores, per GPU and grouped by benchmark:
 
     .venv/bin/python benchmarks/validate_power_public.py --samples DIR [--format json]
 
-DIR is a checkout of github.com/NVIDIA/cuda-samples (its `Samples/` and `Common/`). The samples of today differ
+DIR is a checkout of github.com/NVIDIA/cuda-samples (its `Samples/` and `Common/`). The benchmarks: transpose,
+matrixMul, clock and histogram (the datasets' other CUDA-sample and Rodinia kernels need launch parameters the
+datasets do not give). The samples of today differ
 from those the datasets ran in one constant: the transpose sample's BLOCK_ROWS is 16 now and was 8 then (the
 datasets' 256-thread blocks are 32 x 8), so the analysed copy sets it from the row's block. Matrix sizes follow
 from the grids (square matrices of 32 x 32 tiles; the sample's default 320 x 320 times 640 x 320 for its
@@ -46,22 +48,37 @@ TRANSPOSE = {"Tpose0": "copy", "Tpose1": "copySharedMem", "Tpose2": "transposeNa
 
 @dataclass(frozen=True)
 class Public:
-    """A public benchmark: its sample source, the kernel of each dataset kernel name, and the launch of a row."""
+    """A public benchmark: which sample source and kernel a dataset kernel name is, and a row's launch."""
 
-    source: str
-    kernel: Callable[[str], str | None]
-    launch: Callable[[int, int], LaunchOverrides]
+    kernel: Callable[[str], tuple[str, str] | None]  # dataset kernel name -> (source, kernel), None: not public
+    launch: Callable[[str, int, int], LaunchOverrides]  # (kernel, grid, block) -> the launch
     block_rows_from_block: bool = False
 
 
-def _transpose_launch(grid: int, block: int) -> LaunchOverrides:
+TRANSPOSE_SRC = "Samples/6_Performance/transpose/transpose.cu"
+MATMUL_SRC = "Samples/0_Introduction/matrixMul/matrixMul.cu"
+CLOCK_SRC = "Samples/0_Introduction/clock/clock.cu"
+HIST_DIR = "Samples/2_Concepts_and_Techniques/histogram/"
+#: the histogram sample's input: 64 MiB (its default byteCount), read as uint4 by histogram64Kernel and as uint
+#: by histogram256Kernel; 240 partial histograms of 256 bins and iDivUp(64 MiB, 64 x 240 B) = 4370 of 64 bins
+HIST_BYTES = 64 * 1048576
+#: dataset kernel name (some truncated) -> (source, kernel, parameters)
+HISTOGRAMS = {
+    "histogram64Kernel": (HIST_DIR + "histogram64.cu", "histogram64Kernel", [f"dataCount={HIST_BYTES // 16}"]),
+    "histogram256Kerne": (HIST_DIR + "histogram256.cu", "histogram256Kernel", [f"dataCount={HIST_BYTES // 4}"]),
+    "mergeHistogram256Kernel": (HIST_DIR + "histogram256.cu", "mergeHistogram256Kernel", ["histogramCount=240"]),
+    "mergeHistogram64": (HIST_DIR + "histogram64.cu", "mergeHistogram64Kernel", ["histogramCount=4370"]),
+}
+
+
+def _transpose_launch(kernel: str, grid: int, block: int) -> LaunchOverrides:
     side = math.isqrt(grid)
     width = side * 32
     return LaunchOverrides.from_strings(grid=f"{side},{side}", block=f"32,{block // 32}",
                                         params=[f"width={width}", f"height={width}"])
 
 
-def _matmul_launch(grid: int, block: int) -> LaunchOverrides:
+def _matmul_launch(kernel: str, grid: int, block: int) -> LaunchOverrides:
     tile = math.isqrt(block)
     if grid == 200:  # the sample's default: A 320 x 320, B 640 x 320, grid (20, 10)
         gx, gy, wa, wb = 20, 10, 320, 640
@@ -71,27 +88,35 @@ def _matmul_launch(grid: int, block: int) -> LaunchOverrides:
     return LaunchOverrides.from_strings(grid=f"{gx},{gy}", block=f"{tile},{tile}", params=[f"wA={wa}", f"wB={wb}"])
 
 
-def _clock_launch(grid: int, block: int) -> LaunchOverrides:
+def _clock_launch(kernel: str, grid: int, block: int) -> LaunchOverrides:
     return LaunchOverrides.from_strings(grid=str(grid), block=str(block), smem=2 * block * 4)
 
 
-def _kernel_of(table: dict[str, str]) -> Callable[[str], str | None]:
-    def pick(name: str) -> str | None:
-        return next((v for k, v in table.items() if name.startswith(k)), None)
-    return pick
+def _histogram_kernel(name: str) -> tuple[str, str] | None:
+    found = next((v for k, v in HISTOGRAMS.items() if name.startswith(k)), None)
+    return (found[0], found[1]) if found is not None else None
+
+
+def _histogram_launch(kernel: str, grid: int, block: int) -> LaunchOverrides:
+    params = next(p for _, k, p in HISTOGRAMS.values() if k == kernel)
+    return LaunchOverrides.from_strings(grid=str(grid), block=str(block), params=list(params))
+
+
+def _transpose_kernel(name: str) -> tuple[str, str] | None:
+    kernel = next((v for k, v in TRANSPOSE.items() if name.startswith(k)), None)
+    return (TRANSPOSE_SRC, kernel) if kernel is not None else None
 
 
 PUBLIC = {
-    "transpose": Public("Samples/6_Performance/transpose/transpose.cu", _kernel_of(TRANSPOSE), _transpose_launch,
-                        block_rows_from_block=True),
-    "matrixmul": Public("Samples/0_Introduction/matrixMul/matrixMul.cu",
-                        lambda name: "MatrixMulCUDA" if name.startswith("MatrixMul") else None, _matmul_launch),
-    "matrixmultiplication": Public("Samples/0_Introduction/matrixMul/matrixMul.cu",
-                                   lambda name: "MatrixMulCUDA" if name.startswith("MatrixMul") else None,
+    "transpose": Public(_transpose_kernel, _transpose_launch, block_rows_from_block=True),
+    "matrixmul": Public(lambda n: (MATMUL_SRC, "MatrixMulCUDA") if n.startswith("MatrixMul") else None,
+                        _matmul_launch),
+    "matrixmultiplication": Public(lambda n: (MATMUL_SRC, "MatrixMulCUDA") if n.startswith("MatrixMul") else None,
                                    _matmul_launch),
-    "clock": Public("Samples/0_Introduction/clock/clock.cu",
-                    lambda name: "timedReduction" if name in ("timed_reduction", "timedReduction") else None,
-                    _clock_launch),
+    # the clock sample's one kernel is timedReduction (the K20 file also names it after the sample)
+    "clock": Public(lambda n: (CLOCK_SRC, "timedReduction") if n in ("timed_reduction", "timedReduction", "clock")
+                    else None, _clock_launch),
+    "histogram": Public(_histogram_kernel, _histogram_launch),
 }
 
 
@@ -99,8 +124,8 @@ def _key(benchmark: str) -> str:
     return re.sub(r"[^a-z0-9]", "", benchmark.lower())
 
 
-def _source(samples: Path, spec: Public, block: int, tmp: Path) -> Path:
-    src = samples / spec.source
+def _source(samples: Path, spec: Public, source: str, block: int, tmp: Path) -> Path:
+    src = samples / source
     if not spec.block_rows_from_block:
         return src
     rows = block // 32
@@ -129,13 +154,14 @@ def evaluate(samples: Path, seed: int = 0) -> dict:
                 spec = PUBLIC.get(_key(used.benchmark[i]))
                 if spec is None:
                     continue
-                kernel = spec.kernel(used.kernel[i].strip())
+                found = spec.kernel(used.kernel[i].strip())
                 grid, block = int(used.columns["grid_size"][i]), int(used.columns["block_size"][i])
-                if kernel is None:
+                if found is None:
                     skipped.append(f"{used.benchmark[i]}/{used.kernel[i]}: no public kernel of that name")
                     continue
-                m = MeasuredLaunch(_source(samples, spec, block, tmp), kernel, spec.launch(grid, block),
-                                   float(used.power[i]), used.benchmark[i])
+                source, kernel = found
+                m = MeasuredLaunch(_source(samples, spec, source, block, tmp), kernel,
+                                   spec.launch(kernel, grid, block), float(used.power[i]), str(used.group[i]))
                 s = score_launch(m, gpu, include_dirs=[str(samples / "Common")], reports=reports)
                 if not s.answers:
                     skipped.append(f"{used.benchmark[i]}/{used.kernel[i]} <<<{grid}, {block}>>>: {s.why}")
@@ -151,6 +177,8 @@ def evaluate(samples: Path, seed: int = 0) -> dict:
                              "benchmarks": sorted({s.launch.benchmark for s in scored}),
                              "models": {k: metrics(scored, k, idle, tdp)
                                         for k in ("statistical (out of fold)", "events", "events shown")},
+                             # the out-of-fold predictions carry no interval of their own
+                             "no_interval": ["statistical (out of fold)"],
                              "skipped": skipped,
                              "rows": [{"benchmark": s.launch.benchmark, "kernel": s.launch.kernel,
                                        "measured_w": s.launch.power_w,
@@ -167,9 +195,10 @@ def format_text(results: dict) -> str:
             if not m.get("rows"):
                 lines.append(f"  {model:26s} no rows")
                 continue
+            interval = ("" if model in r["no_interval"] else
+                        f"  coverage {m['coverage']:4.0%}  median width {m['median_width_share']:.2f}")
             lines.append(f"  {model:26s} rows {m['rows']:3d}  MAPE {m['mape']:5.1f}%  by benchmark "
-                         f"{m['mape_by_benchmark']:5.1f}%  within 15% {m['within_15']:4.0%}  coverage "
-                         f"{m['coverage']:4.0%}  median width {m['median_width_share']:.2f}")
+                         f"{m['mape_by_benchmark']:5.1f}%  within 15% {m['within_15']:4.0%}{interval}")
         lines += [f"  skipped: {s}" for s in r["skipped"][:5]]
     return "\n".join(lines)
 
