@@ -27,8 +27,8 @@ from kerncast.analysis.isa import RESOURCES, classify
 from kerncast.analysis.ptx.model import Instruction
 from kerncast.server.cli import main
 
-SHIPPED = ["a100", "gtx1050", "h100", "h100pcie", "h200", "k20", "k4200", "l4", "l40s", "m60", "rtx2060", "rtx3080",
-           "rtx3090", "rtx4090", "t4", "v100"]
+SHIPPED = ["a100", "gtx1050", "h100", "h100pcie", "h200", "k20", "k4200", "l4", "l40s", "m60", "rtx2060", "rtx3070ti",
+           "rtx3080", "rtx3090", "rtx4090", "t4", "v100"]
 THESIS_GPUS = ["k20", "k4200", "m60", "gtx1050", "v100"]
 MODERN_GPUS = ["t4", "a100", "l4", "rtx4090", "h100"]
 
