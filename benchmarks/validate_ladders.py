@@ -202,6 +202,15 @@ class Predictor:
             total += est.models[model]
         return total
 
+    def version_notes(self, version: Version, gpu: str) -> tuple[str, int]:
+        """The bottleneck the longest launch names, and how many values of all launches fell back to a default
+        (loop trip counts, launch fields): what to look at when a version is mispredicted."""
+        ests = [e for e in (self.estimate(version.file, version.kernel, gpu, x) for x in version.launches) if e]
+        if not ests:
+            return "", 0
+        longest = max(ests, key=lambda e: e.us)
+        return longest.bottleneck, sum(1 for e in ests for a in e.assumptions if "default" in a)
+
 
 # -------------------------------------------------------------------------------------------------- scoring
 
@@ -294,6 +303,8 @@ class LadderResult:
     measured: list[float]
     predicted: list[float]
     score: Score
+    #: per version: the bottleneck the prediction names and its number of defaulted values
+    notes: list[tuple[str, int]] = field(default_factory=list)
 
 
 def evaluate(ladders: Iterable[Ladder], model: str, gpus: Sequence[str] = (),
@@ -315,7 +326,8 @@ def evaluate(ladders: Iterable[Ladder], model: str, gpus: Sequence[str] = (),
                 meas.append(v.measured_us[gpu])
                 pred.append(us)
             if len(kept) >= 2:
-                results.append(LadderResult(ladder, gpu, kept, meas, pred, score(meas, pred)))
+                notes = [predictor.version_notes(v, gpu) for v in kept]
+                results.append(LadderResult(ladder, gpu, kept, meas, pred, score(meas, pred), notes))
     return results, missing
 
 
@@ -349,8 +361,9 @@ def print_text(results: Sequence[LadderResult], missing: Sequence[str], model: s
     for r in results:
         print(_row(f"{r.ladder.id} @ {r.gpu}", r.score.summary()))
         if verbose:
-            for v, m, p in zip(r.versions, r.measured, r.predicted, strict=True):
-                print(f"      {v.id:24s} measured {m:11.1f} us  predicted {p:11.1f} us  ratio {p / m:6.2f}")
+            for v, m, p, (neck, defaults) in zip(r.versions, r.measured, r.predicted, r.notes, strict=True):
+                print(f"      {v.id:24s} measured {m:11.1f} us  predicted {p:11.1f} us  ratio {p / m:6.2f}  "
+                      f"{neck}{f'; {defaults} default(s)' if defaults else ''}")
     print(_row("overall", overall(results).summary()))
     for line in missing:
         print(f"  missing: {line}")
@@ -362,8 +375,10 @@ def to_json(results: Sequence[LadderResult], missing: Sequence[str], model: str)
         "model": model, "tie_ratio": TIE_RATIO,
         "ladders": [{
             "ladder": r.ladder.id, "gpu": r.gpu, "kind": r.ladder.kind, **r.score.summary(),
-            "versions": [{"id": v.id, "kernel": v.kernel, "measured_us": m, "predicted_us": p}
-                         for v, m, p in zip(r.versions, r.measured, r.predicted, strict=True)],
+            "versions": [{"id": v.id, "kernel": v.kernel, "measured_us": m, "predicted_us": p, "bottleneck": neck,
+                          "defaults": defaults}
+                         for v, m, p, (neck, defaults) in zip(r.versions, r.measured, r.predicted, r.notes,
+                                                               strict=True)],
         } for r in results],
         "overall": overall(results).summary(),
         "missing": list(missing),
