@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 from kerncast.analysis.power.dataset import DatasetError, default_data_dir, load_all
+from kerncast.analysis.power.public import evaluate as evaluate_public
+from kerncast.analysis.power.public import format_text as format_public
 from kerncast.analysis.power.scores import evaluate_all, format_text
 from kerncast.analysis.power.train import models_dir, train_all
 from kerncast.analysis.power.validation import evaluate_launches, read_launches
@@ -33,6 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="instead of the datasets: score both power models on measured launches of real kernels "
                          "(columns source_file, kernel, grid, block, power_w; optional dynamic_shared_bytes, "
                          "params, benchmark), e.g. validation/h100/measurements.csv")
+    ev.add_argument("--samples", type=Path, default=None, metavar="DIR",
+                    help="instead of the datasets: score both power models on the datasets' kernels whose sources "
+                         "are NVIDIA's public CUDA samples (DIR: a checkout of NVIDIA/cuda-samples), at the "
+                         "datasets' launches, against the statistical model out of fold")
     ev.add_argument("--gpu", default=None, help="with --measured: the GPU profile the launches were measured on")
     ev.add_argument("--root", type=Path, default=None,
                     help="with --measured: folder that relative source paths start from (default: the CSV's)")
@@ -73,6 +79,10 @@ def run(args: argparse.Namespace) -> int:
             return 0
         if args.measured is not None:
             return _evaluate_measured(args)
+        if args.samples is not None:
+            result = evaluate_public(args.samples, data_dir=args.data)
+            print(json.dumps(result, indent=1) if args.format == "json" else format_public(result))
+            return 0
         data, names = _load(args)
         result = evaluate_all(data, names, repeats=args.repeats, thesis_repeats=args.thesis_repeats, n_jobs=args.jobs)
         print(json.dumps(result, indent=1) if args.format == "json" else format_text(result))

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from kerncast.analysis.gpus import load_profile
 from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.power import public
 from kerncast.analysis.power.combine import chosen_model
 from kerncast.analysis.power.events import EventEnergy, load_constants
 from kerncast.analysis.power.physics import busy_sms, event_power, static_table
@@ -199,3 +200,23 @@ def test_every_energy_table_has_a_source_and_is_marked_uncalibrated():
     for name, table in tables.items():
         assert isinstance(table.get("source"), str) and len(table["source"]) > 10, name
         assert table.get("calibrated") is False, name  # no GPU has measured them yet
+
+
+def test_public_kernels_are_launched_as_the_datasets_rows_say():
+    # a dataset row gives the grid as a block count: 4096 blocks of 256 threads is the transpose sample's
+    # 64 x 64 grid of 32 x 8 blocks over a 2048 x 2048 matrix
+    t = public.PUBLIC["transpose"]
+    assert t.kernel("Tpose2_Naive") == (public.TRANSPOSE_SRC, "transposeNaive")
+    launch = t.launch("transposeNaive", 4096, 256)
+    assert launch.grid == (64, 64, 1) and launch.block == (32, 8, 1)
+    assert launch.params == {"width": 2048, "height": 2048}
+    assert public.PUBLIC["histogram"].kernel("histogram256Kerne") == (public.HIST_DIR + "histogram256.cu",
+                                                                       "histogram256Kernel")
+    assert public.PUBLIC["clock"].launch("timedReduction", 64, 256).smem == 2 * 256 * 4
+    assert public.PUBLIC["matrixmul"].kernel("vecAdd") is None
+
+
+def test_evaluate_samples_refuses_a_folder_that_is_not_the_samples(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "kerncast.server", "power", "evaluate", "--samples", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and "no Samples/ folder" in out.stderr

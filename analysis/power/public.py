@@ -1,0 +1,204 @@
+"""Both power models on the power datasets' kernels whose sources are public, at the datasets' launches.
+
+The datasets (data/power/: K20, M60, V100) name their benchmarks and kernels and give each row's grid and block;
+several are NVIDIA's CUDA samples. This script analyses those kernels from the samples' public sources at each
+row's launch and scores, per GPU and grouped by benchmark:
+
+* the event model (its point and interval, from the source: nothing of the dataset reaches it);
+* the statistical default model *out of fold*: predicted for each row by a model trained with that row's whole
+  benchmark held out (grouped CV, `evaluate.grouped_oof`), since the shipped model was trained on these rows;
+* the answer the event model would show as the default: its point, its interval widened to the statistical
+  model's point.
+
+    kerncast power evaluate --samples DIR [--format json]      (or benchmarks/validate_power_public.py)
+
+DIR is a checkout of github.com/NVIDIA/cuda-samples (its `Samples/` and `Common/`). The benchmarks: transpose,
+matrixMul, clock and histogram (the datasets' other CUDA-sample and Rodinia kernels need launch parameters the
+datasets do not give). The samples of today differ
+from those the datasets ran in one constant: the transpose sample's BLOCK_ROWS is 16 now and was 8 then (the
+datasets' 256-thread blocks are 32 x 8), so the analysed copy sets it from the row's block. Matrix sizes follow
+from the grids (square matrices of 32 x 32 tiles; the sample's default 320 x 320 times 640 x 320 for its
+200-block grid). Nothing is fitted to these rows: they only score.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from kerncast.analysis.launch import LaunchOverrides
+from kerncast.analysis.power.dataset import load_all
+from kerncast.analysis.power.evaluate import grouped_oof
+from kerncast.analysis.power.recipes import default_recipe
+from kerncast.analysis.power.validation import MeasuredLaunch, Scored, metrics, score_launch
+
+DATASETS = {"k20_larger": "k20", "maxwell_m60": "m60", "v100": "v100"}
+
+TRANSPOSE = {"Tpose0": "copy", "Tpose1": "copySharedMem", "Tpose2": "transposeNaive",
+             "Tpose3": "transposeCoalesced", "Tpose4": "transposeNoBankConflicts",
+             "Tpose5": "transposeCoarseGrained", "Tpose6": "transposeFineGrained", "Tpose7": "transposeDiagonal"}
+
+
+@dataclass(frozen=True)
+class Public:
+    """A public benchmark: which sample source and kernel a dataset kernel name is, and a row's launch."""
+
+    kernel: Callable[[str], tuple[str, str] | None]  # dataset kernel name -> (source, kernel), None: not public
+    launch: Callable[[str, int, int], LaunchOverrides]  # (kernel, grid, block) -> the launch
+    block_rows_from_block: bool = False
+
+
+TRANSPOSE_SRC = "Samples/6_Performance/transpose/transpose.cu"
+MATMUL_SRC = "Samples/0_Introduction/matrixMul/matrixMul.cu"
+CLOCK_SRC = "Samples/0_Introduction/clock/clock.cu"
+HIST_DIR = "Samples/2_Concepts_and_Techniques/histogram/"
+#: the histogram sample's input: 64 MiB (its default byteCount), read as uint4 by histogram64Kernel and as uint
+#: by histogram256Kernel; 240 partial histograms of 256 bins and iDivUp(64 MiB, 64 x 240 B) = 4370 of 64 bins
+HIST_BYTES = 64 * 1048576
+#: dataset kernel name (some truncated) -> (source, kernel, parameters)
+HISTOGRAMS = {
+    "histogram64Kernel": (HIST_DIR + "histogram64.cu", "histogram64Kernel", [f"dataCount={HIST_BYTES // 16}"]),
+    "histogram256Kerne": (HIST_DIR + "histogram256.cu", "histogram256Kernel", [f"dataCount={HIST_BYTES // 4}"]),
+    "mergeHistogram256Kernel": (HIST_DIR + "histogram256.cu", "mergeHistogram256Kernel", ["histogramCount=240"]),
+    "mergeHistogram64": (HIST_DIR + "histogram64.cu", "mergeHistogram64Kernel", ["histogramCount=4370"]),
+}
+
+
+def _transpose_launch(kernel: str, grid: int, block: int) -> LaunchOverrides:
+    side = math.isqrt(grid)
+    width = side * 32
+    return LaunchOverrides.from_strings(grid=f"{side},{side}", block=f"32,{block // 32}",
+                                        params=[f"width={width}", f"height={width}"])
+
+
+def _matmul_launch(kernel: str, grid: int, block: int) -> LaunchOverrides:
+    tile = math.isqrt(block)
+    if grid == 200:  # the sample's default: A 320 x 320, B 640 x 320, grid (20, 10)
+        gx, gy, wa, wb = 20, 10, 320, 640
+    else:
+        gx = gy = math.isqrt(grid)
+        wa = wb = gx * tile
+    return LaunchOverrides.from_strings(grid=f"{gx},{gy}", block=f"{tile},{tile}", params=[f"wA={wa}", f"wB={wb}"])
+
+
+def _clock_launch(kernel: str, grid: int, block: int) -> LaunchOverrides:
+    return LaunchOverrides.from_strings(grid=str(grid), block=str(block), smem=2 * block * 4)
+
+
+def _histogram_kernel(name: str) -> tuple[str, str] | None:
+    found = next((v for k, v in HISTOGRAMS.items() if name.startswith(k)), None)
+    return (found[0], found[1]) if found is not None else None
+
+
+def _histogram_launch(kernel: str, grid: int, block: int) -> LaunchOverrides:
+    params = next(p for _, k, p in HISTOGRAMS.values() if k == kernel)
+    return LaunchOverrides.from_strings(grid=str(grid), block=str(block), params=list(params))
+
+
+def _transpose_kernel(name: str) -> tuple[str, str] | None:
+    kernel = next((v for k, v in TRANSPOSE.items() if name.startswith(k)), None)
+    return (TRANSPOSE_SRC, kernel) if kernel is not None else None
+
+
+PUBLIC = {
+    "transpose": Public(_transpose_kernel, _transpose_launch, block_rows_from_block=True),
+    "matrixmul": Public(lambda n: (MATMUL_SRC, "MatrixMulCUDA") if n.startswith("MatrixMul") else None,
+                        _matmul_launch),
+    "matrixmultiplication": Public(lambda n: (MATMUL_SRC, "MatrixMulCUDA") if n.startswith("MatrixMul") else None,
+                                   _matmul_launch),
+    # the clock sample's one kernel is timedReduction (the K20 file also names it after the sample)
+    "clock": Public(lambda n: (CLOCK_SRC, "timedReduction") if n in ("timed_reduction", "timedReduction", "clock")
+                    else None, _clock_launch),
+    "histogram": Public(_histogram_kernel, _histogram_launch),
+}
+
+
+def _key(benchmark: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", benchmark.lower())
+
+
+def _source(samples: Path, spec: Public, source: str, block: int, tmp: Path) -> Path:
+    src = samples / source
+    if not spec.block_rows_from_block:
+        return src
+    rows = block // 32
+    out = tmp / f"{src.stem}_rows{rows}.cu"
+    if not out.exists():
+        text = src.read_text(encoding="utf-8")
+        out.write_text(re.sub(r"#define BLOCK_ROWS\s+\d+", f"#define BLOCK_ROWS {rows}", text), encoding="utf-8")
+    return out
+
+
+def evaluate(samples: Path, seed: int = 0, data_dir: Path | None = None) -> dict:
+    """Per dataset GPU: both models' metrics on the public kernels' rows, the rows, and what was skipped."""
+    if not (samples / "Samples").is_dir():
+        raise ValueError(f"--samples: no Samples/ folder in {samples} (expected a checkout of NVIDIA/cuda-samples)")
+    data = load_all(data_dir)
+    pool = [d for d in data.values() if d.descriptor.get("pooled")]
+    results = {}
+    reports: dict = {}
+    with tempfile.TemporaryDirectory() as tmpdir:
+        tmp = Path(tmpdir)
+        for name, gpu in DATASETS.items():
+            ds = data[name]
+            recipe = default_recipe(name)
+            used = ds.subset(ds.clean) if recipe.clean_rows else ds
+            oof = grouped_oof(recipe, used, pool, seed)
+            scored: list[Scored] = []
+            skipped: list[str] = []
+            for i in range(used.rows):
+                spec = PUBLIC.get(_key(used.benchmark[i]))
+                if spec is None:
+                    continue
+                found = spec.kernel(used.kernel[i].strip())
+                grid, block = int(used.columns["grid_size"][i]), int(used.columns["block_size"][i])
+                if found is None:
+                    skipped.append(f"{used.benchmark[i]}/{used.kernel[i]}: no public kernel of that name")
+                    continue
+                source, kernel = found
+                m = MeasuredLaunch(_source(samples, spec, source, block, tmp), kernel,
+                                   spec.launch(kernel, grid, block), float(used.power[i]), str(used.group[i]))
+                s = score_launch(m, gpu, include_dirs=[str(samples / "Common")], reports=reports)
+                if not s.answers:
+                    skipped.append(f"{used.benchmark[i]}/{used.kernel[i]} <<<{grid}, {block}>>>: {s.why}")
+                    continue
+                stat = float(oof[i])
+                ev_w, ev_iv = s.answers["events"]
+                s.answers = {"statistical (out of fold)": (stat, (stat, stat)), "events": (ev_w, ev_iv),
+                             "events shown": (ev_w, (max(ds.descriptor["idle_w"], min(ev_iv[0], stat)),
+                                                      min(ds.descriptor["tdp_w"], max(ev_iv[1], stat))))}
+                scored.append(s)
+            idle, tdp = ds.descriptor["idle_w"], ds.descriptor["tdp_w"]
+            results[name] = {"gpu": gpu, "idle_w": idle, "tdp_w": tdp,
+                             "benchmarks": sorted({s.launch.benchmark for s in scored}),
+                             "models": {k: metrics(scored, k, idle, tdp)
+                                        for k in ("statistical (out of fold)", "events", "events shown")},
+                             # the out-of-fold predictions carry no interval of their own
+                             "no_interval": ["statistical (out of fold)"],
+                             "skipped": skipped,
+                             "rows": [{"benchmark": s.launch.benchmark, "kernel": s.launch.kernel,
+                                       "measured_w": s.launch.power_w,
+                                       **{k: round(v[0], 1) for k, v in s.answers.items()}} for s in scored]}
+    return results
+
+
+def format_text(results: dict) -> str:
+    """A block per GPU: a line per model."""
+    lines = []
+    for name, r in results.items():
+        lines.append(f"{name} ({r['gpu']}, idle {r['idle_w']:g} W, TDP {r['tdp_w']:g} W): "
+                     f"{', '.join(r['benchmarks'])}")
+        for model, m in r["models"].items():
+            if not m.get("rows"):
+                lines.append(f"  {model:26s} no rows")
+                continue
+            interval = ("" if model in r["no_interval"] else
+                        f"  coverage {m['coverage']:4.0%}  median width {m['median_width_share']:.2f}")
+            lines.append(f"  {model:26s} rows {m['rows']:3d}  MAPE {m['mape']:5.1f}%  by benchmark "
+                         f"{m['mape_by_benchmark']:5.1f}%  within 15% {m['within_15']:4.0%}{interval}")
+        lines += [f"  skipped: {s}" for s in r["skipped"][:5]]
+    return "\n".join(lines)
