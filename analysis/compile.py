@@ -770,7 +770,7 @@ def _compile_with_stand_ins(diagnostics: list[CompileDiagnostic], source: str, t
     headers: set[str] = set()
     for d in diagnostics:
         api = removed_api(d.message) if d.severity == "error" else None
-        missing = (missing_include(d.message, None if d.in_header else source)
+        missing = (missing_include(d.message, None if d.in_header else source, (d.line, d.column))
                    if d.severity == "error" and api is None else None)
         if api is None and missing is None:
             continue

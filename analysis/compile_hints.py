@@ -194,16 +194,22 @@ def _source_facts(source: str) -> tuple[frozenset[str], tuple[str, ...]]:
     return frozenset(name for name, _ in includes_in(source)), tuple(_USING_NAMESPACE_RE.findall(source))
 
 
-def missing_include(message: str, source: str | None = None) -> MissingInclude | None:
+def missing_include(message: str, source: str | None = None,
+                    at: tuple[int, int] | None = None) -> MissingInclude | None:
     """The header that declares the library name an nvcc error says a namespace has no member of (also one
     reported in an included file), or that it says is undefined where `source` has `using namespace` for the
-    library (`cout` after `using namespace std;`), if the table lists the name; None too when `source` already
-    includes that header itself (then the name is not where the table says, and adding the line again would not
-    help)."""
+    library (`cout` after `using namespace std;`), or whose namespace it says is no namespace at all where
+    `source` at `at` (the error's line and column) names it (`thrust::tuple` in a file that includes no Thrust
+    header), if the table lists the name; None too when `source` already includes that header itself (then the
+    name is not where the table says, and adding the line again would not help)."""
     own = _own_message(message)
     m = _NO_MEMBER_RE.match(own)
     if m is not None:
         symbol: str | None = f"{m.group(1)}::{m.group(2)}"
+    elif _NOT_A_NAMESPACE_RE.match(own):
+        if source is None or at is None:
+            return None
+        symbol = _listed_name_at(source, *at)
     else:
         bare = _UNDEFINED_RE.match(own)
         if bare is None or source is None:
@@ -214,6 +220,27 @@ def missing_include(message: str, source: str | None = None) -> MissingInclude |
     if symbol is None or header is None or (source is not None and header in _source_facts(source)[0]):
         return None
     return MissingInclude(symbol, header)
+
+
+#: nvcc's message where a qualified name starts with a namespace that nothing declared (no header of that library
+#: is included at all): its column is the first name's
+_NOT_A_NAMESPACE_RE = re.compile(r'^name followed by "::" must be a class or namespace name')
+_QUALIFIED_RE = re.compile(r"\w+(?:\s*::\s*\w+)+")
+
+
+def _listed_name_at(source: str, line: int, column: int) -> str | None:
+    """The longest listed name (or namespace) that the qualified name written at (line, column) of `source`
+    begins with: `thrust::tuple` for `thrust::tuple<int, int> t`, `thrust::placeholders` for
+    `thrust::placeholders::_1`."""
+    lines = source.splitlines()
+    if not 1 <= line <= len(lines) or column < 1:
+        return None
+    m = _QUALIFIED_RE.match(lines[line - 1], column - 1)
+    if m is None:
+        return None
+    parts = [p.strip() for p in m.group(0).split("::")]
+    names = _declaring_headers()
+    return next((n for k in range(len(parts), 1, -1) if (n := "::".join(parts[:k])) in names), None)
 
 
 #: how a warning that compiled with one of Kerncast's stand-ins for a removed API says so
@@ -229,7 +256,8 @@ class Answer:
     label: str = STAND_IN_LABEL
 
 
-def explain(message: str, source: str | None = None, source_dir: Path | None = None) -> Answer | None:
+def explain(message: str, source: str | None = None, source_dir: Path | None = None,
+            at: tuple[int, int] | None = None) -> Answer | None:
     """The answer to an nvcc error: what replaced the removed API it names ("X was removed in CUDA 13; use Y"),
     which header declares the library name it says is undeclared (unless `source` includes that header
     already), where to get the CUDA library header it did not find, or which folder near `source_dir` holds the
@@ -237,7 +265,7 @@ def explain(message: str, source: str | None = None, source_dir: Path | None = N
     found = removed_api(message)
     if found is not None:
         return Answer(found.hint)
-    missing = missing_include(message, source)
+    missing = missing_include(message, source, at)
     if missing is not None:
         return Answer(missing.hint, f"Kerncast compiled the file with <{missing.header}> included")
     library = library_header_hint(message)
@@ -250,9 +278,10 @@ def explain(message: str, source: str | None = None, source_dir: Path | None = N
     return None
 
 
-def hint_for(message: str, source: str | None = None, source_dir: Path | None = None) -> str | None:
+def hint_for(message: str, source: str | None = None, source_dir: Path | None = None,
+             at: tuple[int, int] | None = None) -> str | None:
     """The hint `explain` gives an nvcc error, or None."""
-    answer = explain(message, source, source_dir)
+    answer = explain(message, source, source_dir, at)
     return answer.hint if answer else None
 
 
@@ -285,14 +314,15 @@ _GUARD_RE = re.compile(r"\A(?:[ \t]*(?://[^\n]*)?\n)*"  # blank and comment line
                        r"[ \t]*#[ \t]*ifndef[ \t]+(\w+)[ \t]*\n[ \t]*#[ \t]*define[ \t]+(\w+)")
 
 
-def include_fix(code: Code, message: str, source: str | None, source_dir: Path | None = None) -> Fix | None:
+def include_fix(code: Code, message: str, source: str | None, source_dir: Path | None = None,
+                at: tuple[int, int] | None = None) -> Fix | None:
     """The `#include` line that the library name of an nvcc error needs, added after the file's last #include
     that no `#if` encloses (an include guard does not count), or above the first line where there is none; but
     above the first project header (quoted, found in `source_dir`) that uses a name of that library header
     itself, since such a header relies on its includer for it. None for any other error, and where `source`
     is None (the error is in an included file, which is not edited).
     """
-    if source is None or (missing := missing_include(message, source)) is None:
+    if source is None or (missing := missing_include(message, source, at)) is None:
         return None
     before = _first_header_using(missing.header, source, source_dir) if source_dir is not None else None
     line, column, text = _include_insertion(source, missing.directive, before)

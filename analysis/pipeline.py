@@ -229,13 +229,14 @@ def _analyze_cuda(report: FileReport, path: Path, source: str, options: Analysis
         sev = "error" if d.severity == "error" else "warning"
         code = Code.COMPILE_ERROR if sev == "error" else Code.COMPILE_WARNING
         own_source = None if d.in_header else source  # the text that a hint may check and a fix may edit
-        answer = explain(d.message, own_source, path.parent) if sev == "error" or d.stood_in else None
+        at = (d.line, d.column)
+        answer = explain(d.message, own_source, path.parent, at) if sev == "error" or d.stood_in else None
         message = f"{d.message} — {answer.hint}" if answer else d.message
         if d.stood_in:
             message += f" ({answer.label if answer else STAND_IN_LABEL})"
         own_line = lines[d.line - 1] if not d.in_header and 1 <= d.line <= len(lines) else None
         fix = (replacement_fix(code, d.message, own_line, d.line, d.column)
-               or include_fix(code, d.message, own_source, path.parent))
+               or include_fix(code, d.message, own_source, path.parent, at))
         report.findings.append(Finding(code, sev, d.line, d.column, d.line, d.column + 1, message, fix=fix))
     if not result.ok or result.ptx is None:
         if not any(f.severity == "error" for f in report.findings):

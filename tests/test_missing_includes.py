@@ -181,6 +181,40 @@ def test_tuples_and_pairs_of_cuda_std_name_their_headers(nvcc_available, tmp_pat
                      ("numeric_limits", "<cuda/std/limits>")}
 
 
+NOT_A_NAMESPACE = 'name followed by "::" must be a class or namespace name'
+
+
+def test_a_library_namespace_that_nothing_declared_is_read_at_the_errors_column() -> None:
+    """With no header of the library included at all, nvcc does not name the member: the name is read where the
+    error points, the longest listed prefix of the qualified name written there."""
+    source = ("__global__ void k(int *out)\n{\n    thrust :: tuple<int, int> t(1, 2);\n"
+              "    auto f = thrust::placeholders::_1 + 1;\n    mylib::tuple<int> u;\n}\n")
+    assert hint_for(NOT_A_NAMESPACE, source, at=(3, 5)) == (
+        "thrust::tuple is declared in <thrust/tuple.h>, which this file does not include (nor does any header "
+        "it includes): add #include <thrust/tuple.h>")
+    found = missing_include(NOT_A_NAMESPACE, source, (4, 14))
+    assert found is not None and (found.symbol, found.header) == ("thrust::placeholders", "thrust/functional.h")
+    assert missing_include(NOT_A_NAMESPACE, source, (5, 5)) is None  # not a listed library
+    assert missing_include(NOT_A_NAMESPACE, source, (3, 9)) is None  # the column is not the name's
+    assert missing_include(NOT_A_NAMESPACE, source) is None  # no position: nothing to read
+    assert missing_include(NOT_A_NAMESPACE, "#include <thrust/tuple.h>\n" + source, (4, 5)) is None
+
+
+def test_a_file_that_includes_no_header_of_the_library_is_analysed_with_it(nvcc_available, tmp_path) -> None:
+    path = tmp_path / "bare.cu"
+    path.write_text(CUDA_STD.replace("#include <cuda/std/cstdint>\n", "")
+                    .replace("    out[threadIdx.x]", "    thrust::tuple<int, int> u(5, 6);\n    out[threadIdx.x]")
+                    .replace("p.second +", "p.second + thrust::get<1>(u) +"))
+    report = analyze_file(path, options=AnalysisOptions(lime=False, gpu="h100"))
+    assert report.ok, [f.message for f in report.findings if f.severity == "error"]
+    assert [k.name for k in report.kernels] == ["pairs"]
+    headers = {f.message.split("add #include ")[1].split(" ")[0] for f in report.findings
+               if f.code == "compile-warning" and f.message.startswith(NOT_A_NAMESPACE)}
+    assert headers == {"<cuda/std/tuple>", "<cuda/std/utility>", "<thrust/tuple.h>"}  # one error per line
+    fixes = {f.fix.edits[0].new_text for f in report.findings if f.fix is not None}
+    assert "#include <thrust/tuple.h>\n" in fixes
+
+
 def test_a_file_with_another_error_keeps_its_errors_and_their_hints(nvcc_available, tmp_path) -> None:
     path = tmp_path / "broken.cu"
     path.write_text(MISSING.replace("2.0f * in[i]", "undefined_scale * in[i]"))
