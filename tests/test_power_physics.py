@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from kerncast.analysis.gpus import load_profile
 from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.power import model as power_model
 from kerncast.analysis.power import public
 from kerncast.analysis.power.combine import chosen_model
 from kerncast.analysis.power.events import EventEnergy, load_constants
@@ -220,3 +221,17 @@ def test_evaluate_samples_refuses_a_folder_that_is_not_the_samples(tmp_path):
     out = subprocess.run([sys.executable, "-m", "kerncast.server", "power", "evaluate", "--samples", str(tmp_path)],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 1 and "no Samples/ folder" in out.stderr
+
+
+def test_without_shipped_models_the_event_model_still_answers(nvcc_available, tmp_path, monkeypatch):
+    """A package built without the statistical models (no `shipped/`) still shows the event model's power."""
+    monkeypatch.setattr(power_model, "_models_root", lambda: tmp_path)
+    power_model._index.cache_clear()
+    try:
+        report = analyze_file(ROOT / "examples" / "saxpy.cu", options=AnalysisOptions(gpu="v100", lime=False))
+    finally:
+        power_model._index.cache_clear()
+    k = report.kernels[0]
+    assert k.power is not None and k.power.model == "events@v100" and set(k.power.models) == {"events"}
+    assert any("no statistical power prediction" in n for n in k.notes)
+    assert k.energy is not None and k.energy.uj == pytest.approx(k.power.watts * k.time.us)

@@ -55,3 +55,12 @@ def combine(stat: PowerPrediction, event: EventPower | None, choice: str, idle_w
         stat.interval = _hull(stat.interval, event.watts, idle_w, tdp_w)
         stat.assumptions.append(f"interval widened to the event model's {event.watts:.0f} W")
     return stat
+
+
+def events_only(event: EventPower, gpu_id: str, why: str) -> PowerPrediction:
+    """The event model's answer as the kernel's power, when the statistical model has none."""
+    pred = PowerPrediction(watts=event.watts, interval=event.interval, model=f"events@{gpu_id}", trained_on="",
+                           assumptions=[*event.assumptions, f"the event model alone: {why}"], gpu=gpu_id)
+    pred.models = {"events": event.to_json()}
+    pred.drivers = list(event.drivers)
+    return pred

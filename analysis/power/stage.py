@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from kerncast.analysis.context import KernelContext
 from kerncast.analysis.loops import block_weights
 from kerncast.analysis.lru import BoundedLru
-from kerncast.analysis.power.combine import combine
+from kerncast.analysis.power.combine import combine, events_only
 from kerncast.analysis.power.energy import energy_hotspots, estimate_energy
 from kerncast.analysis.power.events import EnergyConstantsError, EventEnergy, event_energy, load_constants
 from kerncast.analysis.power.explain import lime_contributions
@@ -117,8 +117,7 @@ def finish_power(contexts: list[KernelContext], memo: PowerMemo | None = None) -
         preds = _predict(pending, lime, memo)
     except (ModelsMissing, ValueError) as exc:
         for c in pending:
-            c.report.notes.append(f"no power prediction: {exc}")
-            c.power_inputs = None
+            _events_alone(c, f"no statistical power prediction: {exc}")
         return
     for ctx, pred in zip(pending, preds, strict=True):
         inputs = ctx.power_inputs
@@ -131,6 +130,18 @@ def finish_power(contexts: list[KernelContext], memo: PowerMemo | None = None) -
             ctx.report.notes.append("no energy: the time could not be predicted")
             continue
         ctx.report.energy = estimate_energy(pred, ctx.report.time, inputs.event)
+
+
+def _events_alone(ctx: KernelContext, why: str) -> None:
+    """The kernel's power from the event model alone, when the statistical model cannot answer (no shipped
+    models, or features it cannot take); without the event model either, no power and the note says why."""
+    inputs, gpu, time = ctx.power_inputs, ctx.gpu, ctx.report.time
+    ctx.report.notes.append(why)
+    if inputs is None or inputs.power is None or gpu is None or time is None:
+        ctx.power_inputs = None
+        return
+    ctx.report.power = events_only(inputs.power, gpu.id, why)
+    ctx.report.energy = estimate_energy(ctx.report.power, time, inputs.event)
 
 
 class PowerMemo(BoundedLru[str, PowerPrediction]):
