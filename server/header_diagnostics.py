@@ -16,6 +16,7 @@ from typing import Protocol
 from kerncast.analysis.includes import header_text
 from kerncast.analysis.report import FileReport
 from kerncast.server import convert
+from kerncast.server.positions import split_lines
 from lsprotocol import types as lsp
 from pygls import uris
 
@@ -24,6 +25,9 @@ class Publisher(Protocol):
     """What this module needs of the server: its document keys, its published results, and publishing."""
 
     published: dict
+
+    @property
+    def encoding(self) -> str: ...
 
     def key(self, uri: str) -> str: ...
 
@@ -50,12 +54,8 @@ class HeaderDiagnostics:
             now[header] = uri
             if self._owned(server, header):
                 continue
-            lines = self._lines(server, header, path)
-            diagnostics = []
-            for k in kernels:
-                for f in k.findings:
-                    f.kernel = f.kernel or k.name
-                    diagnostics.append(convert.to_diagnostic(f, uri, lines))
+            own = FileReport(file=path, gpu=report.gpu, kernels=kernels)  # the header's part, as its own report
+            diagnostics = convert.to_diagnostics(own, uri, self._lines(server, header, path), server.encoding)
             server.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
         before, self.sent[key] = self.sent.get(key, {}), now
         for header, uri in before.items():
@@ -90,4 +90,4 @@ class HeaderDiagnostics:
         text = getattr(doc, "source", None) if doc is not None else None
         if not isinstance(text, str):
             text = header_text(Path(path)) or ""
-        return text.splitlines()
+        return split_lines(text)

@@ -75,6 +75,8 @@ async def test_a_header_kernels_diagnostics_are_published_for_the_header(client:
     strided = [d for d in published.diagnostics if d.code == "uncoalesced-global"]
     assert [d.range.start.line for d in strided] == [_line(header_path, "in[i * stride]")]
     assert "128 bytes apart" in strided[0].message and "strided_gather" in strided[0].message
+    text = header_path.read_text(encoding="utf-8").splitlines()[strided[0].range.end.line]
+    assert strided[0].range.end.character == len(text.rstrip().encode("utf-16-le")) // 2  # UTF-16, as negotiated
     lenses = await _lenses(s, main)
     assert [lens.range.start.line for lens in lenses] == [s.line_of(main, "__global__ void fill(")]
     launch = s.line_of(main, "strided_gather<<<")

@@ -6,6 +6,6 @@ __global__ void strided_gather(const float *in, float *out, int n, int stride)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) {
-        out[i] = in[i * stride];
+        out[i] = in[i * stride];  // 🐢 stride 32: lanes 128 B apart
     }
 }
