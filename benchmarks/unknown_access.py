@@ -33,6 +33,7 @@ from kerncast.analysis.cfg import build_cfg
 from kerncast.analysis.compile import CompileOptions, compile_cuda
 from kerncast.analysis.context import Thresholds
 from kerncast.analysis.dataflow import ODD_PTX_ERRORS, KernelDataflow
+from kerncast.analysis.demangle import demangle
 from kerncast.analysis.launch import infer_launch
 from kerncast.analysis.loops import find_loops
 from kerncast.analysis.memory import analyze_memory
@@ -178,7 +179,9 @@ def run_base(root: Path, args: argparse.Namespace, cache: Path) -> Tally:
         tally.compiled += 1
         source = cu.read_text(encoding="utf-8", errors="replace")
         main = main_file(module, cu)
+        names = demangle([fn.name for fn in module.kernels])  # the launch sites name kernels as the source does
         for fn in module.kernels:
+            fn.demangled = names.get(fn.name, fn.name)
             tally.kernels += 1
             try:
                 analyse_kernel(module, fn, source, cu, main, tally)

@@ -31,10 +31,12 @@ from kerncast.analysis.memory.findings import build_findings
 from kerncast.analysis.memory.lanevec import VecPoly, any_nonzero, lane_varying, lane_vectors, op_has_lane
 from kerncast.analysis.memory.render import Renderer, kernel_param_names
 from kerncast.analysis.memory.warp import (
+    FIRST_WARPS,
     SECTOR,
     LaneConstants,
     RequestCost,
     branch_outcome,
+    first_warps_lanes,
     global_cost,
     lane_ints,
     lanes_taken,
@@ -218,7 +220,7 @@ class _Kernel:
     def __init__(self, module: Module, fn: Function, cfg: Cfg, loops: LoopForest,
                  block: tuple[int, int, int] | None, params: dict[str, int], trip_counts: dict[int, int],
                  main_file: str | None, cuda_source: str | None,
-                 dataflow: KernelDataflow | None = None) -> None:
+                 dataflow: KernelDataflow | None = None, first_warps: bool = False) -> None:
         self.module, self.fn, self.cfg, self.loops = module, fn, cfg, loops
         self.block = _shape(block)
         self.main_file = main_file
@@ -238,7 +240,8 @@ class _Kernel:
                 self.param_names[p.name] = cuda_names[i]
         self.base = self._base_subst(params)
         self.align_of, self.space_of = self._symbols()
-        self.lanes = warp_lanes(self.atoms, self.block)
+        self.lanes = first_warps_lanes(self.atoms) if first_warps and self.block is None else \
+            warp_lanes(self.atoms, self.block)
         self.lane_atoms = {n: self.atoms.atom(("sym", n), True) for n in ("tid.x", "tid.y", "tid.z", "laneid")}
         self.lane_atom_ids = frozenset(self.lane_atoms.values())
         self._lane_maps: list[list[tuple[int, dict[int, Value], dict[int, int] | None]]] | None = None
@@ -953,6 +956,8 @@ def analyze_memory(module: Module, function: Function, cfg: Cfg, loops: LoopFore
             b = _branch(k, ins)
             if b is not None:
                 result.branches.append(b)
+    if k.block is None:
+        _read_at_first_warps(k, result, cuda_source)
     result.assumptions = k.assumptions
     _publish_addresses(k, result)
     result.work = k.work
@@ -960,6 +965,32 @@ def analyze_memory(module: Module, function: Function, cfg: Cfg, loops: LoopFore
     if result.skipped:
         result.findings.append(_budget_finding(function, result, budget_s, kernel_line))
     return result
+
+
+def _read_at_first_warps(k: _Kernel, result: MemoryAnalysis, cuda_source: str | None) -> None:
+    """With the block shape unknown, an access the symbolic warp cannot place (its address needs the warp's
+    own `threadIdx.x`: `tid + (tid >> 4)`, a scan's padding) is read again at the first warps of a block
+    (`FIRST_WARPS`), and their pattern is taken as every warp's; the assumption names the lines."""
+    unknown = [n for n, a in enumerate(result.accesses)
+               if not a.known and a.active_lanes and a.space in ("global", "shared")
+               and k.fn.body[a.index].opcode in _MEMORY_OPCODES]
+    if not unknown:
+        return
+    first = _Kernel(k.module, k.fn, k.cfg, k.loops, None, k.params, k.trip_counts, k.main_file, cuda_source,
+                    k.dataflow, first_warps=True)
+    lines: list[int] = []
+    for n in unknown:
+        info = _access(first, k.fn.body[result.accesses[n].index])
+        if info is not None and info.known:
+            result.accesses[n] = info
+            if info.line is not None and info.line not in lines:
+                lines.append(info.line)
+    k.work += first.work
+    if lines:
+        k.assumptions.append(f"block shape unknown: the accesses at line{'s' if len(lines) > 1 else ''} "
+                             f"{', '.join(map(str, sorted(lines)))} were read at threadIdx.x "
+                             f"{', '.join(f'{32 * w}-{32 * w + 31}' for w in FIRST_WARPS)} (warps "
+                             f"{', '.join(map(str, FIRST_WARPS))}), taken as every warp's pattern")
 
 
 def _publish_addresses(k: _Kernel, result: MemoryAnalysis) -> None:

@@ -49,6 +49,20 @@ def warp_lanes(atoms: Atoms, block: tuple[int, int, int] | None) -> list[list[La
     return _block_lanes(bx, by, bz)
 
 
+#: the warps of a block whose lanes stand for every warp when the block shape is unknown and an address cannot
+#: be read for a symbolic warp (`threadIdx.x / 16` in a scan's padding): the first, the second, the eighth
+FIRST_WARPS = (0, 1, 7)
+
+
+def first_warps_lanes(atoms: Atoms) -> list[list[Lane]]:
+    """Lanes of the warps `FIRST_WARPS` of a block of unknown shape, with `threadIdx.x` a number (a warp is 32
+    consecutive `threadIdx.x`, as `warp_lanes` assumes) and `threadIdx.y/z` uniform symbols."""
+    ty = atoms.sym("tid.y.warp")
+    tz = atoms.sym("tid.z.warp")
+    return [[Lane(lane, {"tid.x": E.const(w * WARP + lane), "tid.y": ty, "tid.z": tz, "laneid": E.const(lane)})
+             for lane in range(WARP)] for w in FIRST_WARPS]
+
+
 def lane_ints(block: tuple[int, int, int] | None) -> dict[str, np.ndarray] | None:
     """For a known block, each lane symbol's value in the lanes `warp_lanes` samples (warps concatenated), as
     an int64 array shared by every kernel with that block shape (read only); None for an unknown block."""
