@@ -9,6 +9,10 @@ n_i, span / step + 1)`` distinct elements. Each element costs at least its own w
 wider, the part of a 32-byte sector the hardware moves with it. An address that is not affine (a gather, a
 modulo) has no footprint here and counts as no reuse.
 
+Accesses of the same array with the same varying terms (a load and a store of `x[i]`, `g[2*t]` beside
+`g[2*t+1]`, a stencil's shifted neighbours) are merged: their distinct sectors are counted once, not once per
+instruction. Accesses of different arrays or strides are added (an upper bound where they overlap).
+
 The same count with the block-index extents cut to the blocks of one wave gives the wave's working set,
 which the time model holds against the L2 size. The written part is kept apart: the L2 is write-back, so
 written bytes reach DRAM during the kernel only when they are evicted.
@@ -30,12 +34,16 @@ _BLOCK = {"ctaid.x": 0, "ctaid.y": 1, "ctaid.z": 2}
 
 @dataclass(slots=True)
 class Footprint:
-    """Distinct global bytes of a launch (`total`) and of its first wave (`per_wave`); `complete` is False when
-    some access had no affine address and was left out (its requests then count in full elsewhere)."""
+    """Global bytes of a launch: `distinct` the bytes it touches, `total` the DRAM traffic they cost with no
+    reuse beyond them (each distinct line read in once and, where written, written back once: a read-modify-
+    write of `x[i]` costs its bytes twice), `written` the part of `total` that stores and atomics write,
+    `per_wave` the distinct bytes of its first wave; `complete` is False when some access had no affine address
+    and was left out (its requests then count in full elsewhere)."""
 
     total: float = 0.0
     per_wave: float = 0.0
-    written: float = 0.0  # the part of `total` that stores (and atomics) write
+    written: float = 0.0
+    distinct: float = 0.0
     camping: float = 1.0  # DRAM time multiplier from partition camping (`partitions.py`)
     complete: bool = True
     covered: set[int] | None = None  # instruction indices whose footprint is in the totals
@@ -102,9 +110,107 @@ def wave_extent(grid: tuple[int, int, int], wave_blocks: int) -> tuple[int, int,
     return wx, wy, wz
 
 
+@dataclass(frozen=True, slots=True)
+class Lattice:
+    """One access's addresses: a constant offset plus the (coefficient, extent) terms of its varying symbols."""
+
+    offset: int
+    terms: tuple[tuple[int, int], ...]
+    width: int
+    written: bool
+
+
+def _varying(atoms: Any, atom: int, loop_trips: Mapping[int, float]) -> bool:
+    key = atoms.keys[atom]
+    return atom in loop_trips or (key[0] == "sym" and (key[1] in _LANE or key[1] in _BLOCK))
+
+
+def _base_and_offset(atoms: Any, poly: Any, loop_trips: Mapping[int, float]) -> tuple[Any, int] | None:
+    """(the address's uniform part, its constant offset): two accesses with the same uniform part (the same
+    array base and parameter terms) and the same varying terms address the same lattice, shifted by the
+    difference of their offsets. None when the offset is not an integer."""
+    uniform, offset = [], 0
+    for mono, coef in poly:
+        if not mono:
+            if int(coef) != coef:
+                return None
+            offset = int(coef)
+        elif not any(_varying(atoms, a, loop_trips) for a in mono):
+            uniform.append((tuple(mono), coef))
+    return tuple(sorted(uniform, key=repr)), offset
+
+
+#: most accesses of one lattice merged pairwise; a larger group is counted apart (an upper bound)
+_MAX_MERGED = 64
+
+
+def _shared_share(terms: list[tuple[int, int]], shift: int, cell: int) -> float:
+    """The share of a lattice's cells that the same lattice shifted by `shift` bytes also touches.
+
+    The shift is written in the lattice's own terms, largest coefficient first (`k` steps of each); it keeps
+    ``prod (n - |k|) / prod n`` of the points, provided what is left of it stays inside one cell (the sector,
+    or the element where elements are wider apart than a sector). A shift that falls between the points (the
+    rows of a tile that another load of an unrolled loop covers) shares nothing."""
+    share = 1.0
+    for c, n in terms:
+        k = round(shift / c)
+        if abs(k) >= n:
+            return 0.0
+        shift -= k * c
+        share *= (n - abs(k)) / n
+    return share if abs(shift) < cell else 0.0
+
+
+def union_bytes(lattices: list[Lattice], sector: int) -> float:
+    """Distinct bytes of accesses that share their varying terms and differ only by constant offsets.
+
+    A lattice of terms ``(c, n)`` holds ``min(prod n, span / g + 1)`` points (`g` the coefficients' common
+    divisor), each costing a cell: its element, or the part of a 32-byte sector the hardware moves with it
+    when the points are further apart. Each further access adds the cells that no earlier one touches
+    (`_shared_share` against the one it overlaps most): a load and a store of `x[i]` add nothing; `g[2*t]`
+    beside `g[2*t+1]` add nothing either, for both halves lie in the same sectors; a stencil's shifted
+    neighbours add their edges; the loads of an unrolled loop that fill each other's holes add in full. Never
+    more than the accesses counted apart.
+    """
+    first = lattices[0]
+    terms = sorted(((c, n) for c, n in first.terms if c and n > 1), reverse=True)
+    width = max(x.width for x in lattices)
+    apart = sum(access_bytes(list(x.terms), x.width, sector) for x in lattices)
+    if len(lattices) > _MAX_MERGED:
+        return apart
+    if not terms:
+        return float(min(apart, len({x.offset for x in lattices}) * access_bytes([], width, sector)))
+    span = sum(c * (n - 1) for c, n in terms)
+    step = 0
+    for c, _ in terms:
+        step = gcd(step, c)
+    points = min(prod(n for _, n in terms), span // step + 1)
+    cell = max(width, min(sector, step))
+    offsets = sorted(x.offset for x in lattices)
+    cells = float(points)
+    for i in range(1, len(offsets)):
+        shared = max(_shared_share(terms, offsets[i] - offsets[j], cell) for j in range(i))
+        cells += points * (1.0 - shared)
+    return float(min(apart, cells * cell))
+
+
+def _merged(groups: Mapping[Any, list[Lattice]], sector: int, keep: str = "all") -> float:
+    """Distinct bytes of every group: of all its accesses, or only of those that are `written` or `read`."""
+    total = 0.0
+    for members in groups.values():
+        chosen = [x for x in members if keep == "all" or x.written == (keep == "written")]
+        if chosen:
+            total += union_bytes(chosen, sector)
+    return total
+
+
 def footprint(memory: MemoryAnalysis, block: tuple[int, int, int], grid: tuple[int, int, int], wave_blocks: int,
               trips: Mapping[int, float], sector: int = 32) -> Footprint:
-    """Distinct bytes of every global access of `memory` (a MemoryAnalysis) for the launch and one wave."""
+    """Distinct bytes of every global access of `memory` (a MemoryAnalysis) for the launch and one wave.
+
+    Accesses that address the same lattice at different offsets (a load and a store of `x[i]`, the even and
+    odd halves `g[2*t]`, `g[2*t+1]`, a stencil's neighbours) are merged into the distinct sectors they touch
+    together (`union_bytes`); accesses of different arrays or strides are added."""
     out = Footprint(covered=set())
     atoms, addresses, loop_atoms = memory.atoms, memory.addresses, memory.iteration_atoms
     if atoms is None:
@@ -112,19 +218,26 @@ def footprint(memory: MemoryAnalysis, block: tuple[int, int, int], grid: tuple[i
         return out
     loop_trips = {atom: float(trips.get(header, 1.0)) for header, atom in loop_atoms.items()}
     wave_grid = wave_extent(grid, wave_blocks)
+    launch: dict[Any, list[Lattice]] = {}
+    wave: dict[Any, list[Lattice]] = {}
     for a in memory.accesses:
         if a.space != "global":
             continue
         poly = addresses.get(a.index)
         ext = affine_extents(atoms, poly, block, grid, loop_trips) if poly is not None else None
         ext_w = affine_extents(atoms, poly, block, wave_grid, loop_trips, grid) if ext is not None else None
-        if ext is None or ext_w is None:
+        where = _base_and_offset(atoms, poly, loop_trips) if ext_w is not None else None
+        if ext is None or ext_w is None or where is None:
             out.complete = False
             continue
-        touched = access_bytes(ext, a.width_bytes, sector)
-        out.total += touched
-        if a.kind != "load":
-            out.written += touched
-        out.per_wave += access_bytes(ext_w, a.width_bytes, sector)
+        base, offset = where
+        terms = tuple(sorted(ext))
+        written = a.kind != "load"
+        launch.setdefault((base, terms), []).append(Lattice(offset, terms, a.width_bytes, written))
+        wave.setdefault((base, terms), []).append(Lattice(offset, tuple(sorted(ext_w)), a.width_bytes, written))
         out.covered.add(a.index)  # type: ignore[union-attr]
+    out.distinct = _merged(launch, sector)
+    out.written = _merged(launch, sector, keep="written")
+    out.total = _merged(launch, sector, keep="read") + out.written
+    out.per_wave = _merged(wave, sector)
     return out

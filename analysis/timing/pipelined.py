@@ -268,7 +268,8 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
         cost.note,
         f"DRAM floor: {dram / 1e6:.3g} MB at {bw:.4g} GB/s ({bw_note})",
         *([f"global loads hit the warm L2: {l2_hit:g}-cycle L2 hit latency ({profile.arch} row of "
-           "data/timing.toml [kerncast.l2_hit_latency]) instead of the loaded DRAM latency"]
+           "data/timing.toml [kerncast.l2_hit_latency], averaged with the far partition's where the L2 has two) "
+           "instead of the loaded DRAM latency"]
           if l2_hit is not None else []),
         *mem_notes,
         basis,
@@ -305,13 +306,17 @@ def _dram_bytes(profile: Any, fp: Footprint | None, requested: tuple[float, floa
     waves = max(1, math.ceil(blocks / max(1, resident * profile.sm_count)))
     req_wave = covered / waves
     ws = max(fp.per_wave, 1.0)
-    l2 = float(profile.l2_bytes)
+    l2 = warm_l2_bytes(profile)
     per_wave = ws if ws <= l2 else ws + max(0.0, req_wave - ws) * (1.0 - l2 / ws)
     cold = min(covered, max(fp.total, per_wave * waves)) + uncovered
     warm_l2 = bool(const.get("warm_l2", False))
     warm = _warm_dram_bytes(fp, uncovered, cold, l2) if warm_l2 else cold
-    notes = [f"distinct global bytes {fp.total / 1e6:.3g} MB (working set per wave {ws / 1e6:.3g} MB against "
-             f"{l2 / 1e6:.3g} MB of L2); requested with no reuse {(covered + uncovered) / 1e6:.3g} MB"]
+    split = ("" if l2 >= float(profile.l2_bytes) else
+             f", the share of a {float(profile.l2_bytes) / 1e6:.3g} MB L2 in {l2_partitions(profile)[0]} partitions "
+             "that holds what every SM reads (data/timing.toml [kerncast.l2_partitions])")
+    notes = [f"distinct global bytes {fp.distinct / 1e6:.3g} MB, {fp.total / 1e6:.3g} MB of DRAM traffic with no "
+             f"reuse beyond them (working set per wave {ws / 1e6:.3g} MB against {l2 / 1e6:.3g} MB of L2{split}); "
+             f"requested with no reuse {(covered + uncovered) / 1e6:.3g} MB"]
     if warm_l2:
         notes.append("cache state: warm (inputs written or read just before the launch): inputs that fit in the "
                      "L2 are found there, inputs larger than the L2 are streamed from DRAM again (an LRU cache "
@@ -340,9 +345,26 @@ def _warm_dram_bytes(fp: Footprint, uncovered: float, cold: float, l2: float) ->
     """
     reads = fp.total - fp.written + uncovered
     read_dram = 0.0 if reads <= l2 else max(0.0, cold - fp.written)
-    touched = fp.total + uncovered
+    touched = fp.distinct + uncovered
     write_dram = fp.written if touched > l2 else 0.0
     return min(cold, read_dram + write_dram)
+
+
+def l2_partitions(profile: Any) -> tuple[int, float | None]:
+    """(L2 partitions, far-partition hit latency in cycles) of the GPU: (1, None) for a unified L2."""
+    table = timing_constants()["kerncast"].get("l2_partitions", {})
+    count = table.get("count", {}).get(profile.cc)
+    far = table.get("far_latency", {}).get(profile.cc)
+    if not isinstance(count, int) or count < 2:
+        return 1, None
+    return count, float(far) if isinstance(far, int | float) else None
+
+
+def warm_l2_bytes(profile: Any) -> float:
+    """The bytes of a launch's data the L2 holds between launches: all of it, or on a partitioned L2, whose
+    halves each cache what their own SMs use, one partition's share (data every SM reads is held twice)."""
+    count, _ = l2_partitions(profile)
+    return float(profile.l2_bytes) / count
 
 
 def _l2_hit_latency(profile: Any, fp: Footprint | None, requested: tuple[float, float] | None,
@@ -350,10 +372,14 @@ def _l2_hit_latency(profile: Any, fp: Footprint | None, requested: tuple[float, 
     """The L2 hit latency (cycles) when the launch's loads find their inputs warm in the L2, else None.
 
     Under the warm-cache assumption an input set that fits in the L2 is found there, so a global load waits
-    the L2's hit latency, not DRAM's (pointer-chase microbenchmarks per architecture, `data/timing.toml`).
+    the L2's hit latency, not DRAM's (pointer-chase microbenchmarks per architecture, `data/timing.toml`). On
+    a partitioned L2 the line is as often in the far half as in the near one: the mean of the two latencies.
     """
     row = const.get("l2_hit_latency", {}).get(profile.arch)
     if not const.get("warm_l2", False) or fp is None or requested is None or not isinstance(row, int | float):
         return None
     reads = fp.total - fp.written + requested[1]
-    return float(row) if reads <= float(profile.l2_bytes) else None
+    if reads > warm_l2_bytes(profile):
+        return None
+    _, far = l2_partitions(profile)
+    return float(row) if far is None else (float(row) + far) / 2.0

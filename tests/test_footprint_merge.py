@@ -1,0 +1,97 @@
+"""Distinct bytes of the accesses of a kernel merged where they overlap, and the L2 share a partitioned L2 keeps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from kerncast.analysis.gpus import load_profile
+from kerncast.analysis.launch import LaunchOverrides
+from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.timing.footprint import Lattice, union_bytes
+from kerncast.analysis.timing.pipelined import l2_partitions, warm_l2_bytes
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _sectors(lattices: list[Lattice], sector: int = 32) -> int:
+    """Brute force: the bytes of the distinct sectors every address of every lattice touches."""
+    seen: set[int] = set()
+    for x in lattices:
+        points = [x.offset]
+        for c, n in x.terms:
+            points = [p + k * c for p in points for k in range(n)]
+        for p in points:
+            seen.update(range(p // sector, (p + x.width - 1) // sector + 1))
+    return len(seen) * sector
+
+
+def _lat(offset: int, terms: tuple[tuple[int, int], ...], width: int = 4, written: bool = False) -> Lattice:
+    return Lattice(offset, terms, width, written)
+
+
+def test_a_load_and_a_store_of_the_same_element_touch_it_once():
+    t = ((4, 4096),)
+    assert union_bytes([_lat(0, t), _lat(0, t, written=True)], 32) == pytest.approx(4 * 4096)
+
+
+def test_even_and_odd_halves_share_every_sector():
+    t = ((8, 4096),)  # g[2*t] and g[2*t+1]: each alone moves whole sectors for half of its bytes
+    pair = [_lat(0, t), _lat(4, t)]
+    assert union_bytes(pair, 32) == pytest.approx(_sectors(pair)) == pytest.approx(8 * 4096)
+    assert union_bytes(pair[:1], 32) == pytest.approx(8 * 4096)
+
+
+def test_the_loads_of_an_unrolled_loop_fill_each_others_rows():
+    # a 32 x 32 tile read 8 rows at a time (threadIdx.y < 8, four loads at rows j, j+8, j+16, j+24) over
+    # a 512-float-wide matrix of 16 x 16 tiles
+    w = 512 * 4
+    terms = ((4, 32), (w, 8), (128, 16), (32 * w, 16))
+    loads = [_lat(j * w, terms) for j in (0, 8, 16, 24)]
+    assert union_bytes(loads, 32) == pytest.approx(_sectors(loads)) == pytest.approx(512 * 512 * 4)
+
+
+def test_a_stencils_neighbours_add_their_edges_only():
+    w = 256 * 4
+    terms = ((4, 254), (w, 254))  # interior points of a 256 x 256 image
+    taps = [_lat(w + 4 + dy * w + dx * 4, terms) for dy in (-1, 0, 1) for dx in (-1, 0, 1)]
+    exact = _sectors(taps)
+    assert union_bytes(taps, 32) == pytest.approx(exact, rel=0.1)
+    assert union_bytes(taps, 32) < 1.2 * union_bytes(taps[:1], 32)
+
+
+def test_column_neighbours_share_their_sectors():
+    terms = ((4096, 512),)  # a[row * 1024] and a[row * 1024 + 1]: one sector per row for both
+    pair = [_lat(0, terms), _lat(4, terms)]
+    assert union_bytes(pair, 32) == pytest.approx(_sectors(pair)) == pytest.approx(512 * 32)
+
+
+def _time(path: Path, kernel: str, gpu: str, grid: str, block: str, params: list[str]):
+    launch = LaunchOverrides.from_strings(grid=grid, block=block, params=params)
+    report = analyze_file(path, options=AnalysisOptions(gpu=gpu, lime=False, overrides=launch))
+    return next(k for k in report.kernels if k.name.split("(")[0] == kernel).time
+
+
+def _note(t, start: str) -> str:
+    return next(a for a in t.assumptions if a.startswith(start))
+
+
+def test_real_kernels_count_overlapping_accesses_once(nvcc_available):
+    # evenOdd reads and writes data[i]: 2 Mi floats touched once, read in and written back
+    t = _time(ROOT / "tests/kernels/divergence.cu", "evenOdd", "h100", "16384", "128", ["steps=16"])
+    assert _note(t, "distinct global bytes").startswith("distinct global bytes 8.39 MB, 16.8 MB of DRAM traffic")
+    # moveAos reads p[i].y and p[i].x and writes p[i].x of 12-byte structs: the fields share their sectors, so
+    # the launch touches the array once (4 Mi x 12 bytes), not once per field
+    t = _time(ROOT / "tests/kernels/aos.cu", "moveAos", "h100", "32768", "128", ["n=4194304"])
+    assert _note(t, "distinct global bytes").startswith("distinct global bytes 50.3 MB")
+
+
+def test_a_partitioned_l2_keeps_half_its_size_between_launches(nvcc_available):
+    h100, rtx = load_profile("h100"), load_profile("rtx4090")
+    assert l2_partitions(h100)[0] == 2 and warm_l2_bytes(h100) == pytest.approx(h100.l2_bytes / 2)
+    assert l2_partitions(rtx) == (1, None) and warm_l2_bytes(rtx) == pytest.approx(rtx.l2_bytes)
+    # copy of 16 MiB: its reads fit in half the H100's 50 MB L2 but its 33.6 MB footprint does not, so what it
+    # writes reaches DRAM; its loads wait the mean of the near and far partitions' hit latencies
+    t = _time(ROOT / "examples/fma_loop.cu", "copy", "h100", "16384", "256", [])
+    assert t.detail["dram_bytes"] == pytest.approx(16.8e6, rel=0.01)
+    assert any("averaged with the far partition" in a for a in t.assumptions)
