@@ -12,20 +12,25 @@ import hashlib
 import json
 import os
 import re
+import shutil
+import signal
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kerncast.analysis.compile_hints import legacy_header_text, missing_include, project_header, removed_api
 from kerncast.analysis.includes import (
     INCLUDE_RE,
     MAX_INCLUDE_DEPTH,
+    header_text,
     includes_in,
     includes_of,
     real_path,
     resolve_include,
 )
+from kerncast.analysis.input_files import read_regular_file, read_regular_text
 from kerncast.analysis.lru import BoundedLru
+from kerncast.analysis.preflight import check_source
 from kerncast.analysis.toolchain import (
     DEFAULT_CUDA_ROOTS,
     HOST_COMPILER_HINT,
@@ -33,7 +38,8 @@ from kerncast.analysis.toolchain import (
     ToolchainError,
     ToolRun,
     check_define,
-    check_path,
+    check_include_dir,
+    check_memory_mb,
     check_timeout,
     find_toolchain,
     is_shell_safe_path,
@@ -48,6 +54,8 @@ __all__ = [
 ]
 
 _CACHE_SIZE = 32
+#: the largest source compile_cuda reads from disk itself (an includer; the pipeline passes the text it read)
+MAX_SOURCE_BYTES = 16 << 20
 
 
 @dataclass
@@ -60,6 +68,8 @@ class CompileOptions:
     nvcc_path: str | None = None
     timeout_s: float = 120
     extra_flags: list[str] = field(default_factory=list)
+    #: address space each compiler process may use, in MiB; None: `default_compile_memory_mb()`
+    memory_mb: int | None = None
 
 
 def validate_options(options: CompileOptions) -> list[str]:
@@ -76,7 +86,7 @@ def validate_options(options: CompileOptions) -> list[str]:
             problems.append(str(exc))
     for directory in options.include_dirs:
         try:
-            check_path(directory, "include directory")
+            check_include_dir(directory)
         except ValueError as exc:
             problems.append(str(exc))
     for flag in options.extra_flags:
@@ -86,6 +96,11 @@ def validate_options(options: CompileOptions) -> list[str]:
         check_timeout(options.timeout_s)
     except ValueError as exc:
         problems.append(str(exc))
+    if options.memory_mb is not None:
+        try:
+            check_memory_mb(options.memory_mb)
+        except ValueError as exc:
+            problems.append(str(exc))
     return problems
 
 
@@ -149,7 +164,8 @@ class CompileResult:
 
 
 class PtxasError(RuntimeError):
-    """ptxas rejected the PTX or did not finish; the message carries its output."""
+    """ptxas rejected the PTX or did not finish; the message carries its output. `timed_out` is set for every
+    failure that says nothing lasting about the PTX (a timeout, a signal, the memory limit): never cached."""
 
     def __init__(self, message: str, timed_out: bool = False) -> None:
         super().__init__(message)
@@ -266,7 +282,7 @@ RDC_NOTE = ("compiled with -rdc=true (relocatable device code): the file launche
 
 
 def ptxas_resources(ptx: str, arch: str, toolchain: Toolchain,
-                    timeout_s: float = 60) -> dict[str, KernelResources]:
+                    timeout_s: float = 60, memory_mb: int | None = None) -> dict[str, KernelResources]:
     """Assemble `ptx` with `ptxas -v` into a throw-away cubin and parse the per-kernel report.
 
     PTX whose `.const` data cannot fit the constant bank, or that declares more than MAX_PTXAS_REGISTERS
@@ -288,9 +304,11 @@ def ptxas_resources(ptx: str, arch: str, toolchain: Toolchain,
         args = [str(toolchain.ptxas), "-v", f"-arch={_ptxas_arch(arch)}", str(src), "-o", str(cubin)]
         if _EXTERN_FUNC_RE.search(ptx):
             args.insert(1, "-c")  # relocatable code: its callees are linked later, ptxas refuses them otherwise
-        run = run_tool(args, timeout_s, cwd=tmp, temp_dir=tmp)
+        run = run_tool(args, timeout_s, cwd=tmp, temp_dir=tmp, memory_mb=memory_mb)
     if run.timed_out:
         raise PtxasError(f"ptxas did not finish within {timeout_s:g} s", timed_out=True)
+    if run.transient:
+        raise PtxasError(f"ptxas {_stopped_how(run, timeout_s)}", timed_out=True)
     if run.returncode != 0:
         lines = [ln for ln in run.output.splitlines() if "info" not in ln] or ["no output"]
         raise PtxasError("ptxas failed: " + " / ".join(ln.strip() for ln in lines[:5]))
@@ -485,15 +503,33 @@ def _same_file(a: Path, b: Path) -> bool:
     return os.path.normcase(os.path.realpath(a)) == os.path.normcase(os.path.realpath(b))
 
 
-def _check_host_compiler(output: str) -> None:
-    """Raise ToolchainError when nvcc failed because of the host compiler, not because of the code."""
+#: the host compilers nvcc looks for on PATH (Linux, macOS); one of them present means a failed probe was not for
+#: want of a compiler
+_HOST_COMPILERS = ("g++", "gcc", "c++", "clang++")
+
+
+def _check_host_compiler(output: str, options: CompileOptions) -> str | None:
+    """Raise ToolchainError when nvcc failed because the host compiler is missing or unsupported; the reason
+    when its probe of a host compiler that is there failed anyway (a child killed while it ran: the next compile
+    may well work, so the failure is not cached and the user is not told to install g++); else None."""
     if _UNSUPPORTED_HOST_RE.search(output):
         raise ToolchainError("nvcc does not support the installed host compiler version; install a g++ this "
                              "CUDA release supports, or add -allow-unsupported-compiler to the extra flags")
-    if _HOST_COMPILER_RE.search(output):
-        detail = next((ln.strip() for ln in output.splitlines() if _HOST_COMPILER_RE.search(ln)), "")
+    if not _HOST_COMPILER_RE.search(output):
+        return None
+    detail = next((ln.strip() for ln in output.splitlines() if _HOST_COMPILER_RE.search(ln)), "")
+    chosen = any(f.startswith(("-ccbin", "--compiler-bindir")) for f in options.extra_flags)
+    installed = None if chosen or os.name == "nt" else _installed_host_compiler()
+    if installed is None:
         raise ToolchainError(f"nvcc needs a host C++ compiler even to produce PTX, and none was found "
                              f"({detail}); {HOST_COMPILER_HINT}")
+    return (f"nvcc's run of the host compiler failed ({detail}) although one is installed ({installed}): it was "
+            "probably stopped (memory, a signal); nothing is cached, the next analysis compiles again")
+
+
+def _installed_host_compiler() -> str | None:
+    """The first host compiler on PATH (the PATH nvcc gets), or None."""
+    return next((found for name in _HOST_COMPILERS if (found := shutil.which(name))), None)
 
 
 # ------------------------------------------------------------------------------------------------- compile
@@ -524,8 +560,8 @@ def compile_cuda(path: str | Path, text: str | None = None,
                                             for message in rejected])
     if text is None:
         try:
-            text = original.read_text(encoding="utf-8", errors="replace")
-        except OSError as exc:
+            text = read_regular_text(original, MAX_SOURCE_BYTES)
+        except OSError as exc:  # InputRefused too: not a regular file, or too large
             message = f"cannot read {original}: {exc.strerror or exc}"
             return CompileResult(False, None, {}, [CompileDiagnostic(str(original), 1, 1, "error", message)],
                                  toolchain.version, options.arch)
@@ -540,6 +576,10 @@ def compile_cuda(path: str | Path, text: str | None = None,
     stamps = _header_stamps(text, original, [*include_dirs, *(cached.nearby_dirs if cached else [])])
     if cached is not None and cached.header_stamps == stamps:
         return cached
+    refusal = check_source(text, original.parent, include_dirs)
+    if refusal is not None:  # an include of a device, a macro bomb: said now, not as "out of memory" later
+        return _failed(toolchain, options, [CompileDiagnostic(str(original), refusal.line, refusal.column,
+                                                              "error", refusal.message)])
     result, cacheable = _compile_uncached(original, text, from_buffer, options, toolchain, include_dirs,
                                           with_resources)
     if not cacheable:
@@ -551,6 +591,48 @@ def compile_cuda(path: str | Path, text: str | None = None,
     return result
 
 
+def compile_fragment_copy(includer: Path, fragment: Path, fragment_text: str,
+                          options: CompileOptions) -> CompileResult:
+    """Compile `includer` with `fragment_text` standing for the `fragment` it `#include`s, writing neither file.
+
+    A fragment (a `.cu` written to be included after its includer's typedefs) compiles only through its includer,
+    and nvcc reads an included file from disk: an unsaved edit of the fragment, or a trial version of a fix, is
+    written to a copy in a temporary folder, and the includer is compiled as a copy whose `#include` names that
+    copy. The PTX's `.file` entry of the copy is pointed back at the fragment, so its kernels land on its lines.
+    An includer that cannot be read, or whose includes do not name the fragment, compiles as it is on disk.
+    """
+    with tool_temp_dir("kerncast-fragment-") as tmp_dir:
+        copy = tmp_dir / (fragment.name if _short_plain_name(fragment.name) else "fragment" + fragment.suffix)
+        copy.write_text(fragment_text, encoding="utf-8", newline="")
+        includer_text = header_text(includer)
+        rewritten = None if includer_text is None else _include_copy(includer_text, includer, fragment, copy)
+        if rewritten is None:
+            return compile_cuda(includer, options=options, with_resources=False)
+        dirs = [str(fragment.parent), *options.include_dirs]
+        result = compile_cuda(includer, text=rewritten, options=replace(options, include_dirs=dirs),
+                              with_resources=False)
+    if result.ptx is None:
+        return result
+    return replace(result, ptx=_retarget_file_directives(result.ptx, copy, fragment))
+
+
+def _include_copy(text: str, includer: Path, fragment: Path, copy: Path) -> str | None:
+    """`text` (the includer's) with each `#include` that resolves to `fragment` naming `copy` instead, on the same
+    line; None when none does."""
+    target = real_path(fragment)
+    lines = text.splitlines(keepends=True)
+    changed = False
+    for i, line in enumerate(lines):
+        match = INCLUDE_RE.match(line)
+        found = resolve_include(match.group("name"), True, includer.parent, []) if match else None
+        if match is None or found is None or real_path(found) != target:
+            continue
+        close = line.index('"' if match.group("open") == '"' else ">", match.end("name"))
+        lines[i] = line[:match.start("open")] + f'"{copy}"' + line[close + 1:]
+        changed = True
+    return "".join(lines) if changed else None
+
+
 def _header_stamps(text: str, original: Path, dirs: list[Path]) -> list[tuple[str, int, int]]:
     """The stamps of the user headers the source reaches with `dirs` on the include path, in a fixed order."""
     return sorted(_local_header_stamps(text, original.parent, dirs))
@@ -559,11 +641,11 @@ def _header_stamps(text: str, original: Path, dirs: list[Path]) -> list[tuple[st
 def matches_disk(path: Path, text: str) -> bool:
     """Whether a buffer equals the saved file, which is then compiled in place (no temporary copy); line ends
     are compared as they are, so a saved CRLF file equals its text as read for analysis."""
-    try:
-        with path.open(encoding="utf-8", errors="replace", newline="") as fh:
-            return fh.read() == text
-    except OSError:
+    try:  # a saved file is never longer than its text's UTF-8 (a byte decoded as U+FFFD takes three)
+        raw = read_regular_file(path, len(text.encode("utf-8", errors="surrogatepass")))
+    except OSError:  # InputRefused too: a FIFO or a device is never "saved text"
         return False
+    return raw.decode("utf-8", errors="replace") == text
 
 
 def _cache_key(original: Path, text: str, options: CompileOptions, toolchain: Toolchain,
@@ -667,11 +749,13 @@ class _NvccJob:
                 self._given[d] = _shell_safe_dir(d, self.tmp_dir / f"include-{len(self._given)}")
         given = [self._given[d] for d in dirs]
         run = run_tool(_nvcc_args(self.toolchain, self.options, self.source, self.out, given, self.relocatable,
-                                  flags), self.options.timeout_s, cwd=self.tmp_dir, temp_dir=self.tmp_dir)
+                                  flags), self.options.timeout_s, cwd=self.tmp_dir, temp_dir=self.tmp_dir,
+                       memory_mb=self.options.memory_mb)
         if not self.relocatable and _needs_rdc(run, self.options):
             self.relocatable = True
             run = run_tool(_nvcc_args(self.toolchain, self.options, self.source, self.out, given, True, flags),
-                           self.options.timeout_s, cwd=self.tmp_dir, temp_dir=self.tmp_dir)
+                           self.options.timeout_s, cwd=self.tmp_dir, temp_dir=self.tmp_dir,
+                           memory_mb=self.options.memory_mb)
         return run
 
     def parse(self, run: ToolRun, folders: list[Path] | None = None) -> list[CompileDiagnostic]:
@@ -698,22 +782,25 @@ def _compile_uncached(original: Path, text: str, from_buffer: bool, options: Com
     """
     with tool_temp_dir("kerncast-nvcc-") as tmp_dir:
         source = original
-        if from_buffer or not is_shell_safe_path(original):
-            source = tmp_dir / (original.name if is_shell_safe_path(original.name) else "source" + original.suffix)
+        if from_buffer or not is_shell_safe_path(original) or not _short_plain_name(original.name):
+            source = tmp_dir / (original.name if _short_plain_name(original.name) else "source" + original.suffix)
             source.write_text(text, encoding="utf-8")
             include_dirs = [original.parent, *include_dirs]
         job = _NvccJob(toolchain, options, original, text, source, tmp_dir / (_safe_stem(original) + ".ptx"),
                        tmp_dir, include_dirs)
         run = job.run()
         notes: list[str] = []
-        if run.timed_out:
-            message = (f"nvcc did not finish within {options.timeout_s:g} s; "
-                       "simplify the file or raise the timeout")
-            timeout = CompileDiagnostic(str(original), 1, 1, "error", message)
-            return _failed(toolchain, options, [timeout]), False
+        if run.transient:
+            stopped = CompileDiagnostic(str(original), 1, 1, "error", f"nvcc {_stopped_how(run, options.timeout_s)}")
+            return _failed(toolchain, options, [stopped]), False
         if run.returncode != 0:
-            _check_host_compiler(run.output)
+            probe = _check_host_compiler(run.output, options)
+            if probe is not None:
+                return _failed(toolchain, options, [CompileDiagnostic(str(original), 1, 1, "error", probe)]), False
         run, diagnostics = _compile_with_fallbacks(job, run, job.parse(run), notes)
+        if run.transient:  # a retry stopped: its failure is no verdict on the code either
+            stopped = CompileDiagnostic(str(original), 1, 1, "error", f"nvcc {_stopped_how(run, options.timeout_s)}")
+            return _failed(toolchain, options, [stopped]), False
         ptx = job.out.read_text(encoding="utf-8", errors="replace") if job.out.is_file() else None
     if job.relocatable:
         notes.insert(0, RDC_NOTE)
@@ -727,7 +814,8 @@ def _compile_uncached(original: Path, text: str, from_buffer: bool, options: Com
     resources: dict[str, KernelResources] = {}
     if with_resources:
         try:
-            resources = ptxas_resources(ptx, options.arch, toolchain, timeout_s=options.timeout_s)
+            resources = ptxas_resources(ptx, options.arch, toolchain, timeout_s=options.timeout_s,
+                                        memory_mb=options.memory_mb)
         except PtxasError as exc:
             cacheable = cacheable and not exc.timed_out
             diagnostics.append(CompileDiagnostic(str(original), 1, 1, "warning", f"no register/shared memory "
@@ -867,7 +955,38 @@ def _shell_safe_dir(directory: Path, link: Path) -> Path:
 
 
 def _safe_stem(original: Path) -> str:
-    return original.stem if is_shell_safe_path(original.stem) else "source"
+    return original.stem if _short_plain_name(original.stem) else "source"
+
+
+#: the longest file name (in bytes) handed to nvcc as it is: nvcc names its temporaries after the source
+#: (`tmpxft_0000a1b2_00000000-6_<name>.cpp1.ii`), and those must stay under the 255-byte limit of a name
+MAX_PLAIN_NAME_BYTES = 100
+
+
+def _short_plain_name(name: str) -> bool:
+    """Whether a file name can be nvcc's as it is: no shell character, and short enough for its temporaries."""
+    return is_shell_safe_path(name) and len(name.encode("utf-8", "surrogateescape")) <= MAX_PLAIN_NAME_BYTES
+
+
+def _stopped_how(run: ToolRun, timeout_s: float) -> str:
+    """How a transient failure ended, for its message: the timeout, the memory limit, or a signal."""
+    if run.timed_out:
+        return f"did not finish within {timeout_s:g} s; simplify the file or raise the timeout"
+    if run.out_of_memory:
+        return (f"ran out of its {run.memory_mb} MiB memory limit (compileMemoryMB, --compile-memory-mb); the "
+                "file, or a header or macro it uses, needs more than that")
+    if run.returncode < 0:
+        return (f"was stopped by {_signal_name(-run.returncode)} before it finished (nothing is cached: the next "
+                "analysis compiles again)")
+    stage = next((ln.strip() for ln in run.output.splitlines() if "signal" in ln), "a stage was stopped")
+    return f"did not finish: {stage} (nothing is cached: the next analysis compiles again)"
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _failed(toolchain: Toolchain, options: CompileOptions,

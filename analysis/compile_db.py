@@ -17,8 +17,12 @@ import os
 import re
 import shlex
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from kerncast.analysis.input_files import check_regular, read_regular_text
+from kerncast.analysis.toolchain import check_define, check_include_dir
 
 _FILE_NAME = "compile_commands.json"
 _MAX_BYTES = 64 << 20
@@ -77,7 +81,7 @@ _lock = threading.Lock()
 def load_entries(database: Path) -> list[dict]:
     """The entries of a compile_commands.json (cached by size and mtime); [] when unreadable or malformed."""
     try:
-        st = database.stat()
+        st = check_regular(database)
         if st.st_size > _MAX_BYTES:
             return []
         stamp = (st.st_mtime_ns, st.st_size)
@@ -85,7 +89,7 @@ def load_entries(database: Path) -> list[dict]:
             hit = _cache.get(database)
             if hit is not None and hit[0] == stamp:
                 return hit[1]
-        data = json.loads(database.read_text(encoding="utf-8", errors="replace"))
+        data = json.loads(read_regular_text(database, _MAX_BYTES))
     except (OSError, ValueError):
         return []
     entries = [e for e in data if isinstance(e, dict) and isinstance(e.get("file"), str)] \
@@ -171,10 +175,15 @@ def _read_arguments(args: list[str], cwd: Path, out: BuildFlags) -> None:
         a = args[i]
         value, consumed = _split(a, args[i + 1] if i + 1 < len(args) else None)
         if a.startswith(("-I", "--include-path", "-isystem", "--system-include")):
-            if value:
+            if value and _passable(check_include_dir, value):
                 out.include_dirs.append(str(Path(os.path.normpath(cwd / value))))
+            elif value:
+                out.dropped.append(a if value in a else f"{a} {value}")
         elif a.startswith(("-D", "--define-macro")):
-            _keep(value, _DEFINE_RE, out.defines, out)
+            if value and _DEFINE_RE.match(value) and _passable(check_define, value):
+                out.defines.append(value)
+            elif value:
+                out.dropped.append(value)
         elif a.startswith(("-U", "--undefine-macro")):
             _keep(value, _NAME_RE, out.undefines, out)
         elif a.startswith(("-std", "--std")):
@@ -218,3 +227,13 @@ def _keep(value: str | None, pattern: re.Pattern[str], into: list[str], out: Bui
         into.append(value)
     elif value:
         out.dropped.append(value)
+
+
+def _passable(check: Callable[[str], str], value: str) -> bool:
+    """Whether the library passes `value` to nvcc (`toolchain.check_define`, `check_include_dir`): a value it
+    would refuse is dropped here, with a note, rather than failing the whole file."""
+    try:
+        check(value)
+    except ValueError:
+        return False
+    return True

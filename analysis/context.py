@@ -81,6 +81,9 @@ class AnalysisOptions:
     defines: list[str] = field(default_factory=list)
     nvcc_path: str | None = None
     timeout_s: float = 120.0
+    #: address space each compiler process (nvcc and its stages, ptxas) may use, in MiB; None: the default share
+    #: of the machine (`toolchain.default_compile_memory_mb`)
+    compile_memory_mb: int | None = None
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     #: launch overrides that apply to every kernel (CLI flags)
     overrides: LaunchOverrides | None = None

@@ -186,30 +186,14 @@ def fix_text(text: str, analyse: Callable[[str], FileReport], unsafe: bool = Fal
 
 @contextmanager
 def trial_analyses(path: Path, options: AnalysisOptions) -> Iterator[Callable[[str], FileReport]]:
-    """A function that analyses versions of the file at `path` (its first call must be the text on disk).
+    """A function that analyses versions of the file at `path` without ever writing it.
 
-    A version is analysed as the editor's unsaved text at the file's path, so nothing is written and its
-    includes, `main()` and neighbours resolve as before. A fragment, which nvcc compiles through the file
-    that #includes it, is read from disk by that compile: its versions are written in place, and the file is
-    put back as it was when the block ends, however it ends."""
-    original = path.read_bytes()
-    in_place: bool | None = None  # decided by the first analysis, of the file as it is on disk
-
-    def analyse(text: str) -> FileReport:
-        nonlocal in_place
-        if in_place:
-            path.write_bytes(text.encode("utf-8"))
-            return analyze_file(path, options=options)
-        report = analyze_file(path, text=text, options=options)
-        if in_place is None:
-            in_place = report.includer is not None
-        return report
-
-    try:
-        yield analyse
-    finally:
-        if in_place:
-            path.write_bytes(original)
+    A version is analysed as the editor's unsaved text at the file's path, so its includes, `main()` and
+    neighbours resolve as before; a fragment, which nvcc compiles through the file that #includes it, is
+    compiled through copies of both (`compile.compile_fragment_copy`). Nothing is written into the user's file
+    while fixes are tried, so a run that is stopped half-way leaves it as it was, and a save made meanwhile is
+    not reverted."""
+    yield lambda text: analyze_file(path, text=text, options=options)
 
 
 def _next_fix(report: FileReport, tried: set[tuple[object, ...]],

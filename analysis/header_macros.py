@@ -18,6 +18,7 @@ from pathlib import Path
 
 from kerncast.analysis.cexpr import LineIndex, Macro, Token, read_macros
 from kerncast.analysis.includes import INCLUDE_RE, MAX_INCLUDE_BYTES, MAX_INCLUDE_DEPTH, real_path, resolve_include
+from kerncast.analysis.input_files import read_regular_text
 from kerncast.analysis.lru import BoundedLru
 
 #: headers whose macros are kept (by path, modification time and size, so an edited header is read again)
@@ -83,7 +84,7 @@ def _read_header(header: Path) -> tuple[list[Macro], tuple[tuple[int, str], ...]
         found: tuple[list[Macro], tuple[tuple[int, str], ...]] = ([], ())
     else:
         try:
-            text = header.read_text(encoding="utf-8", errors="replace")
+            text = read_regular_text(header, MAX_INCLUDE_BYTES)
         except OSError:
             return [], ()
         found = (read_macros(text), _quoted_includes(text))

@@ -15,6 +15,8 @@ import os
 import re
 from pathlib import Path
 
+from kerncast.analysis.input_files import read_regular_text
+
 #: include chains followed at most (a cycle guarded by the headers already seen ends sooner)
 MAX_INCLUDE_DEPTH = 16
 #: a file larger than this is taken to include nothing (it is not read)
@@ -40,10 +42,8 @@ def includes_in(text: str) -> list[tuple[str, bool]]:
 def header_text(path: Path) -> str | None:
     """A file's text as the include graph reads it; None for an unreadable one or one too large to be a header."""
     try:
-        if path.stat().st_size > MAX_INCLUDE_BYTES:
-            return None
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        return read_regular_text(path, MAX_INCLUDE_BYTES)
+    except OSError:  # InputRefused too: a device, a FIFO or a huge file is no header
         return None
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from kerncast.analysis.cexpr import ConstEnv
 from kerncast.analysis.header_macros import included_macros
 from kerncast.analysis.includes import MAX_INCLUDE_BYTES
+from kerncast.analysis.input_files import read_regular_text
 from kerncast.analysis.lru import BoundedLru
 
 #: sources that may call a wrapper defined in a CUDA file
@@ -66,7 +67,7 @@ class Neighbours:
             env = _ENVS.get(key)
             if env is None:
                 try:
-                    text = (folder / name).read_text(encoding="utf-8", errors="replace")
+                    text = read_regular_text(folder / name, MAX_INCLUDE_BYTES)
                     env = ConstEnv(text, included_macros(text, folder / name, list(self.include_dirs)))
                 except (OSError, ValueError, IndexError, RecursionError):
                     continue

@@ -24,6 +24,7 @@ from kerncast.analysis.compile import (
     CompileResult,
     ToolchainError,
     compile_cuda,
+    compile_fragment_copy,
     find_toolchain,
     matches_disk,
     ptxas_resources,
@@ -41,6 +42,7 @@ from kerncast.analysis.context import (
 from kerncast.analysis.demangle import demangle
 from kerncast.analysis.gpus.loading import load_gpu
 from kerncast.analysis.includes import find_includers
+from kerncast.analysis.input_files import InputTooLarge, read_regular_file
 from kerncast.analysis.isa import classify
 from kerncast.analysis.kernel_cache import (
     KernelCache,
@@ -89,10 +91,13 @@ def read_input(path: Path, text: str | None, max_bytes: int) -> tuple[str | None
     """
     if text is None:
         try:
-            size = path.stat().st_size
-        except OSError as exc:
+            raw = read_regular_file(path, max_bytes)
+        except InputTooLarge as exc:
+            raw, size = b"", exc.size
+        except OSError as exc:  # InputRefused too: a device, a FIFO, a socket (also behind a link)
             return None, _input_finding(f"cannot read {path}: {exc.strerror or exc}"), None
-        raw = b"" if size > max_bytes else path.read_bytes()
+        else:
+            size = len(raw)
     else:
         raw = text.encode("utf-8", errors="surrogatepass")
         size = len(raw)
@@ -196,7 +201,7 @@ def _analyze_cuda(report: FileReport, path: Path, source: str, options: Analysis
         options = replace(options, include_dirs=[*build.include_dirs, *options.include_dirs])
     copts = CompileOptions(arch=options.arch or "", include_dirs=list(options.include_dirs),
                            defines=list(options.defines), nvcc_path=options.nvcc_path,
-                           timeout_s=options.timeout_s)
+                           timeout_s=options.timeout_s, memory_mb=options.compile_memory_mb)
     if build is not None:  # the settings add to the project's own flags
         copts.defines = [*build.defines, *copts.defines]
         copts.extra_flags = [*build.flags, *(f"-U{u}" for u in build.undefines)]
@@ -254,9 +259,9 @@ def _compile_through_includer(path: Path, source: str, copts: CompileOptions) ->
     (`includes.find_includers`), nearest first; an includer that is itself a fragment is compiled through its
     own includers.
 
-    Only a saved fragment: nvcc reads it from disk when it compiles the includer."""
-    if not matches_disk(path, source):
-        return None
+    An unsaved fragment (an editor's buffer, a trial fix) is compiled through a copy of a file that includes it
+    directly, which includes a copy of its text (`compile_fragment_copy`): neither file on disk is written."""
+    saved = matches_disk(path, source)
     queue, seen = find_includers(path), {path}
     for _ in range(MAX_INCLUDERS_TRIED):
         if not queue:
@@ -264,12 +269,14 @@ def _compile_through_includer(path: Path, source: str, copts: CompileOptions) ->
         includer = queue.pop(0)
         seen.add(includer)
         try:
-            result = compile_cuda(includer, options=copts, with_resources=False)
+            result = (compile_cuda(includer, options=copts, with_resources=False) if saved
+                      else compile_fragment_copy(includer, path, source, copts))
         except ToolchainError:
             return None
         if result.ok and result.ptx is not None:
             return includer, result
-        queue += [p for p in find_includers(includer) if p not in seen and p not in queue]
+        if saved:  # an includer of an includer reads the fragment from disk
+            queue += [p for p in find_includers(includer) if p not in seen and p not in queue]
     return None
 
 
@@ -288,7 +295,8 @@ def _ptxas_resources(ptx: str, options: AnalysisOptions) -> PtxasResult:
     """Registers, shared memory and spills per kernel from ptxas, or ({}, why not)."""
     try:
         toolchain = find_toolchain(options.nvcc_path)
-        return ptxas_resources(ptx, _ptxas_target(ptx, options), toolchain, timeout_s=options.timeout_s), None
+        return ptxas_resources(ptx, _ptxas_target(ptx, options), toolchain, timeout_s=options.timeout_s,
+                               memory_mb=options.compile_memory_mb), None
     except ToolchainError as exc:
         return {}, f"registers unknown: {exc}"
     except Exception as exc:  # noqa: BLE001 - ptxas failing on odd PTX must not stop the analysis

@@ -8,6 +8,7 @@ compiler is the most common first-run problem and a traceback does not tell the 
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -20,6 +21,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+try:
+    import resource
+except ImportError:  # Windows: no address-space limit; the timeout still holds
+    resource = None  # type: ignore[assignment]
 
 INSTALL_HINT = ("install the CUDA compiler with `pip install 'kerncast[cuda]'`, "
                 "or set nvccPath to an nvcc executable")
@@ -38,9 +44,48 @@ SHOWN_CHARS = 80
 #: nvcc hands -D values, -I directories and the source path to the host compiler through `sh -c`, inside
 #: double quotes; these characters would end the quoting or start a substitution there
 SHELL_CHARS = frozenset("$`\"'\\;|&<>\n\r\0")
+#: what a define's value may not hold: nvcc writes each define in double quotes for its shell and escapes a double
+#: quote there (so CMake's `-DPROJECT_VERSION="1.2.0"` arrives intact, and a single quote is plain text), but not a
+#: `$`, a backtick or a backslash; `;|&<>` are refused too, for a shell that nvcc might not quote
+DEFINE_UNSAFE_CHARS = SHELL_CHARS - {'"', "'"}
+#: what an include directory may not hold: one whose path the shell would interpret reaches nvcc as a link with a
+#: plain name (`compile._shell_safe_dir`), so only what no path or link can hold is refused
+PATH_IMPOSSIBLE_CHARS = frozenset("\n\r\0")
 MAX_DEFINE_CHARS = 4096
 MAX_PATH_CHARS = 4096
 _DEFINE_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\([A-Za-z0-9_, ]*\))?")
+
+
+#: the most memory a compile gets by default, in MiB, and the share of the machine's memory when that is less
+DEFAULT_COMPILE_MEMORY_MB = 4096
+COMPILE_MEMORY_SHARE = 0.5
+#: the least a memory limit may be: nvcc and its children need some hundreds of MiB of address space to start
+MIN_COMPILE_MEMORY_MB = 256
+
+
+def machine_memory_mb() -> int | None:
+    """The machine's physical memory in MiB, or None where the system does not say."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // (1 << 20)
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def default_compile_memory_mb() -> int:
+    """min(DEFAULT_COMPILE_MEMORY_MB, half the machine's memory): a hostile input (an `#include` of a device, a
+    macro bomb) fails on its own limit long before the machine runs short, while real code compiles in well under
+    a GiB."""
+    total = machine_memory_mb()
+    share = int(total * COMPILE_MEMORY_SHARE) if total else DEFAULT_COMPILE_MEMORY_MB
+    return max(MIN_COMPILE_MEMORY_MB, min(DEFAULT_COMPILE_MEMORY_MB, share))
+
+
+def check_memory_mb(value: object) -> int:
+    """A compile memory limit in MiB: an integer of at least MIN_COMPILE_MEMORY_MB; ValueError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < MIN_COMPILE_MEMORY_MB:
+        raise ValueError(f"compile memory limit {shown(value)} rejected: expected a whole number of MiB, at "
+                         f"least {MIN_COMPILE_MEMORY_MB}")
+    return value
 
 
 class ToolchainError(Exception):
@@ -56,10 +101,11 @@ def shown(value: object, limit: int = SHOWN_CHARS) -> str:
 
 
 def check_define(define: str) -> str:
-    """`NAME`, `NAME=VALUE` or `NAME(args)=VALUE` with no shell metacharacter; ValueError names the value.
+    """`NAME`, `NAME=VALUE` or `NAME(args)=VALUE` with no shell metacharacter but quotes; ValueError names it.
 
-    nvcc passes defines on to the host compiler through a shell, so a value such as `$(cmd)` would run
-    `cmd`: a define is data and is refused rather than escaped.
+    nvcc passes defines on to the host compiler through a shell, inside double quotes it escapes: a value such
+    as `$(cmd)` would run `cmd`, so a define is data and is refused rather than escaped, while the quotes of a
+    string define (`VERSION="1.2.0"`, as CMake writes it) reach the compiler as they are.
     """
     if not isinstance(define, str):
         raise ValueError(f"define {shown(define)} rejected: expected NAME or NAME=VALUE text")
@@ -69,7 +115,7 @@ def check_define(define: str) -> str:
     if not _DEFINE_NAME_RE.fullmatch(name):
         raise ValueError(f"define {shown(define)} rejected: {shown(name)} is not a macro name "
                          "(expected NAME or NAME=VALUE)")
-    bad = sorted(set(define) & SHELL_CHARS)
+    bad = sorted(set(define) & DEFINE_UNSAFE_CHARS)
     if bad:
         raise ValueError(f"define {shown(define)} rejected: it contains {', '.join(map(repr, bad))}, which "
                          "the compiler's shell would interpret; only NAME or NAME=VALUE without "
@@ -87,6 +133,19 @@ def check_path(path: str, what: str) -> str:
     if bad:
         raise ValueError(f"{what} {shown(path)} rejected: it contains {', '.join(map(repr, bad))}, which the "
                          "compiler's shell would interpret")
+    return path
+
+
+def check_include_dir(path: str) -> str:
+    """An include directory: any path text (one the compiler's shell would interpret is handed to nvcc as a
+    link), but not empty, not huge, and without a newline or NUL; ValueError otherwise. A workspace named
+    `Bob's proj` is a folder like any other."""
+    if not isinstance(path, str) or not path.strip():
+        raise ValueError(f"include directory {shown(path)} rejected: expected a non-empty path")
+    if len(path) > MAX_PATH_CHARS:
+        raise ValueError(f"include directory {shown(path)} rejected: longer than {MAX_PATH_CHARS} characters")
+    if set(path) & PATH_IMPOSSIBLE_CHARS:
+        raise ValueError(f"include directory {shown(path)} rejected: it contains a newline or NUL")
     return path
 
 
@@ -143,6 +202,26 @@ class ToolRun:
     stdout: str
     stderr: str
     timed_out: bool
+    #: the address-space limit the tool ran under, in MiB (None: none)
+    memory_mb: int | None = None
+
+    @property
+    def killed(self) -> bool:
+        """Whether a signal ended the tool or one of its stages (the out-of-memory killer, a user's kill): its
+        output is no verdict on the code. nvcc says so of a stage (`'cicc' died due to signal 9`), as the gcc
+        driver does of cc1plus."""
+        return self.returncode < 0 or bool(_KILLED_RE.search(self.output))
+
+    @property
+    def out_of_memory(self) -> bool:
+        """Whether the tool (or one of its children) ran out of the memory it was allowed."""
+        return self.memory_mb is not None and bool(_OUT_OF_MEMORY_RE.search(self.output))
+
+    @property
+    def transient(self) -> bool:
+        """A failure that says nothing lasting about the input: a timeout, a signal, the memory limit. Such a
+        result is never cached: the next request runs the tool again."""
+        return self.timed_out or self.killed or self.out_of_memory
 
     @property
     def output(self) -> str:
@@ -150,14 +229,26 @@ class ToolRun:
         return (self.stdout + "\n" + self.stderr).strip("\n")
 
 
+_KILLED_RE = re.compile(r"died due to signal|Killed signal terminated program|terminated by signal")
+_OUT_OF_MEMORY_RE = re.compile(r"out of memory|memory exhausted|Cannot allocate memory|std::bad_alloc|"
+                               r"Out of memory|failed to allocate|unable to allocate", re.IGNORECASE)
+
+
 def run_tool(args: list[str], timeout_s: float, cwd: str | Path | None = None,
-             env: dict[str, str] | None = None, temp_dir: str | Path | None = None) -> ToolRun:
-    """Run a command (argument list, no shell) and kill its whole process group if it overruns.
+             env: dict[str, str] | None = None, temp_dir: str | Path | None = None,
+             memory_mb: int | None = None) -> ToolRun:
+    """Run a command (argument list, no shell) under a memory limit, and kill its whole process group if it
+    overruns its time.
 
     nvcc starts cicc, cudafe++ and the host compiler as children; killing only nvcc on a timeout would
     leave them running, so the command gets its own session and the group is killed. `temp_dir` becomes
     the tool's TMPDIR, TMP and TEMP. The timeout is held to (0, MAX_TIMEOUT_S] whatever the caller passes.
+    Each process of the tool gets `memory_mb` MiB of address space (RLIMIT_AS, inherited by its children;
+    default `default_compile_memory_mb()`): an input that makes the preprocessor allocate without end fails
+    with "out of memory" instead of taking the machine. nvcc runs its stages one after another, so the tree's
+    peak is about one stage's.
     """
+    memory_mb = default_compile_memory_mb() if memory_mb is None else memory_mb
     timeout_s = min(max(timeout_s, 0.001), MAX_TIMEOUT_S) if math.isfinite(timeout_s) else MAX_TIMEOUT_S
     if temp_dir is not None:
         env = dict(os.environ if env is None else env, TMPDIR=str(temp_dir), TMP=str(temp_dir),
@@ -165,6 +256,16 @@ def run_tool(args: list[str], timeout_s: float, cwd: str | Path | None = None,
     popen_kwargs: dict[str, object] = {}
     if os.name == "posix":
         popen_kwargs["start_new_session"] = True
+    if resource is not None:
+        # in the child between fork and exec, the address-space limit it and every process it starts inherit; a
+        # C function bound to its arguments, so that no Python code runs there
+        limit = memory_mb << 20
+        hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+        if hard != resource.RLIM_INFINITY:  # a limit may only be lowered
+            limit = min(limit, hard)
+        popen_kwargs["preexec_fn"] = functools.partial(resource.setrlimit, resource.RLIMIT_AS, (limit, limit))
+    else:
+        memory_mb = None
     try:
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 stdin=subprocess.DEVNULL, cwd=cwd, env=env, text=True, errors="replace",
@@ -176,8 +277,12 @@ def run_tool(args: list[str], timeout_s: float, cwd: str | Path | None = None,
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         out, err = proc.communicate()
-        return ToolRun(proc.returncode, out, err, timed_out=True)
-    return ToolRun(proc.returncode, out, err, timed_out=False)
+        return ToolRun(proc.returncode, out, err, timed_out=True, memory_mb=memory_mb)
+    except BaseException:  # Ctrl-C, or SIGTERM turned into SystemExit: the tool's own session would outlive us
+        _kill_group(proc)
+        proc.wait()
+        raise
+    return ToolRun(proc.returncode, out, err, timed_out=False, memory_mb=memory_mb)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

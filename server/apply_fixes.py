@@ -3,17 +3,22 @@ checked by compiling and analysing the file again before it is kept (`analysis.f
 
 Only safe fixes are applied, and only a finding's sole safe fix (the one the editors mark preferred);
 `--unsafe-fixes` admits unsafe ones too. Snippets are templates and are never applied. A file is written only
-when a fix was kept, in its own encoding and line endings; `--diff` writes nothing and prints what would change.
+when a fix was kept, in its own encoding and with each line's own ending, and only while it still holds the text
+the fixes were made for (a save made during the run wins); `--diff` writes nothing and prints what would change.
 """
 
 from __future__ import annotations
 
 import difflib
+import os
 import re
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 from kerncast.analysis.fixing import FixOutcome, fix_text, trial_analyses
+from kerncast.analysis.input_files import InputRefused, read_regular_file
 from kerncast.analysis.pipeline import AnalysisOptions
 from kerncast.analysis.report import FileReport
 
@@ -30,7 +35,8 @@ def fix_files(files: list[str], options: AnalysisOptions, unsafe: bool, diff: bo
         path = Path(name)
         if path.suffix.lower() not in FIXABLE_SUFFIXES:
             continue
-        text = _read_text(path)
+        raw = _read_bytes(path, options.max_file_bytes)
+        text = _utf8(raw)
         if text is None:
             print(f"kerncast: {name}: not fixed: the file is not UTF-8 text", file=sys.stderr)
             status = 1
@@ -42,27 +48,105 @@ def fix_files(files: list[str], options: AnalysisOptions, unsafe: bool, diff: bo
         _tell(name, outcome, "would fix" if diff else "fixed")
         if not outcome.kept:
             continue
-        fixed = _with_line_endings_of(text, outcome.text)
+        fixed = with_line_endings_of(text, outcome.text)
         if diff:
             sys.stdout.writelines(difflib.unified_diff(text.splitlines(keepends=True),
                                                        fixed.splitlines(keepends=True), name, name))
-        else:
-            path.write_bytes(fixed.encode("utf-8"))
+        elif not _write_unless_changed(path, raw, fixed.encode("utf-8")):
+            print(f"kerncast: {name}: not fixed: the file changed while Kerncast was checking its fixes; "
+                  "nothing was written (run again on the new text)", file=sys.stderr)
+            if reports is not None:
+                reports.pop(name, None)  # that report is of a text that was not written
+            status = 1
     return status
 
 
-def _read_text(path: Path) -> str | None:
-    """The file's text with its line endings as they are; None when it is not UTF-8 (a fix would have to
-    guess how to write it back)."""
+def _read_bytes(path: Path, max_bytes: int) -> bytes | None:
+    """The file's bytes (a regular file no larger than `max_bytes`), or None."""
     try:
-        return path.read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError):
+        return read_regular_file(path, max_bytes)
+    except InputRefused:
         return None
 
 
-def _with_line_endings_of(original: str, fixed: str) -> str:
-    """`fixed` with the lines a fix added ended in CRLF when the original used CRLF (fixes write LF)."""
-    return re.sub(r"(?<!\r)\n", "\r\n", fixed) if "\r\n" in original else fixed
+def _utf8(raw: bytes | None) -> str | None:
+    """The file's text with its line endings as they are; None when it is not UTF-8 (a fix would have to
+    guess how to write it back) or could not be read."""
+    try:
+        return None if raw is None else raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _write_unless_changed(path: Path, before: bytes | None, data: bytes) -> bool:
+    """Write `data` over the file only while it still holds `before`, the bytes the fixes were made for: a save
+    made while the fixes were checked (seconds of compiles) is kept, and the fixed text is not written. The new
+    bytes go to a temporary file beside the real one (links followed) that then replaces it, so the file is
+    never seen half-written; its permissions are kept. False when the file changed (nothing is written)."""
+    real = Path(os.path.realpath(path))
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{real.name[:40]}.", suffix=".kerncast", dir=real.parent)
+    except OSError:
+        return _write_in_place(real, before, data)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        shutil.copymode(real, tmp)
+        if _read_bytes(real, max(len(before or b""), 1) + 1) != before:
+            return False
+        os.replace(tmp, real)
+        return True
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _write_in_place(real: Path, before: bytes | None, data: bytes) -> bool:
+    """The write where no temporary file can be made beside the file (a read-only folder): checked, then in place."""
+    if _read_bytes(real, max(len(before or b""), 1) + 1) != before:
+        return False
+    real.write_bytes(data)
+    return True
+
+
+_LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\n|\r)|[^\r\n]+\Z")
+
+
+def _lines(text: str) -> list[tuple[str, str]]:
+    """(body, ending) of each line; the ending is "\r\n", "\n", "\r" or "" (a last line without one)."""
+    out = []
+    for m in _LINE_RE.finditer(text):
+        line = m.group()
+        body = line.rstrip("\r\n")
+        out.append((body, line[len(body):]))
+    return out
+
+
+def with_line_endings_of(original: str, fixed: str) -> str:
+    """`fixed` with each line ended as in the original: an unchanged line keeps its own ending, and a line a
+    fix added or changed takes the ending of the line it replaces (or of the line above it). A file that mixes
+    CRLF and LF lines keeps each as it was; fixes themselves write LF."""
+    old, new = _lines(original), _lines(fixed)
+    matcher = difflib.SequenceMatcher(None, [b for b, _ in old], [b for b, _ in new], autojunk=False)
+    out: list[str] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        for k in range(j2 - j1):
+            body, ending = new[j1 + k]
+            if ending:
+                if tag == "equal" and old[i1 + k][1]:
+                    ending = old[i1 + k][1]
+                else:
+                    ending = _nearby_ending(old, min(i1 + k, i2 - 1) if i2 > i1 else i1 - 1, ending)
+            out.append(body + ending)
+    return "".join(out)
+
+
+def _nearby_ending(lines: list[tuple[str, str]], index: int, default: str) -> str:
+    """The ending of line `index`, else of the nearest line above it with one, else `default`."""
+    for i in range(min(index, len(lines) - 1), -1, -1):
+        if lines[i][1]:
+            return lines[i][1]
+    return default
 
 
 def _tell(name: str, outcome: FixOutcome, done: str) -> None:

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from kerncast.analysis.context import POWER_MODELS
@@ -17,7 +21,14 @@ from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
 from kerncast.analysis.report import FileReport
 from kerncast.analysis.strict_json import dumps_strict
 from kerncast.analysis.targets import default_gpu
-from kerncast.analysis.toolchain import check_define, check_path, check_timeout
+from kerncast.analysis.toolchain import (
+    DEFAULT_COMPILE_MEMORY_MB,
+    check_define,
+    check_include_dir,
+    check_memory_mb,
+    check_timeout,
+    default_compile_memory_mb,
+)
 from kerncast.server import analyze_many as many
 from kerncast.server.apply_fixes import fix_files
 from kerncast.server.render_text import render_file_report
@@ -51,6 +62,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="use the installed CUDA toolkit (CUDA_HOME, /usr/local/cuda) before the pip wheels")
     parser.add_argument("--timeout", type=float, default=defaults.timeout_s,
                         help=f"seconds allowed for nvcc; default {defaults.timeout_s:g}")
+    parser.add_argument("--compile-memory-mb", dest="compile_memory_mb", type=int, default=None, metavar="MIB",
+                        help="address space each compiler process may use, in MiB; default "
+                             f"{default_compile_memory_mb()} (min({DEFAULT_COMPILE_MEMORY_MB}, half this machine's "
+                             "memory))")
     parser.add_argument("--budget", type=float, default=defaults.budget_s, metavar="SECONDS",
                         help=f"time budget of the memory analysis per kernel; default {defaults.budget_s:g}")
     parser.add_argument("--format", choices=("text", "json", "sarif"), default="text", help="output format")
@@ -109,15 +124,18 @@ def options_from_args(args: argparse.Namespace) -> AnalysisOptions:
     for define in args.defines:
         check_define(define)
     for directory in args.include_dirs:
-        check_path(directory, "include directory")
+        check_include_dir(directory)
     check_timeout(args.timeout)
+    memory_mb = getattr(args, "compile_memory_mb", None)
+    if memory_mb is not None:
+        check_memory_mb(memory_mb)
     return AnalysisOptions(
         gpu=args.gpu, arch=args.arch, include_dirs=list(args.include_dirs), defines=list(args.defines),
         nvcc_path=args.nvcc_path, timeout_s=args.timeout, overrides=launch_overrides(args), loops=args.loops,
         time_model=getattr(args, "time_model", None) or AnalysisOptions().time_model,
         power_model=getattr(args, "power_model", None) or AnalysisOptions().power_model,
         lime=bool(getattr(args, "lime", False)), budget_s=getattr(args, "budget", AnalysisOptions().budget_s),
-        prefer_system_toolkit=bool(getattr(args, "prefer_system_cuda", False)),
+        prefer_system_toolkit=bool(getattr(args, "prefer_system_cuda", False)), compile_memory_mb=memory_mb,
     )
 
 
@@ -130,7 +148,30 @@ def format_report(report: Any, fmt: str) -> str:
     return render_file_report(report)
 
 
+@contextmanager
+def _sigterm_exits() -> Iterator[None]:
+    """SIGTERM ends the command as Ctrl-C does, through every `finally`: the compiler's process group is killed
+    and the temporary folders are removed, instead of the process vanishing and leaving both behind."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run(args: argparse.Namespace) -> int:
+    with _sigterm_exits():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         options = options_from_args(args)
     except ValueError as exc:

@@ -22,7 +22,14 @@ from kerncast.analysis.pipeline import DEFAULT_MAX_FILE_BYTES, AnalysisOptions, 
 from kerncast.analysis.source_model import MAX_COUNT
 from kerncast.analysis.targets import default_gpu
 from kerncast.analysis.timing.estimate import TIME_MODELS
-from kerncast.analysis.toolchain import MAX_TIMEOUT_S, check_define, check_path, shown
+from kerncast.analysis.toolchain import (
+    MAX_TIMEOUT_S,
+    MIN_COMPILE_MEMORY_MB,
+    check_define,
+    check_include_dir,
+    check_path,
+    shown,
+)
 
 #: a GPU profile file given as a path is at most this large (shipped ones are a few KB)
 MAX_PROFILE_BYTES = 1 << 20
@@ -47,6 +54,7 @@ DEFAULTS: dict[str, Any] = {
     "analyzeOnChange": True,
     "timeoutSeconds": _OPTIONS.timeout_s,
     "maxFileBytes": DEFAULT_MAX_FILE_BYTES,
+    "compileMemoryMB": _OPTIONS.compile_memory_mb,  # None: min(4096, half the machine's memory)
 }
 
 #: keys of the client's own (the VS Code extension's server command and trace level), not the server's
@@ -61,7 +69,7 @@ COMMAND_LINE_SETTINGS = frozenset({"nvccPath", "includeDirs", "defines", "arch",
 EXECUTABLE_SETTINGS = frozenset({"nvccPath", "server.command"})
 #: Settings that are numbers, switches or launch data and reach no command line.
 DATA_SETTINGS = frozenset({"launch", "loops", "timeModel", "powerModel", "thresholds", "analyzeOnChange",
-                           "timeoutSeconds", "maxFileBytes", "trace.server"})
+                           "timeoutSeconds", "maxFileBytes", "compileMemoryMB", "trace.server"})
 
 
 @dataclass
@@ -288,13 +296,15 @@ def parse_settings(data: Any) -> tuple[Settings, list[str]]:
 
     options = AnalysisOptions(
         gpu=gpu, arch=arch,
-        include_dirs=r.checked_strings("includeDirs", lambda d: check_path(d, "include directory")),
+        include_dirs=r.checked_strings("includeDirs", check_include_dir),
         defines=r.checked_strings("defines", check_define),
         compile_commands=r.boolean("compileCommands"), compile_commands_dir=r.optional_path("compileCommandsDir"),
         prefer_system_toolkit=r.boolean("preferSystemToolkit"),
         nvcc_path=r.optional_path("nvccPath"),
         timeout_s=r.number("timeoutSeconds", data.get("timeoutSeconds"), DEFAULTS["timeoutSeconds"], 1,
                            MAX_TIMEOUT_S),
+        compile_memory_mb=r.number("compileMemoryMB", data.get("compileMemoryMB"), None, MIN_COMPILE_MEMORY_MB,
+                                   integer=True),
         max_file_bytes=r.number("maxFileBytes", data.get("maxFileBytes"), DEFAULTS["maxFileBytes"], 1,
                                 integer=True),
         kernel_settings=kernels, loops=loops, thresholds=thresholds, time_model=time_model, power_model=power_model,

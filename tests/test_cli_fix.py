@@ -4,9 +4,12 @@ compile and analysis before it is kept. Real processes, real nvcc, copies of the
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -239,3 +242,135 @@ def test_the_report_after_fix_is_the_last_check_s_analysis(nvcc_available, tmp_p
     printed = json.loads(capsys.readouterr().out)
     assert {k["name"] for k in printed["kernels"]} >= {"transposeTiled", "transposeNaive"}
     assert PADDED_TILE in src.read_text().splitlines()  # and it is the report of the fixed file
+
+
+# ------------------------------------------------------------------------------------------ the user's file is safe
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (Linux /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat[stat.rindex(")") + 2:].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def _wait_for_compiles(proc: subprocess.Popen, count: int, limit_s: float = 300) -> bool:
+    """Wait until `count` distinct compiler processes (children of the CLI) have started; False if it ended."""
+    seen: set[int] = set()
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        seen.update(_children(proc.pid))
+        if len(seen) >= count:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def _start_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "kerncast.server", "analyze", *args], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_a_save_made_while_fixes_are_checked_is_kept_and_the_run_exits_1(nvcc_available, tmp_path) -> None:
+    src = tmp_path / "transpose.cu"
+    shutil.copy(TRANSPOSE, src)
+    proc = _start_cli(str(src), "--fix")
+    assert _wait_for_compiles(proc, 2), proc.communicate()[1]  # the first analysis is done, a trial compiles
+    with src.open("a") as fh:
+        fh.write("// the user's line, saved during the run\n")
+    saved = src.read_bytes()
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 1, err
+    assert f"kerncast: {src}: not fixed: the file changed while Kerncast was checking its fixes" in err
+    assert src.read_bytes() == saved  # the user's line is there, and no fix was written over it
+    assert not list(tmp_path.glob(".*kerncast"))  # no temporary file left beside it
+
+
+TRANSPOSE_TEXT = TRANSPOSE.read_text()
+KERNELS_TEXT = TRANSPOSE_TEXT[TRANSPOSE_TEXT.index("__global__ void transposeNaive"):
+                              TRANSPOSE_TEXT.index("int main()")]
+INCLUDER_TEXT = TRANSPOSE_TEXT.replace(KERNELS_TEXT, '#include "transpose_kernels.cu"\n\n').replace(
+    "#define TILE_DIM", "typedef float real;\n#define TILE_DIM")
+FRAGMENT_TEXT = "#define TILE_DIM 32\n#define BLOCK_ROWS 8\n\n" + KERNELS_TEXT.replace(
+    "float *odata, const float *idata", "real *odata, const real *idata")
+
+
+def _fragment_project(tmp_path: Path) -> Path:
+    """transpose.cu split as Rodinia splits its programs: the kernels in a fragment whose parameters are of a
+    type only the includer declares (the fragment does not compile alone)."""
+    (tmp_path / "main.cu").write_text(INCLUDER_TEXT)
+    fragment = tmp_path / "transpose_kernels.cu"
+    fragment.write_text(FRAGMENT_TEXT)
+    return fragment
+
+
+def test_a_fragment_is_fixed_through_copies_and_its_includer_is_untouched(nvcc_available, tmp_path) -> None:
+    fragment = _fragment_project(tmp_path)
+    proc = run_cli(str(fragment), "--fix")
+    assert proc.returncode == 0, proc.stderr
+    assert "fixed: pad-shared-array for shared-bank-conflict in transposeTiled" in proc.stderr
+    assert "fixed: tiled-transpose for uncoalesced-global in transposeNaive" in proc.stderr
+    assert "not fixed" not in proc.stderr
+    fixed = fragment.read_text()
+    assert "float tile[TILE_DIM][TILE_DIM];" not in fixed and fixed.count("tile[TILE_DIM][TILE_DIM + 1];") == 3
+    report = analyze_file(fragment)  # through the includer, on disk now
+    assert report.includer == str(tmp_path / "main.cu")
+    codes = {(f.kernel, str(f.code)) for f in report.all_findings()}
+    assert ("transposeTiled", "shared-bank-conflict") not in codes and report.kernel("transposeTiled") is not None
+    assert (tmp_path / "main.cu").read_text() == INCLUDER_TEXT
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["main.cu", "transpose_kernels.cu"]
+
+
+@pytest.mark.parametrize("mode", ["--diff", "--fix"])
+@pytest.mark.parametrize("compiles", [2, 4])
+def test_a_fragment_run_stopped_by_sigterm_leaves_the_file_byte_identical(nvcc_available, tmp_path, mode,
+                                                                          compiles) -> None:
+    """Stopped while a trial version of a fix compiles (the 2nd or 4th compiler process it starts), the run
+    leaves the fragment and its includer as they were: trial versions live in copies."""
+    project, temp = tmp_path / "project", tmp_path / "temp"
+    project.mkdir()
+    temp.mkdir()
+    fragment = _fragment_project(project)
+    before = {p.name: p.read_bytes() for p in project.iterdir()}
+    proc = _start_cli(str(fragment), mode, env={**os.environ, "TMPDIR": str(temp)})
+    assert _wait_for_compiles(proc, compiles), proc.communicate()[1]
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM  # it was stopped, not finished
+    assert {p.name: p.read_bytes() for p in project.iterdir()} == before
+    assert list(temp.iterdir()) == []  # the compiler was stopped and its temporary folders removed
+
+
+def test_a_mixed_crlf_and_lf_file_keeps_each_line_s_ending(nvcc_available, tmp_path) -> None:
+    src = tmp_path / "transpose.cu"
+    lines = TRANSPOSE.read_bytes().split(b"\n")
+    mixed = b"".join(line + (b"\r\n" if i % 2 else b"\n") for i, line in enumerate(lines[:-1]))
+    src.write_bytes(mixed)
+    proc = run_cli(str(src), "--fix")
+    assert proc.returncode == 0, proc.stderr
+    data = src.read_bytes()
+    assert (PADDED_TILE.encode() + b"\r\n") in data or (PADDED_TILE.encode() + b"\n") in data
+    old, new = mixed.splitlines(keepends=True), data.splitlines(keepends=True)
+    unchanged = {line for line in old if line in new}
+    assert len(unchanged) > 0.7 * len(set(old))
+    for line in unchanged:  # every line the fixes left alone ends as it did
+        assert line in new
+    assert data.count(b"\r\n") >= mixed.count(b"\r\n") - 4 and data.count(b"\n") - data.count(b"\r\n") >= \
+        mixed.count(b"\n") - mixed.count(b"\r\n") - 4
+
+
+def test_a_file_named_past_nvcc_s_temporary_name_limit_is_analysed_and_fixed(nvcc_available, tmp_path) -> None:
+    src = tmp_path / ("t" * 240 + ".cu")
+    shutil.copy(TRANSPOSE, src)
+    proc = run_cli(str(src), "--fix")
+    assert proc.returncode == 0, proc.stderr
+    assert "fixed: pad-shared-array for shared-bank-conflict in transposeTiled" in proc.stderr
+    assert PADDED_TILE in src.read_text().splitlines()
+    assert "kernel transposeTiled" in proc.stdout

@@ -35,12 +35,19 @@ def test_a_fragment_is_analysed_through_its_includer(nvcc_available) -> None:
     assert k.launch is not None and k.launch.block.value == (128, 1, 1) and k.launch.block.source == "launch-site"
 
 
-def test_an_unsaved_fragment_keeps_its_own_errors(nvcc_available) -> None:
-    """nvcc would read the saved fragment through the includer, not the editor's text: no substitution."""
-    edited = FRAGMENT.read_text() + "\n// edited, not saved\n"
+def test_an_unsaved_fragment_is_compiled_from_its_text_through_a_copy_of_the_includer(nvcc_available) -> None:
+    """The editor's text, not the saved file, is what nvcc compiles (through a copy of main.cu that includes a
+    copy of that text): the kernel moves with the lines typed above it, and neither file on disk changes."""
+    saved, includer = FRAGMENT.read_bytes(), (HERE / "main.cu").read_bytes()
+    edited = "// two lines typed above,\n// not saved\n" + FRAGMENT.read_text()
     report = analyze_file(FRAGMENT, text=edited, options=OPTIONS)
-    assert not report.ok and not report.kernels
-    assert any(f.code == "compile-error" for f in report.findings)
+    assert report.ok, [f.message for f in report.findings]
+    (k,) = report.kernels
+    assert k.name == "scale" and k.line is not None and 4 <= k.line <= 6
+    assert k.launch is not None and k.launch.block.value == (128, 1, 1)
+    broken = analyze_file(FRAGMENT, text=FRAGMENT.read_text().replace("fp factor", "fp factor,,"), options=OPTIONS)
+    assert not broken.ok and not broken.kernels  # its own error, not the saved file's success
+    assert FRAGMENT.read_bytes() == saved and (HERE / "main.cu").read_bytes() == includer
 
 
 def test_a_saved_crlf_file_matches_its_text(tmp_path) -> None:

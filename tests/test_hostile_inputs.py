@@ -1,9 +1,9 @@
 """Hostile input through the library and the CLI: settings are data, bounds are checked where input enters.
 
-Defines and paths that the compiler's shell would interpret are refused and run nothing; a source file whose
-own name holds `$(...)` is compiled without running it; a huge shift, a negative array size, deep operand
-nesting and a huge timeout give clean results; a timed-out compile leaves no temporary file behind; the
-`exit;`-only kernel writes strict JSON and SARIF.
+Defines that the compiler's shell would interpret are refused and run nothing, include directories so named
+reach nvcc as links and run nothing; a source file whose own name holds `$(...)` is compiled without running
+it; a huge shift, a negative array size, deep operand nesting and a huge timeout give clean results; a
+timed-out compile leaves no temporary file behind; the `exit;`-only kernel writes strict JSON and SARIF.
 """
 
 from __future__ import annotations
@@ -89,18 +89,36 @@ def test_library_refuses_hostile_defines_and_runs_nothing(nvcc_available: object
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("flag", ["-D", "-I"])
-def test_cli_refuses_hostile_defines_and_include_dirs(nvcc_available: object, tmp_path: Path, flag: str) -> None:
+def test_cli_refuses_hostile_defines(nvcc_available: object, tmp_path: Path) -> None:
     src = tmp_path / "k.cu"
     src.write_text(KERNEL_CU)
     marker = tmp_path / "FILE"
     for value in hostile_defines(marker)[:4]:
-        if flag == "-I":
-            value = str(tmp_path / value.split("=", 1)[1])
-        proc = subprocess.run([*CLI, "analyze", str(src), flag, value], capture_output=True, text=True, timeout=120)
+        proc = subprocess.run([*CLI, "analyze", str(src), "-D", value], capture_output=True, text=True, timeout=120)
         assert proc.returncode == 2, proc.stderr
         assert "rejected" in proc.stderr and shown(value)[:40] in proc.stderr
     assert not marker.exists()
+
+
+@pytest.mark.nvcc
+def test_cli_include_dirs_named_like_commands_reach_nvcc_as_links_and_run_nothing(
+        nvcc_available: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An include directory is a folder, whatever its name: one the compiler's shell would interpret is handed to
+    nvcc as a link with a plain name, so its headers are found and the name never runs."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    src = tmp_path / "k.cu"
+    src.write_text('#include "val.h"\n' + KERNEL_CU.replace("= 1;", "= VALUE;"))
+    marker = tmp_path / "FILE"
+    for value in hostile_defines(marker)[:4]:
+        folder = tmp_path / value.split("=", 1)[1].replace(str(marker), "FILE")
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "val.h").write_text("#define VALUE 7\n")
+        proc = subprocess.run([*CLI, "analyze", str(src), "-I", str(folder)], capture_output=True, text=True,
+                              timeout=300, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert "kernel k" in proc.stdout
+        (folder / "val.h").unlink()
+    assert not marker.exists() and not (tmp_path / "FILE").exists()
 
 
 @pytest.mark.nvcc

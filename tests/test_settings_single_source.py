@@ -17,7 +17,7 @@ from kerncast.server.config import CLIENT_ONLY, DEFAULTS, parse_settings
 
 MANIFEST = Path(__file__).resolve().parent.parent / "vscode-client" / "package.json"
 #: settings that only the server reads (editors other than VS Code may send them; the extension does not)
-SERVER_ONLY = frozenset({"maxFileBytes"})
+SERVER_ONLY = frozenset({"maxFileBytes", "compileMemoryMB"})
 
 
 def _manifest_defaults() -> dict[str, Any]:

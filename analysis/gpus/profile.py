@@ -54,8 +54,11 @@ from typing import Any, TypeVar
 
 from kerncast.analysis.gpus.models import ExpModel, Linear, ModelError, PiecewiseLinear
 from kerncast.analysis.gpus.tomlwriter import dumps
+from kerncast.analysis.input_files import read_regular_file
 
 SCHEMA_VERSION = 1
+#: the largest profile file read (a shipped one is a few KB)
+MAX_PROFILE_BYTES = 1 << 20
 UNIT_KEYS = ("SP", "DPU", "SFU", "LSU", "TENSOR", "BRANCH", "SYNC", "warp_schedulers", "dispatch_units")
 #: units that must be present on every GPU (the others may be 0, e.g. no tensor cores before Volta)
 _NONZERO_UNITS = ("SP", "SFU", "LSU", "BRANCH", "SYNC", "warp_schedulers", "dispatch_units")
@@ -320,7 +323,7 @@ def _load_shipped(profile_id: str) -> GpuProfile:
 
 def _load_path(path: Path) -> GpuProfile:
     try:
-        raw = path.read_bytes()
+        raw = read_regular_file(path, MAX_PROFILE_BYTES)
     except OSError as exc:
         raise ProfileError(f"{path}: cannot read GPU profile: {exc.strerror or exc}") from None
     try:

@@ -1,0 +1,139 @@
+"""Checks on a source before nvcc sees it, for inputs that would make the compiler eat the machine.
+
+The compiler runs under a memory limit and a timeout (`toolchain.run_tool`), which bound any input; these checks
+answer two common hostile shapes sooner and with a message that says what is wrong, instead of "out of memory"
+seconds later: an `#include` of something that is not a regular file (`/dev/zero`, `/dev/urandom`, a FIFO, a link
+to a device: the preprocessor reads it until memory runs out, or waits forever), and a macro whose expansion is
+astronomically long (forty `#define A1 A0 A0` levels: 2^40 tokens).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from kerncast.analysis.cexpr import Macro, read_macros
+from kerncast.analysis.includes import INCLUDE_RE, MAX_INCLUDE_DEPTH, includes_of, real_path, resolve_include
+from kerncast.analysis.input_files import file_kind
+
+#: tokens one macro may expand to before the source is refused (real code's largest are a few thousand)
+MAX_MACRO_EXPANSION_TOKENS = 1 << 22
+#: user headers followed at most when looking for an include of a device
+MAX_HEADERS_CHECKED = 200
+_DEFINE_LINE_RE = re.compile(r"^[ \t]*#[ \t]*(?:define|undef)\b.*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a source is not compiled: a message placed on a line of it (1-based)."""
+
+    line: int
+    column: int
+    message: str
+
+
+def check_source(text: str, source_dir: Path, include_dirs: list[Path]) -> Refusal | None:
+    """The first reason not to hand `text` to nvcc, or None."""
+    return non_regular_include(text, source_dir, include_dirs) or macro_bomb(text)
+
+
+def non_regular_include(text: str, source_dir: Path, include_dirs: list[Path]) -> Refusal | None:
+    """An `#include` of the source, or of a user header it reaches, that names something other than a regular
+    file (a device, a FIFO, a socket; links followed): placed on the source's `#include` line behind it."""
+    for line_no, line in enumerate(text.splitlines(), 1):
+        match = INCLUDE_RE.match(line)
+        if match is None:
+            continue
+        spelled, quoted = match.group("name"), match.group("open") == '"'
+        found = _non_regular(spelled, quoted, source_dir, include_dirs)
+        if found is None:
+            found = _through_headers(spelled, quoted, source_dir, include_dirs)
+        if found is not None:
+            return Refusal(line_no, match.start("open") + 1, f"not compiled: {found}")
+    return None
+
+
+def _non_regular(spelled: str, quoted: bool, from_dir: Path, dirs: list[Path]) -> str | None:
+    """What `#include spelled` would reach when the first candidate that exists is not a regular file."""
+    places = [Path()] if os.path.isabs(spelled) else ([from_dir] if quoted else []) + dirs
+    for directory in places:
+        candidate = directory / spelled
+        try:
+            mode = os.stat(candidate).st_mode
+        except (OSError, ValueError):
+            continue
+        if stat.S_ISREG(mode):
+            return None
+        if stat.S_ISDIR(mode):
+            continue  # the preprocessor skips a directory and looks on
+        where = str(candidate) if real_path(candidate) == Path(os.path.abspath(candidate)) \
+            else f"{candidate} (a link to {real_path(candidate)})"
+        return (f"#include \"{spelled}\" names {where}, which is {file_kind(mode)}, not a source file (the "
+                "compiler could read a device without end, or wait on a pipe forever)")
+    return None
+
+
+def _through_headers(spelled: str, quoted: bool, from_dir: Path, dirs: list[Path]) -> str | None:
+    """The first non-regular include of the user headers that `#include spelled` reaches."""
+    start = resolve_include(spelled, quoted, from_dir, dirs)
+    pending = [start] if start is not None else []
+    seen: set[Path] = set()
+    depth = 0
+    while pending and len(seen) < MAX_HEADERS_CHECKED and depth <= MAX_INCLUDE_DEPTH:
+        following: list[Path] = []
+        for header in pending:
+            real = real_path(header)
+            if real in seen:
+                continue
+            seen.add(real)
+            for name, is_quoted in includes_of(header):
+                found = _non_regular(name, is_quoted, header.parent, dirs)
+                if found is not None:
+                    return f"{found} (included by {header})"
+                nested = resolve_include(name, is_quoted, header.parent, dirs)
+                if nested is not None:
+                    following.append(nested)
+        pending, depth = following, depth + 1
+    return None
+
+
+def macro_bomb(text: str) -> Refusal | None:
+    """A macro the source uses whose expansion would exceed MAX_MACRO_EXPANSION_TOKENS tokens, counted through
+    the object-like macros its body names (function-like ones count as one token: the limit still bounds them).
+    Sizes are found in definition order, so a chain of definitions is followed one level at a time."""
+    macros = [m for m in read_macros(text) if m.body is not None and m.params is None]
+    if len(macros) < 2:
+        return None
+    bodies = {m.name: m for m in macros}  # the last definition of each name
+    sizes: dict[str, int] = {}
+    uses = set(re.findall(r"[A-Za-z_]\w*", _DEFINE_LINE_RE.sub("", text)))
+    for macro in macros:
+        try:
+            size = _expansion(macro.name, bodies, sizes, ())
+        except RecursionError:  # a chain defined backwards, thousands deep: left to the compiler's limits
+            return None
+        if size > MAX_MACRO_EXPANSION_TOKENS and macro.name in uses:
+            return Refusal(macro.line, 1, f"not compiled: macro {macro.name} expands to more than "
+                                          f"{MAX_MACRO_EXPANSION_TOKENS} tokens: the preprocessor would run out "
+                                          "of memory")
+    return None
+
+
+def _expansion(name: str, bodies: dict[str, Macro], sizes: dict[str, int], active: tuple[str, ...]) -> int:
+    """Tokens `name` expands to (capped just above the limit); a macro inside its own expansion stays a token."""
+    if name in sizes:
+        return sizes[name]
+    total = 0
+    for token in bodies[name].body or ():
+        if token.kind == "id" and token.text in bodies and token.text not in active and token.text != name:
+            total += _expansion(token.text, bodies, sizes, (*active, name))
+        else:
+            total += 1
+        if total > MAX_MACRO_EXPANSION_TOKENS:
+            total = MAX_MACRO_EXPANSION_TOKENS + 1
+            break
+    sizes[name] = total
+    return total
