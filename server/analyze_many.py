@@ -191,6 +191,7 @@ def combined_sarif(outcomes: list[FileOutcome]) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
     notifications: list[dict[str, Any]] = []
     kernels: list[str] = []
+    seen: set[tuple[Any, ...]] = set()
     for log in logs:
         for run in log.get("runs", []):
             base = len(artifacts)
@@ -200,6 +201,10 @@ def combined_sarif(outcomes: list[FileOutcome]) -> dict[str, Any]:
                     rule_index[rule["id"]] = len(rules)
                     rules.append(rule)
             for res in run.get("results", []):
+                where = _result_key(res)
+                if where in seen:  # a header's kernel, reported by the header and by the .cu that includes it
+                    continue
+                seen.add(where)
                 res = dict(res)
                 res["ruleIndex"] = rule_index[res["ruleId"]]
                 for loc in [*res.get("locations", []), *res.get("relatedLocations", [])]:
@@ -220,6 +225,14 @@ def combined_sarif(outcomes: list[FileOutcome]) -> dict[str, Any]:
                          **({"toolExecutionNotifications": notifications} if notifications else {})}],
     }
     return {**{k: v for k, v in first.items() if k != "runs"}, "runs": [merged_run]}
+
+
+def _result_key(res: dict[str, Any]) -> tuple[Any, ...]:
+    """What makes two results one: the rule, the message and the places (file and region) they point at."""
+    places = tuple((loc.get("physicalLocation", {}).get("artifactLocation", {}).get("uri"),
+                    tuple(sorted(loc.get("physicalLocation", {}).get("region", {}).items())))
+                   for loc in res.get("locations", []))
+    return res.get("ruleId"), (res.get("message") or {}).get("text"), places
 
 
 def default_jobs() -> int:

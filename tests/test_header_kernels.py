@@ -91,3 +91,16 @@ def test_cli_json_gives_each_kernel_and_finding_its_file(nvcc_available) -> None
     found = {(f["code"], f["line"], Path(f["file"])) for f in k["findings"]}
     assert ("uncoalesced-global", line_of(HEADER, "in[i * stride]"), HEADER) in found
     assert all("file" not in f for f in data["kernels"][0]["findings"])
+
+
+def test_a_folder_run_reports_a_header_kernels_findings_once(nvcc_available) -> None:
+    """The folder holds the header and the .cu that includes it: both analyses report the header's kernel, and
+    the combined SARIF keeps one result per rule, message and place."""
+    proc = subprocess.run([sys.executable, "-m", "kerncast.server", "analyze", str(HERE), "--gpu", "h100",
+                           "--format", "sarif", "--jobs", "1"], capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    (run,) = json.loads(proc.stdout)["runs"]
+    places = [(r["ruleId"], r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].rsplit("/", 1)[-1],
+               r["locations"][0]["physicalLocation"]["region"]["startLine"]) for r in run["results"]]
+    assert ("uncoalesced-global", "gather.cuh", line_of(HEADER, "in[i * stride]")) in places
+    assert len(places) == len(set(places)), places
