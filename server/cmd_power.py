@@ -39,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                     help="instead of the datasets: score both power models on the datasets' kernels whose sources "
                          "are NVIDIA's public CUDA samples (DIR: a checkout of NVIDIA/cuda-samples), at the "
                          "datasets' launches, against the statistical model out of fold")
+    ev.add_argument("--rodinia", type=Path, default=None, metavar="DIR",
+                    help="with --samples: also Rodinia's kernels the datasets name (DIR: a checkout of Rodinia's "
+                         "GPU suite, CUDA sources under cuda/)")
     ev.add_argument("--gpu", default=None, help="with --measured: the GPU profile the launches were measured on")
     ev.add_argument("--root", type=Path, default=None,
                     help="with --measured: folder that relative source paths start from (default: the CSV's)")
@@ -80,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         if args.measured is not None:
             return _evaluate_measured(args)
         if args.samples is not None:
-            result = evaluate_public(args.samples, data_dir=args.data)
+            result = evaluate_public(args.samples, data_dir=args.data, rodinia=args.rodinia)
             print(json.dumps(result, indent=1) if args.format == "json" else format_public(result))
             return 0
         data, names = _load(args)

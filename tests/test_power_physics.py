@@ -208,12 +208,16 @@ def test_public_kernels_are_launched_as_the_datasets_rows_say():
     # 64 x 64 grid of 32 x 8 blocks over a 2048 x 2048 matrix
     t = public.PUBLIC["transpose"]
     assert t.kernel("Tpose2_Naive") == (public.TRANSPOSE_SRC, "transposeNaive")
-    launch = t.launch("transposeNaive", 4096, 256)
+    launch = t.launch("Tpose2_Naive", "transposeNaive", 4096, 256)
     assert launch.grid == (64, 64, 1) and launch.block == (32, 8, 1)
     assert launch.params == {"width": 2048, "height": 2048}
     assert public.PUBLIC["histogram"].kernel("histogram256Kerne") == (public.HIST_DIR + "histogram256.cu",
                                                                        "histogram256Kernel")
-    assert public.PUBLIC["clock"].launch("timedReduction", 64, 256).smem == 2 * 256 * 4
+    assert public.PUBLIC["clock"].launch("timed_reduction", "timedReduction", 64, 256).smem == 2 * 256 * 4
+    fan2 = public.RODINIA["gaussian"]
+    assert fan2.kernel("GaussF2_2048") == (public.GAUSSIAN_SRC, "Fan2")
+    launch = fan2.launch("GaussF2_2048", "Fan2", 7396, 576)
+    assert launch.grid == (86, 86, 1) and launch.block == (24, 24, 1) and launch.params["Size"] == 2048
     assert public.PUBLIC["matrixmul"].kernel("vecAdd") is None
 
 

@@ -10,11 +10,12 @@ row's launch and scores, per GPU and grouped by benchmark:
 * the answer the event model would show as the default: its point, its interval widened to the statistical
   model's point.
 
-    kerncast power evaluate --samples DIR [--format json]      (or benchmarks/validate_power_public.py)
+    kerncast power evaluate --samples DIR [--rodinia DIR] [--format json]   (or benchmarks/validate_power_public.py)
 
-DIR is a checkout of github.com/NVIDIA/cuda-samples (its `Samples/` and `Common/`). The benchmarks: transpose,
-matrixMul, clock and histogram (the datasets' other CUDA-sample and Rodinia kernels need launch parameters the
-datasets do not give). The samples of today differ
+`--samples` is a checkout of github.com/NVIDIA/cuda-samples (its `Samples/` and `Common/`), `--rodinia` one of
+Rodinia's GPU suite (e.g. github.com/yuhc/gpu-rodinia, CUDA sources under `cuda/`). The benchmarks: transpose,
+matrixMul, clock and histogram of the samples and Rodinia's gaussian (the datasets' other kernels need launch
+parameters or inputs the datasets do not give). The samples of today differ
 from those the datasets ran in one constant: the transpose sample's BLOCK_ROWS is 16 now and was 8 then (the
 datasets' 256-thread blocks are 32 x 8), so the analysed copy sets it from the row's block. Matrix sizes follow
 from the grids (square matrices of 32 x 32 tiles; the sample's default 320 x 320 times 640 x 320 for its
@@ -48,8 +49,9 @@ class Public:
     """A public benchmark: which sample source and kernel a dataset kernel name is, and a row's launch."""
 
     kernel: Callable[[str], tuple[str, str] | None]  # dataset kernel name -> (source, kernel), None: not public
-    launch: Callable[[str, int, int], LaunchOverrides]  # (kernel, grid, block) -> the launch
+    launch: Callable[[str, str, int, int], LaunchOverrides]  # (dataset name, kernel, grid, block) -> the launch
     block_rows_from_block: bool = False
+    suite: str = "samples"  # the checkout the source is in: "samples" (NVIDIA/cuda-samples) or "rodinia"
 
 
 TRANSPOSE_SRC = "Samples/6_Performance/transpose/transpose.cu"
@@ -68,14 +70,14 @@ HISTOGRAMS = {
 }
 
 
-def _transpose_launch(kernel: str, grid: int, block: int) -> LaunchOverrides:
+def _transpose_launch(name: str, kernel: str, grid: int, block: int) -> LaunchOverrides:
     side = math.isqrt(grid)
     width = side * 32
     return LaunchOverrides.from_strings(grid=f"{side},{side}", block=f"32,{block // 32}",
                                         params=[f"width={width}", f"height={width}"])
 
 
-def _matmul_launch(kernel: str, grid: int, block: int) -> LaunchOverrides:
+def _matmul_launch(name: str, kernel: str, grid: int, block: int) -> LaunchOverrides:
     tile = math.isqrt(block)
     if grid == 200:  # the sample's default: A 320 x 320, B 640 x 320, grid (20, 10)
         gx, gy, wa, wb = 20, 10, 320, 640
@@ -85,7 +87,7 @@ def _matmul_launch(kernel: str, grid: int, block: int) -> LaunchOverrides:
     return LaunchOverrides.from_strings(grid=f"{gx},{gy}", block=f"{tile},{tile}", params=[f"wA={wa}", f"wB={wb}"])
 
 
-def _clock_launch(kernel: str, grid: int, block: int) -> LaunchOverrides:
+def _clock_launch(name: str, kernel: str, grid: int, block: int) -> LaunchOverrides:
     return LaunchOverrides.from_strings(grid=str(grid), block=str(block), smem=2 * block * 4)
 
 
@@ -94,9 +96,29 @@ def _histogram_kernel(name: str) -> tuple[str, str] | None:
     return (found[0], found[1]) if found is not None else None
 
 
-def _histogram_launch(kernel: str, grid: int, block: int) -> LaunchOverrides:
+def _histogram_launch(name: str, kernel: str, grid: int, block: int) -> LaunchOverrides:
     params = next(p for _, k, p in HISTOGRAMS.values() if k == kernel)
     return LaunchOverrides.from_strings(grid=str(grid), block=str(block), params=list(params))
+
+
+GAUSSIAN_SRC = "cuda/gaussian/gaussian.cu"
+
+
+def _gaussian_kernel(name: str) -> tuple[str, str] | None:
+    """GaussF1_<Size> is Fan1, GaussF2_<Size> is Fan2 (Rodinia's gaussian elimination)."""
+    m = re.fullmatch(r"GaussF([12])_(\d+)", name)
+    return (GAUSSIAN_SRC, f"Fan{m.group(1)}") if m else None
+
+
+def _gaussian_launch(name: str, kernel: str, grid: int, block: int) -> LaunchOverrides:
+    """Fan1: a 1-D grid; Fan2: square 2-D grid and blocks. The first elimination step (t = 0): the dataset gives
+    no step, and at t = 0 every thread of the matrix's rows works."""
+    size = int(name.rsplit("_", 1)[1])
+    if kernel == "Fan1":
+        return LaunchOverrides.from_strings(grid=str(grid), block=str(block), params=[f"Size={size}", "t=0"])
+    g, b = math.isqrt(grid), math.isqrt(block)
+    return LaunchOverrides.from_strings(grid=f"{g},{g}", block=f"{b},{b}",
+                                        params=[f"Size={size}", f"j1={size}", "t=0"])
 
 
 def _transpose_kernel(name: str) -> tuple[str, str] | None:
@@ -114,6 +136,10 @@ PUBLIC = {
     "clock": Public(lambda n: (CLOCK_SRC, "timedReduction") if n in ("timed_reduction", "timedReduction", "clock")
                     else None, _clock_launch),
     "histogram": Public(_histogram_kernel, _histogram_launch),
+}
+#: Rodinia's kernels take the matrix size from the dataset's kernel name (GaussF2_2048: Fan2 on 2048 x 2048)
+RODINIA = {
+    "gaussian": Public(_gaussian_kernel, _gaussian_launch, suite="rodinia"),
 }
 
 
@@ -133,10 +159,15 @@ def _source(samples: Path, spec: Public, source: str, block: int, tmp: Path) -> 
     return out
 
 
-def evaluate(samples: Path, seed: int = 0, data_dir: Path | None = None) -> dict:
-    """Per dataset GPU: both models' metrics on the public kernels' rows, the rows, and what was skipped."""
+def evaluate(samples: Path, seed: int = 0, data_dir: Path | None = None, rodinia: Path | None = None) -> dict:
+    """Per dataset GPU: both models' metrics on the public kernels' rows, the rows, and what was skipped.
+    `rodinia`: a checkout of a Rodinia suite with its CUDA sources under `cuda/` (None: Rodinia's rows left out)."""
     if not (samples / "Samples").is_dir():
         raise ValueError(f"--samples: no Samples/ folder in {samples} (expected a checkout of NVIDIA/cuda-samples)")
+    if rodinia is not None and not (rodinia / "cuda").is_dir():
+        raise ValueError(f"--rodinia: no cuda/ folder in {rodinia} (expected a checkout of Rodinia's GPU suite)")
+    roots = {"samples": samples, "rodinia": rodinia}
+    specs = {**PUBLIC, **(RODINIA if rodinia is not None else {})}
     data = load_all(data_dir)
     pool = [d for d in data.values() if d.descriptor.get("pooled")]
     results = {}
@@ -151,7 +182,7 @@ def evaluate(samples: Path, seed: int = 0, data_dir: Path | None = None) -> dict
             scored: list[Scored] = []
             skipped: list[str] = []
             for i in range(used.rows):
-                spec = PUBLIC.get(_key(used.benchmark[i]))
+                spec = specs.get(_key(used.benchmark[i]))
                 if spec is None:
                     continue
                 found = spec.kernel(used.kernel[i].strip())
@@ -160,8 +191,11 @@ def evaluate(samples: Path, seed: int = 0, data_dir: Path | None = None) -> dict
                     skipped.append(f"{used.benchmark[i]}/{used.kernel[i]}: no public kernel of that name")
                     continue
                 source, kernel = found
-                m = MeasuredLaunch(_source(samples, spec, source, block, tmp), kernel,
-                                   spec.launch(kernel, grid, block), float(used.power[i]), str(used.group[i]))
+                root = roots[spec.suite]
+                assert root is not None
+                m = MeasuredLaunch(_source(root, spec, source, block, tmp), kernel,
+                                   spec.launch(used.kernel[i].strip(), kernel, grid, block), float(used.power[i]),
+                                   str(used.group[i]))
                 s = score_launch(m, gpu, include_dirs=[str(samples / "Common")], reports=reports)
                 if not s.answers:
                     skipped.append(f"{used.benchmark[i]}/{used.kernel[i]} <<<{grid}, {block}>>>: {s.why}")
