@@ -5,7 +5,8 @@ real LSP client, real nvcc.
 publishes that kernel's strided-access warning under gather.cuh's URI, at the header's line, and nothing of it
 in main.cu, whose lenses are its own kernel's; hovering its launch in main.cu shows its report, which names
 the header's lines. Opened, the header is analysed through main.cu and shows the
-kernel with its lens; closing main.cu leaves the header's own diagnostics in place.
+kernel with its lens; closing it brings back what main.cu found in it, and closing main.cu while the header is
+open leaves the header's own diagnostics in place.
 """
 
 from __future__ import annotations
@@ -94,7 +95,19 @@ async def test_a_header_kernels_diagnostics_are_published_for_the_header(client:
     assert lenses[0].command is not None and "<<<8192, 128>>>" in lenses[0].command.title
 
     count = len(client.all_published)
+    s.close(header)  # closed, the header shows again what main.cu, still open, found in it
+    await s.wait_for(lambda: any(p.uri == header and p.diagnostics for p in client.all_published[count:]),
+                     timeout=TIMEOUT_S)
+    again = [p for p in client.all_published[count:] if p.uri == header][-1]
+    assert [d.range.start.line for d in again.diagnostics if d.code == "uncoalesced-global"] == \
+        [_line(header_path, "in[i * stride]")]
+
+    s.open("project/gather.cuh", language="cuda-cpp")
+    await s.diagnostics(header)
+    count = len(client.all_published)
     s.close(main)  # the header is open with its own analysis: main.cu's closing leaves its diagnostics alone
     await s.wait_for(lambda: any(p.uri == main for p in client.all_published[count:]), timeout=TIMEOUT_S)
     assert not [p for p in client.all_published[count:] if p.uri == header]
     s.close(header)
+    await s.wait_for(lambda: any(p.uri == header for p in client.all_published[count:]), timeout=TIMEOUT_S)
+    assert [list(p.diagnostics) for p in client.all_published[count:] if p.uri == header] == [[]]
