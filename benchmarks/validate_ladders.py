@@ -202,6 +202,19 @@ class Predictor:
             total += est.models[model]
         return total
 
+    def version_bounds(self, version: Version, gpu: str) -> tuple[float, float, float]:
+        """The version's predicted range (low, high) and the roofline's best case, summed over its launches: a
+        measurement outside the range or below the best case shows where the model's bounds do not hold."""
+        lo = hi = best = 0.0
+        for launch in version.launches:
+            est = self.estimate(version.file, version.kernel, gpu, launch)
+            if est is None:
+                continue
+            low_high = est.range_us or (est.us, est.us)
+            lo, hi = lo + low_high[0], hi + low_high[1]
+            best += est.roofline_us[0] if est.roofline_us else 0.0
+        return lo, hi, best
+
     def version_notes(self, version: Version, gpu: str) -> tuple[str, int]:
         """The bottleneck the longest launch names, and how many values of all launches fell back to a default
         (loop trip counts, launch fields): what to look at when a version is mispredicted."""
@@ -305,6 +318,8 @@ class LadderResult:
     score: Score
     #: per version: the bottleneck the prediction names and its number of defaulted values
     notes: list[tuple[str, int]] = field(default_factory=list)
+    #: per version: the predicted range and the roofline's best case (us)
+    bounds: list[tuple[float, float, float]] = field(default_factory=list)
 
 
 def evaluate(ladders: Iterable[Ladder], model: str, gpus: Sequence[str] = (),
@@ -327,7 +342,8 @@ def evaluate(ladders: Iterable[Ladder], model: str, gpus: Sequence[str] = (),
                 pred.append(us)
             if len(kept) >= 2:
                 notes = [predictor.version_notes(v, gpu) for v in kept]
-                results.append(LadderResult(ladder, gpu, kept, meas, pred, score(meas, pred), notes))
+                bounds = [predictor.version_bounds(v, gpu) for v in kept]
+                results.append(LadderResult(ladder, gpu, kept, meas, pred, score(meas, pred), notes, bounds))
     return results, missing
 
 
@@ -353,6 +369,13 @@ def overall(results: Sequence[LadderResult]) -> Score:
     return total
 
 
+def bound_counts(results: Sequence[LadderResult]) -> dict[str, int]:
+    """How many measured times lie inside the predicted range, and how many beat the roofline's best case."""
+    pairs = [(m, b) for r in results for m, b in zip(r.measured, r.bounds, strict=True)]
+    return {"measured": len(pairs), "inside_range": sum(lo <= m <= hi for m, (lo, hi, _) in pairs),
+            "below_roofline_best": sum(m < best for m, (_, _, best) in pairs)}
+
+
 def print_text(results: Sequence[LadderResult], missing: Sequence[str], model: str, verbose: bool) -> None:
     """The per-ladder table, then the overall line."""
     print(f"time model: {model}; pairs measured within {round((TIE_RATIO - 1) * 100)}% are ties (not scored)")
@@ -365,6 +388,9 @@ def print_text(results: Sequence[LadderResult], missing: Sequence[str], model: s
                 print(f"      {v.id:24s} measured {m:11.1f} us  predicted {p:11.1f} us  ratio {p / m:6.2f}  "
                       f"{neck}{f'; {defaults} default(s)' if defaults else ''}")
     print(_row("overall", overall(results).summary()))
+    counts = bound_counts(results)
+    print(f"  measured inside the kerncast range: {counts['inside_range']} of {counts['measured']}; "
+          f"faster than the roofline's best case: {counts['below_roofline_best']}")
     for line in missing:
         print(f"  missing: {line}")
 
@@ -381,6 +407,7 @@ def to_json(results: Sequence[LadderResult], missing: Sequence[str], model: str)
                                                                strict=True)],
         } for r in results],
         "overall": overall(results).summary(),
+        "bounds": bound_counts(results),
         "missing": list(missing),
     }
 
