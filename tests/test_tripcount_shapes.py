@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport
+from source_lines import line_of
 
 SHAPES = Path(__file__).resolve().parent / "loops" / "shapes.cu"
 
@@ -88,3 +89,14 @@ def test_a_test_on_the_counter_plus_an_offset(shapes):
 def test_an_int_counter_against_a_size_t_bound(shapes):
     # 2^20 elements over 1024 x 256 threads: 4 iterations each, compared as (size_t) i < n
     assert _counts(shapes, "intOverSizeT") == [4]
+
+
+def test_the_loads_after_a_lane_dependent_remainder_loop_are_placed(shapes):
+    # the main loop starts where the remainder loop left each lane (lane + 32 * its count): the dataflow joins
+    # the remainder loop's exit with the path that skips it in that closed form, so the loads have addresses
+    line = line_of(SHAPES, "m = fmaxf(m, in[(size_t)row * C + i]);")
+    findings = [f for f in shapes.all_findings() if f.line == line]
+    assert "unknown-access" not in {f.code for f in findings}
+    # the line's loads are costed: a warp's row of floats spans 4 or 5 sectors (rows of 50257 floats)
+    assert any("sectors/request" in f.message and "4.66667 sectors" in f.message for f in findings), \
+        [f.message for f in findings]

@@ -6,8 +6,10 @@ the back edges tells what the recurrence is: unchanged (invariant), `r + step` w
 (affine: `init + step * K` with K the iteration number), `r * c`, `r << c`, `r >> c` or `r / c` (geometric,
 e.g. the `s *= 2` of a tree reduction, enumerated once the start and bound are known), or unknown.
 
-Other joins keep a value when all paths agree; when they differ the value becomes a uniform unknown if every
-incoming value and every branch deciding the path is warp-uniform, and TOP otherwise. Loads through
+Other joins keep a value when all paths agree; where a loop's exit meets the path that skips it, a register
+leaves with its recurrence at the loop's last iteration when the count has a closed form (see `_LoopExit`);
+when they differ otherwise the value becomes a uniform unknown if every incoming value and every branch
+deciding the path is warp-uniform, and TOP otherwise. Loads through
 per-lane addresses, atomics and shuffles are TOP. Nothing here raises on PTX the parser accepts: an opcode
 we do not model becomes an opaque operation over its arguments.
 """
@@ -19,7 +21,7 @@ from functools import cache
 
 from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.dataflow import expr as E
-from kerncast.analysis.dataflow.expr import Atoms, Value, int_type
+from kerncast.analysis.dataflow.expr import Atoms, Poly, Value, int_type
 from kerncast.analysis.dataflow.induction import Recurrence, classify
 from kerncast.analysis.loops import Loop, LoopForest
 from kerncast.analysis.ptx.model import Addr, Imm, Instruction, Operand, PredPair, Reg, Sym, Vec
@@ -147,7 +149,12 @@ class _Pass:
                     differ.add(k)
         uniform_control: bool | None = None
         atoms = self.res.atoms
+        after = _LoopExit.find(self, b, preds) if differ else None
         for k in sorted(differ):
+            exit_value = after.value(k) if after is not None else None
+            if exit_value is not None:  # the loop's exit and the path that skips it agree on a closed form
+                out[k] = exit_value
+                continue
             vals = [e[k] for e in envs if k in e]
             if uniform_control is None:
                 uniform_control = self._control_uniform(b, preds)
@@ -337,6 +344,120 @@ class _Pass:
                 else:
                     lane = rc.init is None or atoms.is_lane(rc.init) or atoms.lane[rc.atom]
                     res.resolution[rc.atom] = None if lane else (((atoms.atom(("u", "rec", rc.atom)),), 1),)
+
+
+class _LoopExit:
+    """A join of a loop's exit with the paths that skip the loop (its zero-trip guard): nvcc's remainder loop
+    ahead of an unrolled lane-strided loop runs `((C - 1 - lane) / 32 + 1) % 4` times, a different number in
+    each lane, and hands over where it stopped. Where the loop's exit test is `D != 0` on a difference `D`
+    that moves by one per iteration, the loop runs `n` times, a closed form in its entry values; a register
+    then leaves it with its recurrence taken at iteration `n - 1`, which for `n = 0` must be what the paths
+    that skip the loop carry. That value holds on every path, lane by lane, instead of TOP."""
+
+    def __init__(self, run: _Pass, loop: Loop, exit_pred: int, skip: list[int], subst: dict[int, Value],
+                 before: dict[int, Value]) -> None:
+        self.run, self.loop, self.exit_pred, self.skip = run, loop, exit_pred, skip
+        self.subst, self.before = subst, before
+
+    @staticmethod
+    def find(run: _Pass, b: int, preds: list[int]) -> _LoopExit | None:
+        """The loop whose exit `b` joins with the paths that skip it, with its count read; else None."""
+        cfg, atoms = run.cfg, run.res.atoms
+        candidates = [lp for lp in run.loops.loops if b not in lp.blocks
+                      and sum(p in lp.blocks for p in preds) == 1]
+        if len(candidates) != 1:
+            return None
+        lp = candidates[0]
+        if len(lp.exits) != 1:  # a break leaves elsewhere: the exit test read below is not the only way out
+            return None
+        exit_pred = next(p for p in preds if p in lp.blocks)
+        header_preds = cfg.blocks[lp.header].preds
+        entry = [q for q in header_preds if q not in lp.blocks and q in run.env_out]
+        back = [q for q in header_preds if q in lp.blocks and q in run.env_out]
+        if not entry or not back:
+            return None
+        m = (((atoms.atom(("sym", f"M{lp.id}")),), 1),)  # the 0-based iteration
+        steps: dict[int, tuple[Value, Value]] = {}  # rec atom -> (init, step per iteration)
+        for r in run.written[lp.id]:
+            a = run.rec_atoms.get((lp.id, r))
+            if a is None:
+                continue
+            init = _agree([run.env_out[q].get(r) for q in entry], atoms, None)
+            rc = classify(lp.id, r, a, init, _agree([run.env_out[q].get(r) for q in back], atoms, None), atoms)
+            if rc.kind == "invariant":
+                steps[a] = (init, E.ZERO)
+            elif rc.kind == "affine" and init is not None:
+                steps[a] = (init, rc.step)
+
+        def at(iteration: Value) -> dict[int, Value]:
+            return {a: E.add(i, E.mul(st, iteration)) for a, (i, st) in steps.items()}
+
+        n = _LoopExit._count(run, lp, exit_pred, at(m), m)
+        if n is None:
+            return None
+        last = E.sub(n, E.const(1))
+        return _LoopExit(run, lp, exit_pred, [p for p in preds if p != exit_pred], at(last),
+                         at(E.const(-1)))
+
+    @staticmethod
+    def _count(run: _Pass, lp: Loop, exit_pred: int, at_m: dict[int, Value], m: Poly) -> Value:
+        """The loop's count `n` from its exit test `D != 0`, `D` read at iteration M as `D0 + s * M` with
+        s = +-1: the loop leaves at M = -s * D0, so n = 1 - s * D0; None for any other test."""
+        blk = run.cfg.blocks[exit_pred]
+        last = run.fn.body[blk.end - 1] if blk.end > blk.start else None
+        if last is None or last.opcode != "bra" or last.guard is None:
+            return None
+        g = run.res.guards.get(last.index)
+        target = next((x for x in blk.succs if run.fn.labels.get(last.branch_target or "") is not None
+                       and run.cfg.blocks[x].start == run.fn.labels[last.branch_target or ""]), None)
+        stay = g if target is not None and target in lp.blocks else E.sub(E.const(1), g)
+        atoms = run.res.atoms
+        cmp = _single_comparison(atoms, stay)
+        if cmp is None:
+            return None
+        d = E.evaluate(atoms, E.sub(cmp[0], cmp[1]), at_m, {})
+        if d is None:
+            return None
+        m_atom = m[0][0][0]
+        moving = [(mono, c) for mono, c in d if m_atom in mono]
+        if len(moving) != 1 or moving[0][0] != (m_atom,) or moving[0][1] not in (1, -1):
+            return None
+        s = moving[0][1]
+        d0 = tuple(t for t in d if t not in moving)
+        return E.sub(E.const(1), E.scale(d0, s))
+
+    def value(self, reg: str) -> Value:
+        """`reg` after the loop on every path into the join, or None when the paths do not agree on it."""
+        run = self.run
+        atoms = run.res.atoms
+        leaving = run.env_out[self.exit_pred].get(reg)
+        if leaving is None:
+            return None
+        out = E.evaluate(atoms, leaving, self.subst, {})
+        skipped = E.evaluate(atoms, leaving, self.before, {})
+        if out is None or skipped is None:
+            return None
+        if any(run.env_out[p].get(reg) != skipped for p in self.skip):
+            return None
+        return out
+
+
+def _single_comparison(atoms: Atoms, stay: Value) -> tuple[Value, Value] | None:
+    """(X, Y) when staying in the loop is `X != Y`: a `ne` comparison, or one minus an `eq` comparison."""
+    if stay is None:
+        return None
+    if len(stay) == 1 and stay[0][1] == 1 and len(stay[0][0]) == 1:
+        key, want = atoms.keys[stay[0][0][0]], "ne"
+    elif len(stay) == 2 and stay[0] == ((), 1) and stay[1][1] == -1 and len(stay[1][0]) == 1:
+        key, want = atoms.keys[stay[1][0][0]], "eq"
+    else:
+        return None
+    if key[0] != "op" or key[1] != "cmp" or len(key[2]) != 2:
+        return None
+    extra = key[3]
+    if not (isinstance(extra, tuple) and len(extra) > 2 and extra[2] == want):
+        return None
+    return key[2][0], key[2][1]
 
 
 def _agree(vals: list[Value], atoms: Atoms, tag: str | None) -> Value:
