@@ -48,24 +48,38 @@ def probe(device: int) -> GpuInfo | None:
     return probe_gpu(device)
 
 
+def build_measure_harness(source_file: Path, kernel: str, out_dir: Path, compute_capability: tuple[int, int] | None,
+                          nvcc: str | None = None) -> Path:
+    """Build the measurement harness of one kernel into `out_dir` (no GPU needed); returns the executable.
+
+    A harness takes its launch (grid, block, buffers, scalars) on its command line, so one build serves every
+    launch of the kernel: a campaign builds all its kernels in parallel once, then measures launch after launch.
+    """
+    harness = write_harness(source_file, kernel, out_dir)
+    return build_executable(harness, out_dir, compute_capability, nvcc, extra=["-DKERNCAST_MEASURE", "-lineinfo"])
+
+
+def measure_built(executable: Path, source_file: Path, spec: LaunchSpec, rule: StopRule) -> Measurement:
+    """Run a built harness at one launch until stable, sampling NVML power, and return the measurement."""
+    source = source_file.read_text(encoding="utf-8", errors="replace")
+    flags = harness_flags(spec, kernel_parameter_names(source, spec.kernel))
+    session = HarnessSession(executable, flags, timeout_s=HARNESS_TIMEOUT_S)
+    try:
+        ready = session.read("ready")
+        sampler = PowerSampler.open(str(ready.get("pci_bus_id", "")) or None, index=spec.device)
+        samples, stable = measure(session, rule, sampler)
+    finally:
+        session.close()
+    return summarize_run(ready, spec, str(source_file), samples, stable, sampler)
+
+
 def measure_kernel(source_file: Path, spec: LaunchSpec, rule: StopRule, nvcc: str | None = None) -> Measurement:
     """Build the harness for `spec.kernel` of `source_file`, run it until stable and return the measurement."""
-    source = source_file.read_text(encoding="utf-8", errors="replace")
-    names = kernel_parameter_names(source, spec.kernel)
-    flags = harness_flags(spec, names)
     info = probe(spec.device)
     with tempfile.TemporaryDirectory(prefix="kerncast-measure-") as tmp:
-        harness = write_harness(source_file, spec.kernel, Path(tmp))
-        exe = build_executable(harness, Path(tmp), info.compute_capability if info else None, nvcc,
-                               extra=["-DKERNCAST_MEASURE", "-lineinfo"])
-        session = HarnessSession(exe, flags, timeout_s=HARNESS_TIMEOUT_S)
-        try:
-            ready = session.read("ready")
-            sampler = PowerSampler.open(str(ready.get("pci_bus_id", "")) or None, index=spec.device)
-            samples, stable = measure(session, rule, sampler)
-        finally:
-            session.close()
-    return summarize_run(ready, spec, str(source_file), samples, stable, sampler)
+        exe = build_measure_harness(source_file, spec.kernel, Path(tmp), info.compute_capability if info else None,
+                                    nvcc)
+        return measure_built(exe, source_file, spec, rule)
 
 
 def append_csv(path: Path, m: Measurement, today: dt.date | None = None) -> None:
