@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from kerncast.analysis.fixing import FixOutcome, fix_text, trial_analyses
-from kerncast.analysis.input_files import InputRefused, read_regular_file
+from kerncast.analysis.input_files import read_regular_file
 from kerncast.analysis.pipeline import AnalysisOptions
 from kerncast.analysis.report import FileReport
 
@@ -35,7 +35,12 @@ def fix_files(files: list[str], options: AnalysisOptions, unsafe: bool, diff: bo
         path = Path(name)
         if path.suffix.lower() not in FIXABLE_SUFFIXES:
             continue
-        raw = _read_bytes(path, options.max_file_bytes)
+        try:
+            raw = read_regular_file(path, options.max_file_bytes)
+        except OSError as exc:  # InputRefused too: a FIFO, a device, a file over the size limit
+            print(f"kerncast: {name}: not fixed: {exc.strerror or exc}", file=sys.stderr)
+            status = 1
+            continue
         text = _utf8(raw)
         if text is None:
             print(f"kerncast: {name}: not fixed: the file is not UTF-8 text", file=sys.stderr)
@@ -62,23 +67,23 @@ def fix_files(files: list[str], options: AnalysisOptions, unsafe: bool, diff: bo
 
 
 def _read_bytes(path: Path, max_bytes: int) -> bytes | None:
-    """The file's bytes (a regular file no larger than `max_bytes`), or None."""
+    """The file's bytes now (a regular file no larger than `max_bytes`), or None when it cannot be read."""
     try:
         return read_regular_file(path, max_bytes)
-    except InputRefused:
+    except OSError:
         return None
 
 
-def _utf8(raw: bytes | None) -> str | None:
+def _utf8(raw: bytes) -> str | None:
     """The file's text with its line endings as they are; None when it is not UTF-8 (a fix would have to
-    guess how to write it back) or could not be read."""
+    guess how to write it back)."""
     try:
-        return None if raw is None else raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError:
         return None
 
 
-def _write_unless_changed(path: Path, before: bytes | None, data: bytes) -> bool:
+def _write_unless_changed(path: Path, before: bytes, data: bytes) -> bool:
     """Write `data` over the file only while it still holds `before`, the bytes the fixes were made for: a save
     made while the fixes were checked (seconds of compiles) is kept, and the fixed text is not written. The new
     bytes go to a temporary file beside the real one (links followed) that then replaces it, so the file is
@@ -93,7 +98,7 @@ def _write_unless_changed(path: Path, before: bytes | None, data: bytes) -> bool
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         shutil.copymode(real, tmp)
-        if _read_bytes(real, max(len(before or b""), 1) + 1) != before:
+        if _read_bytes(real, len(before) + 1) != before:
             return False
         os.replace(tmp, real)
         return True
@@ -101,9 +106,9 @@ def _write_unless_changed(path: Path, before: bytes | None, data: bytes) -> bool
         tmp.unlink(missing_ok=True)
 
 
-def _write_in_place(real: Path, before: bytes | None, data: bytes) -> bool:
+def _write_in_place(real: Path, before: bytes, data: bytes) -> bool:
     """The write where no temporary file can be made beside the file (a read-only folder): checked, then in place."""
-    if _read_bytes(real, max(len(before or b""), 1) + 1) != before:
+    if _read_bytes(real, len(before) + 1) != before:
         return False
     real.write_bytes(data)
     return True

@@ -30,6 +30,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from kerncast.analysis.gpus import list_profiles, load_profile
+from kerncast.analysis.input_files import read_regular_text
 from kerncast.analysis.kernel_cache import KernelCache
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport, KernelReport
@@ -643,9 +644,12 @@ async def show_report(ls: KerncastServer, *args: Any) -> dict[str, Any] | None:
     result = ls.result_for(uri)
     if result is None:
         path = uris.to_fs_path(uri)
-        if not path or not os.path.isfile(path):
+        try:  # a regular file under the size limit only (input_files): never a FIFO, a device, a huge file
+            text = read_regular_text(path, ls.settings.options.max_file_bytes) if path else None
+        except OSError:
+            text = None
+        if text is None:
             return None
-        text = open(path, encoding="utf-8", errors="replace").read()  # noqa: SIM115
         result = await ls.run_analysis(uri, path, text, None, "", ls.settings)
     report = result.report
     k = _kernel_at(result, target, ls.view_for(uri, result) if ls.result_for(uri) is result else None)

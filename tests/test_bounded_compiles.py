@@ -78,6 +78,16 @@ def test_cli_refuses_a_fifo_source(tmp_path: Path, name: str) -> None:
     assert f"cannot read {fifo}: {fifo} is a named pipe (FIFO): Kerncast reads only regular files" in proc.stderr
 
 
+@pytest.mark.parametrize("mode", ["--fix", "--diff"])
+def test_fix_and_diff_refuse_a_fifo_without_blocking(tmp_path: Path, mode: str) -> None:
+    fifo = tmp_path / "pipe.cu"
+    os.mkfifo(fifo)
+    proc = run_cli(str(fifo), mode)
+    assert proc.returncode == 1
+    assert f"kerncast: {fifo}: not fixed: {fifo} is a named pipe (FIFO): Kerncast reads only regular files" \
+        in proc.stderr
+
+
 def test_cli_refuses_a_source_that_links_to_dev_zero(tmp_path: Path) -> None:
     link = tmp_path / "zero.cu"
     link.symlink_to("/dev/zero")
