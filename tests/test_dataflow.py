@@ -127,3 +127,18 @@ def test_an_or_is_a_sum_only_when_no_bit_can_meet(scale: str, offset: int, is_su
     tid = atoms.sym("tid.x")
     summed = E.add(E.mul(tid, E.const(int(scale))), E.const(offset))
     assert (value == summed) is is_sum
+
+
+def test_a_step_that_reads_its_own_variable_is_not_affine(carry_free_module) -> None:
+    # j += len with len = n - j on the last chunk: the step holds j inside a select, so j is no affine
+    # recurrence (taking it for one made every value built on it TOP); it is an unknown the whole warp shares,
+    # and the staged load in[j + threadIdx.x] is that unknown plus the thread index
+    fn, cfg, loops = _kernel(carry_free_module, "chunkedStage")
+    sym = KernelDataflow(fn, cfg, loops).symbolic
+    kinds = {rc.kind for rc in sym.recurrences.values() if rc.kind != "invariant"}
+    assert "affine" not in kinds
+    (load,) = [i for i in fn.body if i.opcode == "ld" and i.space == "global"]
+    address = E.evaluate(sym.atoms, sym.addresses[load.index], sym.resolution, {})
+    assert address is not None
+    tid = sym.atoms.atom(("sym", "tid.x"), True)
+    assert [c for m, c in address if m == (tid,)] == [4]

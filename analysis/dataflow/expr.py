@@ -172,6 +172,21 @@ class Atoms:
     def atoms_of(self, p: Poly) -> set[int]:
         return {a for m, _ in p for a in m}
 
+    def deep_atoms_of(self, p: Poly) -> set[int]:
+        """The atoms of `p` and, through operation nodes, of their arguments: a step `sel(c, n - s, t)` of a
+        register `s` depends on `s` although `s` is not one of its top-level atoms."""
+        out: set[int] = set()
+        todo = [a for m, _ in p for a in m]
+        while todo:
+            a = todo.pop()
+            if a in out:
+                continue
+            out.add(a)
+            key = self.keys[a]
+            if key[0] == "op":
+                todo += [x for arg in key[2] if arg is not None for m, _ in arg for x in m]
+        return out
+
 
 # ------------------------------------------------------------------------------------ concrete operations
 # (the integer semantics themselves are `kerncast.analysis.intops`, shared with the lane evaluator)

@@ -188,7 +188,7 @@ def classify(loop: int, reg: str, a: int, init: Value, back: Value, atoms: Atoms
         rc.kind = "invariant"
         return rc
     d = E.sub(back, me)
-    if d is not None and a not in atoms.atoms_of(d):
+    if d is not None and a not in atoms.deep_atoms_of(d):
         rc.kind, rc.step = "affine", d
         return rc
     if len(back) == 1 and back[0][0] == (a,) and back[0][1] > 1:

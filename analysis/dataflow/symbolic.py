@@ -329,7 +329,7 @@ class _Pass:
             loop_recs = {rc.atom for rc in recs.values()}
             for rc in recs.values():
                 if rc.kind == "affine" and rc.step is not None:
-                    others = atoms.atoms_of(rc.step) & loop_recs
+                    others = atoms.deep_atoms_of(rc.step) & loop_recs
                     if others - invariant:
                         rc.kind, rc.step = "unknown", None
                 res.recurrences[rc.atom] = rc

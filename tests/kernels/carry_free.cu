@@ -27,6 +27,25 @@ __global__ void warpLanes(const float *in, float *out)
     out[i] = 2.0f * in[i];
 }
 
+// A block stages a vector in chunks of blockDim.x, the last chunk shortened: the step of `j` depends on `j`
+// itself (`len = n - j`), so its value per iteration is unknown but the same in every lane, and the load is
+// the chunk's start plus the thread index.
+// kerncast: block=256
+__global__ void chunkedStage(const float *in, float *out, int n)
+{
+    extern __shared__ float chunk[];
+    int len = blockDim.x;
+    float s = 0.0f;
+    for (int j = 0; j < n; j += len) {
+        if (j + len > n) len = n - j;
+        if (threadIdx.x < len) chunk[threadIdx.x] = in[j + threadIdx.x];
+        __syncthreads();
+        s += chunk[(threadIdx.x + 1) % len];
+        __syncthreads();
+    }
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+
 int main()
 {
     const int rows = 1 << 14;
@@ -36,6 +55,7 @@ int main()
     cudaMalloc(&y, rows * sizeof(float));
     rowDots<<<COLS / 256, 256>>>(a, a, x, y, y, COLS);
     warpLanes<<<rows / 256, 256>>>(x, y);
+    chunkedStage<<<1, 256, 256 * sizeof(float)>>>(x, y, 1000);
     cudaFree(a);
     cudaFree(x);
     cudaFree(y);
