@@ -95,3 +95,27 @@ def test_a_partitioned_l2_keeps_half_its_size_between_launches(nvcc_available):
     t = _time(ROOT / "examples/fma_loop.cu", "copy", "h100", "16384", "256", [])
     assert t.detail["dram_bytes"] == pytest.approx(16.8e6, rel=0.01)
     assert any("averaged with the far partition" in a for a in t.assumptions)
+
+
+TILE = """\
+// kerncast: block=240
+__global__ void tileRead(const float *in, float *out)
+{
+    int r = threadIdx.x / 24, c = threadIdx.x % 24;
+    out[blockIdx.x * 240 + threadIdx.x] = in[(blockIdx.x * 10 + r) * 1000 + c];
+}
+int main() { tileRead<<<128, 240>>>(0, 0); return 0; }
+"""
+
+
+def test_a_tile_indexed_by_quotient_and_remainder_has_its_footprint(tmp_path, nvcc_available):
+    """nvcc divides by 24 with a multiply and a shift and takes the remainder as `t - 24 * (t / 24)`: the
+    footprint reads the quotient as an index of 10 values and the thread index as 24 x quotient + remainder,
+    so each block's 10 rows of 24 floats (3 sectors each) are counted, not 240 x 10 scattered elements."""
+    src = tmp_path / "tile.cu"
+    src.write_text(TILE)
+    k = analyze_file(src, options=AnalysisOptions(gpu="h100", lime=False)).kernels[0]
+    note = _note(k.time, "distinct global bytes")
+    rows = 128 * 10 * 3 * 32
+    assert note.startswith(f"distinct global bytes {(rows + 128 * 240 * 4) / 1e6:.3g} MB"), note
+    assert not any("not affine" in a for a in k.time.assumptions)

@@ -6,8 +6,9 @@ are the modelled launch's even where it is assumed). When the address is affine 
 (`tid.*`, `ctaid.*`, iteration counts) with everything else constant, the set of addresses it touches spans
 ``sum |c_i| (n_i - 1)`` bytes in steps of the coefficients' common divisor, so it holds at most ``min(prod
 n_i, span / step + 1)`` distinct elements. Each element costs at least its own width and, when the step is
-wider, the part of a 32-byte sector the hardware moves with it. An address that is not affine (a gather, a
-modulo) has no footprint here and counts as no reuse.
+wider, the part of a 32-byte sector the hardware moves with it. A quotient or remainder of an index by a constant
+(`threadIdx.x / 32`, `threadIdx.x % 32`) is an index of its own, with as many values as it takes. An address
+that is not affine (a gather) has no footprint here and counts as no reuse.
 
 Accesses of the same array with the same varying terms (a load and a store of `x[i]`, `g[2*t]` beside
 `g[2*t+1]`, a stencil's shifted neighbours) are merged: their distinct sectors are counted once, not once per
@@ -24,6 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from math import gcd, prod
 from typing import TYPE_CHECKING, Any
+
+from kerncast.analysis.dataflow.expr import as_const
 
 if TYPE_CHECKING:
     from kerncast.analysis.memory.analysis import MemoryAnalysis
@@ -49,6 +52,115 @@ class Footprint:
     covered: set[int] | None = None  # instruction indices whose footprint is in the totals
 
 
+#: integer operations on a varying index that the footprint reads as a new index of known extent: a quotient
+#: (`threadIdx.x / 32`, `>> 5`, nvcc's multiply-and-shift for other divisors) or a remainder (`% 32`, `& 31`,
+#: `& -32` for 32 times the quotient) of an affine index by a constant
+_DERIVED = frozenset({"shr", "div", "rem", "and"})
+_WORD = 1 << 32
+
+
+@dataclass(frozen=True, slots=True)
+class _Index:
+    """How an address term varies: `extent` values, times `scale`; `source` and `divisor` name the index it is
+    the quotient of (None for any other), so that the index itself can be rewritten as divisor x quotient +
+    remainder where both appear (nvcc computes `i % d` as `i - d * (i / d)`)."""
+
+    extent: int
+    scale: int = 1
+    source: int | None = None
+    divisor: int = 1
+
+
+def _symbol_extent(atoms: Any, a: int, block: tuple[int, int, int], grid: tuple[int, int, int],
+                   loop_trips: Mapping[int, float], dims: Mapping[str, int]) -> tuple[str, Any] | None:
+    """How one atom of an address varies: ("dim", value) for a launch constant, ("var", _Index) for an index
+    (a thread, block or loop index, or a quotient or remainder of one by a constant), ("uniform", 0) for a
+    parameter, None for anything else (a loaded value, an unknown)."""
+    key = atoms.keys[a]
+    if key[0] == "sym" and key[1] in dims:
+        return "dim", dims[key[1]]
+    if key[0] == "sym" and key[1] in _LANE:
+        return "var", _Index(block[_LANE[key[1]]], source=a)
+    if key[0] == "sym" and key[1] in _BLOCK:
+        return "var", _Index(grid[_BLOCK[key[1]]], source=a)
+    if a in loop_trips:
+        return "var", _Index(max(1, int(loop_trips[a])), source=a)
+    if key[0] == "sym":
+        return "uniform", 0
+    if key[0] == "op" and key[1] in _DERIVED and len(key[2]) == 2:
+        got = _derived_index(atoms, key[1], key[2], block, grid, loop_trips, dims)
+        return ("var", got) if got is not None else None
+    return None
+
+
+def _operand_range(atoms: Any, operand: Any, block: tuple[int, int, int], grid: tuple[int, int, int],
+                   loop_trips: Mapping[int, float], dims: Mapping[str, int]) -> tuple[int, int, int | None, int] | None:
+    """(lowest value, span, the index when the operand is one index times a factor, that factor) of an affine,
+    non-negative operand; None otherwise. A negative 32-bit factor is nvcc's unsigned magic multiplier."""
+    base, span, only, factor, terms = 0, 0, None, 1, 0
+    for mono, coef in operand:
+        if not mono:
+            base = int(coef)
+            continue
+        scale, index = 1, None
+        for a in mono:
+            got = _symbol_extent(atoms, a, block, grid, loop_trips, dims)
+            if got is None or got[0] == "uniform" or (got[0] == "var" and index is not None):
+                return None
+            if got[0] == "dim":
+                scale *= got[1]
+            else:
+                index = got[1]
+        c = int(coef * scale)
+        if c < 0 and c >= -_WORD // 2:
+            c += _WORD
+        if c <= 0 or index is None:
+            return None
+        span += c * index.scale * (index.extent - 1)
+        terms += 1
+        only, factor = (index.source if index.scale == 1 and index.divisor == 1 else None), c
+    if base < 0:
+        return None
+    return base, span, only if terms == 1 else None, factor
+
+
+def _derived_index(atoms: Any, name: str, args: tuple, block: tuple[int, int, int], grid: tuple[int, int, int],
+                   loop_trips: Mapping[int, float], dims: Mapping[str, int]) -> _Index | None:
+    """The values a quotient or remainder by a constant takes when its operand is an affine, non-negative
+    index: ``(c0 + R) // d - c0 // d + 1`` quotients of an operand spanning `R` from `c0`, ``min(d, R + 1)``
+    remainders. A GEMM tile's `threadIdx.x / 32` and `threadIdx.x % 32` become two indices of 8 and 32 values
+    for 256 threads, whose product is the block again."""
+    k = as_const(args[1])
+    if k is None or args[0] is None:
+        return None
+    found = _operand_range(atoms, args[0], block, grid, loop_trips, dims)
+    if found is None:
+        return None
+    base, span, only, factor = found
+    if name == "shr":
+        if not 0 <= k < 64:
+            return None
+        divisor, multiple = 1 << k, 1
+    elif name == "div" and k > 0:
+        divisor, multiple = k, 1
+    elif name == "rem" and k > 0:
+        return _Index(min(k, span + 1))
+    elif name == "and" and k > 0 and not k & (k + 1):
+        return _Index(min(k + 1, span + 1))  # a low-bit mask: a remainder
+    elif name == "and" and k < 0 and not -k & (-k - 1):
+        divisor, multiple = -k, -k  # `x & -2^k` is 2^k times the quotient by 2^k
+    else:
+        return None
+    extent = (base + span) // divisor - base // divisor + 1
+    if only is not None and factor > 1 and name == "shr":
+        # nvcc's division by a constant d: (x * m) >> s with m = ceil(2^s / d); the quotient of the index by d
+        d = round((1 << k) / factor)
+        if d >= 1 and abs(d * factor - (1 << k)) * (span // factor + 1) * d < (1 << k):
+            return _Index(extent, multiple, only, d)
+        return _Index(extent, multiple)
+    return _Index(extent, multiple, only if factor == 1 else None, divisor)
+
+
 def affine_extents(atoms: Any, poly: Any, block: tuple[int, int, int], grid: tuple[int, int, int],
                    loop_trips: Mapping[int, float], launch_grid: tuple[int, int, int] | None = None
                    ) -> list[tuple[int, int]] | None:
@@ -57,35 +169,49 @@ def affine_extents(atoms: Any, poly: Any, block: tuple[int, int, int], grid: tup
     `grid` bounds the block indices (the launch's, or one wave's); the block and grid dimensions (`ntid.*`,
     `nctaid.*`), which the memory analysis leaves symbolic when the launch is assumed, are the launch's
     constants (`launch_grid`, the whole launch's grid, defaults to `grid`), so `blockIdx.x * blockDim.x * 48`
-    has the coefficient 48 * blockDim.x.
+    has the coefficient 48 * blockDim.x. A quotient or remainder of an index by a constant (`threadIdx.x / 32`,
+    `i % 8`) is an index of its own (`_derived_index`); where an index and its quotient by `d` both appear,
+    the index is rewritten as ``d * quotient + remainder``, so that `4 * t + 3904 * (t / 24)` (nvcc's form of
+    `1000 * (t / 24) + t % 24`, in bytes) spans 24 x 10 elements, not 240 x 10.
     """
     dims = {**{f"ntid.{c}": block[i] for i, c in enumerate("xyz")},
             **{f"nctaid.{c}": (launch_grid or grid)[i] for i, c in enumerate("xyz")}}
-    out: list[tuple[int, int]] = []
+    terms: list[tuple[int, _Index]] = []
     for mono, coef in poly:
         if not mono:
             continue
         scale, varying = 1, []
         for a in mono:
-            key = atoms.keys[a]
-            if key[0] == "sym" and key[1] in dims:
-                scale *= dims[key[1]]
-            elif key[0] == "sym" and key[1] in _LANE:
-                varying.append(block[_LANE[key[1]]])
-            elif key[0] == "sym" and key[1] in _BLOCK:
-                varying.append(grid[_BLOCK[key[1]]])
-            elif a in loop_trips:
-                varying.append(max(1, int(loop_trips[a])))
-            elif key[0] == "sym":
-                varying.append(0)  # a uniform parameter (an array's base): constant over the launch
-            else:
+            got = _symbol_extent(atoms, a, block, grid, loop_trips, dims)
+            if got is None:
                 return None  # an operation node or an unknown: not affine
-        n_var = sum(1 for v in varying if v > 0)
-        if n_var == 0 and len(varying) <= 1:
+            if got[0] == "dim":
+                scale *= got[1]
+            else:
+                varying.append(got[1])  # 0: a uniform parameter (an array's base), constant over the launch
+        live = [v for v in varying if v]
+        if not live and len(varying) <= 1:
             continue  # the base pointer, or an offset of launch constants
-        if n_var != 1 or len(varying) != 1:
+        if len(live) != 1 or len(varying) != 1:
             return None
-        out.append((abs(int(coef * scale)), next(v for v in varying if v > 0)))
+        terms.append((int(coef * scale), live[0]))
+    return [(abs(c * x.scale), x.extent) for c, x in _split_quotients(terms)]
+
+
+def _split_quotients(terms: list[tuple[int, _Index]]) -> list[tuple[int, _Index]]:
+    """`a * t + b * (t / d)` as `a * (t % d) + (a * d + b) * (t / d)` where `t` is an index with one quotient."""
+    out = list(terms)
+    for i, (b, q) in enumerate(terms):
+        if q.source is None or q.divisor <= 1:
+            continue
+        raw = [j for j, (_, x) in enumerate(out) if x.source == q.source and x.divisor == 1 and x.scale == 1]
+        others = [x for _, x in terms if x.source == q.source and x.divisor > 1]
+        if len(raw) != 1 or len(others) != 1:
+            continue
+        j = raw[0]
+        a, t = out[j]
+        out[j] = (a, _Index(min(q.divisor, t.extent)))
+        out[i] = (a * q.divisor + b * q.scale, _Index(q.extent))
     return out
 
 
@@ -122,6 +248,8 @@ class Lattice:
 
 def _varying(atoms: Any, atom: int, loop_trips: Mapping[int, float]) -> bool:
     key = atoms.keys[atom]
+    if key[0] == "op":
+        return True  # a derived index (affine_extents admits no other operation)
     return atom in loop_trips or (key[0] == "sym" and (key[1] in _LANE or key[1] in _BLOCK))
 
 
