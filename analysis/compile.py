@@ -738,6 +738,9 @@ class _NvccJob:
     nearby: list[Path] = field(default_factory=list)
     #: each include folder as nvcc is given it (a link where its path is not shell-safe), made once
     _given: dict[Path, Path] = field(default_factory=dict)
+    #: a run ended by the timeout, a signal or the memory limit: a retry that stopped so leaves the result
+    #: (the first run's errors) uncached, since a new compile may go further
+    transient: bool = False
 
     def run(self, folders: list[Path] | None = None, flags: list[str] | None = None) -> ToolRun:
         """nvcc with the include path (plus `folders`, else the nearby ones) and `flags`; once a run fails only
@@ -756,6 +759,7 @@ class _NvccJob:
             run = run_tool(_nvcc_args(self.toolchain, self.options, self.source, self.out, given, True, flags),
                            self.options.timeout_s, cwd=self.tmp_dir, temp_dir=self.tmp_dir,
                            memory_mb=self.options.memory_mb)
+        self.transient = self.transient or run.transient
         return run
 
     def parse(self, run: ToolRun, folders: list[Path] | None = None) -> list[CompileDiagnostic]:
@@ -804,7 +808,7 @@ def _compile_uncached(original: Path, text: str, from_buffer: bool, options: Com
         ptx = job.out.read_text(encoding="utf-8", errors="replace") if job.out.is_file() else None
     if job.relocatable:
         notes.insert(0, RDC_NOTE)
-    cacheable = True
+    cacheable = not job.transient
     if run.returncode != 0 or ptx is None:
         if not any(d.severity == "error" for d in diagnostics):
             diagnostics.append(_unparsed_failure(original, run.output, run.returncode))

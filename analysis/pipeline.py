@@ -22,6 +22,7 @@ from kerncast.analysis.cfg import build_cfg
 from kerncast.analysis.compile import (
     CompileOptions,
     CompileResult,
+    PtxasError,
     ToolchainError,
     compile_cuda,
     compile_fragment_copy,
@@ -299,8 +300,15 @@ def _ptxas_resources(ptx: str, options: AnalysisOptions) -> PtxasResult:
                                memory_mb=options.compile_memory_mb), None
     except ToolchainError as exc:
         return {}, f"registers unknown: {exc}"
+    except PtxasError as exc:
+        return {}, (PTXAS_STOPPED if exc.timed_out else "registers unknown: ") + str(exc)
     except Exception as exc:  # noqa: BLE001 - ptxas failing on odd PTX must not stop the analysis
         return {}, f"registers unknown: ptxas failed ({exc})"
+
+
+#: how the note of a ptxas run that was stopped (timeout, signal, memory limit) begins: the kernels it left
+#: without numbers are not kept in the kernel cache, so that the next analysis asks ptxas again
+PTXAS_STOPPED = "registers unknown for now (ptxas was stopped; the next analysis runs it again): "
 
 
 def start_ptxas(ptx: str, options: AnalysisOptions) -> Future[PtxasResult]:
@@ -413,8 +421,10 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
     for ctx in todo:
         _mark_file(ctx.report)
     if cache is not None:
+        stopped = resources is not None and (resources.result()[1] or "").startswith(PTXAS_STOPPED)
         for ctx in todo:
-            cache.put(keys[id(ctx)], ctx.report)
+            if not (stopped and ctx.report.resources is None):
+                cache.put(keys[id(ctx)], ctx.report)
     report.kernels.extend(ctx.report for ctx in contexts if ctx.report.file is None)
     report.included_kernels.extend(ctx.report for ctx in contexts if ctx.report.file is not None)
     if resources is not None:

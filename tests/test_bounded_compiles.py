@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 from kerncast.analysis.compile import CompileOptions, clear_cache, compile_cuda
 from kerncast.analysis.input_files import InputRefused, InputTooLarge, read_regular_file
+from kerncast.analysis.kernel_cache import KernelCache
+from kerncast.analysis.pipeline import PTXAS_STOPPED, AnalysisOptions, analyze_file
 from kerncast.analysis.toolchain import ToolchainError, default_compile_memory_mb, machine_memory_mb, run_tool
 
 REPO = Path(__file__).resolve().parent.parent
@@ -286,3 +288,18 @@ def test_a_compile_over_the_memory_limit_is_not_cached(nvcc_available, tmp_path:
         "macro it uses, needs more than that"]
     again = compile_cuda(src, options=CompileOptions(arch="sm_75", memory_mb=400))
     assert again is not first and not again.ok  # compiled again: a cached result is the same object
+
+
+def test_kernels_left_without_ptxas_numbers_by_a_stopped_ptxas_are_not_kept(tmp_path: Path, compile_example) -> None:
+    """ptxas stopped by its time limit (a signal or the memory limit likewise) leaves registers unknown for now:
+    those kernel reports stay out of the kernel cache, so the next analysis asks ptxas again."""
+    ptx = compile_example("transpose").ptx
+    path = tmp_path / "transpose.ptx"
+    cache = KernelCache()
+    stopped = analyze_file(path, text=ptx, options=AnalysisOptions(gpu="v100", lime=False, timeout_s=0.001),
+                           cache=cache)
+    assert any(n.startswith(PTXAS_STOPPED) for n in stopped.notes), stopped.notes
+    assert all(k.registers is None for k in stopped.kernels) and len(stopped.kernels) == 3
+    assert len(cache) == 0
+    finished = analyze_file(path, text=ptx, options=AnalysisOptions(gpu="v100", lime=False), cache=cache)
+    assert all(k.registers for k in finished.kernels) and len(cache) == 3  # a lasting answer is kept
