@@ -216,6 +216,22 @@ def _row_key(rec: dict[str, str]) -> tuple:
     return (rec["source_file"], rec["kernel"], _dims(rec["grid"]), _dims(rec["block"]), params)
 
 
+def widen_header(path: Path) -> None:
+    """Give a measurements.csv written by `kerncast measure --append-csv` (standard columns only) the campaign's
+    extra columns, its rows kept as they are with those columns empty."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    with path.open(encoding="utf-8", newline="") as fh:
+        reader = csv.DictReader(fh)
+        if list(reader.fieldnames or []) == [*CSV_COLUMNS, *EXTRA_COLUMNS]:
+            return
+        rows = list(reader)
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=[*CSV_COLUMNS, *EXTRA_COLUMNS], extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
 def append_row(path: Path, case: CampaignCase, m, today: dt.date | None = None) -> None:
     """One measured case as a measurements.csv row (standard columns, then the campaign's extras)."""
     row = m.as_dict()
@@ -223,8 +239,9 @@ def append_row(path: Path, case: CampaignCase, m, today: dt.date | None = None) 
                 "power_w": "" if m.power_w is None else f"{m.power_w:.2f}", "time_us": f"{m.time_us:.4f}",
                 "params": ";".join(case.params), "buffer_bytes": case.nbytes or "", "class": case.klass,
                 "size": case.size, "robust_cv": f"{m.timing.robust_cv:.4f}"})
-    new = not path.exists() or path.stat().st_size == 0
     path.parent.mkdir(parents=True, exist_ok=True)
+    widen_header(path)
+    new = not path.exists() or path.stat().st_size == 0
     with path.open("a", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=[*CSV_COLUMNS, *EXTRA_COLUMNS], extrasaction="ignore")
         if new:
@@ -528,7 +545,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel builds and analyses")
     ap.add_argument("--max-minutes", type=float, default=24.0, help="stop measuring after this many minutes")
     ap.add_argument("--quick-calibration", action="store_true", help="kerncast calibrate --quick")
-    ap.add_argument("--build-dir", type=Path, help="harness builds (default: <out-root>/validation/<id>/.build)")
+    ap.add_argument("--build-dir", type=Path, help="harness builds (default: <out-root>/build/campaign/<id>)")
     ap.add_argument("--nvcc", help="nvcc to use")
     args = ap.parse_args(argv)
     if args.dry_run and args.out_root is None:
@@ -571,7 +588,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"calibration failed (exit {run.returncode}); nothing measured")
             return run.returncode
     # 2. builds
-    build_dir = args.build_dir or out.folder / ".build"
+    # build/ is ignored by git and kept between runs: a resumed campaign reuses its harnesses
+    build_dir = args.build_dir or out.root / "build" / "campaign" / args.gpu_id
     built = build_all(cases, build_dir, cc, args.nvcc, args.jobs)
     broken = {k: v for k, v in built.items() if not isinstance(v, Path)}
     for (file, kernel), why in broken.items():

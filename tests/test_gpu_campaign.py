@@ -64,7 +64,7 @@ def test_dry_run_builds_predicts_and_writes_the_plan(nvcc_available, tmp_path):
     assert plan["dry_run"] and plan["cases"] == 3 and plan["campaign_distinct_kernels"] >= 150
     assert plan["calibration"][2:4] == ["kerncast.server", "calibrate"]
     assert "calibration harness builds for sm_90" in printed
-    built = list((folder / ".build").glob("*/kerncast_measure"))
+    built = list((tmp_path / "build" / "campaign" / "testgpu").glob("*/kerncast_measure"))
     assert len(built) == plan["distinct_kernels"] == 2  # loadStride2 at two launches, loadStride3
     report = (folder / "REPORT.md").read_text()
     assert "Dry run: nothing was measured; 3 of the 3 planned launches have a prediction" in report
@@ -82,6 +82,11 @@ def _measurement(case, time_us: float, power_w: float) -> Measurement:
 
 def test_report_and_resumption_from_measured_rows(tmp_path):
     out = CAMPAIGN["Outputs"](tmp_path, "testgpu")
+    # a file `kerncast measure --append-csv` started: its row stays, the campaign's columns are added
+    out.folder.mkdir(parents=True)
+    old = "gpu,kernel,source_file,grid,block,dynamic_shared_bytes,time_us,power_w,repetitions,date,driver\n" \
+          "H100,vectorAdd,examples/vector_add.cu,196x1x1,256x1x1,0,4.8640,107.90,100000,2026-11-23,13000\n"
+    out.measurements.write_text(old)
     cases = [c for c in CAMPAIGN["coverage_cases"]() if c.kernel in ("copyF32", "loadStride8")][:3]
     predictions = {c.key(): {"models": {"kerncast": 10.0, "thesis": 20.0, "mwp-cwp": 5.0}, "range": [8.0, 12.0],
                              "power_w": 150.0} for c in cases}
@@ -89,8 +94,9 @@ def test_report_and_resumption_from_measured_rows(tmp_path):
         CAMPAIGN["append_row"](out.measurements, c, _measurement(c, 10.0, 200.0))
     with out.measurements.open() as fh:
         rows = list(csv.DictReader(fh))
-    assert [r["kernel"] for r in rows] == [c.kernel for c in cases]
-    assert rows[0]["params"] == ";".join(cases[0].params) and rows[0]["size"] == cases[0].size
+    assert [r["kernel"] for r in rows] == ["vectorAdd", *(c.kernel for c in cases)]
+    assert rows[0]["time_us"] == "4.8640" and rows[0]["params"] == ""
+    assert rows[1]["params"] == ";".join(cases[0].params) and rows[1]["size"] == cases[0].size
     # a second run measures nothing: every case is in the file (no GPU is touched)
     assert CAMPAIGN["measure_all"](cases, {}, out, 0, float("inf")) == (0, 0, True)
     text = CAMPAIGN["write_report"](out, cases, predictions, False, "analysis/gpus/testgpu.toml")
