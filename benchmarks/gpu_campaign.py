@@ -4,7 +4,8 @@ On a machine with an NVIDIA GPU (the `cuda` and `gpu` extras installed):
 
     python benchmarks/gpu_campaign.py --gpu-id h100 [--base h100] [--max-minutes 9] [--jobs 16]
 
-1. calibration: `kerncast calibrate` writes analysis/gpus/<id>.toml (skipped when that profile's latency section
+1. calibration: the SASS of the microbenchmarks is checked for the GPU's architecture (as in the test suite),
+   then `kerncast calibrate` writes analysis/gpus/<id>.toml (both skipped when that profile's latency section
    is already measured);
 2. builds: one measurement harness per kernel (the launch is given at run time), all built in parallel;
 3. measurements: every case (a kernel at one launch) timed with CUDA events until stable while NVML samples the
@@ -53,6 +54,8 @@ from kerncast.analysis.calibration.build import build_executable, copy_calibrati
 from kerncast.analysis.calibration.errors import CalibrationError, NoGpuError
 from kerncast.analysis.calibration.measure import LaunchSpec, kernel_parameter_names, parse_dims
 from kerncast.analysis.calibration.runs import CSV_COLUMNS, build_measure_harness, measure_built, probe
+from kerncast.analysis.calibration.sass import SassToolError, compile_sass
+from kerncast.analysis.calibration.sass_expect import check_calibration_sass
 from kerncast.analysis.calibration.stats import StopRule
 from kerncast.analysis.context import AnalysisOptions
 from kerncast.analysis.launch import LaunchOverrides
@@ -270,6 +273,17 @@ def calibration_command(out: Outputs, args: argparse.Namespace) -> list[str]:
     if args.quick_calibration:
         cmd.append("--quick")
     return cmd + (["--nvcc", args.nvcc] if args.nvcc else [])
+
+
+def sass_problems(cc: tuple[int, int]) -> list[str] | None:
+    """The SASS checks of the calibration microbenchmarks for the target (None when nvdisasm is missing)."""
+    with tempfile.TemporaryDirectory(prefix="kerncast-campaign-sass-") as tmp:
+        source = copy_calibration_sources(Path(tmp))
+        try:
+            return check_calibration_sass(compile_sass(source, f"sm_{cc[0]}{cc[1]}"))
+        except SassToolError as exc:
+            print(f"SASS checks not run: {exc}")
+            return None
 
 
 def build_calibration_harness(cc: tuple[int, int], nvcc: str | None) -> Path:
@@ -574,12 +588,20 @@ def main(argv: list[str] | None = None) -> int:
     out.plan.write_text(json.dumps(plan, indent=1) + "\n", encoding="utf-8")
     print(f"{len(cases)} cases of {plan['distinct_kernels']} kernels (whole campaign: {len(every)} cases of "
           f"{plan['campaign_distinct_kernels']} kernels); plan in {out.plan}")
-    # 1. calibration
+    # 1. calibration, after the SASS checks of its microbenchmarks for this GPU's architecture
+    calibrated = profile_is_calibrated(out.profile)
+    problems_sass = [] if calibrated else sass_problems(cc)
+    if problems_sass:
+        print("the calibration microbenchmarks do not hold what they measure on this architecture:\n  "
+              + "\n  ".join(problems_sass))
+        return 1
+    if problems_sass == [] and not calibrated:
+        print(f"SASS checks of the calibration microbenchmarks pass for sm_{cc[0]}{cc[1]}")
     if args.dry_run:
         exe = build_calibration_harness(cc, args.nvcc)
         print(f"calibration harness builds for sm_{cc[0]}{cc[1]} ({exe.name}); on the GPU: "
               + " ".join(plan["calibration"]))
-    elif profile_is_calibrated(out.profile):
+    elif calibrated:
         print(f"{out.profile} is calibrated: calibration skipped")
     else:
         print("calibrating: " + " ".join(plan["calibration"]), flush=True)

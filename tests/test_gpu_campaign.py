@@ -63,6 +63,7 @@ def test_dry_run_builds_predicts_and_writes_the_plan(nvcc_available, tmp_path):
     plan = json.loads((folder / "campaign_plan.json").read_text())
     assert plan["dry_run"] and plan["cases"] == 3 and plan["campaign_distinct_kernels"] >= 150
     assert plan["calibration"][2:4] == ["kerncast.server", "calibrate"]
+    assert "SASS checks of the calibration microbenchmarks pass for sm_90" in printed
     assert "calibration harness builds for sm_90" in printed
     built = list((tmp_path / "build" / "campaign" / "testgpu").glob("*/kerncast_measure"))
     assert len(built) == plan["distinct_kernels"] == 2  # loadStride2 at two launches, loadStride3
