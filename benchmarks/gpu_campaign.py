@@ -77,7 +77,7 @@ SINGLE_WARP = ("single warp", 1, 32)
 SINGLE_WARP_CLASSES = ("fp64", "sfu", "fp32 / int", "fp16 / int division", "tensor cores")
 #: buffers of a ladder version: its problem sizes reach 2^30 ints (the H100 vector sum)
 LADDER_BYTES = {"h100-vector-sum": (1 << 30) * 4 + MiB}
-LADDER_DEFAULT_BYTES = 256 * MiB
+LADDER_DEFAULT_BYTES = 256 * MiB + MiB
 #: measurement rule of the campaign: shorter than `kerncast measure`'s so that 300+ launches fit in minutes,
 #: long enough (0.6 s) for several NVML power readings
 CAMPAIGN_RULE = StopRule(cv_target=0.02, min_reps=20, max_reps=100_000, min_seconds=0.6, max_seconds=4.0)
