@@ -41,6 +41,7 @@ from kerncast.analysis.context import (
     Thresholds,
 )
 from kerncast.analysis.demangle import demangle
+from kerncast.analysis.findings_launch import launch_configuration_stage
 from kerncast.analysis.gpus.loading import load_gpu
 from kerncast.analysis.includes import find_includers
 from kerncast.analysis.input_files import InputTooLarge, read_regular_file
@@ -628,6 +629,7 @@ STAGES: list[Stage] = [
     resources_stage,
     occupancy_stage,
     time_stage,
+    launch_configuration_stage,
     power_stage,
     resource_stage,
 ]

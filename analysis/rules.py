@@ -42,6 +42,7 @@ class Code(StrEnum):
     ENERGY_HOTSPOT = "energy-hotspot"
     LOW_OCCUPANCY = "low-occupancy"
     REGISTER_SPILL = "register-spill"
+    LAUNCH_CONFIGURATION = "launch-configuration"
     ANALYSIS_BUDGET = "analysis-budget"
 
 

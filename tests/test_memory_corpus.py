@@ -17,12 +17,15 @@ CODES = ("uncoalesced-global", "shared-bank-conflict", "divergent-branch", "unkn
 _EXPECT = re.compile(r"//\s*expect:\s*([\w\-, ]+)")
 
 
-def expected_findings(path: Path) -> set[tuple[int, str]]:
+def expected_findings(path: Path, codes: tuple[str, ...] | None = CODES) -> set[tuple[int, str]]:
+    """The (line, code) pairs the file's `// expect:` comments name, of `codes` (of every code with None):
+    the corpus files also plant the findings other tests check."""
     out: set[tuple[int, str]] = set()
     for n, line in enumerate(path.read_text().splitlines(), start=1):
         m = _EXPECT.search(line)
         if m:
-            out.update((n, c.strip()) for c in m.group(1).split(",") if c.strip())
+            out.update((n, c.strip()) for c in m.group(1).split(",")
+                       if c.strip() and (codes is None or c.strip() in codes))
     return out
 
 

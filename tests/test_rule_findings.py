@@ -1,0 +1,81 @@
+"""The statically decided Nsight-style rules on nvcc's own output: every `// expect: <code>` comment of the
+rule corpus files in tests/kernels/ must be found on its line, and no other finding of these codes may appear
+(each file plants false cases beside the true ones). The files are analysed for an H100 (132 SMs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from kerncast.analysis.context import AnalysisOptions
+from kerncast.analysis.pipeline import analyze_file
+from kerncast.analysis.report import FileReport
+from kerncast.analysis.rules import rule
+
+from tests.test_memory_corpus import expected_findings
+
+KERNELS = Path(__file__).resolve().parent / "kernels"
+#: the codes these files check, and the corpus file of each
+FILES = {"launch-configuration": "launch_config.cu"}
+CODES = set(FILES)
+
+
+@pytest.fixture(scope="module")
+def reports(nvcc_available) -> dict[str, FileReport]:
+    return {name: analyze_file(KERNELS / name, options=AnalysisOptions(gpu="h100")) for name in set(FILES.values())}
+
+
+def _found(report: FileReport) -> set[tuple[int, str]]:
+    return {(f.line, f.code) for f in report.all_findings() if f.code in CODES}
+
+
+@pytest.mark.parametrize("name", sorted(set(FILES.values())))
+def test_rule_findings_exactly(reports: dict[str, FileReport], name: str) -> None:
+    expected = {(n, c) for n, c in expected_findings(KERNELS / name, None) if c in CODES}
+    found = _found(reports[name])
+    assert expected - found == set(), f"missed in {name}"
+    assert found - expected == set(), f"false findings in {name}"
+
+
+@pytest.mark.parametrize("code", sorted(CODES))
+def test_each_code_has_three_true_and_three_false_cases(reports: dict[str, FileReport], code: str) -> None:
+    """At least three planted findings, and at least three kernels of the file without one."""
+    rep = reports[FILES[code]]
+    flagged = {f.kernel for f in rep.all_findings() if f.code == code}
+    assert len(flagged) >= 3
+    assert len([k for k in rep.kernels if k.name not in flagged]) >= 3
+    assert rule(code).ncu_rule
+
+
+def _kernel(reports: dict[str, FileReport], prefix: str):
+    rep = reports["launch_config.cu"]
+    return next(k for k in rep.kernels if k.name.split("(")[0] == prefix)
+
+
+def test_launch_numbers(reports: dict[str, FileReport]) -> None:
+    by = {k.name.split("(")[0]: [f for f in k.findings if f.code == "launch-configuration"]
+          for k in reports["launch_config.cu"].kernels}
+    assert "16 of 64 lanes idle (25%)" in by["scale"][0].message
+    assert "uses 4 of 132 SMs" in by["scaleWide"][0].message
+    assert "last wave is 3% full" in by["scaleTail"][0].message
+    assert all(f.severity == "warning" for k in ("scale", "scaleWide", "scaleTail") for f in by[k])
+
+
+def test_failing_launch_is_an_error_without_time(reports: dict[str, FileReport]) -> None:
+    for name in ("tooMany", "tooTall", "bigDynamic"):
+        k = _kernel(reports, name)
+        f = next(f for f in k.findings if f.code == "launch-configuration")
+        assert f.severity == "error" and f.detail["fails"], name
+        assert k.time is None and k.occupancy is None, name
+        assert any("no time prediction" in n for n in k.notes), name
+    assert "cudaFuncAttributeMaxDynamicSharedMemorySize" in next(
+        f.message for f in _kernel(reports, "bigDynamic").findings if f.code == "launch-configuration")
+    opted = _kernel(reports, "optedIn")
+    assert opted.time is not None and not [f for f in opted.findings if f.code == "launch-configuration"]
+
+
+def test_default_launch_is_not_reported(reports: dict[str, FileReport]) -> None:
+    """A kernel never launched in the file gets the default launch, and no launch finding rests on it."""
+    k = _kernel(reports, "unlaunched")
+    assert k.launch is not None and k.launch.known["grid"] is False
+    assert not [f for f in k.findings if f.code == "launch-configuration"]
