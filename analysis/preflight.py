@@ -71,7 +71,8 @@ def _non_regular(spelled: str, quoted: bool, from_dir: Path, dirs: list[Path]) -
             continue  # the preprocessor skips a directory and looks on
         where = str(candidate) if real_path(candidate) == Path(os.path.abspath(candidate)) \
             else f"{candidate} (a link to {real_path(candidate)})"
-        return (f"#include \"{spelled}\" names {where}, which is {file_kind(mode)}, not a source file (the "
+        written = f'"{spelled}"' if quoted else f"<{spelled}>"
+        return (f"#include {written} names {where}, which is {file_kind(mode)}, not a source file (the "
                 "compiler could read a device without end, or wait on a pipe forever)")
     return None
 

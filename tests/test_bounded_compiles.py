@@ -123,6 +123,18 @@ def test_a_header_that_links_to_a_device_is_refused_before_nvcc(nvcc_available, 
     assert "character device" in error.message and "included by" in error.message
 
 
+@pytest.mark.parametrize("spelled", ["<pipe.h>", '"pipe.h"', "</dev/zero>"])
+def test_an_include_of_a_fifo_or_of_a_device_in_brackets_is_refused(nvcc_available, tmp_path: Path,
+                                                                    spelled: str) -> None:
+    os.mkfifo(tmp_path / "pipe.h")
+    src = tmp_path / "k.cu"
+    src.write_text(f"#include {spelled}\n__global__ void k() {{}}\n")
+    result = compile_cuda(src, options=CompileOptions(arch="sm_75", include_dirs=[str(tmp_path)]))
+    (error,) = result.diagnostics
+    kind = "a character device" if "dev" in spelled else "a named pipe (FIFO)"
+    assert (error.line, error.column) == (1, 10) and f"which is {kind}, not a source file" in error.message
+
+
 # ------------------------------------------------------------------------------------------ through the CLI
 
 
