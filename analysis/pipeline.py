@@ -42,6 +42,7 @@ from kerncast.analysis.context import (
 )
 from kerncast.analysis.demangle import demangle
 from kerncast.analysis.findings_launch import launch_configuration_stage
+from kerncast.analysis.findings_sync import barrier_divergence_stage
 from kerncast.analysis.gpus.loading import load_gpu
 from kerncast.analysis.includes import find_includers
 from kerncast.analysis.input_files import InputTooLarge, read_regular_file
@@ -626,6 +627,7 @@ STAGES: list[Stage] = [
     structure_stage,
     launch_stage,
     memory_stage,
+    barrier_divergence_stage,
     resources_stage,
     occupancy_stage,
     time_stage,

@@ -43,6 +43,7 @@ class Code(StrEnum):
     LOW_OCCUPANCY = "low-occupancy"
     REGISTER_SPILL = "register-spill"
     LAUNCH_CONFIGURATION = "launch-configuration"
+    BARRIER_DIVERGENCE = "barrier-divergence"
     ANALYSIS_BUDGET = "analysis-budget"
 
 

@@ -16,7 +16,7 @@ from tests.test_memory_corpus import expected_findings
 
 KERNELS = Path(__file__).resolve().parent / "kernels"
 #: the codes these files check, and the corpus file of each
-FILES = {"launch-configuration": "launch_config.cu"}
+FILES = {"launch-configuration": "launch_config.cu", "barrier-divergence": "barriers.cu"}
 CODES = set(FILES)
 
 
@@ -79,3 +79,10 @@ def test_default_launch_is_not_reported(reports: dict[str, FileReport]) -> None:
     k = _kernel(reports, "unlaunched")
     assert k.launch is not None and k.launch.known["grid"] is False
     assert not [f for f in k.findings if f.code == "launch-configuration"]
+
+
+def test_barrier_divergence_names_the_condition(reports: dict[str, FileReport]) -> None:
+    rep = reports["barriers.cu"]
+    f = next(f for f in rep.all_findings() if f.code == "barrier-divergence" and f.kernel.startswith("syncInHalf"))
+    assert f.severity == "error" and "threadIdx.x" in f.message
+    assert [r.line for r in f.related] == [12] and f.detail["condition_line"] == 12
