@@ -29,7 +29,7 @@ trip count; geometric loops (`s *= 2`, `s >>= 1`) are stepped, which ends within
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -67,6 +67,8 @@ WARP = 32
 #: for one that differs between blocks (an eighth of them when it differs between threads too)
 MAX_SAMPLED_WARPS = 8
 MAX_SAMPLED_BLOCKS = 64
+#: iterations of an enclosing loop at which a count that moves with it is read
+MAX_SAMPLED_ITERATIONS = 16
 
 
 @dataclass(frozen=True)
@@ -105,14 +107,26 @@ def trip_counts(function: Function, cfg: Cfg, loops: LoopForest | Iterable[Loop]
         line = _header_line(cfg, loop.header, main_file)
         try:
             try:
-                test = _exit_test(dataflow, loop, loop_list, launch)
-                count = _count(test)
+                count, test = _count_of(dataflow, loop, loop_list, launch)
                 detail = _describe(test, count)
             except IndexDependent:
                 count, detail = _count_per_block(dataflow, loop, loop_list, launch)
-        except Unknown as exc:
-            out[loop.header] = _fallback(fallback, exc.reason, line)
+        except NoExit:
+            out[loop.header] = Sourced(0, "ptx", line, "the loop has no exit: a kernel that finishes never "
+                                       "enters it (nvcc's endless loop for undefined behaviour), so it runs 0 times")
             continue
+        except Unknown as exc:
+            if loop.parent is None or "enclosing loop" not in exc.reason:
+                out[loop.header] = _fallback(fallback, exc.reason, line)
+                continue
+            try:
+                count, detail = _count_over_outer(dataflow, loop, loop_list, launch, out, main_file)
+            except Unknown as again:
+                out[loop.header] = _fallback(fallback, f"{exc.reason}; {again.reason}", line)
+                continue
+            except ODD_PTX_ERRORS as again:
+                out[loop.header] = _fallback(fallback, f"the loop could not be read: {again!r}", line)
+                continue
         except ODD_PTX_ERRORS as exc:
             out[loop.header] = _fallback(fallback, f"the loop could not be read: {exc!r}", line)
             continue
@@ -317,14 +331,15 @@ def _inputs(t: ExitTest) -> str:
 
 
 def _exit_test(dataflow: KernelDataflow, loop: Loop, all_loops: list[Loop], launch: Launch | None,
-               index: Index | None = None, active: frozenset[int] = frozenset()) -> ExitTest:
+               index: Index | None = None, active: frozenset[int] = frozenset(),
+               outer: dict[int, int] | None = None, part: int | None = None) -> ExitTest:
     """Find the loop's single exit branch, its `setp`, and the induction variable it compares. `active` holds
     the loops whose values are being read already (a loop's start may be where an earlier loop left a
     register: that loop's own count is read at the same index)."""
     fn, cfg, defs = dataflow.function, dataflow.cfg, dataflow.definitions
     exits = list(loop.exits)
     if not exits:
-        raise Unknown("the loop has no exit")
+        raise NoExit("the loop has no exit")
     if len(exits) != 1:
         raise Unknown(f"the loop has {len(exits)} exits (break or return)")
     block, outside = exits[0]
@@ -334,15 +349,23 @@ def _exit_test(dataflow: KernelDataflow, loop: Loop, all_loops: list[Loop], laun
         raise Unknown("the loop exit is not a conditional branch")
     target_block = _block_of_label(fn, cfg, branch.branch_target)
     continue_if_true = target_block != outside
-    setp = _defining_setp(body, branch.guard.reg)
-    cmp, a, b = _setp_parts(setp, branch.guard.reg)
-    if branch.guard.negated != (not continue_if_true):
+    stays_while_true = branch.guard.negated == (not continue_if_true)
+    pred, negate = branch.guard.reg, not stays_while_true
+    both = _conjunction(body, pred) if stays_while_true else None
+    if both is not None:  # `k < blockDim.x && base + k < n`: one `and.pred` of two tests
+        if part is None:
+            raise BothTests("the loop runs while two tests both hold")
+        pred, negate = both[part]
+    setp = _defining_setp(body, pred)
+    cmp, a, b = _setp_parts(setp, pred)
+    if negate:
         cmp = _NEGATE[cmp]
     in_loop = set(loop.blocks)
     nested = [set(other.blocks) for other in all_loops
               if other.header != loop.header and other.header in in_loop and set(other.blocks) <= in_loop]
     reader = EntryValues(fn, cfg, defs, dataflow.reaching, loop, launch, index,
-                         _after_loop(dataflow, all_loops, launch, active | {loop.header}), all_loops)
+                         _after_loop(dataflow, all_loops, launch, active | {loop.header}), all_loops,
+                         _in_outer(dataflow, all_loops, launch, index, loop, outer) if outer else None)
     for iv_op, bound_op, rel in ((a, b, cmp), (b, a, _FLIP[cmp])):
         if not isinstance(iv_op, Reg) or iv_op.is_special:
             continue
@@ -417,6 +440,89 @@ def _after_loop(dataflow: KernelDataflow, all_loops: list[Loop], launch: Launch 
         return entry, value
 
     return after
+
+
+def _in_outer(dataflow: KernelDataflow, all_loops: list[Loop], launch: Launch | None, index: Index | None,
+              inner: Loop, outer: dict[int, int]) -> Callable[[Loop, str], int]:
+    """The value a register holds at `inner`'s entry in a sampled iteration (`outer`: header -> iteration) of
+    an enclosing loop that moves it once per iteration: its start, stepped once per iteration already begun
+    (one more when the step comes before `inner` in the body)."""
+    def value(loop: Loop, reg: str) -> int:
+        if loop.header not in outer:
+            raise Unknown(f"{reg} changes in an enclosing loop")
+        cfg, defs = dataflow.cfg, dataflow.definitions
+        in_loop = set(loop.blocks)
+        update = update_in_loop(defs, cfg, reg, in_loop)
+        if update is None:
+            raise Unknown(f"{reg} changes in an enclosing loop, not once per iteration")
+        nested = [set(o.blocks) for o in all_loops if o.header != loop.header and o.header in in_loop]
+        check_once_per_iteration(cfg, loop, update, nested)
+        reader = EntryValues(dataflow.function, cfg, defs, dataflow.reaching, loop, launch, index,
+                             _after_loop(dataflow, all_loops, launch, frozenset({loop.header})), all_loops,
+                             _in_outer(dataflow, all_loops, launch, index, loop, outer))
+        start = reader.outside(reg)
+        op, amount = step(update, reg, reader.invariant)
+        steps = outer[loop.header] + (1 if cfg.dominates(cfg.block_of[update.index], inner.header) else 0)
+        if op in _ADDITIVE:
+            return start + _ADDITIVE[op] * amount * steps
+        for _ in range(min(steps, MAX_GEOMETRIC_STEPS)):
+            start = geometric_step(op, start, amount)
+        return start
+
+    return value
+
+
+def _count_over_outer(dataflow: KernelDataflow, loop: Loop, loop_list: list[Loop], launch: Launch | None,
+                      counts: dict[int, Sourced], main_file: str | None) -> tuple[int, str]:
+    """The count of a loop whose start or bound moves with the enclosing loop (`k < blockDim.x && base + k
+    < n` with `base` the outer loop's chunk; a triangular `j < i`): read at sampled iterations of the
+    enclosing loop, whose count must be known, and averaged."""
+    parent = next((o for o in loop_list if o.id == loop.parent), None)
+    known = counts.get(parent.header) if parent is not None else None
+    if parent is None or known is None or known.source != "ptx" or not isinstance(known.value, int) \
+            or known.value < 1:
+        raise Unknown("a value changes in an enclosing loop whose count is unknown")
+    samples = _spread(known.value, MAX_SAMPLED_ITERATIONS)
+    found = [_count_of(dataflow, loop, loop_list, launch, {parent.header: j})[0] for j in samples]
+    count = round(sum(found) / len(found))
+    line = _header_line(dataflow.cfg, parent.header, main_file)
+    spread = f"{min(found)} to {max(found)} times, " if min(found) != max(found) else ""
+    return count, (f"the start or bound moves with the enclosing loop at line {line if line else '?'}: "
+                   f"{spread}{count} on average over {len(found)} of its {known.value} iterations")
+
+
+class NoExit(Unknown):
+    """A loop with no way out (nvcc's `while (1);` for undefined behaviour, `k < blockDim.x` with a zero block):
+    a kernel that finishes never enters it."""
+
+
+class BothTests(Unknown):
+    """The loop's exit predicate is the `and` of two tests: each is read on its own (`part` 0 or 1)."""
+
+
+def _conjunction(body: list[Instruction], pred: str) -> tuple[tuple[str, bool], tuple[str, bool]] | None:
+    """((predicate, negated), (predicate, negated)) when `pred` is written last in the block by an
+    `and.pred` of two predicate registers; else None."""
+    for ins in reversed(body[:-1]):
+        if pred in ins.registers_written:
+            srcs = list(ins.srcs)
+            if ins.opcode == "and" and ins.dtype == "pred" and ins.guard is None and len(srcs) == 2 \
+                    and all(isinstance(x, Reg) and not x.is_special for x in srcs):
+                return (srcs[0].name, srcs[0].negated), (srcs[1].name, srcs[1].negated)  # type: ignore[union-attr]
+            return None
+    return None
+
+
+def _count_of(dataflow: KernelDataflow, loop: Loop, loop_list: list[Loop], launch: Launch | None,
+              outer: dict[int, int] | None = None) -> tuple[int, ExitTest]:
+    """The loop's count and the test that ends it: for a loop that runs while two tests both hold, the test
+    that fails first (the smaller count)."""
+    try:
+        test = _exit_test(dataflow, loop, loop_list, launch, outer=outer)
+        return _count(test), test
+    except BothTests:
+        tests = [_exit_test(dataflow, loop, loop_list, launch, outer=outer, part=i) for i in (0, 1)]
+        return min((_count(t), t) for t in tests)  # type: ignore[no-any-return]
 
 
 def _block_of_label(fn: Function, cfg: Cfg, label: str | None) -> int | None:

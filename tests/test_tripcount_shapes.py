@@ -100,3 +100,15 @@ def test_the_loads_after_a_lane_dependent_remainder_loop_are_placed(shapes):
     # the line's loads are costed: a warp's row of floats spans 4 or 5 sectors (rows of 50257 floats)
     assert any("sectors/request" in f.message and "4.66667 sectors" in f.message for f in findings), \
         [f.message for f in findings]
+
+
+def test_a_bound_that_moves_with_the_enclosing_loop_is_averaged_over_its_iterations(shapes):
+    # 1000 elements in chunks of 256: the inner loop (k < blockDim.x && base + k < n, one `and.pred` of two
+    # tests) runs 256, 256, 256 and 232 times, 250 on average; nvcc adds an endless loop for blockDim.x == 0,
+    # which a kernel that finishes never enters
+    loops = _loops(shapes, "chunkedDot")
+    assert all(lp.trip_source == "ptx" for lp in loops), [lp.trip_detail for lp in loops]
+    by_depth = sorted((lp.depth, lp.trip_count) for lp in loops)
+    assert by_depth == [(1, 0), (1, 4), (2, 250)]
+    (inner,) = [lp for lp in loops if lp.depth == 2]
+    assert "232 to 256" in inner.trip_detail

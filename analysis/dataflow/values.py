@@ -53,12 +53,17 @@ class EntryValues:
 
     def __init__(self, fn: Function, cfg: Cfg, defs: dict[str, list[Instruction]], reaching: ReachingDefs,
                  loop: Loop, launch: Launch | None, index: Index | None = None,
-                 after_loop: AfterLoop | None = None, loops: Sequence[Loop] = ()) -> None:
+                 after_loop: AfterLoop | None = None, loops: Sequence[Loop] = (),
+                 in_outer: Callable[[Loop, str], int] | None = None) -> None:
         self.fn, self.cfg, self.defs, self.launch = fn, cfg, defs, launch
         self.index = index
         #: the (entry, exit) values of a register a loop before this one moves (see `AfterLoop`)
         self.after_loop = after_loop
         self.loops = [lp for lp in loops if loop.header not in lp.blocks]  # the loops this one may follow
+        #: `in_outer(loop, reg)`: the value `reg` holds in this loop's entry at the sampled iteration of an
+        #: enclosing `loop` that moves it (None: such a value changes in the enclosing loop and is unknown)
+        self.in_outer = in_outer
+        self.enclosing = [lp for lp in loops if loop.header in lp.blocks and lp.header != loop.header]
         #: the launch facts read, e.g. "wA = 1024 from the launch-site"
         self.inputs: list[str] = []
         self.reaching, self.header, self.in_loop = reaching, loop.header, set(loop.blocks)
@@ -83,6 +88,12 @@ class EntryValues:
             raise Unknown(f"{reg} is computed too indirectly")
         if not defs:
             raise Unknown(f"{reg} has no value on entry to the loop")
+        if self.in_outer is not None:
+            blocks = [self.cfg.block_of[d.index] for d in defs]
+            around = [lp for lp in self.enclosing if any(b in lp.blocks for b in blocks)
+                      and not all(b in lp.blocks for b in blocks)]
+            if around:  # carried around an enclosing loop: its value at that loop's sampled iteration
+                return self.in_outer(min(around, key=lambda lp: len(lp.blocks)), reg)
         before = self._preceding_loop(defs)
         if before is not None:
             return self._after(reg, before, defs, depth)

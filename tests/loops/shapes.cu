@@ -116,6 +116,17 @@ __global__ void intOverSizeT(const int *in, int *out, size_t n)
     out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
 }
 
+// A block walks a vector in chunks of blockDim.x; the inner bound moves with the chunk, the last one shorter.
+__global__ void chunkedDot(const float *a, const float *v, float *out, int n)
+{
+    float s = 0.0f;
+    for (int base = 0; base < n; base += blockDim.x) {
+#pragma unroll 1
+        for (int k = 0; k < blockDim.x && base + k < n; ++k) s += a[base + k] * v[base + k];
+    }
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+
 int main()
 {
     const int C = 50257, rows = 1024, n = 1 << 20, K = 1027;
@@ -132,6 +143,7 @@ int main()
     tiledRows<<<rows / TILE_M, 128>>>(x, y, 4096);
     maskedSum<<<n / 256, 256>>>(x, y, y, 7, n);
     intOverSizeT<<<1024, 256>>>((int *)x, (int *)y, (size_t)n);
+    chunkedDot<<<1, 256>>>(x, x, y, 1000);
     wmmaGemm<<<dim3(4096 / 64, 4096 / 16), dim3(128, 1)>>>(h, h, y, 4096, 4096, 4096);
     cudaFree(x);
     cudaFree(y);
