@@ -16,6 +16,7 @@ from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.deps import block_dependences
 from kerncast.analysis.isa import classify
 from kerncast.analysis.memory.analysis import MemoryAnalysis
+from kerncast.analysis.timing.cache_model import l1_reuse
 from kerncast.analysis.timing.constants import timing_constants
 from kerncast.analysis.timing.counts import dynamic_counts
 from kerncast.analysis.timing.footprint import Footprint, footprint, wave_extent
@@ -224,9 +225,11 @@ def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per
     warps = blocks * -(-threads_per_block // profile.warp_size)
     fp, requested, replays = global_traffic(memory, cfg, block, grid, resident * profile.sm_count, trip_map,
                                             warps, profile)
+    reuse = (l1_reuse(memory, cfg, loops, int(profile.sector_bytes or 32))
+             if isinstance(memory, MemoryAnalysis) else [])
     kc = predict_pipelined(cfg, loops, profile, dags=dags, classes=classes, trips=trip_map, blocks=blocks,
                            threads_per_block=threads_per_block, blocks_per_sm=resident, grid=grid,
-                           replays=replays, footprint=fp, requested=requested)
+                           replays=replays, footprint=fp, requested=requested, l1=reuse)
     # the roofline's best memory line: the DRAM traffic the kerncast model counts with a warm L2 (the distinct
     # bytes, and the requests of addresses with no footprint in full unless the L2 holds them)
     compulsory = min(fp.total + requested[1], kc.dram_bytes) if fp is not None and requested is not None else None

@@ -49,6 +49,7 @@ from kerncast.analysis.isa import InstrClass
 from kerncast.analysis.loops import block_weights, cfg_longest_path
 from kerncast.analysis.matrix_ops import matrix_op, tensor_cycles
 from kerncast.analysis.ptx.model import Instruction
+from kerncast.analysis.timing.cache_model import L1Reuse, l1_hit_latency, load_latency, reuse_note
 from kerncast.analysis.timing.constants import gpu_error_band, time_error_band, timing_constants
 from kerncast.analysis.timing.footprint import Footprint
 from kerncast.analysis.timing.launch_cost import launch_cost
@@ -132,7 +133,9 @@ def tensor_slots(body: Any, classes: Mapping[int, InstrClass], profile: Any) -> 
 
 def _block_cost(dag: DepGraph, body: Any, classes: Mapping[int, InstrClass], units: Mapping[str, int],
                 latency: Mapping[str, float], replays: Mapping[int, float], warp: int,
-                tensor: Mapping[int, float]) -> _BlockCost:
+                tensor: Mapping[int, float], own: Mapping[int, float] | None = None) -> _BlockCost:
+    """One basic block's cost; `own` holds the latencies of single instructions that differ from their class's
+    (loads that hit in L1 for part of their executions, `cache_model.py`)."""
     per_thread: dict[str, float] = {}
     ready: dict[int, float] = {}
     chain = drained = 0.0
@@ -150,6 +153,8 @@ def _block_cost(dag: DepGraph, body: Any, classes: Mapping[int, InstrClass], uni
             res = cls.resource if units.get(cls.resource, 0) > 0 else "SP"
             found = per_class[id(cls)] = (res, units[res], float(latency.get(cls.latency, latency.get("misc", 1.0))))
         res, lanes, cycles = found
+        if own and v in own:
+            cycles = own[v]
         slot = tensor.get(v)
         per_thread[res] = per_thread.get(res, 0.0) + (replays.get(v, 1.0) / lanes if slot is None else slot)
         count += 1.0
@@ -185,7 +190,7 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
                       classes: Mapping[int, InstrClass], trips: Mapping[int, float], blocks: int,
                       threads_per_block: int, blocks_per_sm: int, grid: tuple[int, int, int],
                       replays: Mapping[int, float], footprint: Footprint | None,
-                      requested: tuple[float, float] | None) -> PipelinedResult:
+                      requested: tuple[float, float] | None, l1: list[L1Reuse] | None = None) -> PipelinedResult:
     """Predict one launch with the kerncast model (see the module docstring).
 
     `replays` maps an instruction index to its unit passes per warp (1 when ideal); `requested` is the bytes
@@ -202,9 +207,11 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     if l2_hit is not None:
         # the loads' inputs are warm in the L2 (see _warm_dram_bytes): they wait the L2 hit latency
         latency["global"] = latency["memory"] = l2_hit
+    l1_hit = l1_hit_latency(profile) if l1 else None
+    own = load_latency(l1 or [], l1_hit, latency["global"]) if l1_hit is not None else {}
     body = cfg.function.body
     tensor = tensor_slots(body, classes, profile)
-    costs = {b: _block_cost(dags[b], body, classes, units, latency, replays, warp, tensor) for b in dags}
+    costs = {b: _block_cost(dags[b], body, classes, units, latency, replays, warp, tensor, own) for b in dags}
     weights = block_weights(cfg, loops, trips)
     per_thread: dict[str, float] = {}
     warp_insts = 0.0
@@ -271,6 +278,7 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
            "data/timing.toml [kerncast.l2_hit_latency], averaged with the far partition's where the L2 has two) "
            "instead of the loaded DRAM latency"]
           if l2_hit is not None else []),
+        *([reuse_note(l1 or [], l1_hit, latency["global"], profile)] if own and l1_hit is not None else []),
         *mem_notes,
         basis,
     ]
