@@ -165,6 +165,14 @@ def source_model(lines: list[str]) -> SourceFacts | None:
     return facts
 
 
+def forget_model(lines: list[str]) -> None:
+    """Drop the source model of a closed document's lines (it would otherwise stay until pushed out)."""
+    with _MODELS_LOCK:
+        hit = _MODELS.get(id(lines))
+        if hit is not None and hit[0] is lines:
+            del _MODELS[id(lines)]
+
+
 def _name_in_line(text: str, name: str) -> int:
     """Column of `name` as a whole word in a line of text (-1 if absent)."""
     start = 0
@@ -308,17 +316,19 @@ def all_findings(report: FileReport) -> list[Finding]:
     return out
 
 
+def encoded_diagnostic(f: Finding, uri: str, lines: list[str], encoding: str = UTF16) -> lsp.Diagnostic:
+    """A finding as a diagnostic of the text `lines` (the file `uri`), its columns in the client's unit."""
+    diag = to_diagnostic(f, uri, lines)
+    diag.range = range_to_client(lines, diag.range, encoding)
+    for r in diag.related_information or []:
+        if r.location.uri == uri:
+            r.location.range = range_to_client(lines, r.location.range, encoding)
+    return diag
+
+
 def to_diagnostics(report: FileReport, uri: str, lines: list[str], encoding: str = UTF16) -> list[lsp.Diagnostic]:
     """The findings as diagnostics of the analysed text, their columns in the client's unit (`encoding`)."""
-    out = []
-    for f in all_findings(report):
-        diag = to_diagnostic(f, uri, lines)
-        diag.range = range_to_client(lines, diag.range, encoding)
-        for r in diag.related_information or []:
-            if r.location.uri == uri:
-                r.location.range = range_to_client(lines, r.location.range, encoding)
-        out.append(diag)
-    return out
+    return [encoded_diagnostic(f, uri, lines, encoding) for f in all_findings(report)]
 
 
 def internal_error_diagnostic(message: str) -> lsp.Diagnostic:

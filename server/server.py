@@ -104,14 +104,19 @@ class KerncastServer(LanguageServer):
         self.cache: dict[str, OrderedDict[str, Result]] = {}
         self.published: dict[str, Result] = {}
         self.tasks: set[asyncio.Task[Any]] = set()
-        #: kernel reports by kernel key across documents and saves: a save re-analyses changed kernels only
-        self.kernel_cache = KernelCache()
+        #: per open document, its kernel reports (and parsed functions, ptxas numbers, power predictions) by
+        #: kernel key across saves: a save re-analyses changed kernels only. Kept per document, not shared, so
+        #: that closing a document gives all of it back (a shared bounded cache would hold closed documents'
+        #: kernels, hundreds of MB for large PTX, until other analyses pushed them out)
+        self.kernel_caches: dict[str, KernelCache] = {}
         #: document key -> the URI exactly as the client sent it (see `key`)
         self.client_uris: dict[str, str] = {}
         #: findings of kernels defined in headers the documents include, published under those headers
         self.headers = HeaderDiagnostics()
         #: document key -> the published result seen from the current text (rebuilt when either changes)
         self.views: dict[str, tuple[Result, int | None, View]] = {}
+        #: document key -> (maxFileBytes, the library's refusal) of a document too large to analyse
+        self.refused: dict[str, tuple[int, Result]] = {}
 
     # --------------------------------------------------------------------------------------- settings
 
@@ -221,6 +226,10 @@ class KerncastServer(LanguageServer):
                 self.publish_error(uri, None, f"the document could not be read ({exc})")
                 return
             settings = config.for_folder(self.settings, self.folder_of(uri))
+            if len(text) > settings.options.max_file_bytes:  # as many UTF-8 bytes at least: too large
+                await self.refuse_large(uri, generation, text, version, language, settings)
+                return
+            self.refused.pop(uri, None)
             build = config.build_stamp(settings, uris.to_fs_path(uri))  # a regenerated compile_commands.json
             key = hashlib.sha1(f"{settings.fingerprint()}\0{build}\0{text}".encode("utf-8", "surrogatepass")
                                ).hexdigest()
@@ -237,23 +246,73 @@ class KerncastServer(LanguageServer):
                             self.publish_error(uri, version, f"{type(exc).__name__}: {exc}")
                         return
                     if self.document(uri) is None:  # closed meanwhile: nobody will ask for this result
+                        del result  # before the release below, which must find the report unreferenced
+                        self.executor.submit(release_memory)  # the close released before this finished
                         return
                     self.remember(uri, result)
                 if not self.current(uri, generation) or self.document(uri) is None:
                     return
                 self.publish(uri, result)
 
+    async def refuse_large(self, uri: str, generation: int, text: str, version: int | None,
+                           language: str | None, settings: config.Settings) -> None:
+        """Publish the refusal of a document above `maxFileBytes`, asking the library once per document and
+        limit: after that a keystroke in a 200 MB file costs a length check, not a hash, an encoding and a
+        split of its whole text."""
+        limit = settings.options.max_file_bytes
+        kept = self.refused.get(uri)
+        if kept is not None and kept[0] == limit:
+            result = Result(version, kept[1].key, kept[1].report, kept[1].lines)
+        else:
+            try:
+                result = await self.run_analysis(uri, self.analysis_path(self.client_uri(uri), language), text,
+                                                 version, "", settings, whole_lines=False)
+            except Exception as exc:  # noqa: BLE001
+                log.exception("refusal of %s failed", uri)
+                if self.current(uri, generation):
+                    self.publish_error(uri, version, f"{type(exc).__name__}: {exc}")
+                return
+            if self.document(uri) is None:
+                return
+            self.refused[uri] = (limit, result)
+        if self.current(uri, generation) and self.document(uri) is not None:
+            self.publish(uri, result)
+
     async def run_analysis(self, uri: str, path: str, text: str, version: int | None, key: str,
-                           settings: config.Settings) -> Result:
+                           settings: config.Settings, whole_lines: bool = True) -> Result:
+        """The analysis off the event loop; the result keeps the text's lines (only the first one when not
+        `whole_lines`: a refused file's one finding is there, and splitting 200 MB would cost a second)."""
         loop = asyncio.get_running_loop()
         # the analysis starts before the progress report, which waits for the client's answer
-        job = loop.run_in_executor(self.executor, _analyse_blocking, path, text, settings, self.kernel_cache)
+        job = loop.run_in_executor(self.executor, _analyse_blocking, path, text, settings,
+                                   self.kernel_cache_for(self.key(uri)))
         token = await self.begin_progress(os.path.basename(path))
         try:
             report = await job
         finally:
             self.end_progress(token)
+        if not whole_lines:
+            end = text.find("\n")
+            text = text if end < 0 else text[:end]
         return Result(version, key, report, split_lines(text))
+
+    def kernel_cache_for(self, key: str) -> KernelCache | None:
+        """The kernel cache of an open document; None for one that is not open (nothing to keep it for)."""
+        if self.document(key) is None:
+            return None
+        cache = self.kernel_caches.get(key)
+        if cache is None:
+            cache = self.kernel_caches[key] = KernelCache()
+        return cache
+
+    def forget(self, key: str) -> None:
+        """Drop everything kept for a closed document: results, views, kernel cache, source models."""
+        for result in (*self.cache.pop(key, {}).values(), self.published.pop(key, None)):
+            if result is not None:
+                convert.forget_model(result.lines)
+        self.views.pop(key, None)
+        self.kernel_caches.pop(key, None)
+        self.refused.pop(key, None)
 
     def cached(self, uri: str, version: int | None, key: str) -> Result | None:
         entries = self.cache.get(uri)
@@ -342,6 +401,10 @@ class KerncastServer(LanguageServer):
     def view_for(self, uri: str, result: Result) -> View:
         """The published result seen from the document's current text (kept until either changes)."""
         key = self.key(uri)
+        refused = self.refused.get(key)
+        if refused is not None and refused[1].report is result.report:
+            # a refused file: only its first line, where the refusal is, and no diff of a huge text
+            return View(uri, result.version, result.lines, result.lines, self.encoding, self.versioned_edits)
         doc = self.document(key)
         version = doc.version if doc is not None else result.version
         kept = self.views.get(key)
@@ -470,9 +533,7 @@ def did_close(ls: KerncastServer, params: lsp.DidCloseTextDocumentParams) -> Non
     uri = params.text_document.uri
     key = ls.key(uri)
     ls.generation[key] = ls.generation.get(key, 0) + 1  # drops any analysis in flight
-    ls.published.pop(key, None)
-    ls.cache.pop(key, None)  # the results of a closed document are memory nobody will ask for again
-    ls.views.pop(key, None)
+    ls.forget(key)  # the results of a closed document are memory nobody will ask for again
     ls.client_uris.pop(key, None)
     lock = ls.locks.get(key)
     if lock is not None and not lock.locked():
