@@ -142,3 +142,15 @@ def test_a_step_that_reads_its_own_variable_is_not_affine(carry_free_module) -> 
     assert address is not None
     tid = sym.atoms.atom(("sym", "tid.x"), True)
     assert [c for m, c in address if m == (tid,)] == [4]
+
+
+def test_a_64_bit_division_done_in_32_bits_when_it_fits_joins_as_one_quotient(carry_free_module) -> None:
+    # r = t / cols: nvcc tests whether t and cols fit in 32 bits and divides in 32 or 64 bits; the paths'
+    # quotients differ only in width, so the join keeps the 64-bit one instead of TOP, and the copy's
+    # addresses r * cols + c are read
+    fn, cfg, loops = _kernel(carry_free_module, "wideDivide")
+    divisions = {i.full_opcode for i in fn.body if i.opcode == "div"}
+    assert {"div.s64", "div.u32"} <= divisions, divisions
+    sym = KernelDataflow(fn, cfg, loops).symbolic
+    addresses = [sym.addresses[i.index] for i in fn.body if i.opcode in ("ld", "st") and i.space == "global"]
+    assert len(addresses) == 2 and all(a is not None for a in addresses)

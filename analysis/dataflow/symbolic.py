@@ -156,6 +156,10 @@ class _Pass:
                 out[k] = exit_value
                 continue
             vals = [e[k] for e in envs if k in e]
+            wide = _one_division(atoms, vals)
+            if wide is not None:
+                out[k] = wide
+                continue
             if uniform_control is None:
                 uniform_control = self._control_uniform(b, preds)
             if uniform_control and all(v is not None and not atoms.is_lane(v) for v in vals):
@@ -440,6 +444,24 @@ class _LoopExit:
         if any(run.env_out[p].get(reg) != skipped for p in self.skip):
             return None
         return out
+
+
+_WIDE = (64, True)
+
+
+def _one_division(atoms: Atoms, vals: list[Value]) -> Value:
+    """The 64-bit value when the paths differ only in the width of a division or remainder: nvcc divides a
+    64-bit `i / n` in 32 bits when both operands fit (`(i | n) & 0xffffffff00000000 == 0`), where the quotient
+    is the same, so the 64-bit one holds on both paths; None otherwise."""
+    if len(vals) < 2 or any(v is None for v in vals):
+        return None
+    divisions = {x for v in vals for x in atoms.deep_atoms_of(v)  # type: ignore[arg-type]
+                 if atoms.keys[x][0] == "op" and atoms.keys[x][1] in ("div", "rem") and atoms.keys[x][3] != _WIDE}
+    if not divisions:
+        return None
+    subst: dict[int, Value] = {x: atoms.op(atoms.keys[x][1], atoms.keys[x][2], _WIDE) for x in divisions}
+    wide = [E.evaluate(atoms, v, subst, {}) for v in vals]
+    return wide[0] if wide[0] is not None and all(w == wide[0] for w in wide[1:]) else None
 
 
 def _single_comparison(atoms: Atoms, stay: Value) -> tuple[Value, Value] | None:

@@ -46,6 +46,17 @@ __global__ void chunkedStage(const float *in, float *out, int n)
     out[blockIdx.x * blockDim.x + threadIdx.x] = s;
 }
 
+// A transpose by a 64-bit row and column of a 64-bit thread index: nvcc divides in 32 bits when both operands
+// fit, in 64 bits otherwise, and joins the two; the quotient is the same on both paths. Neighbouring lanes
+// write a column apart.
+// kerncast: block=256
+__global__ void wideDivide(const signed char *in, signed char *out, long long rows, long long cols)
+{
+    long long t = (long long)blockDim.x * blockIdx.x + threadIdx.x;
+    long long r = t / cols, c = t % cols;
+    out[c * rows + r] = in[t];  // expect: uncoalesced-global
+}
+
 int main()
 {
     const int rows = 1 << 14;
@@ -56,6 +67,7 @@ int main()
     rowDots<<<COLS / 256, 256>>>(a, a, x, y, y, COLS);
     warpLanes<<<rows / 256, 256>>>(x, y);
     chunkedStage<<<1, 256, 256 * sizeof(float)>>>(x, y, 1000);
+    wideDivide<<<rows / 256, 256>>>((signed char *)x, (signed char *)y, 64, rows / 64);
     cudaFree(a);
     cudaFree(x);
     cudaFree(y);
