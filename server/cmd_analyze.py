@@ -30,6 +30,7 @@ from kerncast.analysis.toolchain import (
     default_compile_memory_mb,
 )
 from kerncast.server import analyze_many as many
+from kerncast.server import multi_gpu
 from kerncast.server.apply_fixes import fix_files
 from kerncast.server.render_text import render_file_report
 from kerncast.server.sarif import to_sarif
@@ -177,6 +178,8 @@ def _run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"kerncast: {exc}", file=sys.stderr)
         return 2
+    if "," in args.gpu:  # several GPUs side by side
+        return multi_gpu.run_analyze(args, options)
     if args.jobs is not None and args.jobs < 1:
         print("kerncast: -j needs at least 1 worker", file=sys.stderr)
         return 2

@@ -254,7 +254,8 @@ def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per
     }
     detail.update({"kerncast_compute_us": kc.compute_us, "kerncast_memory_us": kc.memory_us,
                    "kerncast_launch_us": kc.launch_us, "dram_bytes": kc.dram_bytes,
-                   "latency_chain_cycles": kc.latency_chain_cycles, "cycles_per_block": kc.per_block_cycles})
+                   "latency_chain_cycles": kc.latency_chain_cycles, "cycles_per_block": kc.per_block_cycles,
+                   "compute_ops": total * counts.alu_ops})  # the roofline's work (FMA twice), for its chart
     models = {"kerncast": kc.us, "thesis": us, "mwp-cwp": hk.us}
     spread = (min(models.values()), max(models.values()))
     if model == "kerncast":
