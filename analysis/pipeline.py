@@ -42,6 +42,7 @@ from kerncast.analysis.context import (
 )
 from kerncast.analysis.demangle import demangle
 from kerncast.analysis.findings_launch import launch_configuration_stage
+from kerncast.analysis.findings_local import local_memory_stage
 from kerncast.analysis.findings_sync import barrier_divergence_stage
 from kerncast.analysis.gpus.loading import load_gpu
 from kerncast.analysis.includes import find_includers
@@ -634,4 +635,5 @@ STAGES: list[Stage] = [
     launch_configuration_stage,
     power_stage,
     resource_stage,
+    local_memory_stage,
 ]

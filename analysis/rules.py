@@ -44,6 +44,7 @@ class Code(StrEnum):
     REGISTER_SPILL = "register-spill"
     LAUNCH_CONFIGURATION = "launch-configuration"
     BARRIER_DIVERGENCE = "barrier-divergence"
+    LOCAL_MEMORY = "local-memory"
     ANALYSIS_BUDGET = "analysis-budget"
 
 

@@ -16,7 +16,8 @@ from tests.test_memory_corpus import expected_findings
 
 KERNELS = Path(__file__).resolve().parent / "kernels"
 #: the codes these files check, and the corpus file of each
-FILES = {"launch-configuration": "launch_config.cu", "barrier-divergence": "barriers.cu"}
+FILES = {"launch-configuration": "launch_config.cu", "barrier-divergence": "barriers.cu",
+         "local-memory": "local_arrays.cu"}
 CODES = set(FILES)
 
 
@@ -86,3 +87,14 @@ def test_barrier_divergence_names_the_condition(reports: dict[str, FileReport]) 
     f = next(f for f in rep.all_findings() if f.code == "barrier-divergence" and f.kernel.startswith("syncInHalf"))
     assert f.severity == "error" and "threadIdx.x" in f.message
     assert [r.line for r in f.related] == [12] and f.detail["condition_line"] == 12
+
+
+def test_local_memory_bytes_per_thread(reports: dict[str, FileReport]) -> None:
+    """The bytes come from the PTX's .local depot; a register-only array and a printf buffer stay silent."""
+    by = {k.name.split("(")[0]: [f for f in k.findings if f.code == "local-memory"]
+          for k in reports["local_arrays.cu"].kernels}
+    assert by["histogramPerThread"][0].detail["local_bytes_per_thread"] == 64
+    assert "64 bytes per thread" in by["histogramPerThread"][0].message
+    assert by["lookupByKey"][0].detail["local_bytes_per_thread"] == 128
+    assert by["unrolledArray"] == [] and by["printOnce"] == [] and by["scalarsOnly"] == []
+    assert all(f.code != "register-spill" for k in reports["local_arrays.cu"].kernels for f in k.findings)

@@ -1,0 +1,82 @@
+"""The `local-memory` finding: a per-thread array that the compiler placed in local memory.
+
+A thread's array indexed with a value known only at run time cannot live in registers, so nvcc declares it in
+the kernel's `.local` depot and reads and writes it with `ld.local`/`st.local`: each access goes through L1
+and, on a miss, to DRAM, with the latency of global memory. This is the source's own choice, visible in the
+PTX before ptxas runs, and so distinct from `register-spill` (ptxas moving live values out of registers).
+Reported when the kernel both writes and reads its depot (a depot only written is the argument buffer of a
+`printf`) and ptxas, when it ran, kept a stack frame (ptxas may still promote a small array to registers).
+"""
+
+from __future__ import annotations
+
+from kerncast.analysis.context import KernelContext
+from kerncast.analysis.ptx.model import Instruction, loc_in_file
+from kerncast.analysis.report import Finding, Related, source_line_range, source_lines
+from kerncast.analysis.rules import Code
+
+
+def local_accesses(ctx: KernelContext) -> tuple[list[Instruction], list[Instruction]]:
+    """The kernel's `ld.local` and `st.local` instructions."""
+    loads = [i for i in ctx.function.body if i.opcode == "ld" and "local" in i.modifiers]
+    stores = [i for i in ctx.function.body if i.opcode == "st" and "local" in i.modifiers]
+    return loads, stores
+
+
+def local_bytes(ctx: KernelContext) -> int:
+    """Bytes per thread of the kernel's `.local` declarations (nvcc's `__local_depot`)."""
+    return sum(d.size_bytes for d in ctx.function.decls if d.space == "local")
+
+
+def _line(ins: Instruction, main_file: str | None) -> int | None:
+    if ins.loc is None:
+        return ins.ptx_line if main_file is None else None
+    here = loc_in_file(ins.loc, main_file)
+    return here.line if here is not None else None
+
+
+def local_memory(ctx: KernelContext) -> Finding | None:
+    """The kernel's `local-memory` finding, on the line of its first local load in the analysed file."""
+    size = local_bytes(ctx)
+    loads, stores = local_accesses(ctx)
+    if size <= 0 or not loads or not stores:
+        return None
+    res = ctx.report.resources
+    if res is not None and not (res.stack_bytes or res.local_bytes):
+        return None  # ptxas kept the array in registers after all
+    load_lines = sorted({n for i in loads if (n := _line(i, ctx.main_file)) is not None})
+    if not load_lines:
+        return None
+    lines = load_lines + sorted({n for i in stores if (n := _line(i, ctx.main_file)) is not None} - set(load_lines))
+    text = source_lines(ctx.cuda_source) if ctx.cuda_source else ()
+    line = lines[0]  # the first read: where the run-time index is
+    start, end = source_line_range(text, line) if text else (1, 1)
+    load_bytes = sum(i.access_bytes for i in loads)
+    store_bytes = sum(i.access_bytes for i in stores)
+    launch = ctx.report.launch
+    threads = launch.total_threads if launch is not None and launch.known["grid"] and launch.known["block"] else None
+    footprint = f", {size * threads / 2**20:.1f} MiB for the {threads} threads of the launch" if threads else ""
+    message = (f"per-thread array in local memory: {size} bytes per thread{footprint}; its {len(loads)} ld.local and "
+               f"{len(stores)} st.local instructions ({load_bytes} and {store_bytes} bytes) go through L1 to DRAM "
+               "with global-memory latency, because the array is indexed at run time")
+    related = []
+    for n in lines[1:6]:
+        s, e = source_line_range(text, n) if text else (1, 1)
+        related.append(Related(n, s, n, e, "another access of the local array"))
+    detail = {"local_bytes_per_thread": size, "load_instructions": len(loads), "store_instructions": len(stores),
+              "load_bytes_of_instructions": load_bytes, "store_bytes_of_instructions": store_bytes,
+              "stack_bytes": res.stack_bytes if res is not None else None, "launch_local_bytes": size * threads
+              if threads else None,
+              "advice": "index the array with compile-time constants (unroll the loop that indexes it with "
+                        "#pragma unroll), keep it in shared memory, or use a few scalar variables"}
+    return Finding(Code.LOCAL_MEMORY, "warning", line, start, line, end, message, detail=detail, related=related,
+                   kernel=ctx.report.name)
+
+
+def local_memory_stage(ctx: KernelContext) -> None:
+    """Pipeline stage (after ptxas's resources): add the kernel's `local-memory` finding."""
+    if ctx.report.line is None and ctx.cuda_source is not None:
+        return  # defined in an included file: that file's own analysis reports it
+    finding = local_memory(ctx)
+    if finding is not None:
+        ctx.report.findings.append(finding)
