@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "measure": ("cmd_measure", "run one kernel on the local GPU and print its measured time and power"),
     "compare": ("cmd_compare", "put an Nsight Compute report (.ncu-rep or ncu --csv) next to the predictions"),
     "report": ("cmd_report", "write one file's report as a self-contained HTML page with a roofline chart"),
+    "diff": ("cmd_diff", "compare a file's kernels with the file at a git revision or another file"),
     "lsp": ("cmd_lsp", "start the language server on stdio"),
 }
 

@@ -1,0 +1,172 @@
+"""`kerncast diff`: a file against its version at a git revision (a real temporary repository with two commits:
+the naive matrix multiply, then the tiled one under the same kernel name) or against another file."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from kerncast.server import cli
+
+REPO = Path(__file__).resolve().parent.parent
+
+NAIVE = """// matrix multiply, one thread per element of C
+__global__ void matmul(const float *A, const float *B, float *C, int n)
+{
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < n && col < n) {
+        float sum = 0.0f;
+        for (int k = 0; k < n; ++k) {
+            sum += A[row * n + k] * B[k * n + col];
+        }
+        C[row * n + col] = sum;
+    }
+}
+
+__global__ void scale(float *x, float a, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= a;
+}
+
+int main()
+{
+    const int n = 1024;
+    float *A, *B, *C;
+    dim3 threads(32, 32);
+    dim3 grid(n / 32, n / 32);
+    matmul<<<grid, threads>>>(A, B, C, n);
+    scale<<<n * n / 256, 256>>>(C, 2.0f, n * n);
+    return 0;
+}
+"""
+
+TILED = """// matrix multiply, 32x32 tiles of A and B in shared memory
+#define TILE 32
+__global__ void matmul(const float *A, const float *B, float *C, int n)
+{
+    __shared__ float As[TILE][TILE];
+    __shared__ float Bs[TILE][TILE];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int row = blockIdx.y * TILE + ty;
+    int col = blockIdx.x * TILE + tx;
+    float sum = 0.0f;
+    for (int t = 0; t < n; t += TILE) {
+        As[ty][tx] = A[row * n + t + tx];
+        Bs[ty][tx] = B[(t + ty) * n + col];
+        __syncthreads();
+        for (int k = 0; k < TILE; ++k) {
+            sum += As[ty][k] * Bs[k][tx];
+        }
+        __syncthreads();
+    }
+    C[row * n + col] = sum;
+}
+
+__global__ void scale(float *x, float a, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] *= a;
+}
+
+int main()
+{
+    const int n = 1024;
+    float *A, *B, *C;
+    dim3 threads(32, 32);
+    dim3 grid(n / 32, n / 32);
+    matmul<<<grid, threads>>>(A, B, C, n);
+    scale<<<n * n / 256, 256>>>(C, 2.0f, n * n);
+    return 0;
+}
+"""
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, timeout=30)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A git repository whose examples/matmul.cu was the naive kernel (HEAD~1) and is now the tiled one."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed: no repository to compare against")
+    root = tmp_path / "project"
+    (root / "examples").mkdir(parents=True)
+    _git(root, "init", "-q")
+    _git(root, "config", "user.email", "test@example.com")
+    _git(root, "config", "user.name", "test")
+    source = root / "examples" / "matmul.cu"
+    source.write_text(NAIVE)
+    _git(root, "add", "examples/matmul.cu")
+    _git(root, "commit", "-q", "-m", "naive")
+    source.write_text(TILED)
+    _git(root, "commit", "-q", "-a", "-m", "tiled")
+    return root
+
+
+def _diff(capsys, *args: str) -> tuple[int, str, str]:
+    status = cli.main(["diff", *args, "--gpu", "v100"])
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def test_tiled_against_naive_commit_is_faster_in_every_format(repo, capsys):
+    source = str(repo / "examples" / "matmul.cu")
+    status, text, _ = _diff(capsys, source, "--rev", "HEAD~1", "--format", "json", "--fail-slower", "5")
+    assert status == 0
+    data = json.loads(text)
+    rows = {k["name"]: k for k in data["kernels"]}
+    assert set(rows) == {"matmul", "scale"} and data["old"] == f"HEAD~1:{source}"
+    mm = rows["matmul"]
+    assert mm["status"] == "kept" and mm["time_ratio"] < 0.8  # the tiled kernel reuses its loads
+    assert mm["new"]["time_us"] < mm["old"]["time_us"]
+    assert abs(rows["scale"]["time_ratio"] - 1) < 1e-9  # the untouched kernel did not change
+    for side in ("old", "new"):
+        assert all(mm[side][key] is not None for key in ("time_us", "watts", "energy_uj", "registers", "occupancy"))
+
+    status, table, _ = _diff(capsys, source, "--rev", "HEAD~1", "--format", "markdown")
+    assert status == 0
+    lines = table.splitlines()
+    assert "| kernel | time | power | energy | registers | occupancy | findings |" in lines
+    row = next(ln for ln in lines if ln.startswith("| `matmul`"))
+    assert "x faster)" in row and row.count("|") == 8
+    assert any(ln.startswith("| `scale`") and "(same time)" in ln for ln in lines)
+
+    status, text, _ = _diff(capsys, source, "--rev", "HEAD~1")
+    assert status == 0 and "kernel matmul" in text and "x faster" in text
+
+
+def test_a_slower_kernel_fails_the_run(repo, capsys):
+    source = repo / "examples" / "matmul.cu"
+    source.write_text(NAIVE)  # the working tree goes back to the naive kernel: slower than HEAD's tiled one
+    status, _, err = _diff(capsys, str(source), "--fail-slower", "10")
+    assert status == 1
+    assert "matmul is" in err and "slower than in HEAD:" in err and "scale" not in err
+    status, text, _ = _diff(capsys, str(source))  # without --fail-slower the change is reported, status 0
+    assert status == 0 and "x slower" in text
+    assert source.read_text() == NAIVE  # the working tree was not touched
+
+
+def test_against_another_file_lists_added_and_removed_kernels(tmp_path, capsys):
+    status, text, _ = _diff(capsys, str(REPO / "examples" / "matmul.cu"), "--against",
+                            str(REPO / "examples" / "saxpy.cu"), "--format", "json")
+    assert status == 0
+    by_status = {k["name"]: k["status"] for k in json.loads(text)["kernels"]}
+    assert by_status["matmulNaive"] == "added" and by_status["saxpy"] == "removed"
+
+
+def test_bad_revision_and_outside_repository_are_clear_errors(repo, tmp_path, capsys):
+    source = str(repo / "examples" / "matmul.cu")
+    status, _, err = _diff(capsys, source, "--rev", "no-such-rev")
+    assert status == 2 and "no-such-rev" in err
+    status, _, err = _diff(capsys, source, "--rev=--output=/tmp/x")
+    assert status == 2 and "not a revision" in err
+    loose = tmp_path / "loose.cu"
+    loose.write_text(NAIVE)
+    status, _, err = _diff(capsys, str(loose))
+    assert status == 2 and err.startswith("kerncast: ")
