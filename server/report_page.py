@@ -27,7 +27,7 @@ th { background: #eee; } td.num { text-align: right; font-variant-numeric: tabul
 pre, code, td.src { font-family: ui-monospace, monospace; white-space: pre; }
 .share { display: inline-block; height: 10px; background: #d62728; vertical-align: middle; }
 .bar { display: inline-block; height: 14px; background: #1f77b4; vertical-align: middle; }
-.row { display: flex; flex-wrap: wrap; gap: 2em; align-items: flex-start; }
+.row { display: flex; flex-wrap: wrap; gap: 2em; align-items: flex-start; } .row > div { max-width: 600px; }
 svg.roofline text { font-size: 11px; fill: #333; } svg.roofline .plot { fill: #fafafa; stroke: #999; }
 svg.roofline .grid { stroke: #e4e4e4; } svg.roofline .roof-sp { stroke: #222; }
 svg.roofline .roof-dp { stroke: #777; stroke-dasharray: 6 3; }

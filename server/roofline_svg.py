@@ -98,7 +98,17 @@ class _Axes:
         return HEIGHT - BOTTOM - frac * (HEIGHT - TOP - BOTTOM)
 
 
-def _roof_line(axes: _Axes, peak: float, bandwidth: float, css: str, label: str) -> list[str]:
+def _label_y(wanted: float, taken: list[float]) -> float:
+    """A roof label's baseline: `wanted`, moved down past any label already within a line's height of it
+    (two GPUs' roofs are often close: an A100's FP32 peak is 1.2x a V100's)."""
+    y = wanted
+    while any(abs(y - t) < 12 for t in taken):
+        y += 12
+    taken.append(y)
+    return y
+
+
+def _roof_line(axes: _Axes, peak: float, bandwidth: float, css: str, label: str, taken: list[float]) -> list[str]:
     """A roof: the bandwidth slope up to the ridge point, then flat at the peak."""
     x0, x1 = 10 ** axes.x[0], 10 ** axes.x[1]
     ridge = peak / bandwidth
@@ -109,7 +119,8 @@ def _roof_line(axes: _Axes, peak: float, bandwidth: float, css: str, label: str)
     pts.append((x1, min(peak, x1 * bandwidth)))
     path = " ".join(f"{axes.px(a):.1f},{axes.py(b):.1f}" for a, b in pts)
     return [f'<polyline class="{css}" points="{path}" fill="none" stroke-width="2"/>',
-            f'<text x="{WIDTH - RIGHT - 4}" y="{axes.py(peak) - 4:.1f}" text-anchor="end" class="roof-label">'
+            f'<text x="{WIDTH - RIGHT - 4}" y="{_label_y(axes.py(peak) - 4, taken):.1f}" text-anchor="end" '
+            'class="roof-label">'
             f"{escape(label)}</text>"]
 
 
@@ -173,15 +184,16 @@ def roofline_svg(roofs: Roofs, point: KernelPoint | None, others: list[tuple[Roo
            f'<rect class="plot" x="{LEFT}" y="{TOP}" width="{WIDTH - LEFT - RIGHT}" '
            f'height="{HEIGHT - TOP - BOTTOM}"/>']
     out.extend(_grid(axes))
+    taken: list[float] = []
     out.extend(_roof_line(axes, roofs.sp_ops, roofs.bandwidth, "roof roof-sp",
-                          f"{roofs.gpu} FP32 {roofs.sp_ops / 1e12:.3g} Top/s"))
+                          f"{roofs.gpu} FP32 {roofs.sp_ops / 1e12:.3g} Top/s", taken))
     if roofs.dp_ops > 0 and 10 ** axes.y[0] < roofs.dp_ops:
         out.extend(_roof_line(axes, roofs.dp_ops, roofs.bandwidth, "roof roof-dp",
-                              f"FP64 {roofs.dp_ops / 1e12:.3g} Top/s"))
+                              f"FP64 {roofs.dp_ops / 1e12:.3g} Top/s", taken))
     out.append(f'<text x="{LEFT + 6}" y="{TOP + 14}" class="roof-label">DRAM {roofs.bandwidth / 1e9:.4g} GB/s</text>')
     for i, (other, p) in enumerate(others, start=1):
         colour = POINT_COLOURS[i % len(POINT_COLOURS)]
-        out.extend(_roof_line(axes, other.sp_ops, other.bandwidth, "roof roof-other", other.gpu))
+        out.extend(_roof_line(axes, other.sp_ops, other.bandwidth, "roof roof-other", other.gpu, taken))
         out.extend(_point(axes, p, colour, "other-gpu"))
     if point is not None:
         out.extend(_point(axes, point, POINT_COLOURS[0], "this-gpu"))

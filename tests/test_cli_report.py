@@ -159,3 +159,12 @@ def test_analyze_with_one_gpu_keeps_its_json(capsys):
     assert cli.main(["analyze", str(MATMUL), "--gpu", "a100", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert "gpus" not in data and "per_gpu" not in data["kernels"][0]
+
+
+def test_report_without_html_prints_each_gpus_figures(capsys):
+    assert cli.main(["report", str(MATMUL), "--gpu", "v100,h100"]) == 0
+    text = capsys.readouterr().out
+    naive = text.split("kernel matmulNaive", 1)[1].split("kernel ", 1)[0]
+    rows = [ln.split()[0] for ln in naive.strip().splitlines()]
+    assert rows == ["v100", "h100"]
+    assert all(" W, energy " in ln and "bottleneck " in ln for ln in naive.strip().splitlines())
