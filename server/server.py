@@ -36,6 +36,7 @@ from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport, KernelReport
 from kerncast.analysis.toolchain import shown
 from kerncast.server import actions, config, convert, hover, lenses
+from kerncast.server.documents import DocumentWorkspace
 from kerncast.server.header_diagnostics import HeaderDiagnostics
 from kerncast.server.positions import encoding_name, split_lines
 from kerncast.server.textmap import View
@@ -474,6 +475,8 @@ server = KerncastServer()
 
 @server.feature(lsp.INITIALIZE)
 def initialize(ls: KerncastServer, params: lsp.InitializeParams) -> None:
+    # pygls has just made the workspace; it adds no state, only applies changes faster and on LSP's lines
+    ls.workspace.__class__ = DocumentWorkspace
     settings, warnings = config.parse_settings(params.initialization_options)
     ls.settings = settings
     ls.pending_warnings.extend(warnings)
