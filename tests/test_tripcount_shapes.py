@@ -11,6 +11,7 @@ from math import ceil
 from pathlib import Path
 
 import pytest
+from kerncast.analysis.context import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport
 from source_lines import line_of
@@ -112,3 +113,22 @@ def test_a_bound_that_moves_with_the_enclosing_loop_is_averaged_over_its_iterati
     assert by_depth == [(1, 0), (1, 4), (2, 250)]
     (inner,) = [lp for lp in loops if lp.depth == 2]
     assert "232 to 256" in inner.trip_detail
+
+
+ROOT = Path(__file__).resolve().parent.parent
+COUNTED = sorted([*ROOT.glob("examples/*.cu"), *ROOT.glob("tests/loops/*.cu"), *ROOT.glob("validation/ladders/*/*.cu")])
+
+
+@pytest.mark.parametrize("path", COUNTED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_loop_falls_back_to_the_default_count_when_the_launch_is_known(nvcc_available, path: Path):
+    # every kernel of the examples, these loop shapes and the ladder suite whose grid and block are known
+    # (launch site, annotation) has every loop counted from the PTX, or from a stated annotation (on an H100,
+    # whose sm_90 compiles every ladder version, __reduce_add_sync included)
+    report = analyze_file(path, options=AnalysisOptions(gpu="h100"))
+    assert report.ok, [f.message for f in report.findings]
+    for kernel in report.kernels:
+        launch = kernel.launch
+        if launch is None or "default" in (launch.grid.source, launch.block.source):
+            continue
+        defaults = [lp.trip_detail for lp in kernel.loops if lp.trip_source == "default"]
+        assert not defaults, (kernel.name, defaults)
