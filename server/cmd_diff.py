@@ -1,6 +1,7 @@
 """`kerncast diff PATH [--rev REV | --against FILE]`: the file's kernels against its version at a git revision
 (default HEAD) or against another file, per kernel matched by name; exit status 1 when a kernel got slower
-than `--fail-slower PERCENT`, so a CI job can stop a pull request that slows a kernel down.
+than `--fail-slower PERCENT`, so a CI job can stop a pull request that slows a kernel down. PATH may be a
+folder of the repository: each CUDA or PTX file in it now or at the revision is compared, file by file.
 
 The old version is read with `git show REV:path` (an argument list, with a timeout) into a temporary folder
 that is removed afterwards; the file's own folder is added to the include path so its quoted includes still
@@ -10,10 +11,11 @@ resolve. The working tree is never written.
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kerncast.analysis.context import AnalysisOptions
@@ -21,8 +23,9 @@ from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport
 from kerncast.analysis.strict_json import dumps_strict
 from kerncast.analysis.targets import default_gpu
+from kerncast.server.analyze_many import SUFFIXES, collect_files
 from kerncast.server.cmd_analyze import add_launch_arguments, add_time_model_argument, options_from_args
-from kerncast.server.kernel_diff import compare_reports, diff_json, diff_markdown, diff_text, slower_than
+from kerncast.server.kernel_diff import KernelChange, compare_reports, diff_json, diff_markdown, diff_text, slower_than
 
 #: seconds allowed for each git command
 GIT_TIMEOUT_S = 30.0
@@ -33,7 +36,8 @@ class DiffInputError(Exception):
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("path", metavar="PATH", help="the CUDA C++ (.cu) or PTX (.ptx) file as it is now")
+    parser.add_argument("path", metavar="PATH",
+                        help="the CUDA C++ (.cu) or PTX (.ptx) file as it is now, or a folder of such files")
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--rev", default=None, metavar="REV",
                        help="compare with the file at this git revision; default HEAD")
@@ -93,6 +97,27 @@ def file_at_revision(path: Path, rev: str) -> bytes:
     return done.stdout
 
 
+def files_at_revision(folder: Path, rev: str) -> list[Path]:
+    """The CUDA and PTX files under `folder` at revision `rev`, as paths of the working tree (they may be gone
+    from it now)."""
+    if rev.startswith("-") or not rev.strip():
+        raise DiffInputError(f"--rev {rev!r} is not a revision")
+    top = Path(_git(folder, "rev-parse", "--show-toplevel").strip()).resolve()
+    rel = folder.resolve().relative_to(top).as_posix()
+    names = _git(top, "ls-tree", "-r", "--name-only", "-z", rev, "--", rel if rel != "." else ".").split("\0")
+    return [top / n for n in names if n and n.lower().endswith(SUFFIXES)]
+
+
+def file_pairs(folder: Path, rev: str) -> list[tuple[Path, bool, bool]]:
+    """(path, in the working tree, at the revision) for every CUDA or PTX file of the folder in either."""
+    now = [Path(p).resolve() for p in collect_files([str(folder)], [])]
+    then = files_at_revision(folder, rev)
+    then_set = set(then)
+    out = [(p, True, p in then_set) for p in now]
+    out.extend((p, False, True) for p in then if p not in set(now))
+    return out
+
+
 def analyse_old(path: Path, rev: str, options: AnalysisOptions) -> FileReport:
     """The analysis of the file at `rev`, compiled from a temporary copy under the file's own name, with the
     file's folder on the include path (its quoted includes are the working tree's versions)."""
@@ -106,18 +131,64 @@ def analyse_old(path: Path, rev: str, options: AnalysisOptions) -> FileReport:
     return report
 
 
-def _old_report(args: argparse.Namespace, path: Path, options: AnalysisOptions) -> tuple[FileReport, str]:
-    if args.against is not None:
-        other = Path(args.against)
-        if not other.is_file():
-            raise DiffInputError(f"--against {args.against}: no such file")
-        return analyze_file(str(other), options=options), str(other)
-    rev = args.rev or "HEAD"
-    return analyse_old(path, rev, options), f"{rev}:{path}"
+@dataclass(slots=True)
+class FileDiff:
+    """One file's comparison: its two labels, the kernels' changes and the analyses' errors."""
+
+    old_label: str
+    new_label: str
+    gpu: str
+    changes: list[KernelChange]
+    errors: list[str]
 
 
 def _errors(report: FileReport, label: str) -> list[str]:
     return [f"kerncast: {label}: {f.message}" for f in report.findings if f.severity == "error"]
+
+
+def _compare(old: FileReport, old_label: str, new: FileReport, new_label: str) -> FileDiff:
+    return FileDiff(old_label, new_label, new.gpu, compare_reports(old, new),
+                    _errors(old, old_label) + _errors(new, new_label))
+
+
+def diff_file(args: argparse.Namespace, path: Path, options: AnalysisOptions) -> FileDiff:
+    """The file against `--against` or its version at `--rev` (DiffInputError when that cannot be had)."""
+    if args.against is not None:
+        other = Path(args.against)
+        if not other.is_file():
+            raise DiffInputError(f"--against {args.against}: no such file")
+        old, old_label = analyze_file(str(other), options=options), str(other)
+    else:
+        rev = args.rev or "HEAD"
+        old, old_label = analyse_old(path, rev, options), f"{rev}:{path}"
+    return _compare(old, old_label, analyze_file(str(path), options=options), str(path))
+
+
+def diff_folder(args: argparse.Namespace, folder: Path, options: AnalysisOptions) -> list[FileDiff]:
+    """Every CUDA or PTX file of the folder now or at `--rev`; a file only on one side has only added (or
+    only removed) kernels."""
+    if args.against is not None:
+        raise DiffInputError("--against compares two files; PATH is a folder")
+    rev = args.rev or "HEAD"
+    out = []
+    for path, now, then in file_pairs(folder, rev):
+        shown = Path(os.path.relpath(path))
+        old_label = f"{rev}:{shown}"
+        old = analyse_old(path, rev, options) if then else FileReport(file=old_label, gpu=options.gpu)
+        new = analyze_file(str(shown), options=options) if now else FileReport(file=str(shown), gpu=options.gpu)
+        out.append(_compare(old, old_label, new, str(shown)))
+    return out
+
+
+def _render(diffs: list[FileDiff], fmt: str, folder: bool) -> str:
+    """One file's diff as it always was; a folder's as the files' diffs in a row (JSON: under "files")."""
+    if fmt == "json":
+        parts = [diff_json(d.changes, d.old_label, d.new_label, d.gpu) for d in diffs]
+        return dumps_strict({"files": parts} if folder else parts[0]) + "\n"
+    render = diff_markdown if fmt == "markdown" else diff_text
+    if folder and not diffs:
+        return "no CUDA or PTX file in the folder at either version\n"
+    return "\n".join(render(d.changes, d.old_label, d.new_label) for d in diffs)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -130,27 +201,22 @@ def run(args: argparse.Namespace) -> int:
         print("kerncast: --fail-slower takes a percentage of 0 or more", file=sys.stderr)
         return 2
     path = Path(args.path)
-    if not path.is_file():
-        print(f"kerncast: {args.path}: no such file", file=sys.stderr)
+    if not path.exists():
+        print(f"kerncast: {args.path}: no such file or folder", file=sys.stderr)
         return 2
     try:
-        old, old_label = _old_report(args, path, options)
+        diffs = diff_folder(args, path, options) if path.is_dir() else [diff_file(args, path, options)]
     except DiffInputError as exc:
         print(f"kerncast: {exc}", file=sys.stderr)
         return 2
-    new = analyze_file(str(path), options=options)
-    errors = _errors(old, old_label) + _errors(new, str(path))
+    sys.stdout.write(_render(diffs, args.format, path.is_dir()))
+    errors = [e for d in diffs for e in d.errors]
     for e in errors:
         print(e, file=sys.stderr)
-    changes = compare_reports(old, new)
-    if args.format == "json":
-        sys.stdout.write(dumps_strict(diff_json(changes, old_label, str(path), new.gpu)) + "\n")
-    elif args.format == "markdown":
-        sys.stdout.write(diff_markdown(changes, old_label, str(path)))
-    else:
-        sys.stdout.write(diff_text(changes, old_label, str(path)))
-    slower = slower_than(changes, args.fail_slower) if args.fail_slower is not None else []
-    for c in slower:
-        print(f"kerncast: {c.name} is {c.time_ratio():.2f}x slower than in {old_label} "
-              f"(more than --fail-slower {args.fail_slower:g}%)", file=sys.stderr)
+    slower = 0
+    for d in diffs:
+        for c in slower_than(d.changes, args.fail_slower) if args.fail_slower is not None else []:
+            slower += 1
+            print(f"kerncast: {c.name} is {c.time_ratio():.2f}x slower than in {d.old_label} "
+                  f"(more than --fail-slower {args.fail_slower:g}%)", file=sys.stderr)
     return 1 if slower or errors else 0

@@ -170,3 +170,40 @@ def test_bad_revision_and_outside_repository_are_clear_errors(repo, tmp_path, ca
     loose.write_text(NAIVE)
     status, _, err = _diff(capsys, str(loose))
     assert status == 2 and err.startswith("kerncast: ")
+
+
+SAXPY = """__global__ void saxpy(float a, const float *x, float *y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+
+int main()
+{
+    float *x, *y;
+    saxpy<<<4096, 256>>>(2.0f, x, y, 1 << 20);
+    return 0;
+}
+"""
+
+
+def test_a_folder_compares_every_file_now_and_at_the_revision(repo, capsys):
+    examples = repo / "examples"
+    (examples / "gone.cu").write_text(SAXPY.replace("saxpy", "goneKernel"))
+    _git(repo, "add", "examples/gone.cu")
+    _git(repo, "commit", "-q", "-m", "gone")
+    (examples / "gone.cu").unlink()  # deleted since HEAD
+    (examples / "extra.cu").write_text(SAXPY)  # new since HEAD, not committed
+    status, text, _ = _diff(capsys, str(examples), "--format", "json", "--fail-slower", "5")
+    assert status == 0
+    files = {Path(f["new"]).name: f for f in json.loads(text)["files"]}
+    assert set(files) == {"matmul.cu", "gone.cu", "extra.cu"}
+    assert [k["status"] for k in files["gone.cu"]["kernels"]] == ["removed"]
+    assert [(k["name"], k["status"]) for k in files["extra.cu"]["kernels"]] == [("saxpy", "added")]
+    assert {k["status"] for k in files["matmul.cu"]["kernels"]} == {"kept"}
+    assert all(abs(k["time_ratio"] - 1) < 1e-9 for k in files["matmul.cu"]["kernels"])  # HEAD's own text
+
+    status, table, _ = _diff(capsys, str(examples), "--rev", "HEAD~2", "--format", "markdown", "--fail-slower", "5")
+    assert status == 0 and table.count("| kernel | time |") == 2  # matmul.cu and the new extra.cu
+    assert "x faster)" in next(ln for ln in table.splitlines() if ln.startswith("| `matmul`"))
+    assert "| `saxpy` (added) |" in table
