@@ -44,5 +44,8 @@ def test_a_small_launch_on_an_h100_is_predicted_at_the_event_timed_launch_cost(n
     # the GPU's launch latency plus the host's launch call: above 4 us for a kernel of a fraction of one
     assert t.us > 1.26 + 2.76
     assert any("host's 2.76 us launch call" in a for a in t.assumptions)
+    # the kernel's own duration on the GPU (what a profiler's kernel row shows) leaves the host's part out
+    assert t.detail["kerncast_host_launch_us"] == pytest.approx(2.76)
+    assert t.detail["kerncast_kernel_duration_us"] == pytest.approx(t.us - 2.76)
     k20 = analyze_file(EXAMPLES / "vector_add.cu", options=AnalysisOptions(gpu="k20", overrides=small))
     assert k20.kernels[0].time.detail["kerncast_launch_us"] == pytest.approx(1.4489)

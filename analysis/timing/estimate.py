@@ -253,7 +253,8 @@ def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per
         "blocks_on_busiest_sm": plan.blocks_per_sm, "mwp": hk.mwp, "cwp": hk.cwp, "mwp_limit": hk.mwp_limit,
     }
     detail.update({"kerncast_compute_us": kc.compute_us, "kerncast_memory_us": kc.memory_us,
-                   "kerncast_launch_us": kc.launch_us, "dram_bytes": kc.dram_bytes,
+                   "kerncast_launch_us": kc.launch_us, "kerncast_host_launch_us": kc.host_us,
+                   "kerncast_kernel_duration_us": kc.us - kc.host_us, "dram_bytes": kc.dram_bytes,
                    "latency_chain_cycles": kc.latency_chain_cycles, "cycles_per_block": kc.per_block_cycles,
                    "compute_ops": total * counts.alu_ops})  # the roofline's work (FMA twice), for its chart
     models = {"kerncast": kc.us, "thesis": us, "mwp-cwp": hk.us}

@@ -77,6 +77,7 @@ class PipelinedResult:
     bottleneck: str
     busy: dict[str, float] = field(default_factory=dict)
     dispatch_us: float = 0.0  # the launch's per-thread part (block dispatch), overlapped with the kernel
+    host_us: float = 0.0  # the part of `launch_us` that is the host's launch call, not the GPU's time
     notes: list[str] = field(default_factory=list)
 
 
@@ -286,7 +287,7 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
                            memory_us=memory_us, launch_us=fixed, first_wave_cycles=first,
                            per_block_cycles=per_block, latency_chain_cycles=chain, dram_bytes=dram,
                            dram_bytes_cold=cold, bottleneck=bottleneck, busy=busy_per_block, notes=notes,
-                           dispatch_us=dispatch_us)
+                           dispatch_us=dispatch_us, host_us=cost.host_us)
 
 
 def _widened(us: float, low: float, high: float, basis: str, profile_id: str) -> tuple[float, float, str]:
