@@ -104,6 +104,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"kerncast: {problem}", file=sys.stderr)
         return 2
     reports = analyse_on_gpus(args.path, options, gpus)
+    for f in reports[0].findings:
+        if f.severity == "error":
+            print(f"{reports[0].file}:{f.line}:{f.column}: error: {f.message}", file=sys.stderr)
     if out is None:
         sys.stdout.write(per_gpu_text(reports))
         return 0 if reports[0].ok else 1

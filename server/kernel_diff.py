@@ -96,9 +96,19 @@ def _cells(c: KernelChange) -> list[str]:
             findings or "no change"]
 
 
+def summary(changes: list[KernelChange], same_within: float = 0.01) -> str:
+    """One line: how many kernels got faster, slower (beyond `same_within`), were added or removed."""
+    ratios = [r for c in changes if (r := c.time_ratio()) is not None]
+    counts = {"faster": sum(r < 1 - same_within for r in ratios), "slower": sum(r > 1 + same_within for r in ratios),
+              "added": sum(c.status == "added" for c in changes),
+              "removed": sum(c.status == "removed" for c in changes)}
+    parts = [f"{n} {what}" for what, n in counts.items() if n]
+    return f"{len(changes)} kernel{'s' if len(changes) != 1 else ''}: " + (", ".join(parts) or "no change in time")
+
+
 def diff_text(changes: list[KernelChange], old_label: str, new_label: str) -> str:
     """For people: one block per kernel."""
-    out = [f"{old_label} -> {new_label}"]
+    out = [f"{old_label} -> {new_label}: {summary(changes)}"]
     labels = ("time", "power", "energy", "registers", "occupancy", "findings")
     for c in changes:
         out.append("")
@@ -122,7 +132,7 @@ def _md_code(text: str) -> str:
 
 def diff_markdown(changes: list[KernelChange], old_label: str, new_label: str) -> str:
     """A table fit for a pull-request comment."""
-    out = [f"Kerncast: {_md_code(old_label)} -> {_md_code(new_label)}", "",
+    out = [f"Kerncast: {_md_code(old_label)} -> {_md_code(new_label)}: {_md(summary(changes))}", "",
            "| kernel | time | power | energy | registers | occupancy | findings |",
            "|---|---|---|---|---|---|---|"]
     for c in changes:
@@ -133,7 +143,7 @@ def diff_markdown(changes: list[KernelChange], old_label: str, new_label: str) -
 
 def diff_json(changes: list[KernelChange], old_label: str, new_label: str, gpu: str) -> dict[str, Any]:
     """For programs: every figure as a number (None when unknown)."""
-    return {"old": old_label, "new": new_label, "gpu": gpu, "kernels": [
+    return {"old": old_label, "new": new_label, "gpu": gpu, "summary": summary(changes), "kernels": [
         {"name": c.name, "status": c.status, "old": _figures(c.old), "new": _figures(c.new),
          "time_ratio": c.time_ratio(), "findings_added": c.findings_added, "findings_gone": c.findings_gone}
         for c in changes]}

@@ -207,3 +207,9 @@ def test_a_folder_compares_every_file_now_and_at_the_revision(repo, capsys):
     assert status == 0 and table.count("| kernel | time |") == 2  # matmul.cu and the new extra.cu
     assert "x faster)" in next(ln for ln in table.splitlines() if ln.startswith("| `matmul`"))
     assert "| `saxpy` (added) |" in table
+
+
+def test_summary_line_counts_faster_and_unchanged_kernels(repo, capsys):
+    status, table, _ = _diff(capsys, str(repo / "examples" / "matmul.cu"), "--rev", "HEAD~1", "--format", "markdown")
+    assert status == 0
+    assert table.splitlines()[0].endswith(": 2 kernels: 1 faster")  # matmul tiled; scale unchanged
