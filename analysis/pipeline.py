@@ -41,6 +41,7 @@ from kerncast.analysis.context import (
     Thresholds,
 )
 from kerncast.analysis.demangle import demangle
+from kerncast.analysis.findings_fp64 import fp64_stage
 from kerncast.analysis.findings_launch import launch_configuration_stage
 from kerncast.analysis.findings_local import local_memory_stage
 from kerncast.analysis.findings_sync import barrier_divergence_stage
@@ -636,4 +637,5 @@ STAGES: list[Stage] = [
     power_stage,
     resource_stage,
     local_memory_stage,
+    fp64_stage,
 ]

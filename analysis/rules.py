@@ -45,6 +45,7 @@ class Code(StrEnum):
     LAUNCH_CONFIGURATION = "launch-configuration"
     BARRIER_DIVERGENCE = "barrier-divergence"
     LOCAL_MEMORY = "local-memory"
+    FP64_IN_FP32 = "fp64-in-fp32"
     ANALYSIS_BUDGET = "analysis-budget"
 
 
@@ -60,6 +61,7 @@ class FixKind(StrEnum):
     USE_SOA = "use-soa"
     USE_REPLACEMENT_API = "use-replacement-api"
     ADD_INCLUDE = "add-include"
+    FLOAT_LITERALS = "float-literals"
 
 
 @dataclass(frozen=True, slots=True)

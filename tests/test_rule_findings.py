@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from kerncast.analysis.context import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
-from kerncast.analysis.report import FileReport
+from kerncast.analysis.report import FileReport, TextEdit
 from kerncast.analysis.rules import rule
 
 from tests.test_memory_corpus import expected_findings
@@ -17,7 +17,7 @@ from tests.test_memory_corpus import expected_findings
 KERNELS = Path(__file__).resolve().parent / "kernels"
 #: the codes these files check, and the corpus file of each
 FILES = {"launch-configuration": "launch_config.cu", "barrier-divergence": "barriers.cu",
-         "local-memory": "local_arrays.cu"}
+         "local-memory": "local_arrays.cu", "fp64-in-fp32": "fp64_promotion.cu"}
 CODES = set(FILES)
 
 
@@ -98,3 +98,32 @@ def test_local_memory_bytes_per_thread(reports: dict[str, FileReport]) -> None:
     assert by["lookupByKey"][0].detail["local_bytes_per_thread"] == 128
     assert by["unrolledArray"] == [] and by["printOnce"] == [] and by["scalarsOnly"] == []
     assert all(f.code != "register-spill" for k in reports["local_arrays.cu"].kernels for f in k.findings)
+
+
+def _apply(text: str, edits: list[TextEdit]) -> str:
+    """Apply 1-based, end-exclusive edits, the last first."""
+    lines = text.splitlines(keepends=True)
+    for e in sorted(edits, key=lambda e: (e.line, e.column), reverse=True):
+        assert e.line == e.end_line
+        ln = lines[e.line - 1]
+        lines[e.line - 1] = ln[:e.column - 1] + e.new_text + ln[e.end_column - 1:]
+    return "".join(lines)
+
+
+def test_fp64_rate_and_fix_keep_their_promise(reports: dict[str, FileReport], tmp_path: Path) -> None:
+    """The message names the profile's FP64:FP32 rate; each fix, applied, recompiled and re-analysed, removes
+    its finding and changes no other finding of the file."""
+    rep = reports["fp64_promotion.cu"]
+    found = [f for f in rep.all_findings() if f.code == "fp64-in-fp32"]
+    assert all("1/2 of the FP32 rate on" in f.message and f.detail["fp64_to_fp32_rate"] == 0.5 for f in found)
+    source = (KERNELS / "fp64_promotion.cu").read_text()
+    before = sorted((f.kernel, f.code) for f in rep.all_findings() if f.code != "compile-warning")
+    for n, f in enumerate(found):
+        assert f.fix is not None and f.fix.applicability == "unsafe" and f.fix.edits, f.kernel
+        fixed = tmp_path / str(n) / "fp64_promotion.cu"
+        fixed.parent.mkdir()
+        fixed.write_text(_apply(source, f.fix.edits))
+        after = analyze_file(fixed, options=AnalysisOptions(gpu="h100"))
+        assert after.ok
+        now = sorted((g.kernel, g.code) for g in after.all_findings() if g.code != "compile-warning")
+        assert now == [x for x in before if x != (f.kernel, f.code)], f.kernel
