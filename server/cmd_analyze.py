@@ -21,6 +21,7 @@ from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
 from kerncast.analysis.report import FileReport
 from kerncast.analysis.strict_json import dumps_strict
 from kerncast.analysis.targets import default_gpu
+from kerncast.analysis.timing.estimate import TIME_MODELS
 from kerncast.analysis.toolchain import (
     DEFAULT_COMPILE_MEMORY_MB,
     check_define,
@@ -89,10 +90,11 @@ def add_fix_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_time_model_argument(parser: argparse.ArgumentParser) -> None:
     """`--time-model`: which model's prediction is the kernel's time (the others are shown beside it)."""
-    parser.add_argument("--time-model", dest="time_model", choices=("kerncast", "thesis", "mwp-cwp"),
+    parser.add_argument("--time-model", dest="time_model", choices=tuple(TIME_MODELS),
                         default=AnalysisOptions().time_model,
                         help="time model: kerncast (default: pipelined units, overlapped waves, DRAM floor), "
-                             "thesis (the thesis's scheduler as printed) or mwp-cwp (Hong & Kim)")
+                             "thesis (the thesis's scheduler as printed), mwp-cwp (Hong & Kim) or trace "
+                             "(per-warp traces through a warp-pipeline simulation)")
     parser.add_argument("--power-model", dest="power_model", choices=POWER_MODELS,
                         default=AnalysisOptions().power_model,
                         help="power model shown: auto (default: events on GPUs without a measured power dataset, "

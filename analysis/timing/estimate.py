@@ -36,7 +36,7 @@ from kerncast.analysis.timing.scheduler import (
 
 MODEL = "thesis-scheduler"
 #: the models a user can choose (`--time-model`, setting `kerncast.timeModel`) -> the name a report shows
-TIME_MODELS = {"kerncast": "kerncast", "thesis": MODEL, "mwp-cwp": "mwp-cwp"}
+TIME_MODELS = {"kerncast": "kerncast", "thesis": MODEL, "mwp-cwp": "mwp-cwp", "trace": "trace"}
 DEFAULT_TIME_MODEL = "kerncast"
 BREAKDOWN_KEYS = ("schedule_us", "launch_overhead_us", "global_penalty_us", "shared_penalty_us",
                   "cache_penalty_us")
@@ -151,7 +151,7 @@ def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per
     `blocks_per_sm` is the occupancy calculator's resident blocks (else thesis Algorithm 8 lines 4-8);
     `grid`/`block` the launch's shapes (default: 1-D), which the distinct-bytes footprint needs.
     """
-    if model not in TIME_MODELS:
+    if model not in TIME_MODELS or model == "trace":  # the trace model needs the pipeline (stages.py)
         raise ValueError(f"unknown time model {model!r}: choose one of {', '.join(TIME_MODELS)}")
     notes = list(assumptions or [])
     blocks = max(1, int(blocks))

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from kerncast.analysis.context import KernelContext
 from kerncast.analysis.occupancy import compute_occupancy
-from kerncast.analysis.timing.estimate import predict_time
+from kerncast.analysis.timing.estimate import DEFAULT_TIME_MODEL, predict_time
+from kerncast.analysis.timing.trace_stage import add_trace_model
 from kerncast.analysis.tripcount import trip_count_assumptions, trip_values
 
 
@@ -52,6 +53,9 @@ def time_stage(ctx: KernelContext) -> None:
     est = predict_time(ctx.cfg, ctx.loops, profile, blocks=launch.blocks, threads_per_block=launch.threads_per_block,
                        trips=trip_values(ctx.trip_counts), blocks_per_sm=blocks_per_sm, occupancy=occupancy,
                        registers=ctx.report.registers, shared_bytes=ctx.report.shared_bytes or 0,
-                       memory=ctx.memory, assumptions=notes, model=ctx.options.time_model,
+                       memory=ctx.memory, assumptions=notes, model=DEFAULT_TIME_MODEL
+                       if ctx.options.time_model == "trace" else ctx.options.time_model,
                        grid=launch.grid_dims(), block=launch.block_dims())
     ctx.report.time = est
+    if ctx.options.time_model == "trace":
+        add_trace_model(ctx, est)

@@ -1,0 +1,254 @@
+"""The trace model (`--time-model trace`): per-warp traces run through a warp-pipeline simulation (seed 001).
+
+Where the three other models are closed-form, this one follows each warp of one round of resident blocks
+through its own sequence of basic blocks (`trace_paths.py`) and simulates the round on one SM event by
+event (`trace_sim.py`); the kernel's time is one round's time x the rounds of the busiest SM (the last,
+partial round simulated on its own), plus the launch's fixed cost (`launch_cost.py`, as the kerncast model).
+
+Built on what the pipeline has already worked out, not a second copy of it: the CFG and loop nest, the
+trip counts, the dataflow layer's symbolic branch predicates, the memory analysis's sectors and wavefronts
+per request (replays of the load/store unit), and the kerncast model's DRAM bytes (the footprint's
+L2-versus-DRAM split). Memory latency: no per-access cache simulation exists in Kerncast, so a global
+access waits the L2 hit latency plus the DRAM share of the launch's requested bytes times the extra
+latency of DRAM (the loaded latency of the profile's `global_latency`), and holds the SM's share of the
+achievable DRAM bandwidth for that share of its sectors.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from kerncast.analysis.cfg import Cfg
+from kerncast.analysis.dataflow.symbolic import SymbolicResult
+from kerncast.analysis.deps import DepGraph, block_dependences
+from kerncast.analysis.isa import InstrClass, classify
+from kerncast.analysis.loops import LoopForest
+from kerncast.analysis.memory.analysis import MemoryAnalysis
+from kerncast.analysis.timing.constants import timing_constants
+from kerncast.analysis.timing.launch_cost import launch_cost
+from kerncast.analysis.timing.pipelined import achievable_bandwidth_gbs, native_latencies, tensor_slots
+from kerncast.analysis.timing.trace_paths import ASSUMED, DIVERGENT, BranchResolver, WarpTrace, build_trace
+from kerncast.analysis.timing.trace_sim import Op, simulate_round
+
+MODEL = "trace"
+_FREE_SPACES = frozenset({"param", "const"})
+_BARRIERS = frozenset({"bar", "barrier"})
+_MEMORY_OPS = frozenset({"ld", "ldu", "st", "atom", "red", "tex", "cp"})
+
+
+@cache
+def trace_constants() -> dict[str, Any]:
+    """The parsed `data/trace.toml` (the simulation window, the branch assumption's source)."""
+    text = resources.files("kerncast.analysis").joinpath("data/trace.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+@dataclass(slots=True)
+class TraceResult:
+    """The trace model's time and how it was reached."""
+
+    us: float
+    round_cycles: float
+    rounds: int
+    tail_cycles: float
+    warps: int
+    distinct_traces: int
+    divergent_branches: int
+    assumed_branches: int
+    issued: int  # warp instructions the simulation issued (its cost; bounded by the window, not the trips)
+    notes: list[str] = field(default_factory=list)
+
+
+def _replays(memory: MemoryAnalysis | None) -> tuple[dict[int, float], dict[int, float]]:
+    """Per memory instruction: unit passes per warp request (sectors or wavefronts over the ideal) and the
+    sectors a global request moves (unknown addresses: one sector per lane, a scatter)."""
+    replays: dict[int, float] = {}
+    sectors: dict[int, float] = {}
+    if memory is None:
+        return replays, sectors
+    for a in memory.accesses:
+        if a.space == "global":
+            sectors[a.index] = a.sectors_per_request if a.known and a.sectors_per_request else 32.0
+            if a.known and a.sectors_per_request and a.ideal_sectors:
+                replays[a.index] = max(1.0, a.sectors_per_request / a.ideal_sectors)
+        elif a.space == "shared" and a.known and a.wavefronts and a.ideal_wavefronts:
+            replays[a.index] = max(1.0, a.wavefronts / a.ideal_wavefronts)
+    return replays, sectors
+
+
+def _dram_share(memory: MemoryAnalysis | None, dram_bytes: float | None, warps: int, sector: int) -> float:
+    """The share of the launch's requested global bytes that go to DRAM (the rest hit the L2): the kerncast
+    model's DRAM bytes over the bytes the requests move with no reuse; 1 when either is unknown."""
+    if memory is None or dram_bytes is None:
+        return 1.0
+    requested = sum((a.sectors_per_request if a.known and a.sectors_per_request else 32.0) * sector * a.executions
+                    for a in memory.accesses if a.space == "global") * warps
+    return min(1.0, dram_bytes / requested) if requested > 0 else 1.0
+
+
+def _ops(cfg: Cfg, profile: Any, replays: Mapping[int, float], sectors: Mapping[int, float],
+         global_latency: float, dram_cycles_per_sector: float) -> dict[int, Op]:
+    """Each reachable instruction's unit, hold time, latency and registers for the simulator."""
+    body = cfg.function.body
+    units = profile.units
+    warp = profile.warp_size
+    latency = native_latencies(profile)
+    latency["global"] = latency["memory"] = global_latency
+    classes: dict[int, InstrClass] = {}
+    for b in cfg.blocks:
+        if b.id not in cfg.unreachable:
+            for i in range(b.start, b.end):
+                classes[i] = classify(body[i])
+    tensor = tensor_slots(body, classes, profile)
+    ops: dict[int, Op] = {}
+    for i, cls in classes.items():
+        ins = body[i]
+        lat = float(latency.get(cls.latency, latency.get("misc", 1.0)))
+        if cls.latency == "param" or (cls.type == "misc" and ins.space in _FREE_SPACES):
+            ops[i] = Op(None, 0.0, 0.0, ins.registers_read, ins.registers_written)
+            continue
+        res = cls.resource if units.get(cls.resource, 0) > 0 else "SP"
+        hold = tensor[i] * warp if i in tensor else warp / units[res] * replays.get(i, 1.0)
+        dram = sectors.get(i, 0.0) * dram_cycles_per_sector
+        ops[i] = Op(res, hold, lat, ins.registers_read, ins.registers_written,
+                    barrier=ins.opcode in _BARRIERS, memory=ins.opcode in _MEMORY_OPS, dram_hold=dram)
+    return ops
+
+
+def _memory_order(dag: DepGraph, body: Any) -> dict[int, set[int]]:
+    """Edges the dependence DAG leaves out and ptxas keeps: a store stays after the loads and stores of its
+    state space before it, a load after the stores before it (they may alias)."""
+    extra: dict[int, set[int]] = {}
+    seen: dict[str | None, list[int]] = {}
+    stores: dict[str | None, list[int]] = {}
+    for v in dag.nodes:
+        ins = body[v]
+        if ins.opcode not in _MEMORY_OPS:
+            continue
+        space = ins.space
+        before = seen.get(space, []) if ins.opcode in ("st", "atom", "red") else stores.get(space, [])
+        if before:
+            extra[v] = set(before)
+        seen.setdefault(space, []).append(v)
+        if ins.opcode in ("st", "atom", "red"):
+            stores.setdefault(space, []).append(v)
+    return extra
+
+
+def issue_order(dag: DepGraph, ops: Mapping[int, Op], body: Any) -> list[int]:
+    """A block's instructions in the order the warp issues them. PTX order is not the machine's: ptxas list-
+    schedules each block, hoisting long-latency loads above the arithmetic that does not need them. The
+    same idea here: a topological order of the block's dependence DAG (plus the memory order of
+    `_memory_order`) that always takes the ready instruction with the longest latency path to the block's
+    end (ties: PTX order); the terminator stays last."""
+    extra = _memory_order(dag, body)
+    succs: dict[int, set[int]] = {v: {s for s, _ in dag.succs[v]} for v in dag.nodes}
+    for v, before in extra.items():
+        for u in before:
+            succs[u].add(v)
+    preds: dict[int, int] = {v: 0 for v in dag.nodes}
+    for v in dag.nodes:
+        for s in succs[v]:
+            preds[s] += 1
+    height: dict[int, float] = {}
+    for v in reversed(dag.nodes):
+        height[v] = ops[v].latency + max((height[s] for s in succs[v]), default=0.0)
+    last = dag.nodes[-1] if dag.nodes else None
+    ready = [(-height[v], v) for v in dag.nodes if not preds[v] and v != last]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        _, v = heapq.heappop(ready)
+        order.append(v)
+        for s in succs[v]:
+            preds[s] -= 1
+            if not preds[s] and s != last:
+                heapq.heappush(ready, (-height[s], s))
+    if last is not None:
+        order.append(last)
+    return order
+
+
+def _round_traces(resolver: BranchResolver, cfg: Cfg, loops: LoopForest, trips: Mapping[int, float], *,
+                  blocks: int, resident: int, warps_per_block: int, sm_count: int
+                  ) -> tuple[list[tuple[int, WarpTrace]], int]:
+    """Every warp of one round on the first SM (blocks 0, sm_count, 2 sm_count, ...) with its trace; warps
+    that decide their branches alike share one trace object. Also the number of distinct traces."""
+    shared: dict[tuple[tuple[int, str], ...], WarpTrace] = {}
+    out: list[tuple[int, WarpTrace]] = []
+    for r in range(resident):
+        cta = min(r * sm_count, blocks - 1)
+        for w in range(warps_per_block):
+            decisions = resolver.decide(cta, w)
+            key = tuple(sorted(decisions.items()))
+            trace = shared.get(key)
+            if trace is None:
+                trace = shared[key] = build_trace(cfg, loops, trips, decisions)
+            out.append((r, trace))
+    return out, len(shared)
+
+
+def predict_trace(cfg: Cfg, loops: LoopForest, profile: Any, symbolic: SymbolicResult, *, blocks: int,
+                  threads_per_block: int, grid: tuple[int, int, int], block: tuple[int, int, int],
+                  blocks_per_sm: int, trips: Mapping[int, float], params: Mapping[int, int],
+                  memory: MemoryAnalysis | None, dram_bytes: float | None) -> TraceResult:
+    """One launch's time by the trace model (module docstring). `trips` maps loop headers to trip counts
+    (a loop missing from it runs the timing data's default), `params` kernel parameter index -> value."""
+    const = trace_constants()
+    window = (int(const["window"]["iterations"]), int(const["window"]["full_window_depth"]))
+    default_trips = float(timing_constants()["thesis"]["default_trip_count"])
+    trip_map = {lp.header: float(trips.get(lp.header, default_trips)) for lp in loops.loops}
+    warp = profile.warp_size
+    warps_per_block = math.ceil(threads_per_block / warp)
+    blocks_on_sm = math.ceil(blocks / profile.sm_count)
+    resident = max(1, min(blocks_per_sm, blocks_on_sm))
+    clock = profile.core_clock_mhz
+    sector = int(profile.sector_bytes or 32)
+    share = _dram_share(memory, dram_bytes, blocks * warps_per_block, sector)
+    l2_row = timing_constants()["kerncast"].get("l2_hit_latency", {}).get(profile.arch)
+    dram_latency = float(profile.global_latency(blocks * threads_per_block))
+    l2_latency = float(l2_row) if isinstance(l2_row, int | float) else dram_latency
+    global_latency = l2_latency + share * max(0.0, dram_latency - l2_latency)
+    bw, bw_note = achievable_bandwidth_gbs(profile)
+    bytes_per_cycle_sm = bw * 1e3 / clock / profile.sm_count
+    replays, sectors = _replays(memory)
+    ops = _ops(cfg, profile, replays, sectors, global_latency, share * sector / bytes_per_cycle_sm)
+    spans = {b.id: issue_order(block_dependences(cfg, b.id), ops, cfg.function.body)
+             for b in cfg.blocks if b.id not in cfg.unreachable}
+    resolver = BranchResolver(cfg, loops, symbolic, params, block, grid, warp)
+    traces, distinct = _round_traces(resolver, cfg, loops, trip_map, blocks=blocks, resident=resident,
+                                     warps_per_block=warps_per_block, sm_count=profile.sm_count)
+    dispatch = float(profile.units.get("dispatch_units") or profile.units.get("warp_schedulers") or 1)
+    full_rounds, tail_blocks = divmod(blocks_on_sm, resident)
+    round_sim = simulate_round([(r, t.items) for r, t in traces], ops, spans, dispatch=dispatch, window=window)
+    tail = 0.0
+    if tail_blocks:
+        tail = simulate_round([(r, t.items) for r, t in traces if r < tail_blocks], ops, spans,
+                              dispatch=dispatch, window=window).cycles
+    cycles = round_sim.cycles * full_rounds + tail
+    cost = launch_cost(profile, cycles / clock)
+    divergent = len({i for _, t in traces for i, d in t.decisions.items() if d == DIVERGENT})
+    assumed = len({i for _, t in traces for i, d in t.decisions.items() if d == ASSUMED})
+    notes = [
+        f"trace model: {len(traces)} warps of one round ({resident} blocks on one SM) simulated event by event "
+        f"with {distinct} distinct trace(s); loops simulate a window of {window[0]} iterations "
+        f"({window[0] - 1} measured after one warm-up; 2 in loops nested deeper than {window[1]}) and extrapolate "
+        f"the rest at the measured pace; {full_rounds} full round(s) plus "
+        + (f"a tail of {tail_blocks} block(s)" if tail_blocks else "no tail"),
+        f"trace model branches: {divergent} divergent (both paths run), {assumed} not decidable from thread/block "
+        "indices and launch parameters (loaded data, loop iterations, unknown parameters): both paths assumed run",
+        f"trace model memory: a global access waits {global_latency:.0f} cycles ({l2_latency:g}-cycle L2 hit plus "
+        f"{share:.0%} of the launch's requested bytes from DRAM at {dram_latency:.0f} cycles; the share is the "
+        f"kerncast model's DRAM bytes) and holds the SM's share of {bw:.4g} GB/s ({bw_note}) for that share",
+        cost.note,
+    ]
+    return TraceResult(us=cost.fixed_us + cycles / clock, round_cycles=round_sim.cycles, rounds=full_rounds,
+                       tail_cycles=tail, warps=len(traces), distinct_traces=distinct, divergent_branches=divergent,
+                       assumed_branches=assumed, issued=round_sim.issued, notes=notes)

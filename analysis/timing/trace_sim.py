@@ -1,0 +1,173 @@
+"""The trace model's warp-pipeline simulation: one round of resident blocks on one SM, event by event.
+
+The semantics of seed 001's simulator (its Fig. 2), on Kerncast's abstract SM:
+
+* each warp runs its own trace in order; before an instruction it waits for its operands (a per-warp
+  scoreboard of register ready times: a result is ready `latency` cycles after issue) and for the unit the
+  instruction needs (a unit is held `warp / lanes x replays` cycles per warp instruction, the replays being
+  the memory analysis's sectors or wavefronts per request over the ideal); the SM issues at most
+  `dispatch` warp instructions per cycle and a warp at most one per cycle;
+* the clock always jumps to the earliest time some warp can act (a heap of warps keyed by that time);
+* a barrier holds a warp until every warp of its block has arrived (a warp that ended counts as arrived);
+  a warp arrives once the memory accesses it issued are performed (the barrier's visibility guarantee);
+* global accesses also hold the SM's share of DRAM bandwidth for the bytes that go to DRAM;
+* a loop visit simulates at most `window` iterations; when the loop runs more, the warp measures the
+  time of its iterations after the first (the steady state, with the other warps contending) and is then
+  held for the remaining iterations at that pace, so the cost is O(window) whatever the trip count.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from kerncast.analysis.timing.trace_paths import Item, LoopRun
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """What the simulator needs of one instruction: the unit it holds and for how long (cycles, 0 and no
+    unit for a free operand read), its result latency, registers, and whether it is a barrier or memory."""
+
+    unit: str | None
+    hold: float
+    latency: float
+    reads: tuple[str, ...]
+    writes: tuple[str, ...]
+    barrier: bool = False
+    memory: bool = False
+    dram_hold: float = 0.0  # cycles of the SM's DRAM bandwidth share this access holds
+
+
+@dataclass(frozen=True, slots=True)
+class _Mark:
+    """Generator token: a loop's steady-state window starts (`start`) or ends with `rest` iterations left."""
+
+    key: int
+    start: bool
+    rest: float = 0.0
+    measured: int = 0
+
+
+@dataclass(slots=True)
+class SimResult:
+    """One round's simulated cycles, the instructions issued, and loop iterations fast-forwarded."""
+
+    cycles: float
+    issued: int
+    extrapolated: float
+
+
+def _expand(items: Sequence[Item], blocks: Mapping[int, Sequence[int]], window: tuple[int, int],
+            counter: list[int], depth: int = 1) -> Iterator[int | _Mark]:
+    """Instruction indices of a trace, each loop run for at most its window of iterations, plus window marks.
+    `window` is (iterations, deepest loop level that gets them); deeper loops run two (warm-up, measured)."""
+    for it in items:
+        if isinstance(it, LoopRun):
+            n = it.trips
+            run = min(window[0] if depth <= window[1] else 2, math.ceil(n)) if n > 0 else 0
+            rest = n - run if n > run else 0.0
+            counter[0] += 1
+            key = counter[0]
+            for k in range(run):
+                if rest and k == 1:
+                    yield _Mark(key, True)
+                yield from _expand(it.body, blocks, window, counter, depth + 1)
+            if rest and run >= 2:
+                yield _Mark(key, False, rest, run - 1)
+        else:
+            yield from blocks[it]
+
+
+def simulate_round(traces: Sequence[tuple[int, Sequence[Item]]], ops: Mapping[int, Op],
+                   blocks: Mapping[int, Sequence[int]], *, dispatch: float, window: tuple[int, int]) -> SimResult:
+    """Simulate warps `(block in the round, trace)` sharing one SM until all have ended; cycles of the round.
+    `blocks` gives each basic block's instructions in issue order."""
+    n = len(traces)
+    gens = [_expand(items, blocks, window, [0]) for _, items in traces]
+    regs: list[dict[str, float]] = [{} for _ in range(n)]
+    mem_done = [0.0] * n
+    end = [0.0] * n
+    marks: list[dict[int, float]] = [{} for _ in range(n)]
+    current: list[int | None] = [None] * n
+    unit_free: dict[str, float] = {}
+    dram_free = 0.0
+    issue_free = 0.0
+    issue_step = 1.0 / max(dispatch, 1e-9)
+    block_of = [b for b, _ in traces]
+    members: dict[int, int] = {}
+    for b in block_of:
+        members[b] = members.get(b, 0) + 1
+    waiting: dict[int, list[tuple[int, float]]] = {}
+    finished: dict[int, int] = {}
+    heap: list[tuple[float, int]] = []
+    issued = 0
+    extrapolated = 0.0
+
+    def advance(w: int, t: float) -> None:
+        """Move warp `w` to its next instruction (handling window marks) and queue it at time `t`."""
+        nonlocal extrapolated
+        for x in gens[w]:
+            if isinstance(x, _Mark):
+                if x.start:
+                    marks[w][x.key] = t
+                    continue
+                began = marks[w].pop(x.key, t)
+                per_iter = (t - began) / x.measured
+                t += per_iter * x.rest
+                extrapolated += x.rest
+                continue
+            current[w] = x
+            heapq.heappush(heap, (t, w))
+            return
+        current[w] = None
+        end[w] = max(t, mem_done[w], max(regs[w].values(), default=0.0))
+        b = block_of[w]
+        finished[b] = finished.get(b, 0) + 1
+        release(b)
+
+    def release(b: int) -> None:
+        """Let a block's barrier go once every warp of the block has arrived or ended."""
+        wait = waiting.get(b)
+        if wait and len(wait) + finished.get(b, 0) >= members[b]:
+            t = max(at for _, at in wait)
+            waiting[b] = []
+            for w, _ in wait:
+                advance(w, t)
+
+    for w in range(n):
+        advance(w, 0.0)
+    while heap:
+        t, w = heapq.heappop(heap)
+        op = ops[current[w]]  # type: ignore[index]
+        ready = t
+        for r in op.reads:
+            ready = max(ready, regs[w].get(r, 0.0))
+        if op.barrier:
+            arrive = max(ready, mem_done[w]) + op.latency
+            issued += 1
+            waiting.setdefault(block_of[w], []).append((w, arrive))
+            release(block_of[w])
+            continue
+        if op.unit is not None:
+            ready = max(ready, unit_free.get(op.unit, 0.0), issue_free)
+            if op.dram_hold:
+                ready = max(ready, dram_free)
+        if ready > t:
+            heapq.heappush(heap, (ready, w))
+            continue
+        if op.unit is not None:
+            unit_free[op.unit] = t + op.hold
+            issue_free = t + issue_step
+            if op.dram_hold:
+                dram_free = t + op.dram_hold
+        done = t + op.latency
+        for r in op.writes:
+            regs[w][r] = done
+        if op.memory:
+            mem_done[w] = max(mem_done[w], done)
+        issued += 1
+        advance(w, t + 1.0)
+    return SimResult(max(end, default=0.0), issued, extrapolated)
