@@ -6,7 +6,10 @@ pipeline stage (structure, launch, memory, resources, occupancy, time, power, re
 on demand). Prints per kernel the milliseconds, then the median and 95th percentile over all kernels (targets:
 ≤ 5 ms and ≤ 20 ms) and the median per stage.
 
-    .venv/bin/python benchmarks/analysis_speed.py [--repeat 3] [--cpu] [files...]
+    .venv/bin/python benchmarks/analysis_speed.py [--repeat 3] [--cpu] [--time-model MODEL] [files...]
+
+`--time-model` times the analysis with that model chosen (the trace model runs only when chosen; its targets
+are a median <= 100 ms and a worst <= 1 s per kernel); the time stage's median and maximum are printed too.
 
 `--cpu` measures this process's CPU time instead of wall time: on a shared, busy machine wall time counts the
 time other processes held the cores.
@@ -28,6 +31,7 @@ from kerncast.analysis.compile import CompileOptions, compile_cuda
 from kerncast.analysis.gpus.loading import load_gpu
 from kerncast.analysis.ptx import parse_ptx
 from kerncast.analysis.targets import resolve_target
+from kerncast.analysis.timing.estimate import TIME_MODELS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -38,14 +42,15 @@ def _done(value: object) -> Future:
     return fut
 
 
-def kernel_times(path: Path, repeat: int, clock=time.perf_counter) -> list[tuple[str, float, dict[str, float]]]:
+def kernel_times(path: Path, repeat: int, clock=time.perf_counter,
+                 time_model: str = "kerncast") -> list[tuple[str, float, dict[str, float]]]:
     """(kernel, best total ms, ms per stage of that run) for every kernel of one file.
 
     The stages run per kernel; the file's batched power prediction (`finish_power`) runs once for all its
     kernels, as in `analyze_file`, and each kernel is charged an equal share of it.
     """
     source = path.read_text()
-    options = P.AnalysisOptions(lime=False)
+    options = P.AnalysisOptions(lime=False, time_model=time_model)
     target = resolve_target(options.arch, [], options.gpu, options.nvcc_path)  # the arch analyze would use
     options = dataclasses.replace(options, arch=target.arch)
     result = compile_cuda(path, options=CompileOptions(arch=options.arch), with_resources=False)
@@ -91,10 +96,12 @@ def main() -> int:
     parser.add_argument("files", nargs="*", type=Path)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--cpu", action="store_true", help="measure CPU time, not wall time")
+    parser.add_argument("--time-model", choices=tuple(TIME_MODELS), default="kerncast",
+                        help="the time model the analysis runs (default kerncast)")
     args = parser.parse_args()
     clock = time.process_time if args.cpu else time.perf_counter
     files = args.files or sorted([*ROOT.glob("examples/*.cu"), *ROOT.glob("tests/kernels/*.cu")])
-    rows = [row for f in files for row in kernel_times(f, args.repeat, clock)]
+    rows = [row for f in files for row in kernel_times(f, args.repeat, clock, args.time_model)]
     per_stage: dict[str, list[float]] = defaultdict(list)
     print(f"{'kernel':<52} {'ms':>8}")
     for name, ms, stages in rows:
@@ -108,6 +115,8 @@ def main() -> int:
     kind = "CPU" if args.cpu else "wall"
     print(f"\n{kind} time, {len(rows)} kernels: median {statistics.median(totals):.2f} ms (target <= 5), "
           f"p95 {p95:.2f} ms (target <= 20), max {totals[-1]:.2f} ms")
+    timed = sorted(stages.get("time_stage", 0.0) for _, _, stages in rows)
+    print(f"time stage ({args.time_model} model): median {statistics.median(timed):.2f} ms, max {timed[-1]:.2f} ms")
     print("median per stage: " + ", ".join(f"{k} {statistics.median(v):.2f}" for k, v in per_stage.items()))
     return 0
 

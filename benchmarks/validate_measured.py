@@ -7,7 +7,7 @@ small launch, where latency and launch overhead dominate, and a large one), plus
 inside the shown time range and the power interval. `--write` also writes the tables to
 `validation/<gpu>/REPORT.md`. No constant is fitted to these rows.
 
-    .venv/bin/python benchmarks/validate_measured.py --gpu h100 [--write] [--write-error-band]
+    .venv/bin/python benchmarks/validate_measured.py --gpu h100 [--write] [--write-error-band] [--with-trace]
 
 What the comparison can and cannot say: `kerncast measure` times a launch with CUDA events around it, so the
 launch's own latency (a few microseconds) is inside every measured time; the predictions use the profile's
@@ -32,7 +32,9 @@ from kerncast.analysis.pipeline import analyze_file
 _MEASURE = runpy.run_path(str(Path(__file__).with_name("measure_gpu.py")))
 CASES, ROOT, Case = _MEASURE["CASES"], _MEASURE["ROOT"], _MEASURE["Case"]
 
-TIME_MODELS = ("kerncast", "thesis", "mwp-cwp")
+TIME_MODELS: tuple[str, ...] = ("kerncast", "thesis", "mwp-cwp")
+#: the model each analysis chooses: "trace" also runs the trace model, whose time joins the others in `models`
+CHOSEN = {"model": "kerncast"}
 WITHIN = 0.25
 
 #: kernel -> family, for the per-family tables
@@ -83,7 +85,8 @@ def _dims(text: str) -> tuple[int, int, int]:
 
 def _predict(case: Case, gpu: str) -> tuple[dict, tuple, float | None, tuple | None] | None:
     launch = case.overrides()
-    report = analyze_file(ROOT / case.file, options=AnalysisOptions(gpu=gpu, overrides=launch))
+    report = analyze_file(ROOT / case.file, options=AnalysisOptions(gpu=gpu, overrides=launch,
+                                                                  time_model=CHOSEN["model"]))
     k = next((k for k in report.kernels if k.name == case.kernel or k.name.split("(")[0] == case.kernel), None)
     if k is None or k.time is None:
         return None
@@ -167,8 +170,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gpu", required=True, help="profile id with a validation/<gpu>/measurements.csv")
     ap.add_argument("--write", action="store_true", help="write validation/<gpu>/REPORT.md")
+    ap.add_argument("--with-trace", action="store_true", help="run the trace model too and add its column")
     error_spread.add_write_flag(ap, "the kerncast model's error spread on this GPU (its shown range carries it)")
     args = ap.parse_args(argv)
+    global TIME_MODELS
+    if args.with_trace:
+        CHOSEN["model"] = "trace"
+        TIME_MODELS = (*TIME_MODELS, "trace")
     rows = collect(args.gpu)
     if not rows:
         print("no comparable rows")

@@ -8,7 +8,9 @@ printed. The script prints the MAPE of every model (kerncast, the literal thesis
 thesis's own published predictions, per table, per GPU and per kernel, and the acceptance subset: Table 4.8's
 CUDA-sample rows (transposes, matrixMul, vectorAdd, timedReduction on K20, K4200, M60 and GTX 1050).
 
-    .venv/bin/python benchmarks/validate_time.py [--verbose]
+    .venv/bin/python benchmarks/validate_time.py [--verbose] [--with-trace]
+
+`--with-trace` runs the trace model too (it runs only when chosen) and adds its column.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ from launch_case import LaunchCase
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data" / "thesis_times.csv"
-MODELS = ("kerncast", "thesis", "mwp-cwp")
+MODELS: tuple[str, ...] = ("kerncast", "thesis", "mwp-cwp")
+#: the model each analysis chooses: "trace" also runs the trace model, whose time joins the others in `models`
+CHOSEN = {"model": "kerncast"}
 
 
 @dataclass(frozen=True)
@@ -113,7 +117,8 @@ def _predict(case: Case, gpu: str, cache: dict) -> TimeEstimate | None:
     if key not in cache:
         overrides = case.overrides()
         report = analyze_file(ROOT / case.file, text=_source(case),
-                              options=AnalysisOptions(gpu=gpu, arch="sm_75", overrides=overrides))
+                              options=AnalysisOptions(gpu=gpu, arch="sm_75", overrides=overrides,
+                                                      time_model=CHOSEN["model"]))
         k = next((k for k in report.kernels if k.name.split("<", 1)[0] == case.kernel), None)
         cache[key] = k.time if k is not None else None
     return cache[key]
@@ -163,8 +168,13 @@ def collect(verbose: bool = False) -> list[Row]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--verbose", action="store_true", help="print every compared row")
+    ap.add_argument("--with-trace", action="store_true", help="run the trace model too and add its column")
     error_spread.add_write_flag(ap, "the kerncast model's validation error spread")
     args = ap.parse_args(argv)
+    global MODELS
+    if args.with_trace:
+        CHOSEN["model"] = "trace"
+        MODELS = (*MODELS, "trace")
     rows = collect(args.verbose)
     print("\nMAPE against the thesis's measured times (thesis-pub: the thesis's own published predictions)")
 

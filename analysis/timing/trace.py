@@ -7,11 +7,13 @@ partial round simulated on its own), plus the launch's fixed cost (`launch_cost.
 
 Built on what the pipeline has already worked out, not a second copy of it: the CFG and loop nest, the
 trip counts, the dataflow layer's symbolic branch predicates, the memory analysis's sectors and wavefronts
-per request (replays of the load/store unit), and the kerncast model's DRAM bytes (the footprint's
-L2-versus-DRAM split). Memory latency: no per-access cache simulation exists in Kerncast, so a global
-access waits the L2 hit latency plus the DRAM share of the launch's requested bytes times the extra
-latency of DRAM (the loaded latency of the profile's `global_latency`), and holds the SM's share of the
-achievable DRAM bandwidth for that share of its sectors.
+per request (replays of the load/store unit), the kerncast model's DRAM bytes (the footprint's
+L2-versus-DRAM split) and the cache model's L1 reuse (`cache_model.py`). Memory latency: a global access
+waits the L2 hit latency plus the DRAM share of the launch's requested bytes times the extra latency of
+DRAM (the loaded latency of the profile's `global_latency`), or, for a load the cache model finds in L1
+for part of its executions, that share at the L1 hit latency; it holds the SM's share of the achievable
+DRAM bandwidth for the DRAM share of its sectors. The share is one figure for the whole launch (an
+average over its accesses), not a per-access reuse-distance simulation.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from kerncast.analysis.deps import DepGraph, block_dependences
 from kerncast.analysis.isa import InstrClass, classify
 from kerncast.analysis.loops import LoopForest
 from kerncast.analysis.memory.analysis import MemoryAnalysis
+from kerncast.analysis.timing.cache_model import l1_hit_latency, l1_reuse, load_latency, reuse_note
 from kerncast.analysis.timing.constants import timing_constants
 from kerncast.analysis.timing.launch_cost import launch_cost
 from kerncast.analysis.timing.pipelined import achievable_bandwidth_gbs, native_latencies, tensor_slots
@@ -94,8 +97,9 @@ def _dram_share(memory: MemoryAnalysis | None, dram_bytes: float | None, warps: 
 
 
 def _ops(cfg: Cfg, profile: Any, replays: Mapping[int, float], sectors: Mapping[int, float],
-         global_latency: float, dram_cycles_per_sector: float) -> dict[int, Op]:
-    """Each reachable instruction's unit, hold time, latency and registers for the simulator."""
+         global_latency: float, dram_cycles_per_sector: float, load_latencies: Mapping[int, float]) -> dict[int, Op]:
+    """Each reachable instruction's unit, hold time, latency and registers for the simulator;
+    `load_latencies` overrides the global latency of loads that the cache model finds partly in L1."""
     body = cfg.function.body
     units = profile.units
     warp = profile.warp_size
@@ -110,7 +114,7 @@ def _ops(cfg: Cfg, profile: Any, replays: Mapping[int, float], sectors: Mapping[
     ops: dict[int, Op] = {}
     for i, cls in classes.items():
         ins = body[i]
-        lat = float(latency.get(cls.latency, latency.get("misc", 1.0)))
+        lat = load_latencies.get(i, float(latency.get(cls.latency, latency.get("misc", 1.0))))
         if cls.latency == "param" or (cls.type == "misc" and ins.space in _FREE_SPACES):
             ops[i] = Op(None, 0.0, 0.0, ins.registers_read, ins.registers_written)
             continue
@@ -219,7 +223,10 @@ def predict_trace(cfg: Cfg, loops: LoopForest, profile: Any, symbolic: SymbolicR
     bw, bw_note = achievable_bandwidth_gbs(profile)
     bytes_per_cycle_sm = bw * 1e3 / clock / profile.sm_count
     replays, sectors = _replays(memory)
-    ops = _ops(cfg, profile, replays, sectors, global_latency, share * sector / bytes_per_cycle_sm)
+    l1 = l1_hit_latency(profile)
+    reuse = l1_reuse(memory, cfg, loops, sector) if l1 is not None else []
+    own = load_latency(reuse, l1, global_latency) if l1 is not None else {}
+    ops = _ops(cfg, profile, replays, sectors, global_latency, share * sector / bytes_per_cycle_sm, own)
     spans = {b.id: issue_order(block_dependences(cfg, b.id), ops, cfg.function.body)
              for b in cfg.blocks if b.id not in cfg.unreachable}
     resolver = BranchResolver(cfg, loops, symbolic, params, block, grid, warp)
@@ -247,6 +254,7 @@ def predict_trace(cfg: Cfg, loops: LoopForest, profile: Any, symbolic: SymbolicR
         f"trace model memory: a global access waits {global_latency:.0f} cycles ({l2_latency:g}-cycle L2 hit plus "
         f"{share:.0%} of the launch's requested bytes from DRAM at {dram_latency:.0f} cycles; the share is the "
         f"kerncast model's DRAM bytes) and holds the SM's share of {bw:.4g} GB/s ({bw_note}) for that share",
+        *([reuse_note(reuse, l1, global_latency, profile)] if reuse and l1 is not None else []),
         cost.note,
     ]
     return TraceResult(us=cost.fixed_us + cycles / clock, round_cycles=round_sim.cycles, rounds=full_rounds,
