@@ -11,6 +11,7 @@ resolve. The working tree is never written.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from kerncast.analysis.targets import default_gpu
 from kerncast.server.analyze_many import SUFFIXES, collect_files
 from kerncast.server.cmd_analyze import add_launch_arguments, add_time_model_argument, options_from_args
 from kerncast.server.kernel_diff import KernelChange, compare_reports, diff_json, diff_markdown, diff_text, slower_than
+from kerncast.server.multi_gpu import split_gpus
 
 #: seconds allowed for each git command
 GIT_TIMEOUT_S = 30.0
@@ -48,7 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="exit with status 1 when a kernel's predicted time grew by more than PERCENT %%")
     defaults = AnalysisOptions()
     gpu = default_gpu(defaults.gpu)
-    parser.add_argument("--gpu", default=gpu, help=f"GPU profile id; default {gpu}")
+    parser.add_argument("--gpu", default=gpu,
+                        help=f"GPU profile id, or a comma list (a100,h100) for one comparison per GPU; default {gpu}")
     parser.add_argument("--arch", default=None, help="nvcc/ptxas target, e.g. sm_80; default the GPU's")
     parser.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR",
                         help="extra include directory for nvcc (repeatable)")
@@ -191,9 +194,22 @@ def _render(diffs: list[FileDiff], fmt: str, folder: bool) -> str:
     return "\n".join(render(d.changes, d.old_label, d.new_label) for d in diffs)
 
 
+def _render_gpus(runs: list[tuple[str, list[FileDiff]]], fmt: str, folder: bool) -> str:
+    """One GPU: `_render`'s output unchanged. Several: one section per GPU (JSON: `{"by_gpu": [{"gpu", "diff"}]}`
+    with each GPU's single-GPU JSON)."""
+    if len(runs) == 1:
+        return _render(runs[0][1], fmt, folder)
+    if fmt == "json":
+        by_gpu = [{"gpu": gpu, "diff": json.loads(_render(diffs, fmt, folder))} for gpu, diffs in runs]
+        return dumps_strict({"by_gpu": by_gpu}) + "\n"
+    head = "### GPU {}\n\n" if fmt == "markdown" else "== GPU {} ==\n"
+    return "\n".join(head.format(gpu) + _render(diffs, fmt, folder) for gpu, diffs in runs)
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         options = options_from_args(args)
+        gpus = split_gpus(args.gpu)
     except ValueError as exc:
         print(f"kerncast: {exc}", file=sys.stderr)
         return 2
@@ -204,19 +220,24 @@ def run(args: argparse.Namespace) -> int:
     if not path.exists():
         print(f"kerncast: {args.path}: no such file or folder", file=sys.stderr)
         return 2
+    runs = []
     try:
-        diffs = diff_folder(args, path, options) if path.is_dir() else [diff_file(args, path, options)]
+        for gpu in gpus:
+            opts = replace(options, gpu=gpu)
+            runs.append((gpu, diff_folder(args, path, opts) if path.is_dir() else [diff_file(args, path, opts)]))
     except DiffInputError as exc:
         print(f"kerncast: {exc}", file=sys.stderr)
         return 2
-    sys.stdout.write(_render(diffs, args.format, path.is_dir()))
-    errors = [e for d in diffs for e in d.errors]
+    sys.stdout.write(_render_gpus(runs, args.format, path.is_dir()))
+    errors = sorted({e for _, diffs in runs for d in diffs for e in d.errors})
     for e in errors:
         print(e, file=sys.stderr)
     slower = 0
-    for d in diffs:
-        for c in slower_than(d.changes, args.fail_slower) if args.fail_slower is not None else []:
-            slower += 1
-            print(f"kerncast: {c.name} is {c.time_ratio():.2f}x slower than in {d.old_label} "
-                  f"(more than --fail-slower {args.fail_slower:g}%)", file=sys.stderr)
+    for gpu, diffs in runs:
+        on = f" on {gpu}" if len(runs) > 1 else ""
+        for d in diffs:
+            for c in slower_than(d.changes, args.fail_slower) if args.fail_slower is not None else []:
+                slower += 1
+                print(f"kerncast: {c.name} is {c.time_ratio():.2f}x slower than in {d.old_label}{on} "
+                      f"(more than --fail-slower {args.fail_slower:g}%)", file=sys.stderr)
     return 1 if slower or errors else 0

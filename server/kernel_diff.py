@@ -120,8 +120,8 @@ def diff_text(changes: list[KernelChange], old_label: str, new_label: str) -> st
 
 
 def _md(text: str) -> str:
-    """A table cell: pipes and line breaks would end the cell, angle brackets would be read as HTML."""
-    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ")
+    """A table cell: pipes and line breaks would end the cell, and a `<` could open an HTML tag."""
+    return text.replace("|", "\\|").replace("<", "&lt;").replace("\n", " ")
 
 
 def _md_code(text: str) -> str:

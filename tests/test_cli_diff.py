@@ -213,3 +213,22 @@ def test_summary_line_counts_faster_and_unchanged_kernels(repo, capsys):
     status, table, _ = _diff(capsys, str(repo / "examples" / "matmul.cu"), "--rev", "HEAD~1", "--format", "markdown")
     assert status == 0
     assert table.splitlines()[0].endswith(": 2 kernels: 1 faster")  # matmul tiled; scale unchanged
+
+
+def test_two_gpus_give_one_comparison_each(repo, capsys):
+    source = str(repo / "examples" / "matmul.cu")
+    status = cli.main(["diff", source, "--rev", "HEAD~1", "--gpu", "a100,h100", "--format", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert status == 0 and [g["gpu"] for g in data["by_gpu"]] == ["a100", "h100"]
+    mm = {g["gpu"]: next(k for k in g["diff"]["kernels"] if k["name"] == "matmul") for g in data["by_gpu"]}
+    assert mm["a100"]["new"]["time_us"] != mm["h100"]["new"]["time_us"]  # each GPU's own analysis
+    assert all(m["time_ratio"] is not None for m in mm.values())
+    assert cli.main(["diff", source, "--rev", "HEAD~1", "--gpu", "a100,h100"]) == 0
+    text = capsys.readouterr().out
+    assert "== GPU a100 ==" in text and "== GPU h100 ==" in text
+    # --fail-slower judges each GPU: the run fails when the kernel is slower on any of them
+    slower_on = [g for g, m in mm.items() if m["time_ratio"] > 1.01]
+    status = cli.main(["diff", source, "--rev", "HEAD~1", "--gpu", "a100,h100", "--fail-slower", "1"])
+    err = capsys.readouterr().err
+    assert status == (1 if slower_on else 0)
+    assert all(f"on {g} (more than --fail-slower 1%)" in err for g in slower_on)
