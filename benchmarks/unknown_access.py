@@ -38,15 +38,11 @@ from kerncast.analysis.launch import infer_launch
 from kerncast.analysis.loops import find_loops
 from kerncast.analysis.memory import analyze_memory
 from kerncast.analysis.ptx import PtxSyntaxError, parse_ptx
-from kerncast.analysis.ptx.model import Addr, Function, Instruction, Module, Reg
+from kerncast.analysis.ptx.model import Function, Instruction, Module
 from kerncast.analysis.rules import Code
 from kerncast.analysis.toolchain import ToolchainError
 from kerncast.analysis.tripcount import trip_counts, trip_values
 
-#: instructions whose result is a value read from memory or from another lane: an address built from one of
-#: them is an indirection (a gather), whatever arithmetic follows
-_LOADED = frozenset({"ld", "ldu", "atom", "shfl", "tex", "tld4", "suld", "call", "ldmatrix", "vote", "redux",
-                     "match"})
 _INCLUDE_DIR_NAMES = frozenset({"common", "Common", "inc", "include"})
 
 
@@ -106,27 +102,8 @@ def compiled_ptx(cu: Path, arch: str, incs: list[str], cache: Path) -> str | Non
 
 
 def has_indirection(df: KernelDataflow, ins: Instruction) -> bool:
-    """Whether the address of memory instruction `ins` is computed from a loaded (or exchanged) value: the
-    backward slice of its address register over the reaching definitions meets a load, atomic or shuffle."""
-    addr = next((o for o in ins.operands if isinstance(o, Addr)), None)
-    if addr is None or not isinstance(addr.base, Reg) or addr.base.is_special:
-        return False
-    seen: set[int] = set()
-    work = [(addr.base.name, ins)]
-    while work:
-        reg, at = work.pop()
-        for d in df.reaching.at(reg, at):
-            if d.index in seen:
-                continue
-            seen.add(d.index)
-            if d.opcode in _LOADED and not (d.opcode == "ld" and d.space == "param"):
-                return True
-            for s in d.srcs:
-                if isinstance(s, Reg) and not s.is_special:
-                    work.append((s.name, d))
-                elif isinstance(s, Addr) and isinstance(s.base, Reg) and not s.base.is_special:
-                    work.append((s.base.name, d))
-    return False
+    """Whether the address of memory instruction `ins` has a loaded value in it (the dataflow layer's slice)."""
+    return df.reaching.loaded_into(ins)
 
 
 def main_file(module: Module, path: Path) -> str:

@@ -42,3 +42,10 @@ def test_a_padded_index_is_read_at_the_first_warps(scan):
 def test_an_index_that_needs_the_block_size_stays_unknown(scan):
     line = line_of(SCAN, "s[t + blockDim.x + PAD(t + blockDim.x)] = in[g + blockDim.x];")
     assert _codes(scan, line) == {"unknown-access"}
+
+
+def test_an_unknown_access_with_no_loaded_value_is_not_called_a_gather(scan):
+    # the backward slice of the address over the reaching definitions meets no load: the finding says so
+    line = line_of(SCAN, "s[t + blockDim.x + PAD(t + blockDim.x)] = in[g + blockDim.x];")
+    (finding,) = [f for f in scan.all_findings() if f.line == line and f.code == "unknown-access"]
+    assert "no loaded value" in finding.message and "gather" not in finding.message

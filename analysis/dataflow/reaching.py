@@ -9,7 +9,11 @@ loop entry values (`values`) and induction variables (`induction`) are queries o
 from __future__ import annotations
 
 from kerncast.analysis.cfg import Cfg
-from kerncast.analysis.ptx.model import Function, Instruction
+from kerncast.analysis.ptx.model import Addr, Function, Instruction, Reg
+
+#: instructions whose result is a value read from memory or from another lane: an address built from one of
+#: them is an indirection (a gather), whatever arithmetic follows
+LOADED = frozenset({"ld", "ldu", "atom", "shfl", "tex", "tld4", "suld", "call", "ldmatrix", "vote", "redux", "match"})
 
 
 def definitions(fn: Function) -> dict[str, list[Instruction]]:
@@ -71,3 +75,26 @@ class ReachingDefs:
             if p not in in_loop:
                 bits |= self.reach_out[p]
         return self._instructions(bits & self.mask.get(reg, 0))
+
+    def loaded_into(self, ins: Instruction) -> bool:
+        """Whether the address of memory instruction `ins` is computed from a loaded (or exchanged) value: the
+        backward slice of its address register over these definitions meets a load, atomic or shuffle (a
+        kernel parameter's load does not count). An unknown address without one is not a gather."""
+        addr = next((o for o in ins.operands if isinstance(o, Addr)), None)
+        if addr is None or not isinstance(addr.base, Reg) or addr.base.is_special:
+            return False
+        seen: set[int] = set()
+        work = [(addr.base.name, ins)]
+        while work:
+            reg, at = work.pop()
+            for d in self.at(reg, at):
+                if d.index in seen:
+                    continue
+                seen.add(d.index)
+                if d.opcode in LOADED and not (d.opcode == "ld" and d.space == "param"):
+                    return True
+                for src in d.srcs:
+                    base = src.base if isinstance(src, Addr) else src
+                    if isinstance(base, Reg) and not base.is_special:
+                        work.append((base.name, d))
+        return False

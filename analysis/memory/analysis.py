@@ -86,6 +86,9 @@ class AccessInfo(FieldsJson):
     arrays: list[str] = field(default_factory=list)
     active_lanes: float | None = None
     symbolic: bool = False
+    #: for an unknown access, whether a loaded value is in its address (a gather) or only a value the analysis
+    #: cannot compute per lane (an unknown block size, a data-dependent branch before it)
+    gather: bool = True
 
     @property
     def excess_percent(self) -> float:
@@ -801,6 +804,7 @@ def _access(k: _Kernel, ins: Any) -> AccessInfo | None:
         info.active_lanes = sum(lanes_active) / len(lanes_active)
     if not costs or unknown:
         info.known = False
+        info.gather = k.dataflow.reaching.loaded_into(ins)
         return info
     info.known = True
     actual = sum(c.actual for c in costs) / len(costs)

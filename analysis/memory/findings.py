@@ -107,9 +107,12 @@ def build_findings(k: _Kernel, res: MemoryAnalysis, thresholds: Thresholds, cuda
                 put(f.code, (a.wavefronts - a.ideal_wavefronts) * a.executions, f)
         elif a.space in ("global", "shared") and not a.known and a.active_lanes:
             line, col, end, prefix = loc
+            why = ("through an address that depends on loaded data (a gather)" if a.gather else
+                   "through an address with no loaded value in it, but one Kerncast cannot compute lane by lane "
+                   "(it needs the block size, or follows a data-dependent branch or loop)")
             f = Finding(Code.UNKNOWN_ACCESS, "information", line, col, line, end,
-                        f"{prefix}{a.space} {a.kind} through an address that depends on loaded data (a gather): "
-                        "Kerncast cannot tell how the lanes of a warp spread over memory",
+                        f"{prefix}{a.space} {a.kind} {why}: Kerncast cannot tell how the lanes of a warp spread "
+                        "over memory",
                         detail={"space": a.space, "width_bytes": a.width_bytes, "assumed_block": shape},
                         kernel=k.fn.display_name)
             put(f.code, 0.0, f)
