@@ -84,7 +84,8 @@ def _breakdown(k: KernelReport) -> str:
     """The shown model's time split, one bar per part, each scaled to the predicted time.
 
     The kerncast model overlaps its compute and memory lines (the time is not their sum), so its parts are
-    drawn side by side rather than stacked; the thesis and MWP-CWP models show the thesis's Eq. 4.8 terms.
+    drawn side by side rather than stacked; the other models have no split of their own, so the thesis
+    scheduler's Eq. 4.8 terms are shown, and labelled as that model's.
     """
     t = k.time
     if t is None:
@@ -95,7 +96,9 @@ def _breakdown(k: KernelReport) -> str:
         title = "kerncast model: compute and memory lines overlap; the time is the longer one plus what is left"
     else:
         parts = {name.removesuffix("_us").replace("_", " "): v for name, v in t.breakdown.items()}
-        title = "the thesis's terms (Eq. 4.8)"
+        title = ("the thesis scheduler's terms (Eq. 4.8)" if t.model.startswith("thesis") else
+                 f"the {t.model} model gives no split: the thesis scheduler's terms (Eq. 4.8), another model's, "
+                 "for orientation only")
     shown = {n: float(v) for n, v in parts.items() if isinstance(v, int | float) and v > 0}
     if not shown:
         return ""

@@ -168,3 +168,10 @@ def test_report_without_html_prints_each_gpus_figures(capsys):
     rows = [ln.split()[0] for ln in naive.strip().splitlines()]
     assert rows == ["v100", "h100"]
     assert all(" W, energy " in ln and "bottleneck " in ln for ln in naive.strip().splitlines())
+
+
+def test_breakdown_names_the_model_its_terms_belong_to(tmp_path):
+    text = _report(tmp_path, MATMUL, "--time-model", "mwp-cwp").read_text()
+    assert "the mwp-cwp model gives no split: the thesis scheduler&#x27;s terms" in text
+    text = _report(tmp_path, MATMUL).read_text()
+    assert "kerncast model: compute and memory lines overlap" in text
