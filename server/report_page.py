@@ -72,6 +72,11 @@ def _summary(k: KernelReport) -> str:
         rows.append(("power", f"{k.power.watts:.0f} W"))
     if k.energy is not None:
         rows.append(("energy", escape(fmt_energy_uj(k.energy.uj) or "unknown") + " (power x predicted time)"))
+    if k.launch is not None:
+        lj = k.launch.to_json()
+        grid, block = lj.get("grid"), lj.get("block")
+        dims = ["?" if d is None else "x".join(str(v) for v in d) for d in (grid, block)]
+        rows.append(("launch", escape(f"<<<{dims[0]}, {dims[1]}, {lj.get('dynamic_shared_bytes', 0)}>>>")))
     rows.append(("registers/thread", escape(str(k.registers if k.registers is not None else "unknown"))))
     if k.occupancy is not None:
         occ = k.occupancy.to_json()

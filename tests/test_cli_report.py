@@ -175,3 +175,15 @@ def test_breakdown_names_the_model_its_terms_belong_to(tmp_path):
     assert "the mwp-cwp model gives no split: the thesis scheduler&#x27;s terms" in text
     text = _report(tmp_path, MATMUL).read_text()
     assert "kerncast model: compute and memory lines overlap" in text
+
+
+def test_page_states_the_launch(tmp_path):
+    text = _report(tmp_path, MATMUL).read_text()
+    assert "<th>launch</th><td>&lt;&lt;&lt;32x32x1, 32x32x1, 0&gt;&gt;&gt;</td>" in text
+
+
+def test_several_gpus_take_one_file(tmp_path, capsys):
+    assert cli.main(["analyze", str(REPO / "examples"), "--gpu", "a100,h100"]) == 2
+    assert "one file" in capsys.readouterr().err
+    assert cli.main(["analyze", str(MATMUL), "--gpu", "a100,h100", "--format", "sarif"]) == 2
+    assert "text or JSON" in capsys.readouterr().err
