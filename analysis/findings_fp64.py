@@ -88,7 +88,7 @@ def fp64_fix(lines: list[int], text: tuple[str, ...]) -> Fix | None:
 
 
 def fp64_in_fp32(ctx: KernelContext) -> Finding | None:
-    """The kernel's `fp64-in-fp32` finding, on the first line with FP64 work."""
+    """The kernel's `fp64-in-fp32` finding, on the first line with FP64 work that shows its cause."""
     f64 = fp64_instructions(ctx)
     if not f64 or has_double_data(ctx):
         return None
@@ -105,13 +105,14 @@ def fp64_in_fp32(ctx: KernelContext) -> Finding | None:
     else:
         rate = "FP64 runs at a fraction of the FP32 rate"
     converts = sum(1 for i in f64 if i.opcode == "cvt")
-    line = lines[0]
+    # the first line that shows a cause (nvcc may hoist a conversion to the line that loads its operand)
+    line = next((n for n in lines if 1 <= n <= len(text) and line_edits(n, text[n - 1])), lines[0])
     start, end = source_line_range(text, line) if text else (1, 1)
     message = (f"double-precision arithmetic in a float kernel: {len(f64)} FP64 instructions ({converts} "
                f"conversions between float and double), from a double literal or math call promoting float "
                f"values; {rate}")
     related = []
-    for n in lines[1:6]:
+    for n in [n for n in lines if n != line][:5]:
         s, e = source_line_range(text, n) if text else (1, 1)
         related.append(Related(n, s, n, e, "more FP64 work"))
     detail = {"fp64_instructions": len(f64), "conversions": converts, "lines": lines,
