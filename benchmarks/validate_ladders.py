@@ -180,14 +180,16 @@ def load_ladders(root: Path = LADDERS) -> list[Ladder]:
 class Predictor:
     """Analyses each (file, GPU, launch) once and keeps the kernel's time estimate."""
 
-    def __init__(self) -> None:
+    def __init__(self, time_model: str = "kerncast") -> None:
         self._cache: dict[tuple[Path, str, str, LaunchSpec], TimeEstimate | None] = {}
+        self._model = time_model  # "trace" runs the trace model too (only run when chosen)
 
     def estimate(self, file: Path, kernel: str, gpu: str, launch: LaunchSpec) -> TimeEstimate | None:
         """The kernel's time estimate at this launch on this GPU profile; None when it has none."""
         key = (file, kernel, gpu, launch)
         if key not in self._cache:
-            report = analyze_file(file, options=AnalysisOptions(gpu=gpu, overrides=launch.overrides(), lime=False))
+            report = analyze_file(file, options=AnalysisOptions(gpu=gpu, overrides=launch.overrides(), lime=False,
+                                                                time_model=self._model))
             k = next((k for k in report.kernels if k.name.split("<", 1)[0] == kernel), None)
             self._cache[key] = k.time if k is not None else None
         return self._cache[key]
@@ -325,7 +327,7 @@ class LadderResult:
 def evaluate(ladders: Iterable[Ladder], model: str, gpus: Sequence[str] = (),
              predictor: Predictor | None = None) -> tuple[list[LadderResult], list[str]]:
     """Every (ladder, GPU) result, and a line for each version that got no prediction."""
-    predictor = predictor or Predictor()
+    predictor = predictor or Predictor("trace" if model == "trace" else "kerncast")
     results, missing = [], []
     for ladder in ladders:
         for gpu in ladder.gpus:

@@ -37,7 +37,7 @@ from kerncast.analysis.timing.cache_model import l1_hit_latency, l1_reuse, load_
 from kerncast.analysis.timing.constants import timing_constants
 from kerncast.analysis.timing.launch_cost import launch_cost
 from kerncast.analysis.timing.pipelined import achievable_bandwidth_gbs, native_latencies, tensor_slots
-from kerncast.analysis.timing.trace_paths import ASSUMED, DIVERGENT, BranchResolver, WarpTrace, build_trace
+from kerncast.analysis.timing.trace_paths import ASSUMED, DIVERGENT, BranchResolver, Item, WarpTrace, build_trace
 from kerncast.analysis.timing.trace_sim import Op, simulate_round
 
 MODEL = "trace"
@@ -199,6 +199,20 @@ def _round_traces(resolver: BranchResolver, cfg: Cfg, loops: LoopForest, trips: 
     return out, len(shared)
 
 
+def warp_groups(traces: list[tuple[int, WarpTrace]], most: int) -> list[tuple[int, tuple[Item, ...], int]]:
+    """The simulated entries: alike warps of one block (same trace) in groups, so that no more than about
+    `most` entries run (`simulate_round`'s multiplicity); one entry per warp when the round is small."""
+    size = max(1, math.ceil(len(traces) / max(1, most)))
+    by_class: dict[tuple[int, int], list[WarpTrace]] = {}
+    for block, trace in traces:
+        by_class.setdefault((block, id(trace)), []).append(trace)
+    out: list[tuple[int, tuple[Item, ...], int]] = []
+    for (block, _), members in by_class.items():
+        for start in range(0, len(members), size):
+            out.append((block, members[0].items, len(members[start:start + size])))
+    return out
+
+
 def predict_trace(cfg: Cfg, loops: LoopForest, profile: Any, symbolic: SymbolicResult, *, blocks: int,
                   threads_per_block: int, grid: tuple[int, int, int], block: tuple[int, int, int],
                   blocks_per_sm: int, trips: Mapping[int, float], params: Mapping[int, int],
@@ -234,10 +248,11 @@ def predict_trace(cfg: Cfg, loops: LoopForest, profile: Any, symbolic: SymbolicR
                                      warps_per_block=warps_per_block, sm_count=profile.sm_count)
     dispatch = float(profile.units.get("dispatch_units") or profile.units.get("warp_schedulers") or 1)
     full_rounds, tail_blocks = divmod(blocks_on_sm, resident)
-    round_sim = simulate_round([(r, t.items) for r, t in traces], ops, spans, dispatch=dispatch, window=window)
+    most = int(const["window"]["simulated_warps"])
+    round_sim = simulate_round(warp_groups(traces, most), ops, spans, dispatch=dispatch, window=window)
     tail = 0.0
     if tail_blocks:
-        tail = simulate_round([(r, t.items) for r, t in traces if r < tail_blocks], ops, spans,
+        tail = simulate_round(warp_groups([(r, t) for r, t in traces if r < tail_blocks], most), ops, spans,
                               dispatch=dispatch, window=window).cycles
     cycles = round_sim.cycles * full_rounds + tail
     cost = launch_cost(profile, cycles / clock)

@@ -3,8 +3,9 @@
 The semantics of seed 001's simulator (its Fig. 2), on Kerncast's abstract SM:
 
 * each warp runs its own trace in order; before an instruction it waits for its operands (a per-warp
-  scoreboard of register ready times: a result is ready `latency` cycles after issue) and for the unit the
-  instruction needs (a unit is held `warp / lanes x replays` cycles per warp instruction, the replays being
+  scoreboard of register ready times: a result is ready `latency` cycles after issue), then for the unit the
+  instruction needs, first come first served among the warps whose operands are ready (a unit is held
+  `warp / lanes x replays` cycles per warp instruction, the replays being
   the memory analysis's sectors or wavefronts per request over the ideal); the SM issues at most
   `dispatch` warp instructions per cycle and a warp at most one per cycle;
 * the clock always jumps to the earliest time some warp can act (a heap of warps keyed by that time);
@@ -81,12 +82,15 @@ def _expand(items: Sequence[Item], blocks: Mapping[int, Sequence[int]], window: 
             yield from blocks[it]
 
 
-def simulate_round(traces: Sequence[tuple[int, Sequence[Item]]], ops: Mapping[int, Op],
+def simulate_round(traces: Sequence[tuple[int, Sequence[Item], int]], ops: Mapping[int, Op],
                    blocks: Mapping[int, Sequence[int]], *, dispatch: float, window: tuple[int, int]) -> SimResult:
-    """Simulate warps `(block in the round, trace)` sharing one SM until all have ended; cycles of the round.
-    `blocks` gives each basic block's instructions in issue order."""
+    """Simulate warps `(block in the round, trace, multiplicity)` sharing one SM until all have ended; cycles
+    of the round. `blocks` gives each basic block's instructions in issue order. An entry of multiplicity k
+    stands for k alike warps of one block issuing in lockstep: each instruction holds its unit, the issue
+    slots and the DRAM share k times as long (one warp with k independent copies of its work)."""
     n = len(traces)
-    gens = [_expand(items, blocks, window, [0]) for _, items in traces]
+    gens = [_expand(items, blocks, window, [0]) for _, items, _ in traces]
+    mult = [float(k) for _, _, k in traces]
     regs: list[dict[str, float]] = [{} for _ in range(n)]
     mem_done = [0.0] * n
     end = [0.0] * n
@@ -96,7 +100,7 @@ def simulate_round(traces: Sequence[tuple[int, Sequence[Item]]], ops: Mapping[in
     dram_free = 0.0
     issue_free = 0.0
     issue_step = 1.0 / max(dispatch, 1e-9)
-    block_of = [b for b, _ in traces]
+    block_of = [b for b, _, _ in traces]
     members: dict[int, int] = {}
     for b in block_of:
         members[b] = members.get(b, 0) + 1
@@ -151,23 +155,24 @@ def simulate_round(traces: Sequence[tuple[int, Sequence[Item]]], ops: Mapping[in
             waiting.setdefault(block_of[w], []).append((w, arrive))
             release(block_of[w])
             continue
-        if op.unit is not None:
-            ready = max(ready, unit_free.get(op.unit, 0.0), issue_free)
-            if op.dram_hold:
-                ready = max(ready, dram_free)
         if ready > t:
             heapq.heappush(heap, (ready, w))
             continue
+        start = t
         if op.unit is not None:
-            unit_free[op.unit] = t + op.hold
-            issue_free = t + issue_step
+            # reserve the unit and an issue slot now, first come first served among the warps ready by now:
+            # a warp that finds them busy issues when they free up, without polling for them
+            start = max(t, unit_free.get(op.unit, 0.0), issue_free, dram_free if op.dram_hold else 0.0)
+            k = mult[w]
+            unit_free[op.unit] = start + op.hold * k
+            issue_free = start + issue_step * k
             if op.dram_hold:
-                dram_free = t + op.dram_hold
-        done = t + op.latency
+                dram_free = start + op.dram_hold * k
+        done = start + op.latency
         for r in op.writes:
             regs[w][r] = done
         if op.memory:
             mem_done[w] = max(mem_done[w], done)
         issued += 1
-        advance(w, t + 1.0)
+        advance(w, start + mult[w])
     return SimResult(max(end, default=0.0), issued, extrapolated)
