@@ -42,6 +42,7 @@ from kerncast.analysis.context import (
 )
 from kerncast.analysis.demangle import demangle
 from kerncast.analysis.findings_fp64 import fp64_stage
+from kerncast.analysis.findings_intdiv import slow_division_stage
 from kerncast.analysis.findings_launch import launch_configuration_stage
 from kerncast.analysis.findings_local import local_memory_stage
 from kerncast.analysis.findings_sync import barrier_divergence_stage
@@ -638,4 +639,5 @@ STAGES: list[Stage] = [
     resource_stage,
     local_memory_stage,
     fp64_stage,
+    slow_division_stage,
 ]

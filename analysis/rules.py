@@ -46,6 +46,7 @@ class Code(StrEnum):
     BARRIER_DIVERGENCE = "barrier-divergence"
     LOCAL_MEMORY = "local-memory"
     FP64_IN_FP32 = "fp64-in-fp32"
+    SLOW_INTEGER_DIVISION = "slow-integer-division"
     ANALYSIS_BUDGET = "analysis-budget"
 
 

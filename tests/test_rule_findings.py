@@ -17,7 +17,8 @@ from tests.test_memory_corpus import expected_findings
 KERNELS = Path(__file__).resolve().parent / "kernels"
 #: the codes these files check, and the corpus file of each
 FILES = {"launch-configuration": "launch_config.cu", "barrier-divergence": "barriers.cu",
-         "local-memory": "local_arrays.cu", "fp64-in-fp32": "fp64_promotion.cu"}
+         "local-memory": "local_arrays.cu", "fp64-in-fp32": "fp64_promotion.cu",
+         "slow-integer-division": "int_division.cu"}
 CODES = set(FILES)
 
 
@@ -127,3 +128,14 @@ def test_fp64_rate_and_fix_keep_their_promise(reports: dict[str, FileReport], tm
         assert after.ok
         now = sorted((g.kernel, g.code) for g in after.all_findings() if g.code != "compile-warning")
         assert now == [x for x in before if x != (f.kernel, f.code)], f.kernel
+
+
+def test_slow_division_cost(reports: dict[str, FileReport]) -> None:
+    """Each run-time division counts about 20 instructions (data/int_division.toml); a constant divisor, a
+    division outside a loop and a shift stay silent."""
+    by = {k.name.split("(")[0]: [f for f in k.findings if f.code == "slow-integer-division"]
+          for k in reports["int_division.cu"].kernels}
+    f = by["rowsOfFlat"][0]
+    assert f.detail["divisions"] == 1 and f.detail["instructions_per_division"] == 20 and "div.s32" in f.message
+    assert f.severity == ("warning" if f.detail["share_of_loop"] >= 0.2 else "information")
+    assert by["constantDivisor"] == [] and by["divideOnce"] == [] and by["shiftInLoop"] == []

@@ -1,0 +1,85 @@
+"""The `slow-integer-division` finding: an integer `/` or `%` by a run-time value inside a loop.
+
+PTX's `div`/`rem` by a register looks like one instruction, but the GPUs have no integer divider: ptxas expands
+each into about twenty (`data/int_division.toml`). Inside a loop that cost repeats every iteration; by a
+constant, nvcc already emits a multiply and shift, so only divisors held in a register are reported. Severity
+by the expanded divisions' share of the loop body's instructions: a warning from `warning_share`, else an
+information.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from functools import cache
+from importlib import resources
+
+from kerncast.analysis.context import KernelContext
+from kerncast.analysis.ptx.model import Instruction, Reg, loc_in_file
+from kerncast.analysis.report import Finding, source_line_range, source_lines
+from kerncast.analysis.rules import Code
+
+_INT_TYPES = frozenset({"s32", "u32", "s64", "u64", "s16", "u16"})
+
+
+@cache
+def division_costs() -> tuple[int, float]:
+    """(instructions one expanded division takes, body share for a warning)."""
+    text = resources.files("kerncast.analysis").joinpath("data/int_division.toml").read_text(encoding="utf-8")
+    data = tomllib.loads(text)
+    return int(data["instructions_per_division"]), float(data["warning_share"])
+
+
+def is_runtime_division(ins: Instruction) -> bool:
+    """An integer `div`/`rem` whose divisor is a register (a constant divisor is already a multiply)."""
+    return (ins.opcode in ("div", "rem") and bool(_INT_TYPES & set(ins.modifiers)) and len(ins.operands) == 3
+            and isinstance(ins.operands[2], Reg))
+
+
+def slow_divisions(ctx: KernelContext) -> list[Finding]:
+    """One finding per source line with run-time integer divisions inside a loop."""
+    cfg, forest = ctx.cfg, ctx.loops
+    per_line: dict[int, list[Instruction]] = {}
+    loop_of: dict[int, int] = {}
+    for ins in ctx.function.body:
+        if not is_runtime_division(ins):
+            continue
+        block = cfg.block_of[ins.index]
+        if block not in forest.innermost:
+            continue
+        here = loc_in_file(ins.loc, ctx.main_file) if ins.loc is not None else None
+        line = here.line if here is not None else (ins.ptx_line if ctx.main_file is None else None)
+        if line is None:
+            continue
+        per_line.setdefault(line, []).append(ins)
+        loop_of.setdefault(line, forest.innermost[block])
+    if not per_line:
+        return []
+    cost, warn_share = division_costs()
+    text = source_lines(ctx.cuda_source) if ctx.cuda_source else ()
+    loops = {loop.id: loop for loop in forest.loops}
+    out = []
+    for line, divs in sorted(per_line.items()):
+        loop = loops[loop_of[line]]
+        body = sum(cfg.blocks[b].end - cfg.blocks[b].start for b in loop.blocks)
+        expanded = cost * len(divs)
+        share = expanded / (body - len(divs) + expanded) if body else 1.0
+        ops = ", ".join(sorted({f"{i.opcode}.{next(m for m in i.modifiers if m in _INT_TYPES)}" for i in divs}))
+        message = (f"integer division by a run-time value in a loop: {len(divs)} x {ops} (the loop's code as "
+                   f"compiled, unrolled copies included) expand to about {expanded} instructions, {share:.0%} of the "
+                   "loop body's, on every pass")
+        start, end = source_line_range(text, line) if text else (1, 1)
+        detail = {"divisions": len(divs), "instructions_per_division": cost, "loop_body_instructions": body,
+                  "share_of_loop": round(share, 3),
+                  "advice": "hoist the division out of the loop (carry the quotient and remainder along), use a "
+                            "power of two and shifts/masks, or divide by a compile-time constant"}
+        severity = "warning" if share >= warn_share else "information"
+        out.append(Finding(Code.SLOW_INTEGER_DIVISION, severity, line, start, line, end, message, detail=detail,
+                           kernel=ctx.report.name))
+    return out
+
+
+def slow_division_stage(ctx: KernelContext) -> None:
+    """Pipeline stage: add the kernel's `slow-integer-division` findings."""
+    if ctx.report.line is None and ctx.cuda_source is not None:
+        return  # defined in an included file: that file's own analysis reports it
+    ctx.report.findings.extend(slow_divisions(ctx))
