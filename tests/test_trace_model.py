@@ -1,6 +1,6 @@
-"""The trace model (`--time-model trace`) on real kernels compiled by nvcc: seed 001's Fig. 2 behaviour around
-a barrier, warps that skip a loop, divergent and data-dependent branches, a cost bounded by the simulation
-window, and its place beside the other models in the JSON report."""
+"""The trace model (`--time-model trace`) on real kernels compiled by nvcc: the trace-based estimation's
+Fig. 2 behaviour around a barrier, warps that skip a loop, divergent and data-dependent branches, a cost
+bounded by the simulation window, and its place beside the other models in the JSON report."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The trace model (`--time-model trace`): per-warp traces run through a warp-pipeline simulation (seed 001).
+"""The trace model (`--time-model trace`): per-warp traces run through a warp-pipeline simulation, after the
+hybrid source-analysis and trace-based simulation approach to GPU performance estimation.
 
 Where the three other models are closed-form, this one follows each warp of one round of resident blocks
 through its own sequence of basic blocks (`trace_paths.py`) and simulates the round on one SM event by

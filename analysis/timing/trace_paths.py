@@ -1,7 +1,7 @@
 """Per-warp execution traces for the trace model: the basic blocks one warp runs, in order, loops folded.
 
-The trace-based estimation of seed 001 walks the CFG once per warp with a bidirectional branch search; a
-structured walk over the loop-nest tree gives the same traces more simply (the digest's "simplified view"):
+The hybrid trace-based estimation this model follows walks the CFG once per warp with a bidirectional
+branch search; a structured walk over the loop-nest tree gives the same traces more simply:
 
 * a loop becomes one `LoopRun` item holding its body's items and its trip count (from the trip-count stage),
   so a trace is O(blocks), never O(iterations); the simulator expands a window of the iterations;

@@ -1,6 +1,7 @@
 """The trace model's warp-pipeline simulation: one round of resident blocks on one SM, event by event.
 
-The semantics of seed 001's simulator (its Fig. 2), on Kerncast's abstract SM:
+The semantics of the trace-based estimation's simulator (the one-round warp pipeline of its Fig. 2), on
+Kerncast's abstract SM:
 
 * each warp runs its own trace in order; before an instruction it waits for its operands (a per-warp
   scoreboard of register ready times: a result is ready `latency` cycles after issue), then for the unit the

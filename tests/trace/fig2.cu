@@ -1,4 +1,4 @@
-// Seed 001's Fig. 2 on real kernels: two blocks of two warps per SM (160 blocks of 64 threads on an 80-SM
+// The trace-based estimation's Fig. 2 on real kernels: two blocks of two warps per SM (160 blocks of 64 threads on an 80-SM
 // V100), a short dependent compute chain, one barrier, a long one, and four coalesced global loads whose
 // values are used at the end. Issued after the barrier, they overlap the long chain and the barrier costs
 // nothing (the warps reach it together); moved before it, the barrier holds each warp until its loads are
