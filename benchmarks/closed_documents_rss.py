@@ -7,7 +7,11 @@ analyses produce and give the memory back: once it is idle again its RSS should 
 started. "start" is read after initialize; "warm" after one small document was opened, analysed and closed (the
 modules an analysis loads, the power model among them, stay loaded: they are not a per-document cost).
 
-    .venv/bin/python benchmarks/closed_documents_rss.py [--mb 3] [--documents 9] [--close-after 1.0]
+    .venv/bin/python benchmarks/closed_documents_rss.py [--mb 3] [--documents 9] [--close-after 1.0] [--rounds 2]
+
+`--rounds 2` tells a leak (the RSS grows each round) from heap fragmentation (it levels off). The server starts
+with this script's environment, so `PYTHONMALLOC=malloc` in front compares CPython's small-object allocator,
+whose 1 MB arenas stay mapped while any object in them lives, with the C allocator that `malloc_trim` empties.
 """
 
 from __future__ import annotations
