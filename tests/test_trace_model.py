@@ -112,3 +112,19 @@ def test_json_report_holds_the_trace_time_beside_the_other_models(nvcc_available
 def test_the_setting_accepts_the_trace_model():
     settings, warnings = parse_settings({"kerncast": {"timeModel": "trace"}})
     assert settings.options.time_model == "trace" and warnings == []
+
+
+def test_a_disagreement_with_the_kerncast_model_is_named(nvcc_available):
+    """matmulNaive: the trace model sees about half the kerncast time, beyond the 1.5x of data/trace.toml;
+    fmaLoop: the two agree, and nothing is said."""
+    options = AnalysisOptions(gpu="v100", time_model="trace")
+    naive = next(k for k in analyze_file(ROOT / "examples" / "matmul.cu", options=options).kernels
+                 if k.name.startswith("matmulNaive")).time
+    ratio = max(naive.models["trace"], naive.models["kerncast"]) / min(naive.models["trace"], naive.models["kerncast"])
+    notes = [a for a in naive.assumptions if "disagree" in a]
+    assert ratio > 1.5 and len(notes) == 1 and f"{ratio:.1f}x" in notes[0]
+    lo, hi = naive.range_us
+    assert lo <= min(naive.models["trace"], naive.models["kerncast"]) and hi >= max(naive.models.values())
+    fma = analyze_file(ROOT / "examples" / "fma_loop.cu", options=options).kernels[0].time
+    assert fma.models["trace"] == pytest.approx(fma.models["kerncast"], rel=0.5)
+    assert not any("disagree" in a for a in fma.assumptions)

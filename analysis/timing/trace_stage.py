@@ -12,7 +12,7 @@ from __future__ import annotations
 from kerncast.analysis.context import KernelContext
 from kerncast.analysis.dataflow import ODD_PTX_ERRORS
 from kerncast.analysis.timing.estimate import TimeEstimate
-from kerncast.analysis.timing.trace import MODEL, predict_trace
+from kerncast.analysis.timing.trace import MODEL, predict_trace, trace_constants
 from kerncast.analysis.tripcount import trip_values
 
 
@@ -45,6 +45,7 @@ def add_trace_model(ctx: KernelContext, est: TimeEstimate) -> None:
         est.assumptions.append(f"trace model not run ({type(exc).__name__}: {exc}): the kerncast time is shown")
         return
     others = list(est.models.values())
+    kerncast = est.models.get("kerncast")
     est.models[MODEL] = res.us
     est.us, est.cycles, est.model = res.us, res.us * profile.core_clock_mhz, MODEL
     est.range_us = (min([res.us, *others]), max([res.us, *others]))
@@ -55,4 +56,19 @@ def add_trace_model(ctx: KernelContext, est: TimeEstimate) -> None:
                        "trace_issued": res.issued, "trace_divergent_branches": res.divergent_branches,
                        "trace_assumed_branches": res.assumed_branches})
     est.assumptions.extend(res.notes)
+    note = disagreement(res.us, kerncast)
+    if note:
+        est.assumptions.append(note)
     est.assumptions.append(est.range_basis)
+
+
+def disagreement(trace_us: float, kerncast_us: float | None) -> str | None:
+    """A note when the trace and kerncast models differ by more than `data/trace.toml`'s factor: two different
+    kinds of model disagreeing is worth saying, and the shown range covers both."""
+    if not kerncast_us or kerncast_us <= 0 or trace_us <= 0:
+        return None
+    ratio = max(trace_us, kerncast_us) / min(trace_us, kerncast_us)
+    if ratio <= float(trace_constants()["disagreement"]["factor"]):
+        return None
+    return (f"the trace and kerncast models disagree by {ratio:.1f}x ({trace_us:.4g} us against "
+            f"{kerncast_us:.4g} us): the range covers both")
