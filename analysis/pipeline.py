@@ -72,6 +72,7 @@ from kerncast.analysis.resource_findings import resource_stage
 from kerncast.analysis.rules import Code
 from kerncast.analysis.source_model import scan_file, scan_source
 from kerncast.analysis.targets import resolve_target
+from kerncast.analysis.timing.gains import gain_stage
 from kerncast.analysis.timing.stages import occupancy_stage, time_stage
 
 if TYPE_CHECKING:
@@ -640,4 +641,5 @@ STAGES: list[Stage] = [
     local_memory_stage,
     fp64_stage,
     slow_division_stage,
+    gain_stage,  # last: it reads the time and the findings of every stage before it
 ]

@@ -302,6 +302,8 @@ def to_diagnostic(f: Finding, uri: str, lines: list[str]) -> lsp.Diagnostic:
         range=finding_range(f, lines), message=message, severity=SEVERITY.get(f.severity),
         code=str(f.code), code_description=lsp.CodeDescription(href=rule(f.code).href), source=SOURCE,
         related_information=related or None,
+        # a client may sort a kernel's diagnostics by what fixing each is predicted to buy
+        data={"gain": f.detail["gain"]} if "gain" in f.detail else None,
     )
 
 

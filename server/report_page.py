@@ -138,6 +138,8 @@ def _findings(k: KernelReport) -> str:
     items = []
     for f in k.findings:
         gain = f.detail.get("gain") if f.detail else None
+        if isinstance(gain, dict) and "speedup" in gain:  # the message already says it in words
+            gain = f'{gain["speedup"]:.2f}x, {gain.get("model", "model")}'
         gain_text = f" (gain: {escape(str(gain))})" if gain is not None else ""
         items.append(f'<li class="finding-{escape(f.severity)}">line {f.line}: {escape(f.severity)} '
                      f"[{escape(str(f.code))}] {escape(f.message)}{gain_text}</li>")

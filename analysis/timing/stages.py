@@ -8,8 +8,9 @@ itself is inferred by `kerncast.analysis.launch_stage`, the GPU profile loaded b
 from __future__ import annotations
 
 from kerncast.analysis.context import KernelContext
+from kerncast.analysis.memory.analysis import MemoryAnalysis
 from kerncast.analysis.occupancy import compute_occupancy
-from kerncast.analysis.timing.estimate import DEFAULT_TIME_MODEL, predict_time
+from kerncast.analysis.timing.estimate import DEFAULT_TIME_MODEL, TimeEstimate, predict_time
 from kerncast.analysis.timing.trace_stage import add_trace_model
 from kerncast.analysis.tripcount import trip_count_assumptions, trip_values
 
@@ -41,21 +42,32 @@ def time_stage(ctx: KernelContext) -> None:
     notes = list(launch.assumptions) + trip_count_assumptions(ctx.trip_counts)
     notes += ctx.time_assumptions
     occ = ctx.report.occupancy
-    blocks_per_sm = None
-    occupancy = None
     if occ is not None:
         notes += list(occ.notes)
         if occ.active_blocks_per_sm <= 0:
             ctx.report.notes.append("no time prediction: the launch cannot run on "
                                     f"{profile.name} ({occ.limiter} limit)")
             return
-        blocks_per_sm, occupancy = occ.active_blocks_per_sm, occ.occupancy
-    est = predict_time(ctx.cfg, ctx.loops, profile, blocks=launch.blocks, threads_per_block=launch.threads_per_block,
-                       trips=trip_values(ctx.trip_counts), blocks_per_sm=blocks_per_sm, occupancy=occupancy,
-                       registers=ctx.report.registers, shared_bytes=ctx.report.shared_bytes or 0,
-                       memory=ctx.memory, assumptions=notes, model=DEFAULT_TIME_MODEL
-                       if ctx.options.time_model == "trace" else ctx.options.time_model,
-                       grid=launch.grid_dims(), block=launch.block_dims())
+    est = repredict(ctx, ctx.memory, notes)
     ctx.report.time = est
     if ctx.options.time_model == "trace":
         add_trace_model(ctx, est)
+
+
+def static_model(ctx: KernelContext) -> str:
+    """The `predict_time` model of the kernel's options: the trace model's own runs start from kerncast's."""
+    return DEFAULT_TIME_MODEL if ctx.options.time_model == "trace" else ctx.options.time_model
+
+
+def repredict(ctx: KernelContext, memory: MemoryAnalysis | None, notes: list[str] | None = None) -> TimeEstimate:
+    """`predict_time` on the kernel's launch and occupancy with `memory` as its memory analysis: the time stage
+    passes the kernel's own, the gain estimate a copy with one finding's cost removed. Call only where the time
+    stage predicted a time (a profile, a runnable launch)."""
+    launch, occ = ctx.report.launch, ctx.report.occupancy
+    assert ctx.gpu is not None and launch is not None and launch.blocks and launch.threads_per_block
+    blocks_per_sm, occupancy = (occ.active_blocks_per_sm, occ.occupancy) if occ is not None else (None, None)
+    return predict_time(ctx.cfg, ctx.loops, ctx.gpu, blocks=launch.blocks, threads_per_block=launch.threads_per_block,
+                        trips=trip_values(ctx.trip_counts), blocks_per_sm=blocks_per_sm, occupancy=occupancy,
+                        registers=ctx.report.registers, shared_bytes=ctx.report.shared_bytes or 0,
+                        memory=memory, assumptions=notes, model=static_model(ctx),
+                        grid=launch.grid_dims(), block=launch.block_dims())

@@ -1,0 +1,79 @@
+"""The estimated gain of a performance finding is a promise about the time model's next answer: every
+uncoalesced access and bank conflict of the examples carries one, and applying a verified quick fix (compiled
+again with the real nvcc and analysed again) moves the kernel's predicted time the way and about as far as the
+gain said."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from kerncast.analysis.fixing import applicable_fix, apply_edits, broken_promises
+from kerncast.analysis.pipeline import analyze_file
+from kerncast.analysis.report import FileReport, Finding
+from kerncast.analysis.timing.gains import gain_text
+
+REPO = Path(__file__).resolve().parent.parent
+GAINED = ("uncoalesced-global", "shared-bank-conflict")
+
+
+def _time(report: FileReport, kernel: str | None) -> float:
+    """The kernel's time as the default (kerncast) model predicts it."""
+    [k] = [k for k in report.kernels if k.name == kernel]
+    assert k.time is not None, f"{kernel}: no predicted time"
+    return k.time.models["kerncast"]
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "examples").glob("*.cu")))
+def test_every_performance_finding_of_the_examples_has_a_gain(name: str) -> None:
+    path = REPO / "examples" / name
+    report = analyze_file(path)
+    for f in report.all_findings():
+        if str(f.code) not in GAINED:
+            continue
+        gain = f.detail.get("gain")
+        assert gain is not None, f"{name}:{f.line} {f.code} has no gain"
+        assert gain["model"] == "kerncast"
+        assert gain["time_us_after"] <= gain["time_us_before"] * (1 + 1e-9), gain
+        assert gain["speedup"] == pytest.approx(gain["time_us_before"] / gain["time_us_after"], rel=1e-3)
+        assert gain["time_us_before"] == pytest.approx(_time(report, f.kernel)), "gain not against the shown time"
+        assert f.message.endswith(gain_text(gain["speedup"])), f.message
+
+
+def _fixed(path: Path, code: str, kernel: str) -> tuple[Finding, float, float]:
+    """The finding's gain and the kernel's time before and after its verified fix (unsafe ones included)."""
+    text = path.read_text(encoding="utf-8")
+    before = analyze_file(path)
+    [finding] = [f for f in before.all_findings() if str(f.code) == code and f.kernel == kernel]
+    fix = applicable_fix(finding, unsafe=True)
+    assert fix is not None, f"{kernel}: no applicable fix for {code}"
+    after = analyze_file(path, text=apply_edits(text, fix.edits))
+    assert broken_promises(before, after, finding, fix) == [], "the fix did not verify"
+    return finding, _time(before, kernel), _time(after, kernel)
+
+
+@pytest.mark.parametrize(("file", "code", "kernel"), [
+    ("examples/transpose.cu", "uncoalesced-global", "transposeNaive"),  # the tiled-transpose rewrite
+    ("examples/transpose.cu", "shared-bank-conflict", "transposeTiled"),  # padding the tile
+    ("tests/kernels/block2d.cu", "uncoalesced-global", "columnMajor"),  # swapping the thread indices
+])
+def test_a_verified_fix_moves_the_time_as_its_gain_promised(file: str, code: str, kernel: str) -> None:
+    finding, before, after = _fixed(REPO / file, code, kernel)
+    promised = finding.detail["gain"]["speedup"]
+    actual = before / after
+    print(f"{kernel} {code}: gain {promised:.3f}x promised, {actual:.3f}x after the fix "
+          f"({before:.2f} -> {after:.2f} us)")
+    assert 0.5 <= actual / promised <= 2.0
+    if promised >= 1.02:  # a real promise: the time must drop
+        assert after < before
+    else:  # "buys little": the time does not move much either way
+        assert actual == pytest.approx(1.0, abs=0.05)
+
+
+def test_a_kernel_without_the_cost_gets_no_gain() -> None:
+    """A coalesced copy and a padded tile have no finding, hence nothing to gain: no gain is made up for the
+    kernel's other findings (the energy hotspot, a divergent branch) either."""
+    report = analyze_file(REPO / "examples" / "transpose.cu")
+    for f in report.all_findings():
+        if f.kernel == "transposePadded" or str(f.code) not in GAINED:
+            assert "gain" not in f.detail, f"{f.code} on {f.kernel} got a gain"
