@@ -4,7 +4,8 @@ C++ promotes a `float` to `double` wherever it meets a double: an unsuffixed lit
 the double overload (`sqrt(x)`, `exp(x)`). nvcc then converts (`cvt.f64.f32`), computes in FP64 and converts
 back, on units that run at a fraction of the FP32 rate (1/2 on an H100, 1/64 on consumer GPUs; the ratio is
 the GPU profile's DPU:SP units). Reported when the kernel computes in `f64` but reads and writes no `f64` data
-(global, shared, local or a parameter): then the doubles are an accident of the source, not its data. A
+(global, shared, local or a parameter): then the doubles are an accident of the source, not its data; and
+only on lines that show the cause (FP64 on a plain `sinf` line is the library's slow path). A
 quick fix is attached where every line with FP64 work shows its cause: the literal gets its `f` suffix and
 the math call its float name (`sqrtf`); the result changes in its last bits (FP32 rounding), so it is offered
 as unsafe.
@@ -71,6 +72,25 @@ def line_edits(line: int, text: str) -> list[TextEdit]:
     return sorted(edits, key=lambda e: e.column)
 
 
+_DEFINE_RE = re.compile(r"^\s*#\s*define\s+([A-Za-z_]\w*)\s+\(?\s*[-+]?((?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?|"
+                        r"\d+[eE][+-]?\d+)\s*\)?\s*(?://.*)?$", re.M)
+
+
+def double_macros(source: str) -> frozenset[str]:
+    """The names #defined as an unsuffixed floating literal (`#define ETA 0.3`): their uses promote too."""
+    return frozenset(m.group(1) for m in _DEFINE_RE.finditer(source))
+
+
+def shows_cause(text: str, macros: frozenset[str]) -> bool:
+    """Whether a source line shows why it computes in double: an unsuffixed literal, a double math call, the
+    word `double`, or a macro defined as a double literal. FP64 on a line without one comes from a library
+    (the slow path of sinf/cosf reduces large arguments in double), which the source cannot change."""
+    code = _code_part(text)
+    if _LITERAL_RE.search(code) or _MATH_RE.search(code) or re.search(r"\bdouble\b", code):
+        return True
+    return any(w in macros for w in re.findall(r"[A-Za-z_]\w*", code))
+
+
 def fp64_fix(lines: list[int], text: tuple[str, ...]) -> Fix | None:
     """The fix when every line with FP64 work has a cause to edit; None otherwise (a fix that left FP64
     behind would not remove the finding)."""
@@ -93,9 +113,12 @@ def fp64_in_fp32(ctx: KernelContext) -> Finding | None:
     if not f64 or has_double_data(ctx):
         return None
     lines = sorted({n for i in f64 if (n := _line(i, ctx.main_file)) is not None})
+    text = source_lines(ctx.cuda_source) if ctx.cuda_source else ()
+    if text:
+        macros = double_macros(ctx.cuda_source or "")
+        lines = [n for n in lines if 1 <= n <= len(text) and shows_cause(text[n - 1], macros)]
     if not lines:
         return None
-    text = source_lines(ctx.cuda_source) if ctx.cuda_source else ()
     gpu = ctx.gpu
     dpu, sp = (gpu.units.get("DPU", 0), gpu.units.get("SP", 0)) if gpu is not None else (0, 0)
     if dpu and sp:
@@ -105,8 +128,7 @@ def fp64_in_fp32(ctx: KernelContext) -> Finding | None:
     else:
         rate = "FP64 runs at a fraction of the FP32 rate"
     converts = sum(1 for i in f64 if i.opcode == "cvt")
-    # the first line that shows a cause (nvcc may hoist a conversion to the line that loads its operand)
-    line = next((n for n in lines if 1 <= n <= len(text) and line_edits(n, text[n - 1])), lines[0])
+    line = lines[0]
     start, end = source_line_range(text, line) if text else (1, 1)
     message = (f"double-precision arithmetic in a float kernel: {len(f64)} FP64 instructions ({converts} "
                f"conversions between float and double), from a double literal or math call promoting float "

@@ -5,15 +5,21 @@ the kernel's `.local` depot and reads and writes it with `ld.local`/`st.local`: 
 and, on a miss, to DRAM, with the latency of global memory. This is the source's own choice, visible in the
 PTX before ptxas runs, and so distinct from `register-spill` (ptxas moving live values out of registers).
 Reported when the kernel both writes and reads its depot (a depot only written is the argument buffer of a
-`printf`) and ptxas, when it ran, kept a stack frame (ptxas may still promote a small array to registers).
+`printf`), ptxas, when it ran, kept a stack frame (ptxas may still promote a small array to registers), and a
+load sits on a line that indexes an array and calls no trig function (sinf's slow path has a buffer of its own).
 """
 
 from __future__ import annotations
+
+import re
 
 from kerncast.analysis.context import KernelContext
 from kerncast.analysis.ptx.model import Instruction, loc_in_file
 from kerncast.analysis.report import Finding, Related, source_line_range, source_lines
 from kerncast.analysis.rules import Code
+
+#: sinf/cosf/tanf/sincosf and their double twins reduce a large argument through a local buffer of their own
+_TRIG_RE = re.compile(r"\b(?:__)?(?:sin|cos|tan|sincos|sinpi|cospi)f?\s*\(")
 
 
 def local_accesses(ctx: KernelContext) -> tuple[list[Instruction], list[Instruction]]:
@@ -44,11 +50,14 @@ def local_memory(ctx: KernelContext) -> Finding | None:
     res = ctx.report.resources
     if res is not None and not (res.stack_bytes or res.local_bytes):
         return None  # ptxas kept the array in registers after all
+    text = source_lines(ctx.cuda_source) if ctx.cuda_source else ()
     load_lines = sorted({n for i in loads if (n := _line(i, ctx.main_file)) is not None})
+    if text:  # an array the source indexes; the trig functions' own buffer (their slow argument reduction)
+        load_lines = [n for n in load_lines if 1 <= n <= len(text) and "[" in text[n - 1]
+                      and not _TRIG_RE.search(text[n - 1])]
     if not load_lines:
         return None
     lines = load_lines + sorted({n for i in stores if (n := _line(i, ctx.main_file)) is not None} - set(load_lines))
-    text = source_lines(ctx.cuda_source) if ctx.cuda_source else ()
     line = lines[0]  # the first read: where the run-time index is
     start, end = source_line_range(text, line) if text else (1, 1)
     load_bytes = sum(i.access_bytes for i in loads)

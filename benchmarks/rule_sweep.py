@@ -27,7 +27,7 @@ from pathlib import Path
 from kerncast.analysis.context import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 
-DEFAULT_CODES = ("launch-configuration", "barrier-divergence", "local-memory", "fp64-in-fp32")
+DEFAULT_CODES = ("launch-configuration", "barrier-divergence", "local-memory", "fp64-in-fp32", "slow-integer-division")
 _INCLUDE_NAMES = {"common", "Common", "inc", "include"}
 
 

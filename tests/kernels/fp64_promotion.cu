@@ -44,6 +44,14 @@ __global__ void doubleParam(const float *x, float *y, int n, double scale)
     if (i < n) y[i] = x[i] * scale;
 }
 
+// kerncast: block=256
+__global__ void rotateFloat(const float *x, float *y, int n, float theta)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float u = x[i] * cosf(theta) - x[i + n] * sinf(theta);
+    y[i] = u;
+}
+
 int main()
 {
     float *a, *b;
@@ -59,6 +67,7 @@ int main()
     floatLiterals<<<n / 256, 256>>>(a, b, n);
     doubleData<<<n / 256, 256>>>(c, d, n);
     doubleParam<<<n / 256, 256>>>(a, b, n, 0.25);
+    rotateFloat<<<n / 512, 256>>>(a, b, n / 2, 0.3f);
     cudaDeviceSynchronize();
     return 0;
 }

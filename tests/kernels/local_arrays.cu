@@ -67,6 +67,13 @@ __global__ void scalarsOnly(const float *in, float *out)
     out[i] = a > b ? a : b;
 }
 
+// kerncast: block=256
+__global__ void trigOnly(const float *x, float *y, float k)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    y[i] = sinf(x[i] * k) * cosf(x[i] + k);
+}
+
 int main()
 {
     int *k;
@@ -81,6 +88,7 @@ int main()
     unrolledArray<<<n / 256, 256>>>(a, b);
     printOnce<<<n / 256, 256>>>(a, n);
     scalarsOnly<<<n / 256, 256>>>(a, b);
+    trigOnly<<<n / 256, 256>>>(a, b, 3.0f);
     cudaDeviceSynchronize();
     return 0;
 }
