@@ -68,7 +68,8 @@ class CompileOptions:
     nvcc_path: str | None = None
     timeout_s: float = 120
     extra_flags: list[str] = field(default_factory=list)
-    #: address space each compiler process may use, in MiB; None: `default_compile_memory_mb()`
+    #: memory of all the compiles this process runs at once, in MiB (each gets its share as address space);
+    #: None: `default_compile_memory_mb()`
     memory_mb: int | None = None
 
 
@@ -977,8 +978,9 @@ def _stopped_how(run: ToolRun, timeout_s: float) -> str:
     if run.timed_out:
         return f"did not finish within {timeout_s:g} s; simplify the file or raise the timeout"
     if run.out_of_memory:
-        return (f"ran out of its {run.memory_mb} MiB memory limit (compileMemoryMB, --compile-memory-mb); the "
-                "file, or a header or macro it uses, needs more than that")
+        return (f"ran out of its {run.memory_mb} MiB share of the {run.budget_mb} MiB compile memory limit "
+                "(compileMemoryMB, --compile-memory-mb; each of the compiles that may run at once gets an equal "
+                "share); the file, or a header or macro it uses, needs more than that")
     if run.returncode < 0:
         return (f"was stopped by {_signal_name(-run.returncode)} before it finished (nothing is cached: the next "
                 "analysis compiles again)")

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -59,8 +60,11 @@ _DEFINE_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\([A-Za-z0-9_, ]*\))?")
 #: the most memory a compile gets by default, in MiB, and the share of the machine's memory when that is less
 DEFAULT_COMPILE_MEMORY_MB = 4096
 COMPILE_MEMORY_SHARE = 0.5
-#: the least a memory limit may be: nvcc and its children need some hundreds of MiB of address space to start
-MIN_COMPILE_MEMORY_MB = 256
+#: compiler runs (nvcc with its stages, or ptxas) one process lets run at once; each gets this share of the limit
+COMPILE_SLOTS = 2
+#: the least a memory limit may be: each of the COMPILE_SLOTS compiles needs some hundreds of MiB of address space
+#: (nvcc and its children) to start
+MIN_COMPILE_MEMORY_MB = 512
 
 
 def machine_memory_mb() -> int | None:
@@ -72,9 +76,9 @@ def machine_memory_mb() -> int | None:
 
 
 def default_compile_memory_mb() -> int:
-    """min(DEFAULT_COMPILE_MEMORY_MB, half the machine's memory): a hostile input (an `#include` of a device, a
-    macro bomb) fails on its own limit long before the machine runs short, while real code compiles in well under
-    a GiB."""
+    """min(DEFAULT_COMPILE_MEMORY_MB, half the machine's memory), for all the compiles a process runs at once: a
+    hostile input (an `#include` of a device, a macro bomb) fails on its own share long before the machine runs
+    short, while real code compiles in well under a GiB."""
     total = machine_memory_mb()
     share = int(total * COMPILE_MEMORY_SHARE) if total else DEFAULT_COMPILE_MEMORY_MB
     return max(MIN_COMPILE_MEMORY_MB, min(DEFAULT_COMPILE_MEMORY_MB, share))
@@ -204,6 +208,8 @@ class ToolRun:
     timed_out: bool
     #: the address-space limit the tool ran under, in MiB (None: none)
     memory_mb: int | None = None
+    #: the limit of all the process's compiles together that `memory_mb` is a share of, in MiB
+    budget_mb: int | None = None
 
     @property
     def killed(self) -> bool:
@@ -234,6 +240,54 @@ _OUT_OF_MEMORY_RE = re.compile(r"out of memory|memory exhausted|Cannot allocate 
                                r"Out of memory|failed to allocate|unable to allocate", re.IGNORECASE)
 
 
+#: the tools this process is running now, so that a stop request reaches every one, whichever thread waits on it
+_RUNNING: set[subprocess.Popen] = set()
+#: the exit status a stop request asked for (None: none): every tool run from then on raises SystemExit with it
+_stop_status: int | None = None
+
+
+def stop_tools(status: int) -> None:
+    """Kill the process group of every tool running now and make each later `run_tool` raise SystemExit(status).
+
+    Made for a signal handler: it takes no lock, so it cannot wait on the thread it interrupted. Tools that worker
+    threads wait on (ptxas) end too; their threads would otherwise hold the interpreter's exit until they finish.
+    """
+    global _stop_status
+    _stop_status = status
+    for proc in list(_RUNNING):  # a copy made in one step: a thread may add or remove meanwhile
+        _kill_group(proc)
+
+
+def resume_tools() -> None:
+    """Tools may run again (the stop request was served)."""
+    global _stop_status
+    _stop_status = None
+
+
+def _check_stop() -> None:
+    if _stop_status is not None:
+        raise SystemExit(_stop_status)
+
+
+#: one slot per compiler run: with COMPILE_SLOTS runs at once, their shares add up to the process's limit
+_slots = threading.BoundedSemaphore(COMPILE_SLOTS)
+
+
+def _new_slots() -> None:
+    """A forked worker starts with every slot free, whatever the threads of its parent held at the fork."""
+    global _slots
+    _slots = threading.BoundedSemaphore(COMPILE_SLOTS)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_slots)
+
+
+def compile_share_mb(budget_mb: int) -> int:
+    """The address space of one compiler run, in MiB: its share of the limit of all a process's compiles."""
+    return budget_mb // COMPILE_SLOTS
+
+
 def run_tool(args: list[str], timeout_s: float, cwd: str | Path | None = None,
              env: dict[str, str] | None = None, temp_dir: str | Path | None = None,
              memory_mb: int | None = None) -> ToolRun:
@@ -243,12 +297,21 @@ def run_tool(args: list[str], timeout_s: float, cwd: str | Path | None = None,
     nvcc starts cicc, cudafe++ and the host compiler as children; killing only nvcc on a timeout would
     leave them running, so the command gets its own session and the group is killed. `temp_dir` becomes
     the tool's TMPDIR, TMP and TEMP. The timeout is held to (0, MAX_TIMEOUT_S] whatever the caller passes.
-    Each process of the tool gets `memory_mb` MiB of address space (RLIMIT_AS, inherited by its children;
-    default `default_compile_memory_mb()`): an input that makes the preprocessor allocate without end fails
-    with "out of memory" instead of taking the machine. nvcc runs its stages one after another, so the tree's
-    peak is about one stage's.
+    `memory_mb` (default `default_compile_memory_mb()`) bounds all the tools this process runs together: at most
+    COMPILE_SLOTS run at once (a caller waits for a free slot), and each process of each gets its share of the
+    limit as address space (RLIMIT_AS, inherited by its children): an input that makes the preprocessor
+    allocate without end fails with "out of memory" instead of taking the machine. nvcc runs its stages one
+    after another, so one run's peak is about one stage's, and the process tree's stays under the limit.
     """
-    memory_mb = default_compile_memory_mb() if memory_mb is None else memory_mb
+    budget_mb = default_compile_memory_mb() if memory_mb is None else memory_mb
+    with _slots:
+        return _run_in_slot(args, timeout_s, cwd, env, temp_dir, budget_mb)
+
+
+def _run_in_slot(args: list[str], timeout_s: float, cwd: str | Path | None, env: dict[str, str] | None,
+                 temp_dir: str | Path | None, budget_mb: int) -> ToolRun:
+    """`run_tool`'s work, once it holds a slot."""
+    memory_mb: int | None = compile_share_mb(budget_mb)
     timeout_s = min(max(timeout_s, 0.001), MAX_TIMEOUT_S) if math.isfinite(timeout_s) else MAX_TIMEOUT_S
     if temp_dir is not None:
         env = dict(os.environ if env is None else env, TMPDIR=str(temp_dir), TMP=str(temp_dir),
@@ -259,30 +322,36 @@ def run_tool(args: list[str], timeout_s: float, cwd: str | Path | None = None,
     if resource is not None:
         # in the child between fork and exec, the address-space limit it and every process it starts inherit; a
         # C function bound to its arguments, so that no Python code runs there
-        limit = memory_mb << 20
+        limit = compile_share_mb(budget_mb) << 20
         hard = resource.getrlimit(resource.RLIMIT_AS)[1]
         if hard != resource.RLIM_INFINITY:  # a limit may only be lowered
             limit = min(limit, hard)
         popen_kwargs["preexec_fn"] = functools.partial(resource.setrlimit, resource.RLIMIT_AS, (limit, limit))
     else:
         memory_mb = None
+    _check_stop()
     try:
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 stdin=subprocess.DEVNULL, cwd=cwd, env=env, text=True, errors="replace",
                                 **popen_kwargs)
     except OSError as exc:
         raise ToolchainError(f"cannot run {args[0]}: {exc.strerror or exc}; {INSTALL_HINT}") from exc
+    _RUNNING.add(proc)
     try:
+        _check_stop()  # a stop request that came while the tool started did not see it
         out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         out, err = proc.communicate()
-        return ToolRun(proc.returncode, out, err, timed_out=True, memory_mb=memory_mb)
+        return ToolRun(proc.returncode, out, err, timed_out=True, memory_mb=memory_mb, budget_mb=budget_mb)
     except BaseException:  # Ctrl-C, or SIGTERM turned into SystemExit: the tool's own session would outlive us
         _kill_group(proc)
         proc.wait()
         raise
-    return ToolRun(proc.returncode, out, err, timed_out=False, memory_mb=memory_mb)
+    finally:
+        _RUNNING.discard(proc)
+    _check_stop()  # killed by a stop request: its output says nothing about the input
+    return ToolRun(proc.returncode, out, err, timed_out=False, memory_mb=memory_mb, budget_mb=budget_mb)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

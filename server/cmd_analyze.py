@@ -13,6 +13,9 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from kerncast.analysis.context import POWER_MODELS
@@ -23,12 +26,16 @@ from kerncast.analysis.strict_json import dumps_strict
 from kerncast.analysis.targets import default_gpu
 from kerncast.analysis.timing.estimate import TIME_MODELS
 from kerncast.analysis.toolchain import (
+    COMPILE_SLOTS,
     DEFAULT_COMPILE_MEMORY_MB,
+    MIN_COMPILE_MEMORY_MB,
     check_define,
     check_include_dir,
     check_memory_mb,
     check_timeout,
     default_compile_memory_mb,
+    resume_tools,
+    stop_tools,
 )
 from kerncast.server import analyze_many as many
 from kerncast.server import multi_gpu
@@ -65,9 +72,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=defaults.timeout_s,
                         help=f"seconds allowed for nvcc; default {defaults.timeout_s:g}")
     parser.add_argument("--compile-memory-mb", dest="compile_memory_mb", type=int, default=None, metavar="MIB",
-                        help="address space each compiler process may use, in MiB; default "
-                             f"{default_compile_memory_mb()} (min({DEFAULT_COMPILE_MEMORY_MB}, half this machine's "
-                             "memory))")
+                        help="memory of all the compiles that run at once, in MiB: each of the "
+                             f"{COMPILE_SLOTS} a process runs at once (x the -j workers) gets an equal share as "
+                             f"address space; default {default_compile_memory_mb()} (min({DEFAULT_COMPILE_MEMORY_MB}, "
+                             "half this machine's memory))")
     parser.add_argument("--budget", type=float, default=defaults.budget_s, metavar="SECONDS",
                         help=f"time budget of the memory analysis per kernel; default {defaults.budget_s:g}")
     parser.add_argument("--format", choices=("text", "json", "sarif"), default="text", help="output format")
@@ -151,22 +159,56 @@ def format_report(report: Any, fmt: str) -> str:
     return render_file_report(report)
 
 
+#: Kerncast's own code: a stop request raises SystemExit only while this code runs, never inside the standard
+#: library or a dependency, where it could leave a lock held (logging's, a pool's) or a child half started
+_OWN_CODE = tuple(str(Path(__file__).resolve().parent.parent / name) + os.sep for name in ("analysis", "server"))
+#: how soon a stop request that came at an unsafe moment is tried again
+_RETRY_S = 0.05
+
+
+def _interruptible(frame: FrameType | None) -> bool:
+    """Whether the main thread was interrupted in Kerncast's own code (an exception there unwinds through its
+    `with` and `finally` blocks) rather than in a library it called."""
+    return frame is not None and frame.f_code.co_filename.startswith(_OWN_CODE)
+
+
 @contextmanager
 def _sigterm_exits() -> Iterator[None]:
     """SIGTERM ends the command as Ctrl-C does, through every `finally`: the compiler's process group is killed
-    and the temporary folders are removed, instead of the process vanishing and leaving both behind."""
+    and the temporary folders are removed, instead of the process vanishing and leaving both behind.
+
+    The handler kills every running compiler at once (those worker threads wait on too, which would otherwise
+    hold the exit) and raises SystemExit only where the main thread runs Kerncast's code; interrupted inside a
+    library (logging's lock, a pool's shutdown, a temporary folder's removal) it tries again 50 ms later, and
+    every later compile raises it, so the command stops within a compile's start either way."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    status: list[int] = []
 
-    def stop(signum: int, _frame: object) -> None:
-        raise SystemExit(128 + signum)
+    def stop(signum: int, frame: FrameType | None) -> None:
+        if not status:
+            status.append(128 + signum)
+            stop_tools(status[0])
+        retry(signum, frame)
+
+    def retry(_signum: int, frame: FrameType | None) -> None:
+        if _interruptible(frame):
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            raise SystemExit(status[0])
+        signal.setitimer(signal.ITIMER_REAL, _RETRY_S)
 
     previous = signal.signal(signal.SIGTERM, stop)
+    previous_alarm = signal.signal(signal.SIGALRM, retry)
     try:
         yield
     finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous_alarm)
         signal.signal(signal.SIGTERM, previous)
+        resume_tools()
+    if status:  # asked to stop at an unsafe moment, and the command ended before a safe one came
+        raise SystemExit(status[0])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -212,15 +254,30 @@ def _run_one(path: str, options: AnalysisOptions, fmt: str, report: FileReport |
     return 0
 
 
+def _share_memory(jobs: int, options: AnalysisOptions) -> tuple[int, AnalysisOptions]:
+    """The workers and each one's compile memory limit: the limit holds for all of them together, so each gets
+    an equal share, and no more workers run than have at least MIN_COMPILE_MEMORY_MB each."""
+    if jobs <= 1:
+        return jobs, options
+    budget = options.compile_memory_mb or default_compile_memory_mb()
+    most = max(1, budget // MIN_COMPILE_MEMORY_MB)
+    if jobs > most:
+        print(f"kerncast: {most} workers instead of {jobs}: each needs {MIN_COMPILE_MEMORY_MB} MiB of the "
+              f"{budget} MiB compile memory limit (--compile-memory-mb)", file=sys.stderr)
+        jobs = most
+    return jobs, replace(options, compile_memory_mb=budget // jobs)
+
+
 def _run_many(args: argparse.Namespace, options: AnalysisOptions) -> int:
     """Many files (or directories) in a process pool, printed as one report; 1 when any file has an error."""
     files = many.collect_files(list(args.paths), list(args.exclude))
     if not files:
         print("kerncast: no .cu, .cuh or .ptx file found in " + ", ".join(args.paths), file=sys.stderr)
         return 1
+    jobs, options = _share_memory(min(args.jobs or many.default_jobs(), len(files)), options)
     progress, bar = many.stderr_progress(len(files))
     try:
-        outcomes = many.analyse_all(files, options, args.format, args.jobs or many.default_jobs(), progress)
+        outcomes = many.analyse_all(files, options, args.format, jobs, progress)
     finally:
         if bar is not None:
             bar.close()

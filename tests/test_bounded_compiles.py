@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,14 @@ from kerncast.analysis.compile import CompileOptions, clear_cache, compile_cuda
 from kerncast.analysis.input_files import InputRefused, InputTooLarge, read_regular_file
 from kerncast.analysis.kernel_cache import KernelCache
 from kerncast.analysis.pipeline import PTXAS_STOPPED, AnalysisOptions, analyze_file
-from kerncast.analysis.toolchain import ToolchainError, default_compile_memory_mb, machine_memory_mb, run_tool
+from kerncast.analysis.toolchain import (
+    COMPILE_SLOTS,
+    MIN_COMPILE_MEMORY_MB,
+    ToolchainError,
+    default_compile_memory_mb,
+    machine_memory_mb,
+    run_tool,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 TRANSPOSE = REPO / "examples" / "transpose.cu"
@@ -168,7 +176,7 @@ def test_cli_function_macro_bomb_hits_the_memory_limit(nvcc_available, tmp_path:
     src.write_text(function_bomb())
     proc = run_cli(str(src), "--compile-memory-mb", "512")
     assert proc.returncode == 1
-    assert "nvcc ran out of its 512 MiB memory limit (compileMemoryMB, --compile-memory-mb)" in proc.stderr
+    assert "nvcc ran out of its 256 MiB share of the 512 MiB compile memory limit (compileMemoryMB" in proc.stderr
 
 
 def test_cli_refuses_a_memory_limit_below_the_minimum() -> None:
@@ -180,13 +188,44 @@ def test_cli_refuses_a_memory_limit_below_the_minimum() -> None:
 def test_the_default_limit_is_a_share_of_the_machine() -> None:
     total = machine_memory_mb()
     assert total is not None
-    assert default_compile_memory_mb() == max(256, min(4096, total // 2))
+    assert default_compile_memory_mb() == max(MIN_COMPILE_MEMORY_MB, min(4096, total // 2))
 
 
 def test_the_memory_limit_reaches_the_tool_s_children() -> None:
     """RLIMIT_AS is set in the child before exec, so every process the tool starts inherits it."""
-    run = run_tool(["/bin/sh", "-c", "ulimit -v"], 10, memory_mb=300)
-    assert run.returncode == 0 and run.stdout.strip() == str(300 * 1024)
+    run = run_tool(["/bin/sh", "-c", "ulimit -v"], 10, memory_mb=600)
+    assert run.returncode == 0 and run.stdout.strip() == str(600 // COMPILE_SLOTS * 1024)
+
+
+def test_no_more_tools_run_at_once_than_their_shares_of_the_limit_allow(tmp_path: Path) -> None:
+    """The limit holds for the process's compiles together: each gets 1/COMPILE_SLOTS of it as address space,
+    and a further one waits for a slot. Each run writes its start and its end to one log; read back in order,
+    no more than COMPILE_SLOTS are ever running."""
+    log = tmp_path / "log"
+    script = f'echo "start $(ulimit -v)" >> {log}; sleep 0.3; echo end >> {log}'
+    with ThreadPoolExecutor(max_workers=COMPILE_SLOTS + 2) as pool:
+        runs = list(pool.map(lambda _: run_tool(["/bin/sh", "-c", script], 30, memory_mb=1024),
+                             range(COMPILE_SLOTS + 2)))
+    assert all(r.returncode == 0 and r.memory_mb == 1024 // COMPILE_SLOTS for r in runs)
+    running, most = 0, 0
+    for line in log.read_text().splitlines():
+        if line.startswith("start"):
+            assert line == f"start {1024 // COMPILE_SLOTS * 1024}"
+            running += 1
+        else:
+            running -= 1
+        most = max(most, running)
+    assert most == COMPILE_SLOTS
+
+
+def test_cli_workers_share_the_memory_limit(nvcc_available, tmp_path: Path) -> None:
+    """`-j 3` with a 1024 MiB limit: two workers (each needs MIN_COMPILE_MEMORY_MB), each compile a quarter."""
+    for name in ("a.cu", "b.cu", "c.cu"):
+        (tmp_path / name).write_text(function_bomb())
+    proc = run_cli(str(tmp_path), "-j", "3", "--compile-memory-mb", "1024")
+    assert proc.returncode == 1
+    assert "kerncast: 2 workers instead of 3: each needs 512 MiB of the 1024 MiB compile memory limit" in proc.stderr
+    assert proc.stderr.count("nvcc ran out of its 256 MiB share of the 512 MiB compile memory limit") == 3
 
 
 # ------------------------------------------------------------------------------------------ nothing transient is cached
@@ -294,11 +333,12 @@ def test_a_compile_over_the_memory_limit_is_not_cached(nvcc_available, tmp_path:
     clear_cache()
     src = tmp_path / "fbomb.cu"
     src.write_text(function_bomb())
-    first = compile_cuda(src, options=CompileOptions(arch="sm_75", memory_mb=400))
+    first = compile_cuda(src, options=CompileOptions(arch="sm_75", memory_mb=600))
     assert [d.message for d in first.diagnostics] == [
-        "nvcc ran out of its 400 MiB memory limit (compileMemoryMB, --compile-memory-mb); the file, or a header or "
-        "macro it uses, needs more than that"]
-    again = compile_cuda(src, options=CompileOptions(arch="sm_75", memory_mb=400))
+        "nvcc ran out of its 300 MiB share of the 600 MiB compile memory limit (compileMemoryMB, "
+        "--compile-memory-mb; each of the compiles that may run at once gets an equal share); the file, or a header "
+        "or macro it uses, needs more than that"]
+    again = compile_cuda(src, options=CompileOptions(arch="sm_75", memory_mb=600))
     assert again is not first and not again.ok  # compiled again: a cached result is the same object
 
 

@@ -59,7 +59,8 @@ def test_the_compile_memory_setting_reaches_nvcc(nvcc_available, client: RawClie
     src = tmp_path / "fbomb.cu"
     src.write_text(function_bomb())
     (diag,) = _diagnostics(client, src, function_bomb())
-    assert diag["message"].startswith("nvcc ran out of its 512 MiB memory limit (compileMemoryMB")
+    assert diag["message"].startswith("nvcc ran out of its 256 MiB share of the 512 MiB compile memory limit "
+                                      "(compileMemoryMB")
 
 
 @pytest.mark.parametrize("kind", ["fifo", "device-link"])

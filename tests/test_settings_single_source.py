@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from kerncast.analysis.context import Thresholds
+from kerncast.analysis.toolchain import MIN_COMPILE_MEMORY_MB
 from kerncast.server.config import CLIENT_ONLY, DEFAULTS, parse_settings
 
 MANIFEST = Path(__file__).resolve().parent.parent / "vscode-client" / "package.json"
 #: settings that only the server reads (editors other than VS Code may send them; the extension does not)
-SERVER_ONLY = frozenset({"maxFileBytes", "compileMemoryMB"})
+SERVER_ONLY = frozenset({"maxFileBytes"})
 
 
 def _manifest_defaults() -> dict[str, Any]:
@@ -71,3 +72,9 @@ def test_an_out_of_range_threshold_is_refused_with_the_range_in_the_warning() ->
     assert settings.options.thresholds.bank_conflict_ways == 2
     assert settings.options.thresholds.low_occupancy == 0.5
     assert any("bankConflictWays" in w and "between 1 and 32" in w for w in warnings), warnings
+
+
+def test_the_manifest_accepts_the_same_compile_memory_limits_as_the_server() -> None:
+    spec = json.loads(MANIFEST.read_text(encoding="utf-8"))["contributes"]["configuration"]["properties"][
+        "kerncast.compileMemoryMB"]
+    assert spec["minimum"] == MIN_COMPILE_MEMORY_MB and spec["type"] == ["integer", "null"]

@@ -46,6 +46,8 @@ export interface KerncastOptions {
     thresholds: Thresholds;
     analyzeOnChange: boolean;
     timeoutSeconds: number;
+    /** MiB for all the compiles the server runs at once (each gets an equal share); null: the server's default */
+    compileMemoryMB: number | null;
     compileCommands: boolean;
     compileCommandsDir: string | null;
     preferSystemToolkit: boolean;
@@ -69,10 +71,14 @@ export const DEFAULT_OPTIONS: Readonly<KerncastOptions> = Object.freeze({
     }),
     analyzeOnChange: true,
     timeoutSeconds: 120,
+    compileMemoryMB: null,
     compileCommands: true,
     compileCommandsDir: null,
     preferSystemToolkit: false,
 });
+
+/** The least `compileMemoryMB` the server accepts: two compiles at once, each needing some hundreds of MiB. */
+export const MIN_COMPILE_MEMORY_MB = 512;
 
 /** Every setting id (relative to `kerncast.`) that is part of the server's configuration. */
 export const SERVER_SETTING_KEYS: readonly string[] = [
@@ -91,6 +97,7 @@ export const SERVER_SETTING_KEYS: readonly string[] = [
     'thresholds.lowOccupancy',
     'analyzeOnChange',
     'timeoutSeconds',
+    'compileMemoryMB',
     'compileCommands',
     'compileCommandsDir',
     'preferSystemToolkit',
@@ -341,6 +348,14 @@ export function buildInitializationOptions(read: SettingReader, ctx: PathContext
         problems.push('kerncast.loops: expected an integer >= 1 or null, ignored');
     }
 
+    let compileMemoryMB: number | null = null;
+    const rawMemory = read('compileMemoryMB');
+    if (typeof rawMemory === 'number' && Number.isInteger(rawMemory) && rawMemory >= MIN_COMPILE_MEMORY_MB) {
+        compileMemoryMB = rawMemory;
+    } else if (rawMemory !== undefined && rawMemory !== null) {
+        problems.push(`kerncast.compileMemoryMB: expected an integer >= ${MIN_COMPILE_MEMORY_MB} or null, ignored`);
+    }
+
     const rawTimeModel = read('timeModel');
     let timeModel: TimeModel = d.timeModel;
     if ((TIME_MODELS as readonly unknown[]).includes(rawTimeModel)) {
@@ -401,6 +416,7 @@ export function buildInitializationOptions(read: SettingReader, ctx: PathContext
         },
         analyzeOnChange,
         timeoutSeconds: readNumber(read, 'timeoutSeconds', d.timeoutSeconds, problems, 1),
+        compileMemoryMB,
         compileCommands,
         compileCommandsDir,
         preferSystemToolkit,

@@ -42,6 +42,7 @@ describe('buildInitializationOptions', () => {
                 'thresholds.lowOccupancy': 0.5,
                 analyzeOnChange: false,
                 timeoutSeconds: 30,
+                compileMemoryMB: 2048,
                 compileCommands: false,
                 compileCommandsDir: '/proj/build',
                 preferSystemToolkit: true,
@@ -66,6 +67,7 @@ describe('buildInitializationOptions', () => {
             },
             analyzeOnChange: false,
             timeoutSeconds: 30,
+            compileMemoryMB: 2048,
             compileCommands: false,
             compileCommandsDir: '/proj/build',
             preferSystemToolkit: true,
@@ -84,6 +86,7 @@ describe('buildInitializationOptions', () => {
                 'thresholds.bankConflictWays': Number.NaN,
                 analyzeOnChange: 'yes',
                 timeoutSeconds: -1,
+                compileMemoryMB: 100,
                 timeModel: 'fastest',
                 powerModel: 'guess',
             }),
@@ -99,7 +102,8 @@ describe('buildInitializationOptions', () => {
         assert.equal(options.thresholds.bankConflictWays, 2);
         assert.equal(options.analyzeOnChange, true);
         assert.equal(options.timeoutSeconds, 120);
-        for (const key of ['gpu', 'nvccPath', 'includeDirs', 'defines', 'loops', 'energyHotspotShare', 'bankConflictWays', 'analyzeOnChange', 'timeoutSeconds', 'timeModel', 'powerModel']) {
+        assert.equal(options.compileMemoryMB, null);
+        for (const key of ['gpu', 'nvccPath', 'includeDirs', 'defines', 'loops', 'energyHotspotShare', 'bankConflictWays', 'analyzeOnChange', 'timeoutSeconds', 'compileMemoryMB', 'timeModel', 'powerModel']) {
             assert.ok(
                 problems.some((p) => p.includes(key)),
                 `no problem reported for ${key}: ${problems.join('; ')}`,
@@ -109,9 +113,10 @@ describe('buildInitializationOptions', () => {
 
     it('treats an empty nvcc path and null values as unset', () => {
         const { options, problems } = buildInitializationOptions(
-            reader({ nvccPath: '', loops: null, gpu: null, includeDirs: null }),
+            reader({ nvccPath: '', loops: null, gpu: null, includeDirs: null, compileMemoryMB: null }),
         );
         assert.equal(options.nvccPath, null);
+        assert.equal(options.compileMemoryMB, null);
         assert.equal(options.loops, null);
         assert.equal(options.gpu, 'v100');
         assert.deepEqual(options.includeDirs, []);
