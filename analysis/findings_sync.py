@@ -6,9 +6,9 @@ behaviour and often a hang (compute-sanitizer's synccheck reports it at run time
 control flow and the divergence analysis: the barrier is control dependent on a branch (it does not
 post-dominate it) whose condition depends on threadIdx or the lane id, and the path that skips the barrier
 rejoins code the barrier's path runs afterwards. Conditions uniform per block (blockIdx, blockDim,
-parameters) are never reported, nor a barrier after the branch's reconvergence point, nor an early `return`
-ahead of the barrier whose path only leaves the kernel (a common bounds check; reporting it would bury real
-cases), nor a condition the analysis could not read.
+parameters) are never reported, nor a barrier after the branch's reconvergence point, nor a branch with an
+early `return` side (a side whose path only leaves the kernel: a common bounds check ahead of a tiled loop;
+reporting it would bury real cases), nor a condition the analysis could not read.
 """
 
 from __future__ import annotations
@@ -121,6 +121,8 @@ def divergent_barriers(cfg: Cfg, branches: list[BranchInfo]) -> list[tuple[Instr
         after = _reach(cfg, list(cfg.blocks[bblock].succs))
         for block in sorted(_controlling(cfg, pdom, bblock) & thread_branches.keys()):
             skipping = [_reach(cfg, [s], stop=bblock) for s in cfg.blocks[block].succs if not pdom[s] >> bblock & 1]
+            if any(side and all(_exit_only(cfg, b) for b in side) for side in skipping):
+                continue  # an early return: the threads on that side leave the kernel
             if any(b in after and not _exit_only(cfg, b) for side in skipping for b in side):
                 out.append((bar, thread_branches[block]))
                 break

@@ -105,6 +105,25 @@ __global__ void tiledLoop(const float *a, float *c, int n)
     if (row < n && col < n) c[row * n + col] = sum;
 }
 
+// kerncast: block=128
+__global__ void earlyReturnThenTiles(const float4 *pos, float4 *out, int n, int tiles)
+{
+    extern __shared__ float4 sh[];
+    int index = blockIdx.x * blockDim.x + threadIdx.x;
+    if (index >= n) {
+        return;
+    }
+    float4 p = pos[index];  // expect: uncoalesced-global
+    float acc = 0.0f;
+    for (int t = 0; t < tiles; t++) {
+        sh[threadIdx.x] = pos[t * blockDim.x + threadIdx.x];
+        __syncthreads();
+        for (unsigned c = 0; c < blockDim.x; c++) acc += sh[c].x * p.x;
+        __syncthreads();
+    }
+    out[index] = make_float4(acc, 0.0f, 0.0f, 0.0f);
+}
+
 int main()
 {
     float *a, *b;
@@ -118,6 +137,7 @@ int main()
     syncUnderBlockUniform<<<n / 128, 128>>>(a, n);
     syncAfterEarlyReturn<<<n / 128, 128>>>(a, b, n);
     tiledLoop<<<dim3(64, 64), dim3(16, 16)>>>(a, b, 1024);
+    earlyReturnThenTiles<<<n / 512, 128, 2048>>>((float4 *)a, (float4 *)b, n / 4, 64);
     cudaDeviceSynchronize();
     return 0;
 }
