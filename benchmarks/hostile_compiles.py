@@ -3,8 +3,9 @@ process tree (Kerncast and every compiler process it starts), against the config
 
 The cases are those a cloned repository can hold: `#include "/dev/zero"`, `#include "/dev/urandom"`, a 40-level
 macro bomb, a `.cu` that is a link to `/dev/zero`, a FIFO named `pipe.cu`, a GPU profile that is a FIFO, and a
-function-like macro bomb, which no scan before nvcc catches and only the memory limit stops. Each case runs in a
-fresh process; the tree's resident memory is summed over /proc every 10 ms while it runs.
+function-like macro bomb, which no scan before nvcc catches and only the memory limit stops, and two such bombs at
+once (`analyze -j 2` on a folder; both opened together in the server), whose compiles share the limit. Each CLI
+case runs in a fresh process; the tree's resident memory is summed over /proc every 10 ms while it runs.
 
     .venv/bin/python benchmarks/hostile_compiles.py [--memory-mb N] [--no-server]
 """
@@ -21,6 +22,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from kerncast.analysis.toolchain import default_compile_memory_mb
 
@@ -62,6 +64,11 @@ def make_cases(folder: Path) -> dict[str, tuple[Path, list[str]]]:
     fbomb = folder / "function-macro-bomb.cu"
     fbomb.write_text(function_bomb())
     cases["function-macro-bomb"] = (fbomb, [])
+    pair = folder / "two-bombs"
+    pair.mkdir()
+    for name in ("a.cu", "b.cu"):
+        (pair / name).write_text(function_bomb())
+    cases["two-function-macro-bombs-j2"] = (pair, ["-j", "2"])  # two workers, the limit shared between them
     link = folder / "zero.cu"
     link.symlink_to("/dev/zero")
     cases["cu-linked-to-dev-zero"] = (link, [])
@@ -174,7 +181,6 @@ def run_server(cases: dict[str, tuple[Path, list[str]]], memory_mb: int) -> list
     memory above the idle server's is what the compile cost."""
     raw_client = _load_raw_client()
     server = raw_client()
-    pid = server.proc.pid
     out = []
     try:
         server.send({"id": 1, "method": "initialize", "params": {
@@ -184,33 +190,44 @@ def run_server(cases: dict[str, tuple[Path, list[str]]], memory_mb: int) -> list
         server.send({"method": "initialized", "params": {}})
         time.sleep(2)
         for case, (path, extra) in cases.items():
-            if extra or not path.is_file() or path.is_symlink():
-                continue  # an editor cannot read a FIFO or a device to send its text; the CLI cases cover them
-            uri = path.as_uri()
-            idle = sum(rss_mb(p) for p in tree(pid))
-            peak = Peak()
-            began = time.monotonic()
-            server.send({"method": "textDocument/didOpen", "params": {"textDocument": {
-                "uri": uri, "languageId": "cuda", "version": 1, "text": path.read_text()}}})
-            message = "(no diagnostics within the limit)"
-            while time.monotonic() - began < LIMIT_S:
-                peak.sample(pid, exclude_mb=idle)
-                try:
-                    published = server.wait(lambda m, u=uri: m.get("method") == "textDocument/publishDiagnostics"
-                                            and m["params"]["uri"] == u, POLL_S)
-                except TimeoutError:
-                    continue
-                diagnostics = published["params"]["diagnostics"]
-                message = diagnostics[0]["message"][:240] if diagnostics else "(no diagnostics)"
-                break
-            seconds = time.monotonic() - began
-            server.send({"method": "textDocument/didClose", "params": {"textDocument": {"uri": uri}}})
-            out.append(Outcome(case, "server", round(seconds, 2), None, round(peak.tree_mb), round(peak.process_mb),
-                               peak.processes, message))
+            if path.is_dir():  # every file of the folder opened at once: the server's analyses run side by side
+                out.append(_open_at_once(server, case, sorted(path.glob("*.cu"))))
+            elif not extra and path.is_file() and not path.is_symlink():
+                # an editor cannot read a FIFO or a device to send its text; the CLI cases cover them
+                out.append(_open_at_once(server, case, [path]))
             time.sleep(0.5)
     finally:
         server.close()
     return out
+
+
+def _open_at_once(server: Any, case: str, paths: list[Path]) -> Outcome:
+    """Open `paths` one right after the other and wait for each one's diagnostics; the tree's memory above the
+    idle server's is what their compiles cost together."""
+    pid = server.proc.pid
+    idle = sum(rss_mb(p) for p in tree(pid))
+    peak = Peak()
+    began = time.monotonic()
+    for path in paths:
+        server.send({"method": "textDocument/didOpen", "params": {"textDocument": {
+            "uri": path.as_uri(), "languageId": "cuda", "version": 1, "text": path.read_text()}}})
+    waiting, message = {p.as_uri() for p in paths}, "(no diagnostics within the limit)"
+    while waiting and time.monotonic() - began < LIMIT_S:
+        peak.sample(pid, exclude_mb=idle)
+        try:
+            published = server.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics"
+                                    and m["params"]["uri"] in waiting, POLL_S)
+        except TimeoutError:
+            continue
+        waiting.discard(published["params"]["uri"])
+        diagnostics = published["params"]["diagnostics"]
+        message = diagnostics[0]["message"][:240] if diagnostics else "(no diagnostics)"
+    seconds = time.monotonic() - began
+    for path in paths:
+        server.send({"method": "textDocument/didClose",
+                     "params": {"textDocument": {"uri": path.as_uri()}}})
+    return Outcome(case, "server", round(seconds, 2), None, round(peak.tree_mb), round(peak.process_mb),
+                   peak.processes, message)
 
 
 def main(argv: list[str] | None = None) -> int:
