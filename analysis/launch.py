@@ -29,7 +29,7 @@ from kerncast.analysis.source_model import (
     scan_source,
 )
 
-SOURCES = ("cli", "setting", "annotation", "launch-site", "ptx", "default")
+SOURCES = ("cli", "setting", "annotation", "placeholder", "launch-site", "ptx", "default")
 
 DEFAULT_BLOCK: tuple[int, int, int] = (256, 1, 1)
 DEFAULT_GRID: tuple[int, int, int] = (1024, 1, 1)
@@ -52,8 +52,9 @@ class Sourced:
         return {"value": value, "source": self.source, "line": self.line, "detail": self.detail}
 
 
-#: sources that are only the tool's guess, not something the user or the code said
-GUESSED_SOURCES = frozenset({"default"})
+#: sources that are only the tool's guess, not something the user or the code said: the default, and a
+#: placeholder the user has not filled in yet (`// kerncast: loops=10?`)
+GUESSED_SOURCES = frozenset({"default", "placeholder"})
 
 
 def _three(value: Any) -> Dim | None:
@@ -364,8 +365,13 @@ def _layers(overrides: LaunchOverrides | None, settings: LaunchOverrides | None,
         for ann in reversed(anns):  # the annotation nearest the target wins
             for err in ann.errors:
                 assumptions.append(f"ignored part of the annotation at line {ann.line}: {err}")
-            layers.append(_Layer("annotation", ann.sizes(), {}, dict(ann.params), ann.line,
+            stated = {k: (None if k in ann.placeholders else v) for k, v in ann.sizes().items()}
+            layers.append(_Layer("annotation", stated, {}, dict(ann.params), ann.line,
                                  f"// kerncast: annotation at line {ann.line} ({where})"))
+            if ann.placeholders:
+                layers.append(_Layer("placeholder", {k: ann.sizes()[k] for k in ann.placeholders}, {}, {},
+                                     ann.line, f"placeholder in the // kerncast: annotation at line {ann.line} "
+                                     f"({where}; still assumed until the ? is removed)"))
     if site is not None:
         values, unknown = {}, {}
         for key, folded, expr in (("grid", site.grid, site.grid_expr), ("block", site.block, site.block_expr),

@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kerncast.analysis.assumed_loops import assumed_loops_stage
 from kerncast.analysis.cfg import build_cfg
 from kerncast.analysis.compile import (
     CompileOptions,
@@ -641,5 +642,6 @@ STAGES: list[Stage] = [
     local_memory_stage,
     fp64_stage,
     slow_division_stage,
+    assumed_loops_stage,
     gain_stage,  # last: it reads the time and the findings of every stage before it
 ]

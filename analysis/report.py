@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from kerncast.analysis.launch import GUESSED_SOURCES
 from kerncast.analysis.rules import is_code
 
 if TYPE_CHECKING:  # the stages' result types; they import this module, so only their names are used here
@@ -226,6 +227,13 @@ class KernelReport:
     findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     file: str | None = None
+
+    def assumed_loops(self) -> int:
+        """Source loops whose trip count is a guess (the default or an unfilled `loops=N?` placeholder), counted
+        once per source line: nvcc's unrolled copy and remainder of one loop are the user's one loop."""
+        guessed = [lp for lp in self.loops if lp.trip_source in GUESSED_SOURCES]
+        return len({lp.header_line for lp in guessed if lp.header_line is not None}) + \
+            sum(1 for lp in guessed if lp.header_line is None)
 
     @property
     def registers(self) -> int | None:

@@ -48,6 +48,7 @@ class Code(StrEnum):
     FP64_IN_FP32 = "fp64-in-fp32"
     SLOW_INTEGER_DIVISION = "slow-integer-division"
     ANALYSIS_BUDGET = "analysis-budget"
+    ASSUMED_TRIP_COUNT = "assumed-trip-count"
 
 
 class FixKind(StrEnum):
@@ -63,6 +64,7 @@ class FixKind(StrEnum):
     USE_REPLACEMENT_API = "use-replacement-api"
     ADD_INCLUDE = "add-include"
     FLOAT_LITERALS = "float-literals"
+    ANNOTATE_LOOP_COUNT = "annotate-loop-count"
 
 
 @dataclass(frozen=True, slots=True)

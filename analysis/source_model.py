@@ -149,7 +149,9 @@ class Annotation(LaunchValues):
     """A `// kerncast: key=value ...` comment, the launch values it states, and what it applies to.
 
     `target` is "launch" or "kernel" with `target_name` and `target_line`, or None when no launch or kernel
-    definition follows it. Keys it could not read are listed in `errors`, never applied.
+    definition follows it. Keys it could not read are listed in `errors`, never applied. `placeholders` names
+    the keys written with a trailing `?` (`loops=10?`): their value is used but stays an assumption, so that
+    writing the default in does not turn a guess into a stated fact.
     """
 
     line: int
@@ -160,7 +162,11 @@ class Annotation(LaunchValues):
     target: str | None = None
     target_name: str | None = None
     target_line: int | None = None
+    placeholders: set[str] = field(default_factory=set)
 
+
+#: keys whose value may be written as a placeholder, `loops=10?`: used, and still reported as assumed
+PLACEHOLDER_KEYS = frozenset({"loops"})
 
 _ANNOTATION_RE = re.compile(r"^(?://|/\*)\s*kerncast\s*:(.*?)(?:\*/)?\s*$", re.S)
 
@@ -497,6 +503,9 @@ def _read_annotation(env: ConstEnv, ann: Annotation, body: str) -> None:
         try:
             if key in ("grid", "block"):
                 setattr(ann, key, parse_dim(value))
+            elif key in PLACEHOLDER_KEYS and value.endswith("?"):
+                setattr(ann, key, parse_count(value[:-1], key))
+                ann.placeholders.add(key)
             elif key in ("smem", "loops"):
                 setattr(ann, key, parse_count(value, key))
             elif re.fullmatch(r"[A-Za-z_]\w*|\d+", key):

@@ -310,6 +310,7 @@ def _header_line(cfg: Cfg, header: int, main_file: str | None) -> int | None:
 
 def _fallback(fallback: Sourced, reason: str, line: int | None) -> Sourced:
     where = {"default": "the default", "annotation": "the // kerncast: loops= annotation",
+             "placeholder": "the placeholder loops=N? of the // kerncast: annotation",
              "setting": "the loops setting", "cli": "--loops"}.get(fallback.source, fallback.source)
     return Sourced(fallback.value, fallback.source, line,
                    f"trip count unknown ({reason}); assumed {fallback.value} from {where}")

@@ -99,10 +99,14 @@ ANNOTATION_HINT = "add // kerncast: grid=… block=…"
 
 
 def kernel_summary(k: KernelReport, gpu: str) -> str:
-    """One line: "≈ 12.3 µs · 87 W · 1.1 mJ on V100 @ <<<1024, 256>>>" with unknown parts said so."""
+    """One line: "≈ 12.3 µs · 87 W · 1.1 mJ on V100 @ <<<1024, 256>>>" with unknown parts said so, and how many
+    loops run an assumed trip count ("≈ 3.1 µs (1.2–9.8 µs), 1 loop assumed")."""
     time = fmt_time_range(k.time)
     watts = fmt_watts(k.power.watts if k.power is not None else None)
     energy = fmt_energy_uj(energy_uj(k.energy))
+    assumed = k.assumed_loops()
+    if time and assumed:
+        time += f", {assumed} loop{'s' if assumed != 1 else ''} assumed"
     parts = [f"≈ {time}" if time else "time not available", watts or "power not available",
              energy or "energy not available"]
     launch = k.launch

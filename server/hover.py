@@ -233,7 +233,7 @@ def kernel_markdown(k: KernelReport, gpu: str, arch: str | None, full: bool = Fa
                       + ", ".join(f"{n} {t}" for t, n in k.instruction_mix.items()) + ")"]
         for lp in k.loops:
             trips = f", trip count {lp.trip_count} ({lp.trip_source})" if lp.trip_count is not None else ""
-            how = f": {lp.trip_detail}" if lp.trip_detail and lp.trip_source == "ptx" else ""
+            how = f": {lp.trip_detail}" if lp.trip_detail else ""  # how it was read, or why it is assumed
             parts.append(f"- loop at {where}line {lp.header_line} (depth {lp.depth}{trips}){how}")
         for a in k.time.assumptions if k.time is not None else []:
             parts.append(f"- time model assumed: {a}")

@@ -7,12 +7,19 @@ itself is inferred by `kerncast.analysis.launch_stage`, the GPU profile loaded b
 
 from __future__ import annotations
 
+from kerncast.analysis.assumed_loops import (
+    assumed_counts,
+    assumed_lines,
+    scaled_memory,
+    scaled_trips,
+    widen_for_assumed,
+)
 from kerncast.analysis.context import KernelContext
 from kerncast.analysis.memory.analysis import MemoryAnalysis
 from kerncast.analysis.occupancy import compute_occupancy
 from kerncast.analysis.timing.estimate import DEFAULT_TIME_MODEL, TimeEstimate, predict_time
 from kerncast.analysis.timing.trace_stage import add_trace_model
-from kerncast.analysis.tripcount import trip_count_assumptions, trip_values
+from kerncast.analysis.tripcount import trip_count_assumptions
 
 
 def occupancy_stage(ctx: KernelContext) -> None:
@@ -49,9 +56,15 @@ def time_stage(ctx: KernelContext) -> None:
                                     f"{profile.name} ({occ.limiter} limit)")
             return
     est = repredict(ctx, ctx.memory, notes)
+    base_us = est.us
     ctx.report.time = est
     if ctx.options.time_model == "trace":
         add_trace_model(ctx, est)
+    guessed = set(assumed_counts(ctx.trip_counts))
+    if guessed:
+        widen_for_assumed(est, base_us, lambda factor: repredict(
+            ctx, scaled_memory(ctx.memory, ctx.cfg, ctx.loops, guessed, factor), [], factor).us,
+            len(assumed_lines(ctx.trip_counts)))
 
 
 def static_model(ctx: KernelContext) -> str:
@@ -59,15 +72,18 @@ def static_model(ctx: KernelContext) -> str:
     return DEFAULT_TIME_MODEL if ctx.options.time_model == "trace" else ctx.options.time_model
 
 
-def repredict(ctx: KernelContext, memory: MemoryAnalysis | None, notes: list[str] | None = None) -> TimeEstimate:
+def repredict(ctx: KernelContext, memory: MemoryAnalysis | None, notes: list[str] | None = None,
+              assumed_factor: float = 1.0) -> TimeEstimate:
     """`predict_time` on the kernel's launch and occupancy with `memory` as its memory analysis: the time stage
-    passes the kernel's own, the gain estimate a copy with one finding's cost removed. Call only where the time
-    stage predicted a time (a profile, a runnable launch)."""
+    passes the kernel's own, the gain estimate a copy with one finding's cost removed. `assumed_factor` scales
+    the trip counts that are a guess (the time range's bounds for them). Call only where the time stage
+    predicted a time (a profile, a runnable launch)."""
     launch, occ = ctx.report.launch, ctx.report.occupancy
     assert ctx.gpu is not None and launch is not None and launch.blocks and launch.threads_per_block
     blocks_per_sm, occupancy = (occ.active_blocks_per_sm, occ.occupancy) if occ is not None else (None, None)
     return predict_time(ctx.cfg, ctx.loops, ctx.gpu, blocks=launch.blocks, threads_per_block=launch.threads_per_block,
-                        trips=trip_values(ctx.trip_counts), blocks_per_sm=blocks_per_sm, occupancy=occupancy,
+                        trips=scaled_trips(ctx.trip_counts, assumed_factor), blocks_per_sm=blocks_per_sm,
+                        occupancy=occupancy,
                         registers=ctx.report.registers, shared_bytes=ctx.report.shared_bytes or 0,
                         memory=memory, assumptions=notes, model=static_model(ctx),
                         grid=launch.grid_dims(), block=launch.block_dims())
