@@ -56,9 +56,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "always there)")
     defaults = AnalysisOptions()
     gpu = default_gpu(defaults.gpu)
-    parser.add_argument("--gpu", default=gpu,
-                        help=f"GPU profile id (see `kerncast gpus`); default {gpu} (this machine's GPU when NVML "
-                             f"finds one with a profile, else {defaults.gpu})")
+    add_toolchain_arguments(parser, f"GPU profile id (see `kerncast gpus`); default {gpu} (this machine's GPU when "
+                                    f"NVML finds one with a profile, else {defaults.gpu})")
+    parser.add_argument("--budget", type=float, default=defaults.budget_s, metavar="SECONDS",
+                        help=f"time budget of the memory analysis per kernel; default {defaults.budget_s:g}")
+    parser.add_argument("--format", choices=("text", "json", "sarif"), default="text", help="output format")
+    add_fix_arguments(parser)
+    add_time_model_argument(parser)
+    add_launch_arguments(parser)
+
+
+def add_toolchain_arguments(parser: argparse.ArgumentParser, gpu_help: str) -> None:
+    """The GPU and the compiler's flags, one definition for every command that compiles a file (`analyze`,
+    `report`, `diff`), so that each takes the same flags with the same defaults."""
+    defaults = AnalysisOptions()
+    parser.add_argument("--gpu", default=default_gpu(defaults.gpu), help=gpu_help)
     parser.add_argument("--arch", default=None,
                         help="nvcc/ptxas target, e.g. sm_80; default: the project's compile_commands.json, else "
                              "the GPU profile's architecture (h100 -> sm_90)")
@@ -73,15 +85,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"seconds allowed for nvcc; default {defaults.timeout_s:g}")
     parser.add_argument("--compile-memory-mb", dest="compile_memory_mb", type=int, default=None, metavar="MIB",
                         help="memory of all the compiles that run at once, in MiB: each of the "
-                             f"{COMPILE_SLOTS} a process runs at once (x the -j workers) gets an equal share as "
-                             f"address space; default {default_compile_memory_mb()} (min({DEFAULT_COMPILE_MEMORY_MB}, "
-                             "half this machine's memory))")
-    parser.add_argument("--budget", type=float, default=defaults.budget_s, metavar="SECONDS",
-                        help=f"time budget of the memory analysis per kernel; default {defaults.budget_s:g}")
-    parser.add_argument("--format", choices=("text", "json", "sarif"), default="text", help="output format")
-    add_fix_arguments(parser)
-    add_time_model_argument(parser)
-    add_launch_arguments(parser)
+                             f"{COMPILE_SLOTS} a process runs at once (x the -j workers of analyze) gets an equal "
+                             f"share as address space; default {default_compile_memory_mb()} "
+                             f"(min({DEFAULT_COMPILE_MEMORY_MB}, half this machine's memory))")
 
 
 def add_fix_arguments(parser: argparse.ArgumentParser) -> None:

@@ -25,7 +25,12 @@ from kerncast.analysis.report import FileReport
 from kerncast.analysis.strict_json import dumps_strict
 from kerncast.analysis.targets import default_gpu
 from kerncast.server.analyze_many import SUFFIXES, collect_files
-from kerncast.server.cmd_analyze import add_launch_arguments, add_time_model_argument, options_from_args
+from kerncast.server.cmd_analyze import (
+    add_launch_arguments,
+    add_time_model_argument,
+    add_toolchain_arguments,
+    options_from_args,
+)
 from kerncast.server.kernel_diff import KernelChange, compare_reports, diff_json, diff_markdown, diff_text, slower_than
 from kerncast.server.multi_gpu import split_gpus
 
@@ -48,18 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="output format; markdown is a table for a pull-request comment")
     parser.add_argument("--fail-slower", dest="fail_slower", type=float, default=None, metavar="PERCENT",
                         help="exit with status 1 when a kernel's predicted time grew by more than PERCENT %%")
-    defaults = AnalysisOptions()
-    gpu = default_gpu(defaults.gpu)
-    parser.add_argument("--gpu", default=gpu,
-                        help=f"GPU profile id, or a comma list (a100,h100) for one comparison per GPU; default {gpu}")
-    parser.add_argument("--arch", default=None, help="nvcc/ptxas target, e.g. sm_80; default the GPU's")
-    parser.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR",
-                        help="extra include directory for nvcc (repeatable)")
-    parser.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]",
-                        help="preprocessor definition for nvcc (repeatable)")
-    parser.add_argument("--nvcc", dest="nvcc_path", default=None, help="path of the nvcc to use")
-    parser.add_argument("--timeout", type=float, default=defaults.timeout_s,
-                        help=f"seconds allowed for nvcc; default {defaults.timeout_s:g}")
+    gpu = default_gpu(AnalysisOptions().gpu)
+    add_toolchain_arguments(parser, f"GPU profile id, or a comma list (a100,h100) for one comparison per GPU; "
+                                    f"default {gpu}")
     add_time_model_argument(parser)
     add_launch_arguments(parser)
 

@@ -17,7 +17,12 @@ from kerncast.analysis.context import AnalysisOptions
 from kerncast.analysis.gpus.profile import ProfileError, load_profile
 from kerncast.analysis.report import FileReport
 from kerncast.analysis.targets import default_gpu
-from kerncast.server.cmd_analyze import add_launch_arguments, add_time_model_argument, options_from_args
+from kerncast.server.cmd_analyze import (
+    add_launch_arguments,
+    add_time_model_argument,
+    add_toolchain_arguments,
+    options_from_args,
+)
 from kerncast.server.multi_gpu import analyse_on_gpus, per_gpu_text, split_gpus
 from kerncast.server.report_page import GpuFigures, PageInput, render_page
 from kerncast.server.roofline_svg import point_of, roofs_of
@@ -27,18 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", metavar="PATH", help="a CUDA C++ (.cu) or PTX (.ptx) file")
     parser.add_argument("--html", metavar="OUT.html", default=None,
                         help="write the report as one self-contained HTML page (no network, no script)")
-    defaults = AnalysisOptions()
-    gpu = default_gpu(defaults.gpu)
-    parser.add_argument("--gpu", default=gpu,
-                        help=f"GPU profile id, or a comma list (a100,h100) to compare GPUs; default {gpu}")
-    parser.add_argument("--arch", default=None, help="nvcc/ptxas target, e.g. sm_80; default the GPU's")
-    parser.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR",
-                        help="extra include directory for nvcc (repeatable)")
-    parser.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]",
-                        help="preprocessor definition for nvcc (repeatable)")
-    parser.add_argument("--nvcc", dest="nvcc_path", default=None, help="path of the nvcc to use")
-    parser.add_argument("--timeout", type=float, default=defaults.timeout_s,
-                        help=f"seconds allowed for nvcc; default {defaults.timeout_s:g}")
+    gpu = default_gpu(AnalysisOptions().gpu)
+    add_toolchain_arguments(parser, f"GPU profile id, or a comma list (a100,h100) to compare GPUs; default {gpu}")
     add_time_model_argument(parser)
     add_launch_arguments(parser)
 
