@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from kerncast.analysis.cfg import Cfg
-from kerncast.analysis.context import KernelContext
+from kerncast.analysis.context import KernelContext, reported_here
 from kerncast.analysis.edits import insert_lines_above
 from kerncast.analysis.launch import GUESSED_SOURCES, Sourced, split_kernel_name
 from kerncast.analysis.loops import LoopForest
@@ -138,6 +138,6 @@ def assumed_loop_findings(ctx: KernelContext) -> list[Finding]:
 
 def assumed_loops_stage(ctx: KernelContext) -> None:
     """Pipeline stage: add the kernel's `assumed-trip-count` findings."""
-    if ctx.report.line is None and ctx.cuda_source is not None:
-        return  # defined in an included file: that file's own analysis reports it
+    if not reported_here(ctx):
+        return
     ctx.report.findings.extend(assumed_loop_findings(ctx))

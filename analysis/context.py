@@ -147,3 +147,9 @@ class KernelContext:
 
     def __post_init__(self) -> None:
         self.dataflow = KernelDataflow(self.function, self.cfg, self.loops)
+
+
+def reported_here(ctx: KernelContext) -> bool:
+    """Whether this file's analysis reports the kernel's findings: not for a kernel defined in a file that this
+    one includes (it has no line here), which that file's own analysis reports on its own lines."""
+    return ctx.report.line is not None or ctx.cuda_source is None

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from kerncast.analysis.context import KernelContext
+from kerncast.analysis.context import KernelContext, reported_here
 from kerncast.analysis.ptx.model import Instruction, loc_in_file
 from kerncast.analysis.report import Finding, Fix, Related, TextEdit, source_line_range, source_lines
 from kerncast.analysis.rules import Code, FixKind, rule
@@ -148,8 +148,8 @@ def fp64_in_fp32(ctx: KernelContext) -> Finding | None:
 
 def fp64_stage(ctx: KernelContext) -> None:
     """Pipeline stage: add the kernel's `fp64-in-fp32` finding."""
-    if ctx.report.line is None and ctx.cuda_source is not None:
-        return  # defined in an included file: that file's own analysis reports it
+    if not reported_here(ctx):
+        return
     finding = fp64_in_fp32(ctx)
     if finding is not None:
         ctx.report.findings.append(finding)

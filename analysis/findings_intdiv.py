@@ -13,7 +13,7 @@ import tomllib
 from functools import cache
 from importlib import resources
 
-from kerncast.analysis.context import KernelContext
+from kerncast.analysis.context import KernelContext, reported_here
 from kerncast.analysis.ptx.model import Instruction, Reg, loc_in_file
 from kerncast.analysis.report import Finding, source_line_range, source_lines
 from kerncast.analysis.rules import Code
@@ -80,6 +80,6 @@ def slow_divisions(ctx: KernelContext) -> list[Finding]:
 
 def slow_division_stage(ctx: KernelContext) -> None:
     """Pipeline stage: add the kernel's `slow-integer-division` findings."""
-    if ctx.report.line is None and ctx.cuda_source is not None:
-        return  # defined in an included file: that file's own analysis reports it
+    if not reported_here(ctx):
+        return
     ctx.report.findings.extend(slow_divisions(ctx))

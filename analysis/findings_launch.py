@@ -18,7 +18,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from kerncast.analysis.context import KernelContext
+from kerncast.analysis.context import KernelContext, reported_here
 from kerncast.analysis.launch import GUESSED_SOURCES, Launch, Sourced, split_kernel_name
 from kerncast.analysis.report import Finding, KernelReport, source_line_range, source_lines
 from kerncast.analysis.rules import Code
@@ -185,8 +185,8 @@ def launch_configuration(ctx: KernelContext) -> Finding | None:
 
 def launch_configuration_stage(ctx: KernelContext) -> None:
     """Pipeline stage (after the time): add the kernel's `launch-configuration` finding, on its launch line."""
-    if ctx.report.line is None and ctx.cuda_source is not None:
-        return  # defined in an included file: that file's own analysis reports it
+    if not reported_here(ctx):
+        return
     finding = launch_configuration(ctx)
     if finding is None:
         return

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from kerncast.analysis.context import KernelContext
+from kerncast.analysis.context import KernelContext, reported_here
 from kerncast.analysis.ptx.model import Instruction, loc_in_file
 from kerncast.analysis.report import Finding, Related, source_line_range, source_lines
 from kerncast.analysis.rules import Code
@@ -84,8 +84,8 @@ def local_memory(ctx: KernelContext) -> Finding | None:
 
 def local_memory_stage(ctx: KernelContext) -> None:
     """Pipeline stage (after ptxas's resources): add the kernel's `local-memory` finding."""
-    if ctx.report.line is None and ctx.cuda_source is not None:
-        return  # defined in an included file: that file's own analysis reports it
+    if not reported_here(ctx):
+        return
     finding = local_memory(ctx)
     if finding is not None:
         ctx.report.findings.append(finding)

@@ -14,7 +14,7 @@ reporting it would bury real cases), nor a condition the analysis could not read
 from __future__ import annotations
 
 from kerncast.analysis.cfg import Cfg
-from kerncast.analysis.context import KernelContext
+from kerncast.analysis.context import KernelContext, reported_here
 from kerncast.analysis.memory.analysis import BranchInfo
 from kerncast.analysis.ptx.model import Imm, Instruction, loc_in_file
 from kerncast.analysis.report import Finding, Related, source_line_range, source_lines
@@ -159,6 +159,6 @@ def barrier_divergence(ctx: KernelContext) -> list[Finding]:
 
 def barrier_divergence_stage(ctx: KernelContext) -> None:
     """Pipeline stage (after the memory analysis): add the kernel's `barrier-divergence` findings."""
-    if ctx.report.line is None and ctx.cuda_source is not None:
-        return  # defined in an included file: that file's own analysis reports it
+    if not reported_here(ctx):
+        return
     ctx.report.findings.extend(barrier_divergence(ctx))
