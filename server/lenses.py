@@ -4,6 +4,8 @@ Where a kernel's name and signature are comes from the library's source model (s
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from kerncast.analysis.report import FileReport
 from kerncast.server.convert import kernel_anchor, kernel_summary, signature_end
 from lsprotocol import types as lsp
@@ -11,7 +13,9 @@ from lsprotocol import types as lsp
 SHOW_REPORT = "kerncast.showReport"
 
 
-def code_lenses(report: FileReport, uri: str, lines: list[str]) -> list[lsp.CodeLens]:
+def code_lenses(report: FileReport, uri: str, lines: list[str],
+                change: Callable[[str], str | None] | None = None) -> list[lsp.CodeLens]:
+    """One lens per kernel; `change(name)` is the kernel's change since the last save, appended where known."""
     out = []
     for k in report.kernels:
         anchor = kernel_anchor(lines, k)
@@ -19,6 +23,9 @@ def code_lenses(report: FileReport, uri: str, lines: list[str]) -> list[lsp.Code
             continue
         rng = lsp.Range(lsp.Position(anchor.line, anchor.start), lsp.Position(anchor.line, anchor.end))
         title = kernel_summary(k, report.gpu or "?")
+        since = change(k.name) if change is not None else None
+        if since:
+            title += f" · {since}"
         out.append(lsp.CodeLens(range=rng, command=lsp.Command(title=title, command=SHOW_REPORT,
                                                                 arguments=[uri, k.name])))
     return out

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import functools
 import gc
 import hashlib
 import logging
@@ -35,7 +36,7 @@ from kerncast.analysis.kernel_cache import KernelCache
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport, KernelReport
 from kerncast.analysis.toolchain import shown
-from kerncast.server import actions, config, convert, hover, lenses
+from kerncast.server import actions, config, convert, hover, last_save, lenses
 from kerncast.server.documents import DocumentWorkspace
 from kerncast.server.header_diagnostics import HeaderDiagnostics
 from kerncast.server.positions import encoding_name, split_lines
@@ -118,6 +119,8 @@ class KerncastServer(LanguageServer):
         self.views: dict[str, tuple[Result, int | None, View]] = {}
         #: document key -> (maxFileBytes, the library's refusal) of a document too large to analyse
         self.refused: dict[str, tuple[int, Result]] = {}
+        #: per open document, the analysis before the latest one (the lens and hover say what changed)
+        self.last_saves = last_save.LastSaves()
 
     # --------------------------------------------------------------------------------------- settings
 
@@ -254,6 +257,7 @@ class KerncastServer(LanguageServer):
                 if not self.current(uri, generation) or self.document(uri) is None:
                     return
                 self.publish(uri, result)
+                self.last_saves.note(uri, settings.fingerprint(), result.key, result.report)
 
     async def refuse_large(self, uri: str, generation: int, text: str, version: int | None,
                            language: str | None, settings: config.Settings) -> None:
@@ -314,6 +318,7 @@ class KerncastServer(LanguageServer):
         self.views.pop(key, None)
         self.kernel_caches.pop(key, None)
         self.refused.pop(key, None)
+        self.last_saves.forget(key)
 
     def cached(self, uri: str, version: int | None, key: str) -> Result | None:
         entries = self.cache.get(uri)
@@ -585,12 +590,15 @@ async def with_lime(ls: KerncastServer, result: Result, kernel: KernelReport) ->
     return kernel
 
 
-def _hover_markdown(result: Result, pos: lsp.Position, k: KernelReport | None) -> str | None:
-    """Markdown for the kernel `k` under the cursor, else for the findings on the cursor's line, else None."""
+def _hover_markdown(result: Result, pos: lsp.Position, k: KernelReport | None,
+                    since: str | None = None) -> str | None:
+    """Markdown for the kernel `k` under the cursor (with `since`, its change since the last save), else for
+    the findings on the cursor's line, else None."""
     report, lines = result.report, result.lines
     if k is not None:
-        return hover.kernel_markdown(k, report.gpu or "?", report.arch, compiler=report.compiler,
-                                     file_notes=report.notes)
+        return last_save.with_change(hover.kernel_markdown(k, report.gpu or "?", report.arch,
+                                                           compiler=report.compiler, file_notes=report.notes),
+                                     since)
     found = []
     for f in convert.all_findings(report):
         rng = convert.finding_range(f, lines)
@@ -609,9 +617,11 @@ async def on_hover(ls: KerncastServer, params: lsp.HoverParams) -> lsp.Hover | N
         if pos is None:  # a line typed or changed since the analysis: nothing known about it yet
             return None
         k = _hovered_kernel(result, pos)
+        since = None
         if k is not None:
+            since = ls.last_saves.change(ls.key(params.text_document.uri), result.report, k.name)
             k = await with_lime(ls, result, k)
-        text = _hover_markdown(result, pos, k)
+        text = _hover_markdown(result, pos, k, since)
     except Exception:  # noqa: BLE001 - a hover never takes the server down
         log.exception("hover failed")
         return None
@@ -628,7 +638,9 @@ def on_code_lens(ls: KerncastServer, params: lsp.CodeLensParams) -> list[lsp.Cod
     try:
         view = ls.view_for(params.text_document.uri, result)
         out = []
-        for lens in lenses.code_lenses(result.report, params.text_document.uri, result.lines):
+        key = ls.key(params.text_document.uri)
+        since = functools.partial(ls.last_saves.change, key, result.report)
+        for lens in lenses.code_lenses(result.report, params.text_document.uri, result.lines, since):
             rng = view.range_out(lens.range)
             if rng is not None:  # a kernel whose name line changed since the analysis gets no lens yet
                 lens.range = rng

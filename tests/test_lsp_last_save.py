@@ -1,0 +1,99 @@
+"""The change since the last save, in the editor: the real server over stdio, real nvcc, a copy of
+`examples/matmul.cu`.
+
+Saved once, then saved again with the naive kernel's inner loop cut to a quarter of its trips: that kernel's
+lens and hover say it is faster than the last save; the tiled kernel, untouched, says nothing of a change.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types as lsp
+from pygls import uris
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from test_lsp import Session, answer_refresh_requests, needs_nvcc
+
+SERVER_COMMAND = [sys.executable, "-m", "kerncast.server", "lsp"]
+MATMUL = Path(__file__).resolve().parents[1] / "examples" / "matmul.cu"
+NAIVE_LOOP = "for (int k = 0; k < n; ++k) {"
+SHORTER_LOOP = "for (int k = 0; k < n / 4; ++k) {"
+FASTER = re.compile(r"(\d+(?:\.\d+)?)x faster than the last save")
+
+pytestmark = [
+    pytest.mark.asyncio(loop_scope="module"),
+    pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning"),
+    pytest.mark.nvcc,
+]
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER_COMMAND), scope="module",
+                    params=["visual_studio_code", "neovim@v0.7.0"])
+async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest,
+                 tmp_path_factory: pytest.TempPathFactory):
+    needs_nvcc()
+    workdir = lsp_client.workdir = tmp_path_factory.mktemp("last_save")
+    shutil.copy(MATMUL, workdir / MATMUL.name)
+    Session.install_recorder(lsp_client)
+    answer_refresh_requests(lsp_client)
+    lsp_client.client_name = request.param
+    await lsp_client.initialize_session(lsp.InitializeParams(
+        capabilities=client_capabilities(request.param), root_uri=uris.from_fs_path(str(workdir)),
+        initialization_options={"gpu": "v100", "arch": "sm_75"}))
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.fixture
+def s(client: LanguageClient) -> Session:
+    return Session(client, client.workdir)
+
+
+async def _lenses(s: Session, uri: str) -> dict[str, str]:
+    """Kernel name (the lens's second argument) -> lens title."""
+    found = await s.client.text_document_code_lens_async(
+        lsp.CodeLensParams(text_document=lsp.TextDocumentIdentifier(uri=uri)))
+    return {lens.command.arguments[1]: lens.command.title for lens in found if lens.command is not None}
+
+
+async def _hover_text(s: Session, uri: str, needle: str) -> str:
+    line = s.line_of(uri, needle)
+    answer = await s.hover(uri, line, s.text(uri).splitlines()[line].index(needle) + 2)
+    assert answer is not None and isinstance(answer.contents, lsp.MarkupContent)
+    return answer.contents.value
+
+
+async def test_a_kernel_rewritten_between_saves_says_how_much_faster_it_got(s: Session) -> None:
+    uri = s.open(MATMUL.name)
+    await s.diagnostics(uri)
+    s.save(uri)
+    first = await _lenses(s, uri)
+    assert len(first) == 2 and not any("last save" in t for t in first.values()), first
+
+    text = s.text(uri)
+    assert NAIVE_LOOP in text
+    version = s.change(uri, text.replace(NAIVE_LOOP, SHORTER_LOOP))
+    s.save(uri)
+    await s.diagnostics(uri, version)
+    titles = await _lenses(s, uri)
+    naive = next(t for name, t in titles.items() if "matmulNaive" in name)
+    tiled = next(t for name, t in titles.items() if "matmulNaive" not in name)
+    speedup = FASTER.search(naive)
+    assert speedup is not None, naive
+    assert float(speedup.group(1)) > 1.5, naive  # a quarter of the inner loop's trips
+    assert "last save" not in tiled, tiled
+
+    naive_hover = await _hover_text(s, uri, "matmulNaive(const")
+    assert "**Since the last save:**" in naive_hover and FASTER.search(naive_hover), naive_hover
+    tiled_hover = await _hover_text(s, uri, "MatrixMulCUDA(float")
+    assert "last save" not in tiled_hover, tiled_hover
+
+    # saved again without an edit: the change against the analysis before stays said
+    s.save(uri)
+    await s.diagnostics(uri, version)
+    assert FASTER.search((await _lenses(s, uri))[next(n for n in titles if "matmulNaive" in n)])
