@@ -3,6 +3,7 @@
 
 Saved once, then saved again with the naive kernel's inner loop cut to a quarter of its trips: that kernel's
 lens and hover say it is faster than the last save; the tiled kernel, untouched, says nothing of a change.
+Undone and saved again, the naive kernel is slower than the last save by the same factor.
 """
 
 from __future__ import annotations
@@ -97,3 +98,13 @@ async def test_a_kernel_rewritten_between_saves_says_how_much_faster_it_got(s: S
     s.save(uri)
     await s.diagnostics(uri, version)
     assert FASTER.search((await _lenses(s, uri))[next(n for n in titles if "matmulNaive" in n)])
+
+    # the edit undone and saved: now slower than the last save, by the factor it was faster
+    version = s.change(uri, text)
+    s.save(uri)
+    await s.diagnostics(uri, version)
+    titles = await _lenses(s, uri)
+    naive = next(t for name, t in titles.items() if "matmulNaive" in name)
+    slower = re.search(r"(\d+(?:\.\d+)?)x slower than the last save", naive)
+    assert slower is not None and float(slower.group(1)) == pytest.approx(float(speedup.group(1)), rel=0.1), naive
+    assert "last save" not in next(t for name, t in titles.items() if "matmulNaive" not in name)

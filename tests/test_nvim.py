@@ -133,3 +133,31 @@ def test_neovim_unsaved_lines_above_a_flagged_kernel(nvim: str, nvcc_available: 
     kernels = ("transposeNaive", "transposeTiled", "transposePadded")
     assert sorted(c["line"] for c in result["codelens"]) == [line_of(shifted, f"__global__ void {k}(")
                                                              for k in kernels]
+
+
+@pytest.mark.nvcc
+def test_neovim_change_since_the_last_save(nvim: str, nvcc_available: object, tmp_path: Path) -> None:
+    """A copy of `examples/matmul.cu` saved, then saved with the naive kernel's inner loop cut to a quarter of
+    its trips: Neovim's lens and hover of that kernel say it got faster than the last save, the tiled
+    kernel's lens says nothing of a change."""
+    src = tmp_path / "matmul.cu"
+    shutil.copy(EXAMPLES / "matmul.cu", src)
+    out = tmp_path / "result.json"
+    env = _server_env(dict(os.environ, KERNCAST_NVIM_OUT=str(out), KERNCAST_NVIM_FILE=str(src),
+                           KERNCAST_NVIM_OLD_LOOP="k < n; ++k", KERNCAST_NVIM_NEW_LOOP="k < n / 4; ++k",
+                           HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path)))
+    proc = subprocess.run([nvim, "--headless", "-n", "-i", "NONE", "-u", str(NVIM_DIR / "init.lua"),
+                           "-c", f"luafile {NVIM_DIR / 'last_save.lua'}"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert out.exists(), f"nvim wrote no result (rc {proc.returncode}): {proc.stdout[-2000:]} {proc.stderr[-2000:]}"
+    result = json.loads(out.read_text())
+    assert result["ok"], f"{result.get('error')} after steps {result.get('steps')}"
+    assert len(result["first_lenses"]) == 2
+    assert not any("last save" in (lens["title"] or "") for lens in result["first_lenses"]), result["first_lenses"]
+
+    by_line = {lens["line"]: lens["title"] for lens in result["codelens"]}
+    naive = by_line[line_of(src, "void matmulNaive(")]
+    tiled = by_line[line_of(src, "void MatrixMulCUDA(")]
+    assert re.search(r"\d+(\.\d+)?x faster than the last save", naive), naive
+    assert "last save" not in tiled, tiled
+    assert any(re.search(r"faster than the last save", line) for line in result["hover"]), result["hover"]
