@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from kerncast.analysis.report import FileReport, Finding, KernelReport
 from kerncast.analysis.rules import is_code, rule
+from kerncast.analysis.timing.estimate import DEFAULT_TIME_MODEL, TIME_MODELS
 from kerncast.server.convert import (
     ANNOTATION_HINT,
     energy_uj,
@@ -62,18 +63,16 @@ _MODEL_KEYS = {"thesis-scheduler": "thesis"}
 
 
 def time_section(k: KernelReport) -> list[str]:
+    """The shown model's answer first (time, range, bottleneck: one line each), then that model's own parts;
+    the other models come last, in `other_models_section`, so the hover leads with one answer."""
     t = k.time
     if t is None or fmt_time(t.us) is None:
         return [f"**Time** {NA}{_notes_about(k, 'time', 'launch', 'gpu')}"]
-    out = [f"**Time ≈ {fmt_time(t.us)}**" + (f" ({t.model})" if t.model else "")
-           + (f", bottleneck **{t.bottleneck}**" if t.bottleneck else "")]
+    out = [f"**Time ≈ {fmt_time(t.us)}**" + (f" ({t.model} model)" if t.model else "")]
     rng = time_range(t)
-    if rng:
-        out.append(f"Range {rng[0]} – {rng[1]}" + (f": {t.range_basis}" if t.range_basis else ""))
-    others = [f"{name} {fmt_time(v)}" for name, v in t.models.items()
-              if isinstance(v, int | float) and name != _MODEL_KEYS.get(t.model, t.model)]
-    if others:
-        out.append("Other models: " + ", ".join(others))
+    out.append(f"Range {rng[0]} – {rng[1]}" + (f": {t.range_basis}" if t.range_basis else "")
+               if rng else f"Range {NA}")
+    out.append(f"Bottleneck: **{t.bottleneck}**" if t.bottleneck else f"Bottleneck: {NA}")
     extra = []
     if isinstance(t.cycles, int | float):
         extra.append(f"{t.cycles:.4g} cycles")
@@ -81,21 +80,71 @@ def time_section(k: KernelReport) -> list[str]:
         extra.append(f"{_num(t.waves)} waves")
     if extra:
         out.append("; ".join(extra))
-    if t.breakdown:
-        numeric = {key: v for key, v in t.breakdown.items() if isinstance(v, int | float)}
-        largest = max((abs(v) for v in numeric.values()), default=0.0)
-        out += ["", "| part | value | |", "|---|---:|---|"]
-        out += [f"| {key} | {_num(v)} | {_bar(v, largest)} |" for key, v in numeric.items()]
-        out.append("")
-    mwp = fmt_time(t.mwp_cwp_us)
-    out.append(f"MWP-CWP estimate: {mwp}" + (f" ({t.mwp_cwp_class})" if t.mwp_cwp_class else "")
-               if mwp else f"MWP-CWP estimate: {NA}")
-    if _pair(t.roofline_us):
-        lo, hi = fmt_time(t.roofline_us[0]), fmt_time(t.roofline_us[1])  # type: ignore[index]
-        out.append(f"Roofline range: {lo} – {hi}" if lo != hi else f"Roofline bound: {lo}")
+    return out + time_breakdown(t)
+
+
+#: the kerncast model's parts in its report's `detail`: key -> what the row says
+KERNCAST_PARTS = {
+    "kerncast_kernel_duration_us": "kernel duration (on the GPU)",
+    "kerncast_compute_us": "compute: issue and latency chain",
+    "kerncast_memory_us": "DRAM and L2 traffic",
+    "kerncast_launch_us": "launch and block dispatch",
+    "kerncast_host_launch_us": "host launch overhead",
+}
+
+
+def time_breakdown(t: Any) -> list[str]:
+    """The parts of the shown model's own time: the kerncast model's compute / memory / launch terms (which
+    overlap, so they are not a sum), or the thesis scheduler's Eq. 4.8 terms (which add up); none for a model
+    that has no parts, rather than another model's."""
+    if t.model == TIME_MODELS[DEFAULT_TIME_MODEL]:
+        rows = {label: t.detail[key] for key, label in KERNCAST_PARTS.items()
+                if isinstance(t.detail.get(key), int | float)}
+        head = "Parts of this time (they overlap: the time is not their sum)"
+    elif t.model == TIME_MODELS["thesis"]:
+        rows = {key: v for key, v in t.breakdown.items() if isinstance(v, int | float)}
+        head = "Parts of this time (they add up)"
     else:
-        out.append(f"Roofline range: {NA}")
+        return []
+    if not rows:
+        return []
+    largest = max(abs(v) for v in rows.values())
+    out = ["", head, "", "| part | time | |", "|---|---:|---|"]
+    out += [f"| {label} | {fmt_time(v) or _num(v)} | {_bar(v, largest)} |" for label, v in rows.items()]
     return out
+
+
+def other_models_section(k: KernelReport) -> list[str]:
+    """The alternatives to the shown answers, folded at the end: the other time models (and the roofline's
+    bounds) and the per-event model's own energy total, each said to be an alternative, with the default named."""
+    t = k.time
+    out: list[str] = []
+    if t is not None and fmt_time(t.us) is not None:
+        shown = _MODEL_KEYS.get(t.model, t.model)
+        others = [f"{name} {fmt_time(v)}" for name, v in t.models.items()
+                  if isinstance(v, int | float) and name != shown]
+        if others:
+            out.append("Other models: " + ", ".join(others))
+        mwp = fmt_time(t.mwp_cwp_us)
+        out.append(f"MWP-CWP estimate: {mwp}" + (f" ({t.mwp_cwp_class})" if t.mwp_cwp_class else "")
+                   if mwp else f"MWP-CWP estimate: {NA}")
+        if _pair(t.roofline_us):
+            lo, hi = fmt_time(t.roofline_us[0]), fmt_time(t.roofline_us[1])  # type: ignore[index]
+            out.append(f"Roofline range: {lo} – {hi}" if lo != hi else f"Roofline bound: {lo}")
+        else:
+            out.append(f"Roofline range: {NA}")
+    ev = k.energy.event if k.energy is not None else None
+    if ev is not None and ev.total_uj > 0:
+        out.append(f"Per-event energy model's own total: {fmt_energy_uj(ev.total_uj)} (dynamic "
+                   f"{fmt_energy_uj(ev.dynamic_uj)}, constant {fmt_energy_uj(ev.constant_uj)}, "
+                   f"idle {fmt_energy_uj(ev.idle_uj)})")
+    if not out:
+        return []
+    default = TIME_MODELS[DEFAULT_TIME_MODEL]
+    head = (f"**Other models** — alternatives for comparison, not the answer: the time above is the "
+            f"{t.model if t is not None and t.model else default} model's (Kerncast's default is {default}; "
+            "`--time-model` picks another), the energy above is power × that time")
+    return [head, "", *[f"- {line}" for line in out]]
 
 
 def power_section(k: KernelReport) -> list[str]:
@@ -147,6 +196,8 @@ ENERGY_TABLE_LINES = 8
 
 
 def energy_section(k: KernelReport) -> list[str]:
+    """One energy figure (the shown power × the shown time) and where it goes, in shares, by the per-event
+    model; that model's own total is an alternative and sits with the other models."""
     energy = k.energy
     e = fmt_energy_uj(energy_uj(energy))
     if energy is None or not e:
@@ -156,17 +207,20 @@ def energy_section(k: KernelReport) -> list[str]:
         out = [f"**Energy ≈ {e}** (90% interval {fmt_energy_uj(iv[0])} – {fmt_energy_uj(iv[1])}; "
                "power × predicted time)"]
     else:
-        out = [f"**Energy ≈ {e}**"]
+        out = [f"**Energy ≈ {e}** (power × predicted time)"]
     return out + event_energy_table(energy.event)
 
 
 def event_energy_table(ev: EventEnergy | None) -> list[str]:
-    """The per-event model's total and its split over source lines (largest first)."""
-    if ev is None or not ev.lines:
+    """The split of the energy above by the per-event model: its dynamic / constant / idle shares, and the
+    dynamic part's shares over source lines (largest first). Shares, not joules: the per-event model's own
+    total differs from power × time, and a second total would leave the reader two answers."""
+    if ev is None or not ev.lines or ev.total_uj <= 0:
         return []
-    out = ["", f"Per-event model: {fmt_energy_uj(ev.total_uj)} (dynamic {fmt_energy_uj(ev.dynamic_uj)}, "
-               f"constant {fmt_energy_uj(ev.constant_uj)}, idle {fmt_energy_uj(ev.idle_uj)})",
-           "", "| line | share | events |", "|---:|---:|---|"]
+    total = ev.total_uj
+    out = ["", f"Split of this energy (per-event model, shares): dynamic {ev.dynamic_uj / total:.0%}, "
+               f"constant {ev.constant_uj / total:.0%}, idle {ev.idle_uj / total:.0%}",
+           "", "| line | share of dynamic | events |", "|---:|---:|---|"]
     placed = ev.line_dynamic_uj
     for ln in sorted(ev.lines, key=lambda ln: -ln.uj)[:ENERGY_TABLE_LINES]:
         top = sorted(ln.events.items(), key=lambda kv: -kv[1])[:3]
@@ -183,16 +237,31 @@ def launch_section(k: KernelReport) -> list[str]:
     head = f"**Launch** `{launch_text(launch)}`" + ("" if launch_known(launch) else f" (assumed — {ANNOTATION_HINT})")
     out = [head, ""]
     rows = [("grid", launch.grid, fmt_dim(launch.grid.value)), ("block", launch.block, fmt_dim(launch.block.value)),
-            ("dynamic_shared_bytes", launch.dynamic_shared_bytes, _num(launch.dynamic_shared_bytes.value)),
-            ("loops", launch.loops, _num(launch.loops.value))]
+            ("dynamic_shared_bytes", launch.dynamic_shared_bytes, _num(launch.dynamic_shared_bytes.value))]
+    if not k.loops:  # no loop mapped to a source line: the launch's one count is all there is
+        rows.append(("loops", launch.loops, _num(launch.loops.value)))
     out += ["| | value | from |", "|---|---|---|"]
     for key, sourced, value in rows:
         where = f"{sourced.source}: {sourced.detail}" if sourced.detail else sourced.source
         out.append(f"| {key} | {value} | {where} |")
+    out += loop_rows(k)
     for name, p in launch.params.items():
         out.append(f"| param `{name}` | {_num(p.value)} | {p.source} |")
     if launch.assumptions:
         out += ["", "Assumed: " + "; ".join(str(a) for a in launch.assumptions)]
+    return out
+
+
+def loop_rows(k: KernelReport) -> list[str]:
+    """One launch-table row per loop: the trip count the prediction used for it and where it came from (read
+    from the code, the launch, an annotation, or a guess), instead of the launch's single default count."""
+    out = []
+    where = f"{os.path.basename(k.file)} " if k.file else ""
+    for lp in k.loops:
+        count = "unknown" if lp.trip_count is None else str(lp.trip_count)
+        source = lp.trip_source or "unknown"
+        how = f"{source}: {lp.trip_detail}" if lp.trip_detail else source
+        out.append(f"| loop at {where}line {lp.header_line} | {count} | {how} |")
     return out
 
 
@@ -238,6 +307,8 @@ def kernel_markdown(k: KernelReport, gpu: str, arch: str | None, full: bool = Fa
         for a in k.time.assumptions if k.time is not None else []:
             parts.append(f"- time model assumed: {a}")
         parts.append(f"\nMangled name: `{k.mangled}`")
+    if other := other_models_section(k):
+        parts += ["", *other]
     if k.notes:
         parts += ["", *[f"_note: {n}_" for n in k.notes]]
     if compiler:

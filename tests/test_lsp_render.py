@@ -54,7 +54,8 @@ def test_lens_title_says_what_is_unknown() -> None:
 def test_hover_markdown_with_power_table() -> None:
     text = hover.kernel_markdown(FULL, "v100", "sm_75")
     assert text.startswith("### saxpy — on V100 SXM2 (sm_75)")
-    assert "**Time ≈ 12.3 µs** (thesis-scheduler), bottleneck **memory**" in text
+    assert "**Time ≈ 12.3 µs** (thesis-scheduler model)\nRange _not available_\nBottleneck: **memory**" in text
+    assert "Parts of this time (they add up)" in text  # the thesis scheduler's own Eq. 4.8 terms
     assert "MWP-CWP estimate: 14 µs (memory-bound)" in text and "Roofline range: 10 µs – 13.5 µs" in text
     assert "**Power ≈ 87 W** (90% interval 70–101 W), model: xgboost-thesis@v100" in text
     assert "| global memory share | 0.4 | 12.5 | 10 | +████████████ |" in text
@@ -69,7 +70,10 @@ def test_hover_lists_the_per_event_energy_of_every_line() -> None:
                                LineEnergy(12, 300.0, {"integer arithmetic": 60.0, "global stores": 240.0})],
                         constants=EnergyConstants("Volta", {}, 0.0, "test", False))
     text = hover.kernel_markdown(replace(FULL, energy=replace(FULL.energy, event=event)), "v100", "sm_75")
-    assert "Per-event model: 1.3 mJ (dynamic 400 µJ, constant 300 µJ, idle 600 µJ)" in text
+    # the energy heading stays the one total; the event model's split is in shares, its own total folded below
+    assert "Split of this energy (per-event model, shares): dynamic 31%, constant 23%, idle 46%" in text
+    assert "- Per-event energy model's own total: 1.3 mJ (dynamic 400 µJ, constant 300 µJ, idle 600 µJ)" in text
+    assert text.index("**Other models**") > text.index("**Launch**")
     assert "| 12 | 75% | global stores 80%, integer arithmetic 20% |" in text
     assert "| 10 | 25% | global loads 100% |" in text
 
