@@ -42,6 +42,7 @@ from kerncast.analysis.context import (
     Thresholds,
 )
 from kerncast.analysis.demangle import demangle
+from kerncast.analysis.findings_atomic import atomic_contention_stage
 from kerncast.analysis.findings_fp64 import fp64_stage
 from kerncast.analysis.findings_intdiv import slow_division_stage
 from kerncast.analysis.findings_launch import launch_configuration_stage
@@ -642,6 +643,7 @@ STAGES: list[Stage] = [
     local_memory_stage,
     fp64_stage,
     slow_division_stage,
+    atomic_contention_stage,
     assumed_loops_stage,
     gain_stage,  # last: it reads the time and the findings of every stage before it
 ]

@@ -47,6 +47,7 @@ class Code(StrEnum):
     LOCAL_MEMORY = "local-memory"
     FP64_IN_FP32 = "fp64-in-fp32"
     SLOW_INTEGER_DIVISION = "slow-integer-division"
+    ATOMIC_CONTENTION = "atomic-contention"
     ANALYSIS_BUDGET = "analysis-budget"
     ASSUMED_TRIP_COUNT = "assumed-trip-count"
 
@@ -65,6 +66,7 @@ class FixKind(StrEnum):
     ADD_INCLUDE = "add-include"
     FLOAT_LITERALS = "float-literals"
     ANNOTATE_LOOP_COUNT = "annotate-loop-count"
+    WARP_AGGREGATION = "warp-aggregation"
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ KERNELS = Path(__file__).resolve().parent / "kernels"
 #: the codes these files check, and the corpus file of each
 FILES = {"launch-configuration": "launch_config.cu", "barrier-divergence": "barriers.cu",
          "local-memory": "local_arrays.cu", "fp64-in-fp32": "fp64_promotion.cu",
-         "slow-integer-division": "int_division.cu"}
+         "slow-integer-division": "int_division.cu", "atomic-contention": "atomics.cu"}
 CODES = set(FILES)
 
 
@@ -139,3 +139,36 @@ def test_slow_division_cost(reports: dict[str, FileReport]) -> None:
     assert f.detail["divisions"] == 1 and f.detail["instructions_per_division"] == 20 and "div.s32" in f.message
     assert f.severity == ("warning" if f.detail["share_of_loop"] >= 0.2 else "information")
     assert by["constantDivisor"] == [] and by["divideOnce"] == [] and by["shiftInLoop"] == []
+
+
+def _atomic(reports: dict[str, FileReport], kernel: str):
+    rep = reports["atomics.cu"]
+    return next(f for k in rep.kernels if k.name.split("(")[0] == kernel for f in k.findings
+                if f.code == "atomic-contention")
+
+
+def test_atomic_contention_is_quantified(reports: dict[str, FileReport]) -> None:
+    """Lanes per address in a warp, and blocks per address: the grid's 4096 blocks on one counter, one block
+    per address where the address is indexed by blockIdx."""
+    counter = _atomic(reports, "countAll")
+    assert counter.detail["lanes_per_address"] == 32 and counter.detail["blocks_per_address"] == 4096
+    assert "32-way" in counter.message and "all 4096 blocks" in counter.message
+    per_block = _atomic(reports, "perBlockSum")
+    assert per_block.detail["blocks_per_address"] == 1 and "blocks of the grid" not in per_block.message
+    assert _atomic(reports, "sharedCount").detail["space"] == "shared"
+
+
+def test_atomic_contention_snippet_fits_the_call(reports: dict[str, FileReport], tmp_path: Path) -> None:
+    """The snippet names the line's own call: a counter is aggregated with __popc, a value by shuffles with
+    the operation's combine (max for atomicMax); it is a snippet, and the file still compiles with it."""
+    counter = _atomic(reports, "countAll").fix
+    assert counter is not None and counter.applicability == "snippet"
+    text = "".join(e.new_text for e in counter.edits)
+    assert "atomicAdd(&counter[0], __popc(active) * (1u))" in text
+    maximum = "".join(e.new_text for e in _atomic(reports, "globalMax").fix.edits)
+    assert "v = max(v, o)" in maximum and "atomicMax(result, v)" in maximum and "__shfl_down_sync" in maximum
+    source = (KERNELS / "atomics.cu").read_text()
+    patched = tmp_path / "atomics.cu"
+    patched.write_text(_apply(source, counter.edits + _atomic(reports, "globalMax").fix.edits))
+    again = analyze_file(patched, options=AnalysisOptions(gpu="h100"))
+    assert not [f for f in again.all_findings() if f.code in ("compile-error", "compile-warning")]

@@ -13,6 +13,7 @@ the loop trip counts.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from itertools import product
 from typing import Any, ClassVar
@@ -89,6 +90,10 @@ class AccessInfo(FieldsJson):
     #: for an unknown access, whether a loaded value is in its address (a gather) or only a value the analysis
     #: cannot compute per lane (an unknown block size, a data-dependent branch before it)
     gather: bool = True
+    #: for an atomic: the most lanes of a sampled warp that hit one address (averaged over the instances), and
+    #: whether its address is the same in every block of the grid (no blockIdx in it)
+    lanes_per_address: float | None = None
+    grid_uniform: bool = False
 
     @property
     def excess_percent(self) -> float:
@@ -784,6 +789,7 @@ def _access(k: _Kernel, ins: Any) -> AccessInfo | None:
     unknown = False
     lanes_active: list[int] = []
     stride: int | str | None = None
+    shared_lanes: list[int] = []
     for active, vals in k.instances(ins.index, addr):
         if len(active) < 2:
             continue
@@ -796,6 +802,8 @@ def _access(k: _Kernel, ins: Any) -> AccessInfo | None:
             unknown = True
             continue
         costs.append(c)
+        if kind == "atomic":
+            shared_lanes.append(_most_lanes_per_address(vals))
         if stride is None and active[1] == active[0] + 1 and vals[0] is not None and vals[1] is not None:
             d = E.sub(vals[1], vals[0])
             stride = E.as_const(d) if E.as_const(d) is not None else k.render.poly(d)
@@ -807,6 +815,9 @@ def _access(k: _Kernel, ins: Any) -> AccessInfo | None:
         info.gather = k.dataflow.reaching.loaded_into(ins)
         return info
     info.known = True
+    if shared_lanes:
+        info.lanes_per_address = sum(shared_lanes) / len(shared_lanes)
+        info.grid_uniform = addr is not None and not _block_symbols(atoms, addr)
     actual = sum(c.actual for c in costs) / len(costs)
     ideal = sum(c.ideal for c in costs) / len(costs)
     info.symbolic = any(c.symbolic for c in costs)
@@ -817,6 +828,32 @@ def _access(k: _Kernel, ins: Any) -> AccessInfo | None:
     else:
         info.wavefronts, info.ideal_wavefronts = actual, ideal
     return info
+
+
+def _most_lanes_per_address(vals: Any) -> int:
+    """The most active lanes of one warp instance whose addresses are equal (an atomic's serialisation)."""
+    keys = vals.consts if isinstance(vals, LaneConstants) else vals
+    return max(Counter(keys).values())
+
+
+def _block_symbols(atoms: Atoms, addr: Value) -> bool:
+    """Whether an address depends on blockIdx (through operation arguments too)."""
+    stack, seen = [addr], set()
+    while stack:
+        q = stack.pop()
+        if q is None:
+            continue
+        for m, _ in q:
+            for a in m:
+                if a in seen:
+                    continue
+                seen.add(a)
+                key = atoms.keys[a]
+                if key[0] == "sym" and str(key[1]).startswith("ctaid."):
+                    return True
+                if key[0] == "op":
+                    stack.extend(key[2])
+    return False
 
 
 def _coalesced_condition(k: _Kernel, index: int, width: int) -> str | None:

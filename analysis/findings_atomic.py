@@ -1,0 +1,143 @@
+"""The `atomic-contention` finding: an atomic whose lanes (or blocks) all hit one address.
+
+The memory unit serialises atomics to one address: a warp whose 32 lanes `atomicAdd` the same counter makes 32
+updates one after another, and when the address does not depend on blockIdx every block of the grid queues on
+that one word too. The memory analysis already instantiates each atomic's address for the lanes of the sampled
+warps; lanes with equal addresses are counted there. Reported when two or more active lanes share an address
+on average; an atomic made by one lane per warp (the aggregated form) and an address through loaded data (a
+histogram's bins: unknown) are not. The snippet shows warp aggregation for the call on the line: reduce the
+value with `__shfl_down_sync` (or count the lanes with `__popc` when every lane adds the same constant), then
+one lane makes the atomic.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from functools import cache
+from importlib import resources
+
+from kerncast.analysis.context import KernelContext, reported_here
+from kerncast.analysis.memory.analysis import AccessInfo
+from kerncast.analysis.report import Finding, Fix, TextEdit, source_line_range, source_lines
+from kerncast.analysis.rules import Code, FixKind, rule
+
+#: `atomicAdd(target, value)` and its siblings (`_block`/`_system` scopes included); the arguments are split
+#: at the top-level comma
+_CALL_RE = re.compile(r"\b(atomic(Add|Sub|Max|Min|And|Or|Xor|Inc|Dec|Exch|CAS))(?:_block|_system)?\s*\(")
+#: how a warp combines two lanes' values before the one atomic, per operation (None: no aggregation applies)
+_COMBINE = {"Add": "v + o", "Sub": "v + o", "Max": "max(v, o)", "Min": "min(v, o)", "And": "v & o",
+            "Or": "v | o", "Xor": "v ^ o"}
+#: the Nsight Compute counter of the serialisation, per memory space
+_METRICS = {"global": "l1tex__t_set_conflicts_pipe_lsu_mem_global_op_atom.sum",
+            "shared": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_atom.sum"}
+_CONSTANT_RE = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)[fFuUlL]*$")
+
+
+@cache
+def _template() -> dict:
+    text = resources.files("kerncast.analysis").joinpath("data/snippets.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)[FixKind.WARP_AGGREGATION.value]
+
+
+def _arguments(text: str, start: int) -> list[str] | None:
+    """The top-level comma-separated arguments of the call whose `(` ends at `start`; None when unbalanced."""
+    depth, args, cur = 0, [], []
+    for ch in text[start:]:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            if depth == 0:
+                args.append("".join(cur).strip())
+                return args
+            depth -= 1
+        elif ch == "," and depth == 0:
+            args.append("".join(cur).strip())
+            cur = []
+            continue
+        cur.append(ch)
+    return None
+
+
+def atomic_call(line_text: str) -> tuple[str, str, str, str] | None:
+    """(function, operation, target, value) of the first atomic call on a source line, if it has two arguments."""
+    m = _CALL_RE.search(line_text)
+    if m is None:
+        return None
+    args = _arguments(line_text, m.end())
+    if args is None or len(args) != 2:
+        return None
+    return m.group(0).rstrip("( \t"), m.group(2), args[0], args[1]
+
+
+def _snippet_lines(call: tuple[str, str, str, str]) -> list[str] | None:
+    """The warp-aggregation template (data/snippets.toml) filled in for the call on the line."""
+    fn, op, target, value = call
+    t = _template()
+    if op in ("Add", "Sub") and _CONSTANT_RE.match(value):
+        return [s.format(fn=fn, target=target, value=value) for s in t["count_text"]]
+    combine = _COMBINE.get(op)
+    if combine is None:
+        return None
+    return [s.format(fn=fn, target=target, value=value, combine=combine) for s in t["reduce_text"]]
+
+
+def _fix(lines: list[str], line: int, text: str) -> Fix:
+    indent = text[:len(text) - len(text.lstrip())]
+    body = "".join(f"{indent}// kerncast snippet: {s}\n" if i == 0 else f"{indent}//   {s}\n"
+                   for i, s in enumerate(lines))
+    kind = FixKind.WARP_AGGREGATION
+    return Fix(kind, f"snippet: {_template()['title']}", {"line": line}, [TextEdit(line, 1, line, 1, body)],
+               rule(Code.ATOMIC_CONTENTION).fix(kind).applicability)
+
+
+def _contended(ctx: KernelContext, a: AccessInfo) -> bool:
+    """An `atom`/`red` (not an mbarrier arrival or a bulk reduction, which the memory analysis also counts as
+    atomics) whose active lanes share an address on average."""
+    return (a.kind == "atomic" and ctx.function.body[a.index].opcode in ("atom", "red") and a.known
+            and a.line is not None and a.lanes_per_address is not None and a.lanes_per_address >= 2)
+
+
+def atomic_contention(ctx: KernelContext) -> list[Finding]:
+    """One finding per source line with an atomic whose active lanes share an address."""
+    if ctx.memory is None:
+        return []
+    text = source_lines(ctx.cuda_source) if ctx.cuda_source else ()
+    launch = ctx.report.launch
+    grid_blocks = launch.blocks if launch is not None else None
+    out: list[Finding] = []
+    seen: set[int] = set()
+    for a in ctx.memory.accesses:
+        if not _contended(ctx, a) or a.line in seen:
+            continue
+        line = a.line
+        assert line is not None and a.lanes_per_address is not None  # _contended checked both
+        seen.add(line)
+        lanes = a.lanes_per_address
+        call = atomic_call(text[line - 1]) if text and 1 <= line <= len(text) else None
+        where = f"{a.space} address ({call[2]})" if call is not None else f"{a.space} address"
+        message = (f"atomic contention: {lanes:.0f} lanes of a warp update one {where}, so the atomic serialises "
+                   f"{lanes:.0f}-way within each warp")
+        blocks_per_address = None
+        if a.space == "global":
+            blocks_per_address = grid_blocks if a.grid_uniform else 1
+            if a.grid_uniform:
+                blocks = f"all {grid_blocks} blocks" if grid_blocks else "every block"
+                message += f", and {blocks} of the grid contend on that same address"
+        metric = _METRICS[a.space]
+        detail = {"lanes_per_address": round(lanes, 2), "active_lanes": a.active_lanes,
+                  "blocks_per_address": blocks_per_address, "grid_uniform": a.grid_uniform, "space": a.space,
+                  "executions": a.executions, "ncu_metric": metric}
+        snippet = _snippet_lines(call) if call is not None else None
+        fix = _fix(snippet, line, text[line - 1]) if snippet is not None else None
+        start, end = source_line_range(text, line, a.column) if text else (1, 1)
+        out.append(Finding(Code.ATOMIC_CONTENTION, "warning", line, start, line, end, message, detail=detail,
+                           fix=fix, kernel=ctx.report.name))
+    return out
+
+
+def atomic_contention_stage(ctx: KernelContext) -> None:
+    """Pipeline stage: add the kernel's `atomic-contention` findings."""
+    if not reported_here(ctx):
+        return
+    ctx.report.findings.extend(atomic_contention(ctx))
