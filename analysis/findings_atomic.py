@@ -116,8 +116,9 @@ def atomic_contention(ctx: KernelContext) -> list[Finding]:
         lanes = a.lanes_per_address
         call = atomic_call(text[line - 1]) if text and 1 <= line <= len(text) else None
         where = f"{a.space} address ({call[2]})" if call is not None else f"{a.space} address"
-        message = (f"atomic contention: {lanes:.0f} lanes of a warp update one {where}, so the atomic serialises "
-                   f"{lanes:.0f}-way within each warp")
+        upto = "up to " if a.lanes_upper_bound else ""
+        message = (f"atomic contention: {upto}{lanes:.0f} lanes of a warp update one {where}, so the atomic "
+                   f"serialises {upto}{lanes:.0f}-way within each warp")
         blocks_per_address = None
         if a.space == "global":
             blocks_per_address = grid_blocks if a.grid_uniform else 1
@@ -126,7 +127,8 @@ def atomic_contention(ctx: KernelContext) -> list[Finding]:
                 message += f", and {blocks} of the grid contend on that same address"
         metric = _METRICS[a.space]
         detail = {"lanes_per_address": round(lanes, 2), "active_lanes": a.active_lanes,
-                  "blocks_per_address": blocks_per_address, "grid_uniform": a.grid_uniform, "space": a.space,
+                  "blocks_per_address": blocks_per_address, "grid_uniform": a.grid_uniform,
+                  "lanes_upper_bound": a.lanes_upper_bound, "space": a.space,
                   "executions": a.executions, "ncu_metric": metric}
         snippet = _snippet_lines(call) if call is not None else None
         fix = _fix(snippet, line, text[line - 1]) if snippet is not None else None

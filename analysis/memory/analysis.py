@@ -94,6 +94,8 @@ class AccessInfo(FieldsJson):
     #: whether its address is the same in every block of the grid (no blockIdx in it)
     lanes_per_address: float | None = None
     grid_uniform: bool = False
+    #: the lanes per address counts lanes behind a condition on data: at most that many
+    lanes_upper_bound: bool = False
 
     @property
     def excess_percent(self) -> float:
@@ -815,8 +817,12 @@ def _access(k: _Kernel, ins: Any) -> AccessInfo | None:
         info.gather = k.dataflow.reaching.loaded_into(ins)
         return info
     info.known = True
-    if shared_lanes:
+    decided = bool(shared_lanes) and _lanes_decided(k, ins)
+    if shared_lanes and (decided or k.block is not None):
+        # with the block shape known, thread-index conditions are decided: one left open tests loaded data,
+        # and the lanes that pass it share the address (up to the count)
         info.lanes_per_address = sum(shared_lanes) / len(shared_lanes)
+        info.lanes_upper_bound = not decided
         info.grid_uniform = addr is not None and not _block_symbols(atoms, addr)
     actual = sum(c.actual for c in costs) / len(costs)
     ideal = sum(c.ideal for c in costs) / len(costs)
@@ -834,6 +840,33 @@ def _most_lanes_per_address(vals: Any) -> int:
     """The most active lanes of one warp instance whose addresses are equal (an atomic's serialisation)."""
     keys = vals.consts if isinstance(vals, LaneConstants) else vals
     return max(Counter(keys).values())
+
+
+def _lanes_decided(k: _Kernel, ins: Any) -> bool:
+    """Whether every condition deciding which lanes reach the instruction (the edges into the blocks that
+    dominate it, and its own guard) is known true or false in each sampled lane. The active lanes are those
+    where no condition is known false, so a condition the analysis cannot decide (`threadIdx.x == 0` in a
+    block of unknown shape, a loaded flag) leaves lanes counted that may not reach it: an atomic's lanes per
+    address is claimed only where that cannot happen."""
+    conds = []
+    b = k.cfg.block_of[ins.index]
+    while True:
+        if b in k.conditions:
+            conds.append(k.conditions[b])
+        parent = k.cfg.idom[b] if b < len(k.cfg.idom) else b
+        if parent == b or parent < 0 or b in k.cfg.unreachable:
+            break
+        b = parent
+    guard = k.sym.guards.get(ins.index) if ins.guard is not None else None
+    if ins.guard is not None and guard is None:
+        return False
+    conds.extend([guard] if guard is not None else [])
+    cache: dict[int, Value] = {}
+    for c in conds:
+        v = E.evaluate(k.atoms, c, k.base, cache)
+        if v is None or any(E.as_const(x) is None for table in k._lane_table(v) for x in table.values()):
+            return False
+    return True
 
 
 def _block_symbols(atoms: Atoms, addr: Value) -> bool:

@@ -60,6 +60,17 @@ __global__ void histogram(const int *data, unsigned *hist, int n)
     if (i < n) atomicAdd(&hist[data[i]], 1u);
 }
 
+// block shape unknown (never launched here): threadIdx.x == 0 cannot be decided per lane, so nothing is claimed
+__global__ void blockLeader(int *out, int *counter)
+{
+    __shared__ int ticket;
+    if (threadIdx.x == 0) {
+        ticket = atomicAdd(counter, 1);
+    }
+    __syncthreads();
+    out[blockIdx.x * blockDim.x + threadIdx.x] = ticket;
+}
+
 int main()
 {
     float *a, *b;
