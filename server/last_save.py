@@ -97,10 +97,16 @@ def change_phrase(c: KernelChange) -> str | None:
 
 
 def with_change(markdown: str, phrase: str | None) -> str:
-    """The hover's markdown with the change since the last save after its leading paragraph (the answer
-    stays first; the change is the next thing read)."""
+    """The hover's markdown with the change since the last save right after the answer (the time, range and
+    bottleneck lines stay first; the change is the next thing read), or after the leading paragraph of a hover
+    that has no bottleneck line."""
     if not phrase:
         return markdown
-    head, sep, rest = markdown.partition("\n\n")
     line = f"**Since the last save:** {phrase}"
+    at = markdown.find("Bottleneck:")
+    if at >= 0:
+        end = markdown.find("\n", at)
+        end = len(markdown) if end < 0 else end
+        return f"{markdown[:end]}\n\n{line}{markdown[end:]}"
+    head, sep, rest = markdown.partition("\n\n")
     return f"{head}\n\n{line}\n\n{rest}" if sep else f"{head}\n\n{line}"

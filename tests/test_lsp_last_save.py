@@ -91,6 +91,8 @@ async def test_a_kernel_rewritten_between_saves_says_how_much_faster_it_got(s: S
 
     naive_hover = await _hover_text(s, uri, "matmulNaive(const")
     assert "**Since the last save:**" in naive_hover and FASTER.search(naive_hover), naive_hover
+    # the answer (time, range, bottleneck) still leads; the change is the next thing read
+    assert naive_hover.index("Bottleneck:") < naive_hover.index("**Since the last save:**"), naive_hover
     tiled_hover = await _hover_text(s, uri, "MatrixMulCUDA(float")
     assert "last save" not in tiled_hover, tiled_hover
 
