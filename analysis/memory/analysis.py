@@ -24,6 +24,7 @@ from kerncast.analysis.dataflow import KernelDataflow
 from kerncast.analysis.dataflow import expr as E
 from kerncast.analysis.dataflow.expr import Atoms, Value
 from kerncast.analysis.dataflow.induction import geometric_step
+from kerncast.analysis.dataflow.reaching import LOADED
 from kerncast.analysis.dataflow.symbolic import SymbolicResult
 from kerncast.analysis.isa import MemoryTouch, memory_touch
 from kerncast.analysis.launch import LaunchOverrides, infer_launch
@@ -817,10 +818,12 @@ def _access(k: _Kernel, ins: Any) -> AccessInfo | None:
         info.gather = k.dataflow.reaching.loaded_into(ins)
         return info
     info.known = True
-    decided = bool(shared_lanes) and _lanes_decided(k, ins)
-    if shared_lanes and (decided or k.block is not None):
-        # with the block shape known, thread-index conditions are decided: one left open tests loaded data,
-        # and the lanes that pass it share the address (up to the count)
+    still_open = _open_conditions(k, ins) if shared_lanes else None
+    decided = still_open == []
+    data_only = still_open is not None and not any(_tests_lane_rank(atoms, c) for c in still_open)
+    if shared_lanes and (decided or (k.block is not None and data_only)):
+        # with the block shape known, a leader test on threadIdx is decided: a condition left open tests loaded
+        # data or a bound of unknown value, and the lanes that pass it share the address (up to the count)
         info.lanes_per_address = sum(shared_lanes) / len(shared_lanes)
         info.lanes_upper_bound = not decided
         info.grid_uniform = addr is not None and not _block_symbols(atoms, addr)
@@ -842,12 +845,11 @@ def _most_lanes_per_address(vals: Any) -> int:
     return max(Counter(keys).values())
 
 
-def _lanes_decided(k: _Kernel, ins: Any) -> bool:
-    """Whether every condition deciding which lanes reach the instruction (the edges into the blocks that
-    dominate it, and its own guard) is known true or false in each sampled lane. The active lanes are those
-    where no condition is known false, so a condition the analysis cannot decide (`threadIdx.x == 0` in a
-    block of unknown shape, a loaded flag) leaves lanes counted that may not reach it: an atomic's lanes per
-    address is claimed only where that cannot happen."""
+def _open_conditions(k: _Kernel, ins: Any) -> list[Value] | None:
+    """The conditions deciding which lanes reach the instruction (the edges into the blocks that dominate it,
+    and its own guard) that are not known true or false in each sampled lane; None when its guard is unread.
+    The active lanes are those where no condition is known false, so an open condition (`threadIdx.x == 0` in
+    a block of unknown shape, a loaded flag) leaves lanes counted that may not reach it."""
     conds = []
     b = k.cfg.block_of[ins.index]
     while True:
@@ -859,14 +861,37 @@ def _lanes_decided(k: _Kernel, ins: Any) -> bool:
         b = parent
     guard = k.sym.guards.get(ins.index) if ins.guard is not None else None
     if ins.guard is not None and guard is None:
-        return False
+        return None
     conds.extend([guard] if guard is not None else [])
     cache: dict[int, Value] = {}
+    out = []
     for c in conds:
         v = E.evaluate(k.atoms, c, k.base, cache)
         if v is None or any(E.as_const(x) is None for table in k._lane_table(v) for x in table.values()):
-            return False
-    return True
+            out.append(c)
+    return out
+
+
+def _tests_lane_rank(atoms: Atoms, cond: Value) -> bool:
+    """Whether a condition reads the lane id or a lane mask other than through a loaded value: a rank within
+    the active lanes (cooperative groups' `thread_rank() == 0` on a coalesced group), which may hold in a
+    single lane (a leader test), unlike a test on data or a bound on the thread index."""
+    stack, seen = [cond], set()
+    while stack:
+        q = stack.pop()
+        if q is None:
+            continue
+        for m, _ in q:
+            for a in m:
+                if a in seen:
+                    continue
+                seen.add(a)
+                key = atoms.keys[a]
+                if key[0] == "sym" and (key[1] == "laneid" or str(key[1]).startswith("lanemask")):
+                    return True
+                if key[0] == "op" and key[1] not in LOADED:
+                    stack.extend(key[2])
+    return False
 
 
 def _block_symbols(atoms: Atoms, addr: Value) -> bool:

@@ -1,6 +1,8 @@
 // Atomics: every lane of a warp (or every block of the grid) updating one address serialises; an atomic per
 // thread on its own element, one made by a single lane per warp, and data-dependent bins are not reported.
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
+namespace cg = cooperative_groups;
 
 // kerncast: block=256
 __global__ void countAll(const float *in, unsigned *counter, int n)
@@ -71,6 +73,19 @@ __global__ void blockLeader(int *out, int *counter)
     out[blockIdx.x * blockDim.x + threadIdx.x] = ticket;
 }
 
+// the leader of the lanes that passed a data test makes one atomic for them (cooperative groups' warp aggregation)
+// kerncast: block=256
+__global__ void groupLeader(const int *in, int *counter, int *out)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (in[i] > 0) {
+        cg::coalesced_group active = cg::coalesced_threads();
+        int res = 0;
+        if (active.thread_rank() == 0) res = atomicAdd(counter, (int)active.size());
+        out[i] = active.shfl(res, 0) + (int)active.thread_rank();
+    }
+}
+
 int main()
 {
     float *a, *b;
@@ -89,6 +104,7 @@ int main()
     ownElement<<<n / 256, 256>>>(a, b);
     laneZeroOnly<<<n / 256, 256>>>(a, b);
     histogram<<<n / 256, 256>>>(d, c, n);
+    groupLeader<<<n / 256, 256>>>(d, e, d);
     cudaDeviceSynchronize();
     return 0;
 }
