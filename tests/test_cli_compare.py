@@ -14,16 +14,9 @@ from pathlib import Path
 
 import pytest
 from kerncast.analysis import gpus
-from kerncast.analysis.calibration.compare import CONFIRMED, NOT_CONFIRMED, match_kernel
-from kerncast.analysis.calibration.ncu import (
-    NcuReportError,
-    base_name,
-    convert,
-    parse_dim,
-    plain_name,
-    read_csv_text,
-    read_report,
-)
+from kerncast.analysis.calibration.compare import CONFIRMED, NOT_CONFIRMED, match_kernel, plain_name
+from kerncast.analysis.calibration.ncu import NcuReportError, convert, parse_dim, read_csv_text, read_report
+from kerncast.analysis.demangle import display_name
 from kerncast.analysis.report import KernelReport
 from kerncast.server import cli
 
@@ -64,8 +57,8 @@ def test_units_and_names():
     assert convert(3.0, "Kibyte") == (3072.0, "byte")
     assert convert(7.0, "warp") == (7.0, "warp")
     assert parse_dim("(32, 8, 1)") == (32, 8, 1) and parse_dim("128") == (128, 1, 1)
-    assert base_name("void MatrixMulCUDA<32>(float *, float *, float *, int, int)") == "MatrixMulCUDA<32>"
-    assert base_name("ns::k(int)") == "ns::k"
+    assert display_name("void MatrixMulCUDA<32>(float *, float *, float *, int, int)") == "MatrixMulCUDA<32>"
+    assert display_name("ns::k(int)") == "ns::k"
     assert plain_name("void ns::tile<float, 4>(const float *)") == "tile"
 
 
@@ -80,6 +73,9 @@ def test_matching_by_mangled_name_then_name_then_without_template_arguments():
     found, how = match_kernel("void MatrixMulCUDA<16>(float *, float *, float *, int, int)", kernels)
     assert found is kernels[0] and how == "name without template arguments"
     assert match_kernel("other(int)", kernels) == (None, "")
+    # a kernel in an anonymous namespace: the return type ends before "(anonymous namespace)", not inside it
+    hidden = [_kernel("(anonymous namespace)::tile<4>", "_ZN12_GLOBAL__N_14tileILi4EEEvPf")]
+    assert match_kernel("void (anonymous namespace)::tile<4>(float *)", hidden) == (hidden[0], "name")
 
 
 def test_a_csv_without_the_header_is_refused_with_the_export_command(tmp_path):

@@ -15,8 +15,10 @@ import datetime as _dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kerncast.analysis.calibration.ncu import NcuKernel, base_name, plain_name
+from kerncast.analysis.calibration.ncu import NcuKernel
+from kerncast.analysis.demangle import display_name
 from kerncast.analysis.gpus import GpuProfile, Limits
+from kerncast.analysis.launch import split_kernel_name
 from kerncast.analysis.report import Finding, KernelReport
 
 # the metrics read (names as Nsight Compute writes them)
@@ -102,15 +104,20 @@ def match_kernel(ncu_name: str, kernels: list[KernelReport]) -> tuple[KernelRepo
     for k in kernels:
         if ncu_name == k.mangled:
             return k, "mangled name"
-    wanted = base_name(ncu_name)
+    wanted = display_name(ncu_name)
     for k in kernels:
-        if wanted in (k.name, base_name(k.name)):
+        if wanted in (k.name, display_name(k.name)):
             return k, "name"
-    plain = plain_name(ncu_name)
+    plain = plain_name(wanted)
     same = [k for k in kernels if plain_name(k.name) == plain]
     if len(same) == 1:
         return same[0], "name without template arguments"
     return None, ""
+
+
+def plain_name(name: str) -> str:
+    """A display name without template arguments and namespaces: "ns::tile<float, 4>" -> "tile"."""
+    return split_kernel_name(display_name(name))[0]
 
 
 def _ratio_metric(launch: NcuKernel, num: str, den: str) -> float | None:

@@ -229,35 +229,3 @@ def read_report(path: str | Path) -> list[NcuKernel]:
     if not kernels:
         raise NcuReportError(f"{p.name}: the report holds no profiled kernel")
     return kernels
-
-
-def base_name(name: str) -> str:
-    """A kernel name without return type and parameter list: "void k<32>(float *, int)" -> "k<32>"."""
-    text = name.strip()
-    if text.endswith(")"):
-        depth = 0
-        for idx in range(len(text) - 1, -1, -1):
-            depth += {")": 1, "(": -1}.get(text[idx], 0)
-            if depth == 0:
-                text = text[:idx]
-                break
-    depth, cut = 0, 0
-    for idx, ch in enumerate(text):  # a return type ends at the last space outside template brackets
-        depth += {"<": 1, ">": -1}.get(ch, 0)
-        if ch == " " and depth == 0:
-            cut = idx + 1
-    return text[cut:].strip()
-
-
-def plain_name(name: str) -> str:
-    """base_name without template arguments and namespaces: "void ns::k<32>(float *)" -> "k"."""
-    text = base_name(name)
-    depth, out = 0, []
-    for ch in text:
-        if ch == "<":
-            depth += 1
-        elif ch == ">":
-            depth -= 1
-        elif depth == 0:
-            out.append(ch)
-    return "".join(out).rsplit("::", 1)[-1].strip()
