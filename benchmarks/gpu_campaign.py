@@ -53,7 +53,13 @@ from kerncast.analysis import gpus
 from kerncast.analysis.calibration.build import build_executable, copy_calibration_sources
 from kerncast.analysis.calibration.errors import CalibrationError, NoGpuError
 from kerncast.analysis.calibration.measure import LaunchSpec, kernel_parameter_names, parse_dims
-from kerncast.analysis.calibration.runs import CSV_COLUMNS, build_measure_harness, measure_built, probe
+from kerncast.analysis.calibration.runs import (
+    CSV_COLUMNS,
+    append_csv,
+    build_measure_harness,
+    measure_built,
+    probe,
+)
 from kerncast.analysis.calibration.sass import SassToolError, compile_sass
 from kerncast.analysis.calibration.sass_expect import check_calibration_sass
 from kerncast.analysis.calibration.stats import StopRule
@@ -237,19 +243,12 @@ def widen_header(path: Path) -> None:
 
 def append_row(path: Path, case: CampaignCase, m, today: dt.date | None = None) -> None:
     """One measured case as a measurements.csv row (standard columns, then the campaign's extras)."""
-    row = m.as_dict()
-    row.update({"source_file": case.file, "date": (today or dt.date.today()).isoformat(),
-                "power_w": "" if m.power_w is None else f"{m.power_w:.2f}", "time_us": f"{m.time_us:.4f}",
-                "params": ";".join(case.params), "buffer_bytes": case.nbytes or "", "class": case.klass,
-                "size": case.size, "robust_cv": f"{m.timing.robust_cv:.4f}"})
     path.parent.mkdir(parents=True, exist_ok=True)
     widen_header(path)
-    new = not path.exists() or path.stat().st_size == 0
-    with path.open("a", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=[*CSV_COLUMNS, *EXTRA_COLUMNS], extrasaction="ignore")
-        if new:
-            writer.writeheader()
-        writer.writerow(row)
+    append_csv(path, m, today, extra={"source_file": case.file, "params": ";".join(case.params),
+                                      "buffer_bytes": case.nbytes or "", "class": case.klass, "size": case.size,
+                                      "robust_cv": f"{m.timing.robust_cv:.4f}"},
+               columns=[*CSV_COLUMNS, *EXTRA_COLUMNS])
 
 
 # ------------------------------------------------------------------------------------------ GPU-side steps

@@ -11,7 +11,7 @@ import csv
 import datetime as dt
 import importlib.util
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,15 +82,21 @@ def measure_kernel(source_file: Path, spec: LaunchSpec, rule: StopRule, nvcc: st
         return measure_built(exe, source_file, spec, rule)
 
 
-def append_csv(path: Path, m: Measurement, today: dt.date | None = None) -> None:
-    """Append one row to a measurements.csv, writing the header when the file is new or empty."""
+def append_csv(path: Path, m: Measurement, today: dt.date | None = None, extra: dict[str, object] | None = None,
+               columns: Sequence[str] = CSV_COLUMNS) -> None:
+    """Append one row to a measurements.csv, writing the header when the file is new or empty.
+
+    `extra` adds or overrides fields of the row and `columns` names the file's columns, so a caller with more
+    columns (the GPU campaign) writes the standard ones the same way `kerncast measure` does.
+    """
     row = m.as_dict()
     row["date"] = (today or dt.date.today()).isoformat()
     row["power_w"] = "" if m.power_w is None else f"{m.power_w:.2f}"
     row["time_us"] = f"{m.time_us:.4f}"
+    row.update(extra or {})
     new = not path.exists() or path.stat().st_size == 0
     with path.open("a", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS, extrasaction="ignore")
+        writer = csv.DictWriter(fh, fieldnames=list(columns), extrasaction="ignore")
         if new:
             writer.writeheader()
         writer.writerow(row)
