@@ -2,8 +2,12 @@
 each GPU, side by side, as text and as JSON.
 
 Each GPU gets its own full analysis (its own compile target, occupancy and models), so a figure here is the
-one `kerncast analyze --gpu ID` prints for that GPU alone. The first GPU's report is the main one: its JSON
-keeps every single-GPU key as it is, and the per-GPU figures are added beside them.
+one `kerncast analyze --gpu ID` prints for that GPU alone. The analyses share one kernel cache, as the language
+server's analyses of a document do: GPUs of one architecture (h100, h200) get the same PTX, so ptxas runs and
+the PTX is parsed once for all of them, while each kernel's report is made per GPU (the profile is in its key).
+
+The first GPU's report is the main one: its JSON keeps every single-GPU key as it is, and the per-GPU figures
+are added beside them.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Any
 
 from kerncast.analysis.context import AnalysisOptions
 from kerncast.analysis.gpus.profile import list_profiles
+from kerncast.analysis.kernel_cache import KernelCache
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport, KernelReport
 from kerncast.analysis.strict_json import dumps_strict
@@ -43,7 +48,8 @@ def split_gpus(text: str) -> list[str]:
 
 def analyse_on_gpus(path: str, options: AnalysisOptions, gpus: list[str]) -> list[FileReport]:
     """The file's report on each GPU, in the order of `gpus`."""
-    return [analyze_file(path, options=replace(options, gpu=gpu)) for gpu in gpus]
+    cache = KernelCache()
+    return [analyze_file(path, options=replace(options, gpu=gpu), cache=cache) for gpu in gpus]
 
 
 def kernel_figures(gpu: str, k: KernelReport | None) -> dict[str, Any]:
