@@ -218,7 +218,7 @@ def test_public_kernels_are_launched_as_the_datasets_rows_say():
     assert fan2.kernel("GaussF2_2048") == (public.GAUSSIAN_SRC, "Fan2")
     launch = fan2.launch("GaussF2_2048", "Fan2", 7396, 576)
     assert launch.grid == (86, 86, 1) and launch.block == (24, 24, 1) and launch.params["Size"] == 2048
-    assert public.PUBLIC["matrixmul"].kernel("vecAdd") is None
+    assert public.PUBLIC["matrixmultiplication"].kernel("vecAdd") is None
 
 
 def test_evaluate_samples_refuses_a_folder_that_is_not_the_samples(tmp_path):

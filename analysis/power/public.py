@@ -126,10 +126,10 @@ def _transpose_kernel(name: str) -> tuple[str, str] | None:
     return (TRANSPOSE_SRC, kernel) if kernel is not None else None
 
 
+#: the public benchmarks by their dataset group (`PowerDataset.group`: the name normalised, aliases merged)
 PUBLIC = {
     "transpose": Public(_transpose_kernel, _transpose_launch, block_rows_from_block=True),
-    "matrixmul": Public(lambda n: (MATMUL_SRC, "MatrixMulCUDA") if n.startswith("MatrixMul") else None,
-                        _matmul_launch),
+    # the datasets' "matrixMul" and "Matrix Multiplication" are one group (dataset.normalise_benchmark)
     "matrixmultiplication": Public(lambda n: (MATMUL_SRC, "MatrixMulCUDA") if n.startswith("MatrixMul") else None,
                                    _matmul_launch),
     # the clock sample's one kernel is timedReduction (the K20 file also names it after the sample)
@@ -141,10 +141,6 @@ PUBLIC = {
 RODINIA = {
     "gaussian": Public(_gaussian_kernel, _gaussian_launch, suite="rodinia"),
 }
-
-
-def _key(benchmark: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", benchmark.lower())
 
 
 def _source(samples: Path, spec: Public, source: str, block: int, tmp: Path) -> Path:
@@ -182,7 +178,7 @@ def evaluate(samples: Path, seed: int = 0, data_dir: Path | None = None, rodinia
             scored: list[Scored] = []
             skipped: list[str] = []
             for i in range(used.rows):
-                spec = specs.get(_key(used.benchmark[i]))
+                spec = specs.get(str(used.group[i]))  # the benchmark's name, normalised and aliased
                 if spec is None:
                     continue
                 found = spec.kernel(used.kernel[i].strip())
