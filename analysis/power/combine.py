@@ -28,7 +28,8 @@ def chosen_model(choice: str, gpu_id: str) -> str:
     return choice
 
 
-def _hull(interval: tuple[float, float], point: float, idle: float, tdp: float) -> tuple[float, float]:
+def hull(interval: tuple[float, float], point: float, idle: float, tdp: float) -> tuple[float, float]:
+    """`interval` widened to take in the other model's `point`, inside [idle, TDP]."""
     lo, hi = min(interval[0], point), max(interval[1], point)
     return max(idle, lo), min(tdp, hi)
 
@@ -46,13 +47,13 @@ def combine(stat: PowerPrediction, event: EventPower | None, choice: str, idle_w
     if chosen_model(choice, stat.gpu) == "events":
         stat_w = stat.watts
         stat.watts = event.watts
-        stat.interval = _hull(event.interval, stat_w, idle_w, tdp_w)
+        stat.interval = hull(event.interval, stat_w, idle_w, tdp_w)
         stat.model = f"events@{stat.gpu}" if stat.gpu else "events"
         stat.trained_on = ""
         other = stat.models["statistical"]["model"]
         stat.assumptions = [*event.assumptions, f"interval widened to the statistical model's {stat_w:.0f} W ({other})"]
     else:
-        stat.interval = _hull(stat.interval, event.watts, idle_w, tdp_w)
+        stat.interval = hull(stat.interval, event.watts, idle_w, tdp_w)
         stat.assumptions.append(f"interval widened to the event model's {event.watts:.0f} W")
     return stat
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kerncast.analysis.launch import LaunchOverrides
+from kerncast.analysis.power.combine import hull
 from kerncast.analysis.power.dataset import load_all
 from kerncast.analysis.power.evaluate import grouped_oof
 from kerncast.analysis.power.recipes import default_recipe
@@ -199,8 +200,8 @@ def evaluate(samples: Path, seed: int = 0, data_dir: Path | None = None, rodinia
                 stat = float(oof[i])
                 ev_w, ev_iv = s.answers["events"]
                 s.answers = {"statistical (out of fold)": (stat, (stat, stat)), "events": (ev_w, ev_iv),
-                             "events shown": (ev_w, (max(ds.descriptor["idle_w"], min(ev_iv[0], stat)),
-                                                      min(ds.descriptor["tdp_w"], max(ev_iv[1], stat))))}
+                             "events shown": (ev_w, hull(ev_iv, stat, ds.descriptor["idle_w"],
+                                                         ds.descriptor["tdp_w"]))}
                 scored.append(s)
             idle, tdp = ds.descriptor["idle_w"], ds.descriptor["tdp_w"]
             results[name] = {"gpu": gpu, "idle_w": idle, "tdp_w": tdp,
