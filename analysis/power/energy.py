@@ -1,7 +1,7 @@
 """A kernel's energy, two ways, and where in the source it goes (energy-hotspot findings).
 
-* Board energy: the statistical model's power x the predicted time, with an interval from the power interval
-  and the time range (the roofline bounds around the scheduler's prediction).
+* Board energy: the shown power (the statistical or the event power model's, combine.py) x the predicted time,
+  with an interval from the power interval and the time range (the roofline bounds around the scheduler's prediction).
 * Per-event energy (events.py): energy per executed event plus constant and idle power over the time. It is
   what places energy on source lines; its total is reported next to the board energy, so that a user sees
   where the two models disagree.
@@ -31,7 +31,7 @@ DISAGREEMENT_FACTOR = 2.0
 
 @dataclass
 class EnergyEstimate:
-    """Board energy (statistical power x time) with its interval, and the per-event model's split."""
+    """Board energy (the shown power x time) with its interval, and the per-event model's split."""
 
     uj: float
     interval_uj: tuple[float, float]
@@ -40,7 +40,7 @@ class EnergyEstimate:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"uj": self.uj, "interval": list(self.interval_uj),
-                               "model": "statistical power x predicted time"}
+                               "model": "power x predicted time"}
         if self.time_range_us is not None:
             out["time_range_us"] = list(self.time_range_us)
         if self.event is not None:
@@ -49,7 +49,8 @@ class EnergyEstimate:
             out["event_vs_statistical"] = ratio
             if ratio is not None and not 1 / DISAGREEMENT_FACTOR <= ratio <= DISAGREEMENT_FACTOR:
                 out["disagreement"] = (f"the per-event model's {self.event.total_uj:.3g} µJ is {ratio:.2g}x the "
-                                       f"statistical model's {self.uj:.3g} µJ: one of the two misjudges this kernel")
+                                       f"board energy's {self.uj:.3g} µJ (power x time): one of the two misjudges "
+                                       "this kernel")
         return out
 
 
