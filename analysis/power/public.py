@@ -10,7 +10,7 @@ row's launch and scores, per GPU and grouped by benchmark:
 * the answer the event model would show as the default: its point, its interval widened to the statistical
   model's point.
 
-    kerncast power evaluate --samples DIR [--rodinia DIR] [--format json]   (or benchmarks/validate_power_public.py)
+    kerncast power evaluate --samples DIR [--rodinia DIR] [--format json]
 
 `--samples` is a checkout of github.com/NVIDIA/cuda-samples (its `Samples/` and `Common/`), `--rodinia` one of
 Rodinia's GPU suite (e.g. github.com/yuhc/gpu-rodinia, CUDA sources under `cuda/`). The benchmarks: transpose,
