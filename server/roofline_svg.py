@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from kerncast.analysis.timing.constants import timing_constants
+from kerncast.analysis.timing.roofline import compute_peaks
 
 WIDTH, HEIGHT = 560, 340
 LEFT, RIGHT, TOP, BOTTOM = 70, 20, 20, 50
@@ -55,11 +55,9 @@ class KernelPoint:
 
 
 def roofs_of(profile: Any) -> Roofs:
-    """The roofs of a GPU profile, by the roofline range's own formulas (SP lanes x SMs x clock x 2, etc.)."""
-    fma = float(timing_constants()["roofline"]["fma_ops"])
-    hz = profile.sm_count * profile.core_clock_mhz * 1e6
-    return Roofs(gpu=profile.name, sp_ops=profile.units["SP"] * hz * fma,
-                 dp_ops=float(profile.units.get("DPU", 0)) * hz * fma, bandwidth=profile.mem_bandwidth_gbs * 1e9)
+    """The roofs of a GPU profile: the roofline range's own peaks (`compute_peaks`) and DRAM bandwidth."""
+    sp_ops, dp_ops = compute_peaks(profile)
+    return Roofs(gpu=profile.name, sp_ops=sp_ops, dp_ops=dp_ops, bandwidth=profile.mem_bandwidth_gbs * 1e9)
 
 
 def point_of(gpu: str, kernel: Any) -> KernelPoint | None:

@@ -112,7 +112,7 @@ def roofline_inputs(profile: Any, counts: DynamicCounts, total_threads: int, *, 
     """Boat hull inputs for a kernel launch on a Kerncast GPU profile."""
     const = timing_constants()["roofline"]
     clock_hz = profile.core_clock_mhz * 1e6
-    p_compute = profile.units["SP"] * profile.sm_count * clock_hz * float(const["fma_ops"])
+    p_compute, p_dp = compute_peaks(profile)
     p_coal = profile.mem_bandwidth_gbs * 1e9
     p_achievable = achievable_bandwidth_gbs(profile)[0] * 1e9
     tensor_s, on_sp = tensor_time_per_thread(profile, counts)
@@ -125,9 +125,17 @@ def roofline_inputs(profile: Any, counts: DynamicCounts, total_threads: int, *, 
         lsu_ops_per_thread=counts.shared_insts + counts.global_insts, p_achievable=p_achievable,
         p_lsu=float(profile.units["LSU"]) * profile.sm_count * clock_hz, lsu_replays=lsu_replays,
         quantization=quantization, dp_ops_per_thread=counts.dp_ops, dispatch_us=dispatch_us,
-        tensor_s_per_thread=tensor_s,
-        p_dp=float(profile.units.get("DPU", 0)) * profile.sm_count * clock_hz * float(const["fma_ops"]),
+        tensor_s_per_thread=tensor_s, p_dp=p_dp,
     )
+
+
+def compute_peaks(profile: Any) -> tuple[float, float]:
+    """(``P_compute``, ``P_dp``) in ops/s: the SP lanes' and the double-precision units' vendor peaks, lanes x
+    SMs x clock x 2 (an FMA counted twice). The roofline chart draws its roofs from these, so its roofs are the
+    ones the range was computed against."""
+    clock_hz, fma = profile.core_clock_mhz * 1e6, float(timing_constants()["roofline"]["fma_ops"])
+    return (profile.units["SP"] * profile.sm_count * clock_hz * fma,
+            float(profile.units.get("DPU", 0)) * profile.sm_count * clock_hz * fma)
 
 
 def tensor_time_per_thread(profile: Any, counts: DynamicCounts) -> tuple[float, float]:
