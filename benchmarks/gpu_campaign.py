@@ -49,6 +49,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import campaign_kernels
+import validate_ladders
 from kerncast.analysis import gpus
 from kerncast.analysis.calibration.build import build_executable, copy_calibration_sources
 from kerncast.analysis.calibration.errors import CalibrationError, NoGpuError
@@ -133,16 +134,13 @@ def project_cases() -> list[CampaignCase]:
 def ladder_cases(root: Path = ROOT) -> list[CampaignCase]:
     """Every version of every ladder at its measured launch (the first launch of a multi-launch version)."""
     out: dict[tuple, CampaignCase] = {}
-    for toml_path in sorted((root / "validation" / "ladders").glob("*/ladder.toml")):
-        ladder = tomllib.loads(toml_path.read_text(encoding="utf-8"))
-        folder = toml_path.parent.relative_to(root).as_posix()
-        nbytes = LADDER_BYTES.get(ladder.get("id", ""), LADDER_DEFAULT_BYTES)
-        for version in ladder.get("versions", []):
-            for launch in version.get("launches", [])[:1]:
-                case = CampaignCase(f"{folder}/{version['file']}", version["kernel"], f"ladder {ladder['id']}",
-                                    "measured", str(launch["grid"]), str(launch["block"]),
-                                    tuple(launch.get("params", [])), int(launch.get("smem", 0)) or None, nbytes)
-                out.setdefault(case.key(), case)
+    for ladder in validate_ladders.load_ladders(root / "validation" / "ladders"):
+        nbytes = LADDER_BYTES.get(ladder.id, LADDER_DEFAULT_BYTES)
+        for version in ladder.versions:
+            launch = version.launches[0]
+            case = CampaignCase(version.file.relative_to(root).as_posix(), version.kernel, f"ladder {ladder.id}",
+                                "measured", launch.grid, launch.block, launch.params, launch.smem or None, nbytes)
+            out.setdefault(case.key(), case)
     return list(out.values())
 
 
