@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 from kerncast.analysis.gpus import load_profile
+from kerncast.analysis.launch import LaunchOverrides
 from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
 from kerncast.analysis.power import model as power_model
 from kerncast.analysis.power import public
 from kerncast.analysis.power.combine import chosen_model
 from kerncast.analysis.power.events import EventEnergy, load_constants
 from kerncast.analysis.power.physics import busy_sms, event_power, static_table
-from kerncast.analysis.power.validation import read_launches, score_launch
+from kerncast.analysis.power.validation import MeasuredLaunch, read_launches, score_launch
 from kerncast.analysis.timing.estimate import TimeEstimate
 from kerncast.server.config import parse_settings
 from kerncast.server.hover import power_section
@@ -174,6 +175,14 @@ def test_evaluate_measured_scores_both_models_on_measured_launches(nvcc_availabl
         assert m["mape"] == pytest.approx(100 * sum(errs) / 2)
         assert m["within_15"] == sum(e <= 0.15 for e in errs) / 2
     assert result["models"]["default"] == result["models"]["events"]  # the H100 shows the event model
+
+
+def test_a_measured_launch_of_a_header_defined_kernel_is_scored(nvcc_available):
+    # main.cu launches strided_gather, which gather.cuh defines: the report keeps it among the included kernels
+    main = ROOT / "tests" / "header_kernels" / "main.cu"
+    launch = LaunchOverrides.from_strings(grid="8192", block="128")
+    scored = score_launch(MeasuredLaunch(main, "strided_gather", launch, 300.0, "gather"), "h100")
+    assert scored.why == "" and set(scored.answers) == {"statistical", "events", "default"}
 
 
 def test_evaluate_measured_refuses_bad_input_with_a_message(tmp_path):

@@ -23,7 +23,7 @@ from typing import Any
 
 from kerncast.analysis.context import AnalysisOptions
 from kerncast.analysis.gpus import load_profile
-from kerncast.analysis.launch import LaunchOverrides
+from kerncast.analysis.launch import LaunchOverrides, split_kernel_name
 from kerncast.analysis.pipeline import analyze_file
 
 WITHIN = 0.15
@@ -52,10 +52,13 @@ class Scored:
 
 
 def _kernel(report: Any, name: str) -> Any:
-    for k in report.kernels:
-        if name in (k.name, k.name.split("(")[0], k.name.split("<")[0], getattr(k, "mangled", None)):
-            return k
-    return None
+    """The launch's kernel: by its name or mangled name (`FileReport.kernel`, which also looks at the kernels of
+    the headers the file includes), else a template's instance by its base name (MatrixMulCUDA for
+    MatrixMulCUDA<32>, as a measurement names it)."""
+    found = report.kernel(name)
+    if found is not None:
+        return found
+    return next((k for k in (*report.kernels, *report.included_kernels) if split_kernel_name(k.name)[0] == name), None)
 
 
 def score_launch(m: MeasuredLaunch, gpu: str, include_dirs: list[str] | None = None,
