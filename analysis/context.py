@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from concurrent.futures import Future
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.dataflow import KernelDataflow
@@ -108,8 +108,16 @@ class AnalysisOptions:
     prefer_system_toolkit: bool = False
 
 
-#: ptxas's answer for a module: ({mangled name: resources}, why not)
-PtxasResult = tuple[dict[str, "KernelResources"], str | None]
+class PtxasResult(NamedTuple):
+    """ptxas's answer for a module: its numbers per kernel, and why some are missing."""
+
+    #: mangled name -> ptxas's registers, shared memory and spills
+    table: dict[str, KernelResources]
+    #: the note to show when ptxas did not answer for every kernel (None: it did)
+    why_not: str | None = None
+    #: ptxas was stopped (timeout, signal, memory limit), which says nothing lasting about the PTX: the kernels
+    #: it left without numbers are not kept in the kernel cache, so that the next analysis runs it again
+    stopped: bool = False
 
 
 @dataclass(slots=True)

@@ -301,21 +301,22 @@ def _ptxas_target(ptx: str, options: AnalysisOptions) -> str:
 
 
 def _ptxas_resources(ptx: str, options: AnalysisOptions) -> PtxasResult:
-    """Registers, shared memory and spills per kernel from ptxas, or ({}, why not)."""
+    """Registers, shared memory and spills per kernel from ptxas, or none and why not."""
     try:
         toolchain = find_toolchain(options.nvcc_path)
-        return ptxas_resources(ptx, _ptxas_target(ptx, options), toolchain, timeout_s=options.timeout_s,
-                               memory_mb=options.compile_memory_mb), None
+        return PtxasResult(ptxas_resources(ptx, _ptxas_target(ptx, options), toolchain, timeout_s=options.timeout_s,
+                                           memory_mb=options.compile_memory_mb))
     except ToolchainError as exc:
-        return {}, f"registers unknown: {exc}"
+        return PtxasResult({}, f"registers unknown: {exc}")
     except PtxasError as exc:
-        return {}, (PTXAS_STOPPED if exc.timed_out else "registers unknown: ") + str(exc)
+        if exc.timed_out:
+            return PtxasResult({}, PTXAS_STOPPED + str(exc), stopped=True)
+        return PtxasResult({}, f"registers unknown: {exc}")
     except Exception as exc:  # noqa: BLE001 - ptxas failing on odd PTX must not stop the analysis
-        return {}, f"registers unknown: ptxas failed ({exc})"
+        return PtxasResult({}, f"registers unknown: ptxas failed ({exc})")
 
 
-#: how the note of a ptxas run that was stopped (timeout, signal, memory limit) begins: the kernels it left
-#: without numbers are not kept in the kernel cache, so that the next analysis asks ptxas again
+#: how the note of a ptxas run that was stopped (timeout, signal, memory limit) begins (`PtxasResult.stopped`)
 PTXAS_STOPPED = "registers unknown for now (ptxas was stopped; the next analysis runs it again): "
 
 
@@ -333,7 +334,7 @@ def start_ptxas_cached(ptx: str, options: AnalysisOptions, cache: KernelCache) -
     missing = [name for name in keys if name not in table]
     out: Future[PtxasResult] = Future()
     if not missing:
-        out.set_result((table, None))
+        out.set_result(PtxasResult(table))
         return out, set(spans)
     cache.counters.ptxas_runs += 1
     cache.counters.ptxas_kernels += len(missing)
@@ -341,14 +342,14 @@ def start_ptxas_cached(ptx: str, options: AnalysisOptions, cache: KernelCache) -
 
     def merge(done: Future[PtxasResult]) -> None:
         try:
-            new, why_not = done.result()
+            new = done.result()
         except BaseException as exc:  # noqa: BLE001 - cancelled at shutdown: the waiting analysis must go on
-            out.set_result((table, f"registers unknown: ptxas did not run ({exc!r})"))
+            out.set_result(PtxasResult(table, f"registers unknown: ptxas did not run ({exc!r})"))
             return
         for name in missing:
-            if name in new:
-                cache.put_resources(keys[name], new[name])
-        out.set_result(({**table, **new}, why_not))
+            if name in new.table:
+                cache.put_resources(keys[name], new.table[name])
+        out.set_result(new._replace(table={**table, **new.table}))
 
     fresh.add_done_callback(merge)
     return out, set(spans)
@@ -429,14 +430,14 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
     for ctx in todo:
         _mark_file(ctx.report)
     if cache is not None:
-        stopped = resources is not None and (resources.result()[1] or "").startswith(PTXAS_STOPPED)
+        stopped = resources is not None and resources.result().stopped
         for ctx in todo:
             if not (stopped and ctx.report.resources is None):
                 cache.put(keys[id(ctx)], ctx.report)
     report.kernels.extend(ctx.report for ctx in contexts if ctx.report.file is None)
     report.included_kernels.extend(ctx.report for ctx in contexts if ctx.report.file is not None)
     if resources is not None:
-        _, why_not = resources.result()
+        why_not = resources.result().why_not
         if why_not:
             report.notes.append(why_not)
     return report
@@ -599,7 +600,7 @@ def launches_from_device(fn: Function) -> bool:
 def resources_stage(ctx: KernelContext) -> None:
     """Registers, shared memory, spills and stack from ptxas (waited for here, after the memory analysis)."""
     r = ctx.report
-    table, _ = ctx.ptxas.result() if ctx.ptxas is not None else ({}, None)
+    table = ctx.ptxas.result().table if ctx.ptxas is not None else {}
     res = table.get(ctx.function.name)
     r.resources = res
     if res is None:
