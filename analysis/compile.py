@@ -23,10 +23,10 @@ from kerncast.analysis.includes import (
     INCLUDE_RE,
     MAX_INCLUDE_DEPTH,
     header_text,
-    includes_in,
     includes_of,
     real_path,
     resolve_include,
+    walk_headers,
 )
 from kerncast.analysis.input_files import read_regular_file, read_regular_text
 from kerncast.analysis.lru import BoundedLru
@@ -572,12 +572,14 @@ def compile_cuda(path: str | Path, text: str | None = None,
     include_dirs = [Path(os.path.abspath(d)) for d in options.include_dirs]
     key = _cache_key(original, text, options, toolchain, include_dirs) + ("" if with_resources else "-ptx")
     cached = _cache.get(key)
-    # one walk of the headers per lookup, taken before any compile: it checks a cached result, and it stamps a
-    # new one unless the compile (or the stale result) used nearby folders, which reach other headers
-    stamps = _header_stamps(text, original, [*include_dirs, *(cached.nearby_dirs if cached else [])])
+    # one walk of the headers per lookup, taken before any compile: it checks a cached result, screens a new
+    # compile for includes of devices and FIFOs (`check_source`), and stamps a new result unless the compile
+    # (or the stale result) used nearby folders, which reach other headers
+    headers = walk_headers(text, original.parent, [*include_dirs, *(cached.nearby_dirs if cached else [])])
+    stamps = headers.stamps
     if cached is not None and cached.header_stamps == stamps:
         return cached
-    refusal = check_source(text, original.parent, include_dirs)
+    refusal = check_source(text, headers)
     if refusal is not None:  # an include of a device, a macro bomb: said now, not as "out of memory" later
         return _failed(toolchain, options, [CompileDiagnostic(str(original), refusal.line, refusal.column,
                                                               "error", refusal.message)])
@@ -586,7 +588,7 @@ def compile_cuda(path: str | Path, text: str | None = None,
     if not cacheable:
         return result
     if result.nearby_dirs or (cached is not None and cached.nearby_dirs):
-        stamps = _header_stamps(text, original, [*include_dirs, *result.nearby_dirs])
+        stamps = walk_headers(text, original.parent, [*include_dirs, *result.nearby_dirs]).stamps
     result.header_stamps = stamps
     _cache.put(key, result)
     return result
@@ -634,11 +636,6 @@ def _include_copy(text: str, includer: Path, fragment: Path, copy: Path) -> str 
     return "".join(lines) if changed else None
 
 
-def _header_stamps(text: str, original: Path, dirs: list[Path]) -> list[tuple[str, int, int]]:
-    """The stamps of the user headers the source reaches with `dirs` on the include path, in a fixed order."""
-    return sorted(_local_header_stamps(text, original.parent, dirs))
-
-
 def matches_disk(path: Path, text: str) -> bool:
     """Whether a buffer equals the saved file, which is then compiled in place (no temporary copy); line ends
     are compared as they are, so a saved CRLF file equals its text as read for analysis."""
@@ -656,27 +653,6 @@ def _cache_key(original: Path, text: str, options: CompileOptions, toolchain: To
     blob = json.dumps([text, str(original), options.arch, [str(d) for d in include_dirs], options.defines,
                        options.extra_flags, str(toolchain.nvcc), toolchain.version])
     return hashlib.sha256(blob.encode("utf-8", errors="replace")).hexdigest()
-
-
-def _local_header_stamps(text: str, source_dir: Path, dirs: list[Path]) -> list[tuple[str, int, int]]:
-    """(path, mtime, size) of user headers reachable from the source, so that editing one invalidates."""
-    stamps: dict[Path, tuple[str, int, int]] = {}
-    pending = [(name, quoted, source_dir, 0) for name, quoted in includes_in(text)]
-    while pending:
-        name, quoted, from_dir, depth = pending.pop()
-        resolved = resolve_include(name, quoted, from_dir, dirs)
-        if resolved is None or depth > MAX_INCLUDE_DEPTH:
-            continue
-        real = real_path(resolved)
-        if real in stamps:
-            continue
-        try:
-            st = real.stat()
-        except OSError:
-            continue
-        stamps[real] = (str(real), st.st_mtime_ns, st.st_size)
-        pending.extend((n, q, resolved.parent, depth + 1) for n, q in includes_of(resolved))
-    return list(stamps.values())
 
 
 def system_toolkit_nvcc() -> str | None:

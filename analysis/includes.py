@@ -1,18 +1,22 @@
 """The include graph of CUDA sources: what a file `#include`s, where an include resolves, and who includes a file.
 
-Three readers share it: the compile cache (the user headers a source reaches, whose edits must invalidate it),
-the diagnostic mapper (the `#include` line of the analysed file that led to an error in a header), and the
-source model (kernels defined in included `.cu`/`.cuh` files). `find_includers` answers the reverse question
-for a fragment: a `.cu` file written to be included by another after the typedefs and macros it uses (Rodinia
-keeps its kernels that way), which does not compile on its own; the file that includes it is its translation
-unit, as clangd infers a header's compile command from a file that includes it. `find_header_folders` answers
-where a header that nvcc did not find lives near the file, for a build that adds its folder with `-I`.
+Three readers share it: the compile (`walk_headers`: the user headers a source reaches, whose edits must
+invalidate its cached result, and any include among them of something that is not a regular file, which is
+refused before nvcc runs), the diagnostic mapper (the `#include` line of the analysed file that led to an error
+in a header), and the source model (kernels defined in included `.cu`/`.cuh` files). `find_includers` answers
+the reverse question for a fragment: a `.cu` file written to be included by another after the typedefs and
+macros it uses (Rodinia keeps its kernels that way), which does not compile on its own; the file that includes
+it is its translation unit, as clangd infers a header's compile command from a file that includes it.
+`find_header_folders` answers where a header that nvcc did not find lives near the file, for a build that adds
+its folder with `-I`.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
+from dataclasses import dataclass
 from pathlib import Path
 
 from kerncast.analysis.input_files import read_regular_text
@@ -67,6 +71,85 @@ def resolve_include(spelled: str, quoted: bool, from_dir: Path, dirs: list[Path]
 def real_path(path: Path) -> Path:
     """The path with links resolved, to compare files reached by different spellings."""
     return Path(os.path.realpath(path))
+
+
+@dataclass(frozen=True)
+class NonRegularInclude:
+    """An `#include` that names something other than a regular file (a device, a FIFO, a socket; links
+    followed), and the `#include` line of the source behind it."""
+
+    #: the source's `#include` line (1-based) and the column of its `"` or `<`
+    line: int
+    column: int
+    spelled: str
+    quoted: bool
+    #: the path the preprocessor would open, and its mode (links followed)
+    candidate: Path
+    mode: int
+    #: the header whose `#include` it is; None for the source's own
+    included_by: Path | None
+
+
+@dataclass
+class HeaderWalk:
+    """What one walk of the user headers a source reaches found."""
+
+    #: (real path, mtime_ns, size) of each header reached, sorted: a cached compile is stale when these change
+    stamps: list[tuple[str, int, int]]
+    #: the first include, in the source's line order (then nearest first), of something not a regular file
+    non_regular: NonRegularInclude | None
+
+
+def walk_headers(text: str, source_dir: Path, dirs: list[Path]) -> HeaderWalk:
+    """One walk of the include graph from a source, breadth first behind each of its `#include` lines in turn,
+    each header read once: the stamps of the headers reached, and the first include of a non-regular file (which
+    is not followed). Chains end at MAX_INCLUDE_DEPTH; a header reached before is not walked again."""
+    stamps: dict[Path, tuple[str, int, int]] = {}
+    first: NonRegularInclude | None = None
+    for line_no, line in enumerate(text.splitlines(), 1):
+        match = INCLUDE_RE.match(line)
+        if match is None:
+            continue
+        pending: list[tuple[str, bool, Path, Path | None, int]] = [
+            (match.group("name"), match.group("open") == '"', source_dir, None, 0)]
+        while pending:
+            name, quoted, from_dir, by, depth = pending.pop(0)
+            if depth > MAX_INCLUDE_DEPTH:
+                continue
+            found, odd = _locate(name, quoted, from_dir, dirs)
+            if odd is not None and first is None:
+                first = NonRegularInclude(line_no, match.start("open") + 1, name, quoted, odd[0], odd[1], by)
+            if found is None:
+                continue
+            real = real_path(found)
+            if real in stamps:
+                continue
+            try:
+                st = real.stat()
+            except OSError:  # removed meanwhile
+                continue
+            stamps[real] = (str(real), st.st_mtime_ns, st.st_size)
+            pending += [(n, q, found.parent, found, depth + 1) for n, q in includes_of(found)]
+    return HeaderWalk(sorted(stamps.values()), first)
+
+
+def _locate(spelled: str, quoted: bool, from_dir: Path, dirs: list[Path]) -> tuple[Path | None,
+                                                                                   tuple[Path, int] | None]:
+    """Where `#include spelled` leads, searched as the preprocessor does (a directory is passed over): (the
+    regular file, None), or (None, (the path, its mode)) when the first that exists is not a regular file, or
+    (None, None) when none exists."""
+    places = [Path()] if os.path.isabs(spelled) else ([from_dir] if quoted else []) + dirs
+    for directory in places:
+        candidate = directory / spelled
+        try:
+            mode = os.stat(candidate).st_mode
+        except (OSError, ValueError):
+            continue
+        if stat.S_ISREG(mode):
+            return candidate, None
+        if not stat.S_ISDIR(mode):
+            return None, (candidate, mode)
+    return None, None
 
 
 def find_includers(fragment: Path) -> list[Path]:

@@ -11,18 +11,15 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from kerncast.analysis.cexpr import Macro, read_macros
-from kerncast.analysis.includes import INCLUDE_RE, MAX_INCLUDE_DEPTH, includes_of, real_path, resolve_include
+from kerncast.analysis.includes import HeaderWalk, NonRegularInclude, real_path
 from kerncast.analysis.input_files import file_kind
 
 #: tokens one macro may expand to before the source is refused (real code's largest are a few thousand)
 MAX_MACRO_EXPANSION_TOKENS = 1 << 22
-#: user headers followed at most when looking for an include of a device
-MAX_HEADERS_CHECKED = 200
 _DEFINE_LINE_RE = re.compile(r"^[ \t]*#[ \t]*(?:define|undef)\b.*$", re.MULTILINE)
 
 
@@ -35,70 +32,26 @@ class Refusal:
     message: str
 
 
-def check_source(text: str, source_dir: Path, include_dirs: list[Path]) -> Refusal | None:
-    """The first reason not to hand `text` to nvcc, or None."""
-    return non_regular_include(text, source_dir, include_dirs) or macro_bomb(text)
+def check_source(text: str, headers: HeaderWalk) -> Refusal | None:
+    """The first reason not to hand `text` to nvcc, or None; `headers` is the walk of the user headers it reaches
+    (`includes.walk_headers`, made once per compile for its cache stamps too)."""
+    return non_regular_include(headers.non_regular) or macro_bomb(text)
 
 
-def non_regular_include(text: str, source_dir: Path, include_dirs: list[Path]) -> Refusal | None:
+def non_regular_include(found: NonRegularInclude | None) -> Refusal | None:
     """An `#include` of the source, or of a user header it reaches, that names something other than a regular
     file (a device, a FIFO, a socket; links followed): placed on the source's `#include` line behind it."""
-    for line_no, line in enumerate(text.splitlines(), 1):
-        match = INCLUDE_RE.match(line)
-        if match is None:
-            continue
-        spelled, quoted = match.group("name"), match.group("open") == '"'
-        found = _non_regular(spelled, quoted, source_dir, include_dirs)
-        if found is None:
-            found = _through_headers(spelled, quoted, source_dir, include_dirs)
-        if found is not None:
-            return Refusal(line_no, match.start("open") + 1, f"not compiled: {found}")
-    return None
-
-
-def _non_regular(spelled: str, quoted: bool, from_dir: Path, dirs: list[Path]) -> str | None:
-    """What `#include spelled` would reach when the first candidate that exists is not a regular file."""
-    places = [Path()] if os.path.isabs(spelled) else ([from_dir] if quoted else []) + dirs
-    for directory in places:
-        candidate = directory / spelled
-        try:
-            mode = os.stat(candidate).st_mode
-        except (OSError, ValueError):
-            continue
-        if stat.S_ISREG(mode):
-            return None
-        if stat.S_ISDIR(mode):
-            continue  # the preprocessor skips a directory and looks on
-        where = str(candidate) if real_path(candidate) == Path(os.path.abspath(candidate)) \
-            else f"{candidate} (a link to {real_path(candidate)})"
-        written = f'"{spelled}"' if quoted else f"<{spelled}>"
-        return (f"#include {written} names {where}, which is {file_kind(mode)}, not a source file (the "
-                "compiler could read a device without end, or wait on a pipe forever)")
-    return None
-
-
-def _through_headers(spelled: str, quoted: bool, from_dir: Path, dirs: list[Path]) -> str | None:
-    """The first non-regular include of the user headers that `#include spelled` reaches."""
-    start = resolve_include(spelled, quoted, from_dir, dirs)
-    pending = [start] if start is not None else []
-    seen: set[Path] = set()
-    depth = 0
-    while pending and len(seen) < MAX_HEADERS_CHECKED and depth <= MAX_INCLUDE_DEPTH:
-        following: list[Path] = []
-        for header in pending:
-            real = real_path(header)
-            if real in seen:
-                continue
-            seen.add(real)
-            for name, is_quoted in includes_of(header):
-                found = _non_regular(name, is_quoted, header.parent, dirs)
-                if found is not None:
-                    return f"{found} (included by {header})"
-                nested = resolve_include(name, is_quoted, header.parent, dirs)
-                if nested is not None:
-                    following.append(nested)
-        pending, depth = following, depth + 1
-    return None
+    if found is None:
+        return None
+    candidate = found.candidate
+    where = str(candidate) if real_path(candidate) == Path(os.path.abspath(candidate)) \
+        else f"{candidate} (a link to {real_path(candidate)})"
+    written = f'"{found.spelled}"' if found.quoted else f"<{found.spelled}>"
+    message = (f"#include {written} names {where}, which is {file_kind(found.mode)}, not a source file (the "
+               "compiler could read a device without end, or wait on a pipe forever)")
+    if found.included_by is not None:
+        message += f" (included by {found.included_by})"
+    return Refusal(found.line, found.column, f"not compiled: {message}")
 
 
 def macro_bomb(text: str) -> Refusal | None:
