@@ -13,7 +13,6 @@ case runs in a fresh process; the tree's resident memory is summed over /proc ev
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import subprocess
@@ -24,21 +23,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from fuzz_memory import RawClient  # the tests' raw JSON-RPC client, loaded once for the benchmarks
 from kerncast.analysis.toolchain import default_compile_memory_mb
 
 ROOT = Path(__file__).resolve().parent.parent
 #: a case still running after this long is killed and reported as such
 LIMIT_S = 120.0
 POLL_S = 0.01
-
-
-def _load_raw_client() -> type:
-    """The raw JSON-RPC client of the tests (`tests/raw_lsp.py`), loaded from its file: one client for both."""
-    spec = importlib.util.spec_from_file_location("raw_lsp", ROOT / "tests" / "raw_lsp.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.RawClient
 
 
 def object_bomb(levels: int = 40) -> str:
@@ -179,8 +170,7 @@ def run_cli(case: str, path: Path, extra: list[str], memory_mb: int) -> Outcome:
 def run_server(cases: dict[str, tuple[Path, list[str]]], memory_mb: int) -> list[Outcome]:
     """Each readable case opened in one real server (its text sent, as an editor sends it) and saved; the tree's
     memory above the idle server's is what the compile cost."""
-    raw_client = _load_raw_client()
-    server = raw_client()
+    server = RawClient()
     out = []
     try:
         server.send({"id": 1, "method": "initialize", "params": {
