@@ -29,6 +29,7 @@ from kerncast.analysis.toolchain import (
     machine_memory_mb,
     run_tool,
 )
+from processes import descendants
 
 REPO = Path(__file__).resolve().parent.parent
 TRANSPOSE = REPO / "examples" / "transpose.cu"
@@ -231,23 +232,6 @@ def test_cli_workers_share_the_memory_limit(nvcc_available, tmp_path: Path) -> N
 # ------------------------------------------------------------------------------------------ nothing transient is cached
 
 
-def _descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            children.setdefault(int(stat[stat.rindex(")") + 2:].split()[1]), []).append(int(entry.name))
-    out, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
-
-
 def _command(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
@@ -266,7 +250,7 @@ def test_a_compile_killed_mid_way_is_not_cached_and_the_next_call_compiles(nvcc_
     killed = None
     deadline = time.monotonic() + 60
     while killed is None and worker.is_alive() and time.monotonic() < deadline:
-        for pid in _descendants(os.getpid()):
+        for pid in descendants(os.getpid()):
             if "cicc" in _command(pid) or "cudafe" in _command(pid):  # a stage of nvcc, mid-compile
                 os.kill(pid, signal.SIGKILL)
                 killed = pid

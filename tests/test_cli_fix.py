@@ -18,6 +18,7 @@ from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport, Finding, Fix, TextEdit
 from kerncast.server import cmd_analyze
 from kerncast.server.cli import build_parser
+from processes import children
 from source_lines import line_of
 
 REPO = Path(__file__).resolve().parent.parent
@@ -247,26 +248,12 @@ def test_the_report_after_fix_is_the_last_check_s_analysis(nvcc_available, tmp_p
 # ------------------------------------------------------------------------------------------ the user's file is safe
 
 
-def _children(pid: int) -> list[int]:
-    """The processes whose parent is `pid` (Linux /proc)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat[stat.rindex(")") + 2:].split()[1]) == pid:
-                found.append(int(entry.name))
-    return found
-
-
 def _wait_for_compiles(proc: subprocess.Popen, count: int, limit_s: float = 300) -> bool:
     """Wait until `count` distinct compiler processes (children of the CLI) have started; False if it ended."""
     seen: set[int] = set()
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline and proc.poll() is None:
-        seen.update(_children(proc.pid))
+        seen.update(children(proc.pid))
         if len(seen) >= count:
             return True
         time.sleep(0.02)
