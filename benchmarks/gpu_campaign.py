@@ -37,13 +37,11 @@ import hashlib
 import json
 import os
 import runpy
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import tomllib
-from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -73,9 +71,10 @@ ROOT = Path(__file__).resolve().parent.parent
 #: the project's cases and their kernel families (sibling scripts, run by path)
 _VALIDATE = runpy.run_path(str(Path(__file__).with_name("validate_measured.py")))
 PROJECT_CASES, FAMILIES = _VALIDATE["CASES"], _VALIDATE["FAMILIES"]
+#: the launch dimensions' reading and the MAPE table of the project's validation, shared with it
+launch_dims, mape_table = _VALIDATE["launch_dims"], _VALIDATE["mape_table"]
 MiB = 1 << 20
 TIME_MODELS = ("kerncast", "thesis", "mwp-cwp")
-WITHIN = 0.25
 #: extra columns of measurements.csv beyond the standard ones of `kerncast measure --append-csv`
 EXTRA_COLUMNS = ("params", "buffer_bytes", "class", "size", "stable", "robust_cv", "power_samples")
 #: the launches of a coverage kernel: (size, grid, block); the single warp only for compute-bound classes
@@ -107,17 +106,13 @@ class CampaignCase:
 
     def key(self) -> tuple:
         """What identifies a measured row (resumption skips a case whose key is in measurements.csv)."""
-        return (self.file, self.kernel, _dims(self.grid), _dims(self.block), tuple(sorted(self.params)))
+        return (self.file, self.kernel, launch_dims(self.grid), launch_dims(self.block),
+                tuple(sorted(self.params)))
 
     def spec(self, device: int) -> LaunchSpec:
         return LaunchSpec(kernel=self.kernel, grid=parse_dims(self.grid), block=parse_dims(self.block),
                           dynamic_shared_bytes=self.smem or 0, buffer_bytes=self.nbytes,
                           params=dict(p.split("=", 1) for p in self.params), device=device)
-
-
-def _dims(text: str) -> tuple[int, int, int]:
-    parts = [int(p) for p in str(text).replace("x", ",").split(",") if p.strip()]
-    return tuple((parts + [1, 1, 1])[:3])  # type: ignore[return-value]
 
 
 def project_cases() -> list[CampaignCase]:
@@ -220,7 +215,7 @@ def measured_keys(path: Path) -> set[tuple]:
 
 def _row_key(rec: dict[str, str]) -> tuple:
     params = tuple(sorted(p for p in (rec.get("params") or "").split(";") if p))
-    return (rec["source_file"], rec["kernel"], _dims(rec["grid"]), _dims(rec["block"]), params)
+    return (rec["source_file"], rec["kernel"], launch_dims(rec["grid"]), launch_dims(rec["block"]), params)
 
 
 def widen_header(path: Path) -> None:
@@ -390,18 +385,19 @@ def predict(cases: list[CampaignCase], gpu: str, jobs: int) -> dict[tuple, dict]
 # ------------------------------------------------------------------------------------------ report
 
 
-def _err(pred: float, actual: float) -> float:
-    return abs(pred - actual) / actual
+@dataclass(frozen=True)
+class MeasuredRow:
+    """A measured launch joined with its case and its predictions (every time model's, the range, the power)."""
+
+    case: CampaignCase
+    time_us: float
+    power_w: float | None
+    models: dict[str, float]
+    range: tuple[float, float]
+    power_pred: float | None
 
 
-def _cell(pairs: list[tuple[float, float]]) -> str:
-    if not pairs:
-        return "- | -"
-    errs = [_err(p, a) for p, a in pairs]
-    return f"{100 * statistics.fmean(errs):.0f}% | {100 * sum(e <= WITHIN for e in errs) / len(errs):.0f}%"
-
-
-def report_rows(out: Outputs, cases: list[CampaignCase], predictions: dict[tuple, dict]) -> list[dict]:
+def report_rows(out: Outputs, cases: list[CampaignCase], predictions: dict[tuple, dict]) -> list[MeasuredRow]:
     """Measured rows joined with their case and prediction."""
     by_key = {c.key(): c for c in cases}
     rows = []
@@ -412,35 +408,21 @@ def report_rows(out: Outputs, cases: list[CampaignCase], predictions: dict[tuple
             key = _row_key(rec)
             if key in by_key and key in predictions:
                 pred = predictions[key]
-                rows.append({"case": by_key[key], "time_us": float(rec["time_us"]),
-                             "power_w": float(rec["power_w"]) if rec.get("power_w") else None,
-                             "models": pred["models"], "range": pred["range"], "power_w_pred": pred["power_w"]})
+                rows.append(MeasuredRow(by_key[key], float(rec["time_us"]),
+                                        float(rec["power_w"]) if rec.get("power_w") else None, pred["models"],
+                                        tuple(pred["range"]), pred["power_w"]))
     return rows
 
 
-def report_tables(rows: list[dict]) -> list[str]:
+def report_tables(rows: list[MeasuredRow]) -> list[str]:
     """MAPE and share within 25 % per time model and for power, overall and per class and launch size."""
-    groups: dict[str, list[dict]] = defaultdict(list)
-    for r in rows:
-        groups["all"].append(r)
-        groups[r["case"].klass].append(r)
-        groups[f"{r['case'].size} launches"].append(r)
-    head = "| group | rows | " + " | ".join(f"{m} MAPE | within 25%" for m in TIME_MODELS) + \
-        " | power MAPE | within 25% |"
-    lines = [head, "|" + " --- |" * (2 + 2 * len(TIME_MODELS) + 2)]
-    order = ["all", *sorted(k for k in groups if k != "all" and "launches" not in k),
-             *sorted(k for k in groups if "launches" in k)]
-    for name in order:
-        g = groups[name]
-        cells = [_cell([(r["models"][m], r["time_us"]) for r in g if r["models"].get(m)]) for m in TIME_MODELS]
-        cells.append(_cell([(r["power_w_pred"], r["power_w"]) for r in g if r.get("power_w_pred") and r["power_w"]]))
-        lines.append(f"| {name} | {len(g)} | " + " | ".join(cells) + " |")
-    inside = sum(r["range"][0] <= r["time_us"] <= r["range"][1] for r in rows)
+    lines = mape_table(rows, lambda r: r.case.klass, lambda r: r.case.size, TIME_MODELS)
+    inside = sum(r.range[0] <= r.time_us <= r.range[1] for r in rows)
     lines += ["", f"Measured time inside the shown kerncast range: {inside} of {len(rows)} rows."]
     return lines
 
 
-def write_plots(rows: list[dict], folder: Path) -> list[str]:
+def write_plots(rows: list[MeasuredRow], folder: Path) -> list[str]:
     """Predicted-against-measured PNGs (time per model, power); the reason instead when matplotlib is missing."""
     try:
         import matplotlib  # lazy import: optional, only the report's plots need it
@@ -450,9 +432,8 @@ def write_plots(rows: list[dict], folder: Path) -> list[str]:
     except ImportError as exc:
         return [f"(no plots: matplotlib is not installed here: {exc})"]
     written = []
-    series = [(m, [(r["time_us"], r["models"][m]) for r in rows if r["models"].get(m)], "µs") for m in TIME_MODELS]
-    series.append(("power", [(r["power_w"], r["power_w_pred"]) for r in rows
-                             if r.get("power_w_pred") and r["power_w"]], "W"))
+    series = [(m, [(r.time_us, r.models[m]) for r in rows if r.models.get(m)], "µs") for m in TIME_MODELS]
+    series.append(("power", [(r.power_w, r.power_pred) for r in rows if r.power_pred and r.power_w], "W"))
     for name, pairs, unit in series:
         if not pairs:
             continue

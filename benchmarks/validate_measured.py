@@ -21,8 +21,10 @@ import csv
 import runpy
 import statistics
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import error_spread
 from kerncast.analysis.context import AnalysisOptions
@@ -73,13 +75,14 @@ def _case_for(rec: dict[str, str]) -> tuple[Case, str] | None:
     dims = {"grid": rec["grid"], "block": rec["block"]}
     same = [c for c in CASES if c.file == rel and c.kernel == rec["kernel"]]
     for i, c in enumerate(same):
-        if all(_dims(getattr(c, k)) == _dims(v) for k, v in dims.items()):
+        if all(launch_dims(getattr(c, k)) == launch_dims(v) for k, v in dims.items()):
             return c, "small" if i == 0 and len(same) > 1 else "large" if len(same) > 1 else "single"
     return None
 
 
-def _dims(text: str) -> tuple[int, int, int]:
-    parts = [int(p) for p in text.replace("x", ",").split(",") if p.strip()]
+def launch_dims(text: str) -> tuple[int, int, int]:
+    """A grid or block as measurements.csv writes it ("196x1x1") or a case gives it ("64,8") -> (x, y, z)."""
+    parts = [int(p) for p in str(text).replace("x", ",").split(",") if p.strip()]
     return tuple((parts + [1, 1, 1])[:3])  # type: ignore[return-value]
 
 
@@ -115,34 +118,51 @@ def collect(gpu: str) -> list[Row]:
     return rows
 
 
+class Scored(Protocol):
+    """What the MAPE table reads of a measured row (this script's `Row`, the GPU campaign's rows)."""
+
+    models: dict[str, float]
+    time_us: float
+    power_pred: float | None
+    power_w: float | None
+
+
 def _err(pred: float, actual: float) -> float:
     return abs(pred - actual) / actual
 
 
 def _stats(pairs: list[tuple[float, float]]) -> str:
     if not pairs:
-        return "  -  |  -  "
+        return "- | -"
     errs = [_err(p, a) for p, a in pairs]
     return f"{100 * statistics.fmean(errs):.0f}% | {100 * sum(e <= WITHIN for e in errs) / len(errs):.0f}%"
 
 
-def tables(rows: list[Row]) -> list[str]:
-    """The report's Markdown tables: time per model and power, overall, per family and per launch size."""
-    groups: dict[str, list[Row]] = defaultdict(list)
+def mape_table(rows: Sequence[Scored], group_of: Callable[[Scored], str], size_of: Callable[[Scored], str],
+               models: Sequence[str]) -> list[str]:
+    """MAPE and share within 25 % per time model and for power: every row, then per group, then per launch
+    size ("<size> launches"); one table for both validation scripts so their reports read the same."""
+    groups: dict[str, list[Scored]] = defaultdict(list)
     for r in rows:
         groups["all"].append(r)
-        groups[FAMILIES.get(r.case.kernel, "other")].append(r)
-        groups[f"{r.size} launches"].append(r)
-    head = "| group | rows | " + " | ".join(f"{m} MAPE | within 25%" for m in TIME_MODELS) + \
+        groups[group_of(r)].append(r)
+        groups[f"{size_of(r)} launches"].append(r)
+    head = "| group | rows | " + " | ".join(f"{m} MAPE | within 25%" for m in models) + \
         " | power MAPE | within 25% |"
-    out = [head, "|" + " --- |" * (2 + 2 * len(TIME_MODELS) + 2)]
+    out = [head, "|" + " --- |" * (2 + 2 * len(models) + 2)]
     order = ["all", *sorted(k for k in groups if k != "all" and "launches" not in k),
              *sorted(k for k in groups if "launches" in k)]
     for name in order:
         g = groups[name]
-        cells = [_stats([(r.models[m], r.time_us) for r in g if m in r.models]) for m in TIME_MODELS]
+        cells = [_stats([(r.models[m], r.time_us) for r in g if m in r.models]) for m in models]
         cells.append(_stats([(r.power_pred, r.power_w) for r in g if r.power_pred and r.power_w]))
         out.append(f"| {name} | {len(g)} | " + " | ".join(cells) + " |")
+    return out
+
+
+def tables(rows: list[Row]) -> list[str]:
+    """The report's Markdown tables: time per model and power, overall, per family and per launch size."""
+    out = mape_table(rows, lambda r: FAMILIES.get(r.case.kernel, "other"), lambda r: r.size, TIME_MODELS)
     inside = sum(r.time_range[0] <= r.time_us <= r.time_range[1] for r in rows)
     covered = [r for r in rows if r.power_interval and r.power_w]
     pin = sum(r.power_interval[0] <= r.power_w <= r.power_interval[1] for r in covered)
