@@ -17,8 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from kerncast.analysis.cexpr import LineIndex, Macro, Token, read_macros
-from kerncast.analysis.includes import INCLUDE_RE, MAX_INCLUDE_BYTES, MAX_INCLUDE_DEPTH, real_path, resolve_include
-from kerncast.analysis.input_files import read_regular_text
+from kerncast.analysis.includes import INCLUDE_RE, MAX_INCLUDE_DEPTH, header_text, real_path, resolve_include
 from kerncast.analysis.lru import BoundedLru
 
 #: headers whose macros are kept (by path, modification time and size, so an edited header is read again)
@@ -80,14 +79,10 @@ def _read_header(header: Path) -> tuple[list[Macro], tuple[tuple[int, str], ...]
     cached = _HEADERS.get(key)
     if cached is not None:
         return cached
-    if stat.st_size > MAX_INCLUDE_BYTES:
-        found: tuple[list[Macro], tuple[tuple[int, str], ...]] = ([], ())
-    else:
-        try:
-            text = read_regular_text(header, MAX_INCLUDE_BYTES)
-        except OSError:
-            return [], ()
-        found = (read_macros(text), _quoted_includes(text))
+    text = header_text(header)
+    if text is None:  # unreadable, not a regular file, or larger than a header may be: it gives nothing
+        return [], ()
+    found = (read_macros(text), _quoted_includes(text))
     _HEADERS.put(key, found)
     return found
 
