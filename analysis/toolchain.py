@@ -311,7 +311,8 @@ def run_tool(args: list[str], timeout_s: float, cwd: str | Path | None = None,
 def _run_in_slot(args: list[str], timeout_s: float, cwd: str | Path | None, env: dict[str, str] | None,
                  temp_dir: str | Path | None, budget_mb: int) -> ToolRun:
     """`run_tool`'s work, once it holds a slot."""
-    memory_mb: int | None = compile_share_mb(budget_mb)
+    share_mb = compile_share_mb(budget_mb)
+    memory_mb: int | None = share_mb if resource is not None else None  # no address-space limit on Windows
     timeout_s = min(max(timeout_s, 0.001), MAX_TIMEOUT_S) if math.isfinite(timeout_s) else MAX_TIMEOUT_S
     if temp_dir is not None:
         env = dict(os.environ if env is None else env, TMPDIR=str(temp_dir), TMP=str(temp_dir),
@@ -322,13 +323,11 @@ def _run_in_slot(args: list[str], timeout_s: float, cwd: str | Path | None, env:
     if resource is not None:
         # in the child between fork and exec, the address-space limit it and every process it starts inherit; a
         # C function bound to its arguments, so that no Python code runs there
-        limit = compile_share_mb(budget_mb) << 20
+        limit = share_mb << 20
         hard = resource.getrlimit(resource.RLIMIT_AS)[1]
         if hard != resource.RLIM_INFINITY:  # a limit may only be lowered
             limit = min(limit, hard)
         popen_kwargs["preexec_fn"] = functools.partial(resource.setrlimit, resource.RLIMIT_AS, (limit, limit))
-    else:
-        memory_mb = None
     _check_stop()
     try:
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
