@@ -48,7 +48,7 @@ def file_kind(mode: int) -> str:
     return "not a regular file"
 
 
-def _where(path: Path) -> str:
+def path_and_target(path: Path) -> str:
     """`path`, and where a link leads when it is one, so that the message names the device behind the link."""
     try:
         real = os.path.realpath(path)
@@ -62,7 +62,7 @@ def check_regular(path: str | os.PathLike[str]) -> os.stat_result:
     p = Path(path)
     st = os.stat(p)
     if not stat.S_ISREG(st.st_mode):
-        raise InputRefused(f"{_where(p)} is {file_kind(st.st_mode)}: Kerncast reads only regular files")
+        raise InputRefused(f"{path_and_target(p)} is {file_kind(st.st_mode)}: Kerncast reads only regular files")
     return st
 
 
@@ -77,7 +77,7 @@ def read_regular_file(path: str | os.PathLike[str], max_bytes: int) -> bytes:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise InputRefused(f"{_where(p)} is {file_kind(st.st_mode)}: Kerncast reads only regular files")
+            raise InputRefused(f"{path_and_target(p)} is {file_kind(st.st_mode)}: Kerncast reads only regular files")
         if st.st_size > max_bytes:
             raise InputTooLarge(_too_large(p, st.st_size, max_bytes), st.st_size, max_bytes)
         chunks: list[bytes] = []

@@ -9,14 +9,12 @@ astronomically long (forty `#define A1 A0 A0` levels: 2^40 tokens).
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 from kerncast.analysis.cexpr import Macro, read_macros
-from kerncast.analysis.includes import HeaderWalk, NonRegularInclude, real_path
-from kerncast.analysis.input_files import file_kind
+from kerncast.analysis.includes import HeaderWalk, NonRegularInclude
+from kerncast.analysis.input_files import file_kind, path_and_target
 
 #: tokens one macro may expand to before the source is refused (real code's largest are a few thousand)
 MAX_MACRO_EXPANSION_TOKENS = 1 << 22
@@ -43,9 +41,7 @@ def non_regular_include(found: NonRegularInclude | None) -> Refusal | None:
     file (a device, a FIFO, a socket; links followed): placed on the source's `#include` line behind it."""
     if found is None:
         return None
-    candidate = found.candidate
-    where = str(candidate) if real_path(candidate) == Path(os.path.abspath(candidate)) \
-        else f"{candidate} (a link to {real_path(candidate)})"
+    where = path_and_target(found.candidate)
     written = f'"{found.spelled}"' if found.quoted else f"<{found.spelled}>"
     message = (f"#include {written} names {where}, which is {file_kind(found.mode)}, not a source file (the "
                "compiler could read a device without end, or wait on a pipe forever)")
