@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -184,8 +183,7 @@ def fix_text(text: str, analyse: Callable[[str], FileReport], unsafe: bool = Fal
     return outcome
 
 
-@contextmanager
-def trial_analyses(path: Path, options: AnalysisOptions) -> Iterator[Callable[[str], FileReport]]:
+def trial_analysis(path: Path, options: AnalysisOptions) -> Callable[[str], FileReport]:
     """A function that analyses versions of the file at `path` without ever writing it.
 
     A version is analysed as the editor's unsaved text at the file's path, so its includes, `main()` and
@@ -193,7 +191,7 @@ def trial_analyses(path: Path, options: AnalysisOptions) -> Iterator[Callable[[s
     compiled through copies of both (`compile.compile_fragment_copy`). Nothing is written into the user's file
     while fixes are tried, so a run that is stopped half-way leaves it as it was, and a save made meanwhile is
     not reverted."""
-    yield lambda text: analyze_file(path, text=text, options=options)
+    return lambda text: analyze_file(path, text=text, options=options)
 
 
 def _next_fix(report: FileReport, tried: set[tuple[object, ...]],

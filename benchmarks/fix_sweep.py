@@ -27,7 +27,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from kerncast.analysis.fixing import OverlappingEdits, apply_edits, broken_promises, trial_analyses
+from kerncast.analysis.fixing import OverlappingEdits, apply_edits, broken_promises, trial_analysis
 from kerncast.analysis.pipeline import AnalysisOptions
 from kerncast.analysis.report import FileReport, Finding, Fix
 
@@ -53,12 +53,12 @@ def sweep_file(path: str, options: AnalysisOptions) -> list[Tried]:
     except (OSError, UnicodeDecodeError):
         return []  # `--fix` leaves such files alone too
     out = []
-    with trial_analyses(p, options) as analyse:
-        before = analyse(text)
-        for finding in before.all_findings():
-            for fix in finding.fixes():
-                if fix.edits:
-                    out.append(_try(analyse, text, before, finding, fix, path))
+    analyse = trial_analysis(p, options)
+    before = analyse(text)
+    for finding in before.all_findings():
+        for fix in finding.fixes():
+            if fix.edits:
+                out.append(_try(analyse, text, before, finding, fix, path))
     return out
 
 

@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kerncast.analysis.fixing import FixOutcome, fix_text, trial_analyses
+from kerncast.analysis.fixing import FixOutcome, fix_text, trial_analysis
 from kerncast.analysis.input_files import read_regular_file
 from kerncast.analysis.pipeline import AnalysisOptions
 from kerncast.analysis.report import FileReport
@@ -46,8 +46,7 @@ def fix_files(files: list[str], options: AnalysisOptions, unsafe: bool, diff: bo
             print(f"kerncast: {name}: not fixed: the file is not UTF-8 text", file=sys.stderr)
             status = 1
             continue
-        with trial_analyses(path, options) as analyse:
-            outcome = fix_text(text, analyse, unsafe)
+        outcome = fix_text(text, trial_analysis(path, options), unsafe)
         if reports is not None:
             reports[name] = outcome.report
         _tell(name, outcome, "would fix" if diff else "fixed")
