@@ -26,7 +26,6 @@ from kerncast.analysis.toolchain import check_define, check_include_dir
 
 _FILE_NAME = "compile_commands.json"
 _MAX_BYTES = 64 << 20
-_DEFINE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\([A-Za-z0-9_, ]*\))?(?:=[^\x00-\x1f`$;|&<>\\]*)?$")
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _STD_RE = re.compile(r"^(?:c|gnu)\+\+(?:03|11|14|17|20|23)$")
 _ARCH_RE = re.compile(r"^(?:sm|compute|lto)_\d+[a-z]?$")
@@ -180,7 +179,7 @@ def _read_arguments(args: list[str], cwd: Path, out: BuildFlags) -> None:
             elif value:
                 out.dropped.append(a if value in a else f"{a} {value}")
         elif a.startswith(("-D", "--define-macro")):
-            if value and _DEFINE_RE.match(value) and _passable(check_define, value):
+            if value and _passable(check_define, value):
                 out.defines.append(value)
             elif value:
                 out.dropped.append(value)
