@@ -91,8 +91,10 @@ def _input_finding(message: str, code: str = Code.INPUT_ERROR) -> Finding:
     return Finding(code, "error", 1, 1, 1, 1, message)
 
 
-def read_input(path: Path, text: str | None, max_bytes: int) -> tuple[str | None, Finding | None, str | None]:
-    """Read the file (or take the editor's text) and refuse empty, binary and oversized input clearly.
+def read_input(path: Path, text: str | bytes | None,
+               max_bytes: int) -> tuple[str | None, Finding | None, str | None]:
+    """Read the file (or take the editor's text, or the bytes of another version of it) and refuse empty,
+    binary and oversized input clearly.
 
     The third value is a note on how the text was read: a CUDA file that is not UTF-8 (an author's name or a
     typographic apostrophe in a comment, saved by an older editor) is read as Windows-1252, as nvcc itself
@@ -108,7 +110,7 @@ def read_input(path: Path, text: str | None, max_bytes: int) -> tuple[str | None
         else:
             size = len(raw)
     else:
-        raw = text.encode("utf-8", errors="surrogatepass")
+        raw = text if isinstance(text, bytes) else text.encode("utf-8", errors="surrogatepass")
         size = len(raw)
     if size > max_bytes:
         return None, _input_finding(
@@ -132,9 +134,10 @@ def read_input(path: Path, text: str | None, max_bytes: int) -> tuple[str | None
     return decoded, None, note
 
 
-def analyze_file(path: str | os.PathLike[str], text: str | None = None,
+def analyze_file(path: str | os.PathLike[str], text: str | bytes | None = None,
                  options: AnalysisOptions | None = None, cache: KernelCache | None = None) -> FileReport:
-    """Analyse a `.cu`/`.cuh` or `.ptx` file (or the editor's unsaved `text` for it).
+    """Analyse a `.cu`/`.cuh` or `.ptx` file (or the editor's unsaved `text` for it, or the bytes of another
+    version of it, read as the file's own bytes are: `kerncast diff`'s version at a git revision).
 
     With a `cache` (a long-lived caller's), kernels whose key is unchanged are taken from it and only the
     others are analysed (and sent to ptxas); see `kernel_cache`.

@@ -3,9 +3,9 @@
 than `--fail-slower PERCENT`, so a CI job can stop a pull request that slows a kernel down. PATH may be a
 folder of the repository: each CUDA or PTX file in it now or at the revision is compared, file by file.
 
-The old version is read with `git show REV:path` (an argument list, with a timeout) into a temporary folder
-that is removed afterwards; the file's own folder is added to the include path so its quoted includes still
-resolve. The working tree is never written.
+The old version is read with `git show REV:path` (an argument list, with a timeout) and analysed as the file's
+text at its own path, as the editor's unsaved text is: its includes, its includer and the project's flags are
+the working tree's for both versions. The working tree is never written.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kerncast.analysis.context import AnalysisOptions
+from kerncast.analysis.kernel_cache import KernelCache
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport
 from kerncast.analysis.strict_json import dumps_strict
@@ -117,15 +117,11 @@ def file_pairs(folder: Path, rev: str) -> list[tuple[Path, bool, bool]]:
     return out
 
 
-def analyse_old(path: Path, rev: str, options: AnalysisOptions) -> FileReport:
-    """The analysis of the file at `rev`, compiled from a temporary copy under the file's own name, with the
-    file's folder on the include path (its quoted includes are the working tree's versions)."""
-    data = file_at_revision(path, rev)
-    with tempfile.TemporaryDirectory(prefix="kerncast-diff-") as tmp:
-        old = Path(tmp) / path.name
-        old.write_bytes(data)
-        opts = replace(options, include_dirs=[*options.include_dirs, str(path.resolve().parent)])
-        report = analyze_file(str(old), options=opts)
+def analyse_old(path: Path, rev: str, options: AnalysisOptions, cache: KernelCache | None = None) -> FileReport:
+    """The analysis of the file at `rev`: its bytes analysed at the file's own path, as an editor's unsaved text
+    is, so its includes, its includer, its compile_commands.json flags are the working tree's, as the new
+    version's are; a file unchanged since `rev` is the same compile (and, with a `cache`, the same kernels)."""
+    report = analyze_file(str(path), text=file_at_revision(path, rev), options=options, cache=cache)
     report.file = f"{rev}:{path}"
     return report
 
@@ -150,20 +146,22 @@ def _compare(old: FileReport, old_label: str, new: FileReport, new_label: str) -
                     _errors(old, old_label) + _errors(new, new_label))
 
 
-def diff_file(args: argparse.Namespace, path: Path, options: AnalysisOptions) -> FileDiff:
+def diff_file(args: argparse.Namespace, path: Path, options: AnalysisOptions,
+              cache: KernelCache | None = None) -> FileDiff:
     """The file against `--against` or its version at `--rev` (DiffInputError when that cannot be had)."""
     if args.against is not None:
         other = Path(args.against)
         if not other.is_file():
             raise DiffInputError(f"--against {args.against}: no such file")
-        old, old_label = analyze_file(str(other), options=options), str(other)
+        old, old_label = analyze_file(str(other), options=options, cache=cache), str(other)
     else:
         rev = args.rev or "HEAD"
-        old, old_label = analyse_old(path, rev, options), f"{rev}:{path}"
-    return _compare(old, old_label, analyze_file(str(path), options=options), str(path))
+        old, old_label = analyse_old(path, rev, options, cache), f"{rev}:{path}"
+    return _compare(old, old_label, analyze_file(str(path), options=options, cache=cache), str(path))
 
 
-def diff_folder(args: argparse.Namespace, folder: Path, options: AnalysisOptions) -> list[FileDiff]:
+def diff_folder(args: argparse.Namespace, folder: Path, options: AnalysisOptions,
+                cache: KernelCache | None = None) -> list[FileDiff]:
     """Every CUDA or PTX file of the folder now or at `--rev`; a file only on one side has only added (or
     only removed) kernels."""
     if args.against is not None:
@@ -173,8 +171,9 @@ def diff_folder(args: argparse.Namespace, folder: Path, options: AnalysisOptions
     for path, now, then in file_pairs(folder, rev):
         shown = Path(os.path.relpath(path))
         old_label = f"{rev}:{shown}"
-        old = analyse_old(path, rev, options) if then else FileReport(file=old_label, gpu=options.gpu)
-        new = analyze_file(str(shown), options=options) if now else FileReport(file=str(shown), gpu=options.gpu)
+        old = analyse_old(shown, rev, options, cache) if then else FileReport(file=old_label, gpu=options.gpu)
+        new = (analyze_file(str(shown), options=options, cache=cache) if now
+               else FileReport(file=str(shown), gpu=options.gpu))
         out.append(_compare(old, old_label, new, str(shown)))
     return out
 
@@ -217,10 +216,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"kerncast: {args.path}: no such file or folder", file=sys.stderr)
         return 2
     runs = []
+    cache = KernelCache()  # a kernel unchanged since the revision, or a PTX shared by two GPUs, is worked on once
     try:
         for gpu in gpus:
             opts = replace(options, gpu=gpu)
-            runs.append((gpu, diff_folder(args, path, opts) if path.is_dir() else [diff_file(args, path, opts)]))
+            runs.append((gpu, diff_folder(args, path, opts, cache) if path.is_dir()
+                         else [diff_file(args, path, opts, cache)]))
     except DiffInputError as exc:
         print(f"kerncast: {exc}", file=sys.stderr)
         return 2

@@ -232,3 +232,22 @@ def test_two_gpus_give_one_comparison_each(repo, capsys):
     err = capsys.readouterr().err
     assert status == (1 if slower_on else 0)
     assert all(f"on {g} (more than --fail-slower 1%)" in err for g in slower_on)
+
+
+def test_the_old_version_is_compiled_with_the_projects_flags(repo, capsys):
+    """The version at the revision is compiled as the file at its own path is: with its compile_commands.json
+    entry, so a kernel that needs a project-defined macro compiles at both versions."""
+    examples = repo / "examples"
+    needs_flag = ("#ifndef SCALE\n#error SCALE comes from the build\n#endif\n"
+                  + SAXPY.replace("a * x[i]", "SCALE * a * x[i]"))
+    (examples / "scaled.cu").write_text(needs_flag)
+    entry = {"directory": str(examples), "file": "scaled.cu",
+             "arguments": ["nvcc", "-DSCALE=2", "-c", "scaled.cu", "-o", "scaled.o"]}
+    (repo / "compile_commands.json").write_text(json.dumps([entry]))
+    _git(repo, "add", "examples/scaled.cu")
+    _git(repo, "commit", "-q", "-m", "scaled")
+    (examples / "scaled.cu").write_text(needs_flag.replace("SCALE * a", "SCALE * a * a"))
+    status, text, err = _diff(capsys, str(examples / "scaled.cu"), "--format", "json")
+    assert status == 0 and "SCALE comes from the build" not in err
+    (row,) = json.loads(text)["kernels"]
+    assert row["name"] == "saxpy" and row["status"] == "kept" and row["old"]["time_us"] is not None
