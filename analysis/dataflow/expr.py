@@ -172,9 +172,11 @@ class Atoms:
     def atoms_of(self, p: Poly) -> set[int]:
         return {a for m, _ in p for a in m}
 
-    def deep_atoms_of(self, p: Poly) -> set[int]:
+    def deep_atoms_of(self, p: Poly, opaque: frozenset[str] = frozenset()) -> set[int]:
         """The atoms of `p` and, through operation nodes, of their arguments: a step `sel(c, n - s, t)` of a
-        register `s` depends on `s` although `s` is not one of its top-level atoms."""
+        register `s` depends on `s` although `s` is not one of its top-level atoms. Operations named in
+        `opaque` are atoms whose arguments are not followed (a loaded value does not carry its address's
+        symbols into the value)."""
         out: set[int] = set()
         todo = [a for m, _ in p for a in m]
         while todo:
@@ -183,7 +185,7 @@ class Atoms:
                 continue
             out.add(a)
             key = self.keys[a]
-            if key[0] == "op":
+            if key[0] == "op" and key[1] not in opaque:
                 todo += [x for arg in key[2] if arg is not None for m, _ in arg for x in m]
         return out
 

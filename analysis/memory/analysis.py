@@ -876,42 +876,18 @@ def _tests_lane_rank(atoms: Atoms, cond: Value) -> bool:
     """Whether a condition reads the lane id or a lane mask other than through a loaded value: a rank within
     the active lanes (cooperative groups' `thread_rank() == 0` on a coalesced group), which may hold in a
     single lane (a leader test), unlike a test on data or a bound on the thread index."""
-    stack, seen = [cond], set()
-    while stack:
-        q = stack.pop()
-        if q is None:
-            continue
-        for m, _ in q:
-            for a in m:
-                if a in seen:
-                    continue
-                seen.add(a)
-                key = atoms.keys[a]
-                if key[0] == "sym" and (key[1] == "laneid" or str(key[1]).startswith("lanemask")):
-                    return True
-                if key[0] == "op" and key[1] not in LOADED:
-                    stack.extend(key[2])
-    return False
+    if cond is None:
+        return False
+    return any(key[0] == "sym" and (key[1] == "laneid" or str(key[1]).startswith("lanemask"))
+               for key in map(atoms.keys.__getitem__, atoms.deep_atoms_of(cond, opaque=LOADED)))
 
 
 def _block_symbols(atoms: Atoms, addr: Value) -> bool:
     """Whether an address depends on blockIdx (through operation arguments too)."""
-    stack, seen = [addr], set()
-    while stack:
-        q = stack.pop()
-        if q is None:
-            continue
-        for m, _ in q:
-            for a in m:
-                if a in seen:
-                    continue
-                seen.add(a)
-                key = atoms.keys[a]
-                if key[0] == "sym" and str(key[1]).startswith("ctaid."):
-                    return True
-                if key[0] == "op":
-                    stack.extend(key[2])
-    return False
+    if addr is None:
+        return False
+    return any(key[0] == "sym" and str(key[1]).startswith("ctaid.")
+               for key in map(atoms.keys.__getitem__, atoms.deep_atoms_of(addr)))
 
 
 def _coalesced_condition(k: _Kernel, index: int, width: int) -> str | None:
@@ -981,23 +957,8 @@ def _lane_symbols(atoms: Atoms, p: Value) -> list[str]:
     """Which of threadIdx.x/y/z and the lane id a value depends on (through operation arguments too)."""
     if p is None:
         return []
-    found: set[str] = set()
-    stack = [p]
-    seen: set[int] = set()
-    while stack:
-        q = stack.pop()
-        if q is None:
-            continue
-        for m, _ in q:
-            for a in m:
-                if a in seen:
-                    continue
-                seen.add(a)
-                key = atoms.keys[a]
-                if key[0] == "sym" and key[1] in E.LANE_SYMBOLS:
-                    found.add(key[1])
-                elif key[0] == "op":
-                    stack.extend(key[2])
+    found = {key[1] for key in map(atoms.keys.__getitem__, atoms.deep_atoms_of(p))
+             if key[0] == "sym" and key[1] in E.LANE_SYMBOLS}
     names = {"tid.x": "threadIdx.x", "tid.y": "threadIdx.y", "tid.z": "threadIdx.z", "laneid": "the lane id"}
     return [names[s] for s in sorted(found)]
 
