@@ -22,7 +22,7 @@ from kerncast.analysis.edits import insert_lines_above
 from kerncast.analysis.launch import GUESSED_SOURCES, Sourced, split_kernel_name
 from kerncast.analysis.loops import LoopForest
 from kerncast.analysis.memory.analysis import MemoryAnalysis
-from kerncast.analysis.report import Finding, Fix, source_line_range, source_lines
+from kerncast.analysis.report import Finding, Fix, line_range
 from kerncast.analysis.rules import Code, FixKind, rule
 from kerncast.analysis.source_model import scan_source
 from kerncast.analysis.tripcount import trip_values
@@ -114,7 +114,6 @@ def assumed_loop_findings(ctx: KernelContext) -> list[Finding]:
     and remainder of one loop share its line), at the loop's first line; the first carries the annotation fix
     (one annotation states every loop count of the kernel), unless the count already comes from a placeholder
     the user has yet to fill in."""
-    text = source_lines(ctx.cuda_source) if ctx.cuda_source else ()
     first = _first_lines(ctx)
     by_line: dict[int, list[Sourced]] = {}
     for header, count in sorted(assumed_counts(ctx.trip_counts).items()):
@@ -124,7 +123,7 @@ def assumed_loop_findings(ctx: KernelContext) -> list[Finding]:
     out: list[Finding] = []
     for line, found in sorted(by_line.items()):
         count = found[0]
-        start, end = source_line_range(text, line) if text else (1, 1)
+        start, end = line_range(ctx.cuda_source, line)
         fix = None
         if not out and count.source == "default" and ctx.cuda_source:
             fix = annotation_fix(ctx.cuda_source, ctx.report.name, count.value)

@@ -19,7 +19,7 @@ from importlib import resources
 
 from kerncast.analysis.context import KernelContext, reported_here
 from kerncast.analysis.memory.analysis import AccessInfo
-from kerncast.analysis.report import Finding, Fix, TextEdit, source_line_range, source_lines
+from kerncast.analysis.report import Finding, Fix, TextEdit, line_range, source_lines
 from kerncast.analysis.rules import Code, FixKind, rule
 
 #: `atomicAdd(target, value)` and its siblings (`_block`/`_system` scopes included); the arguments are split
@@ -132,7 +132,7 @@ def atomic_contention(ctx: KernelContext) -> list[Finding]:
                   "executions": a.executions, "ncu_metric": metric}
         snippet = _snippet_lines(call) if call is not None else None
         fix = _fix(snippet, line, text[line - 1]) if snippet is not None else None
-        start, end = source_line_range(text, line, a.column) if text else (1, 1)
+        start, end = line_range(ctx.cuda_source, line, a.column)
         out.append(Finding(Code.ATOMIC_CONTENTION, "warning", line, start, line, end, message, detail=detail,
                            fix=fix, kernel=ctx.report.name))
     return out

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 
 from kerncast.analysis.context import KernelContext, reported_here
-from kerncast.analysis.ptx.model import Instruction, loc_in_file
-from kerncast.analysis.report import Finding, Fix, Related, TextEdit, source_line_range, source_lines
+from kerncast.analysis.ptx.model import Instruction, line_in_file
+from kerncast.analysis.report import Finding, Fix, TextEdit, line_range, line_related, source_lines
 from kerncast.analysis.rules import Code, FixKind, rule
 
 #: PTX opcodes that compute (or compare) in the type their modifiers name
@@ -46,13 +46,6 @@ def has_double_data(ctx: KernelContext) -> bool:
     if any(i.opcode in _MEMORY and _is_f64(i) for i in ctx.function.body):
         return True
     return any(p.type == "f64" for p in ctx.function.params)
-
-
-def _line(ins: Instruction, main_file: str | None) -> int | None:
-    if ins.loc is None:
-        return ins.ptx_line if main_file is None else None
-    here = loc_in_file(ins.loc, main_file)
-    return here.line if here is not None else None
 
 
 def _code_part(text: str) -> str:
@@ -112,7 +105,7 @@ def fp64_in_fp32(ctx: KernelContext) -> Finding | None:
     f64 = fp64_instructions(ctx)
     if not f64 or has_double_data(ctx):
         return None
-    lines = sorted({n for i in f64 if (n := _line(i, ctx.main_file)) is not None})
+    lines = sorted({n for i in f64 if (n := line_in_file(i.loc, ctx.main_file)) is not None})
     text = source_lines(ctx.cuda_source) if ctx.cuda_source else ()
     if text:
         macros = double_macros(ctx.cuda_source or "")
@@ -129,14 +122,11 @@ def fp64_in_fp32(ctx: KernelContext) -> Finding | None:
         rate = "FP64 runs at a fraction of the FP32 rate"
     converts = sum(1 for i in f64 if i.opcode == "cvt")
     line = lines[0]
-    start, end = source_line_range(text, line) if text else (1, 1)
+    start, end = line_range(ctx.cuda_source, line)
     message = (f"double-precision arithmetic in a float kernel: {len(f64)} FP64 instructions ({converts} "
                f"conversions between float and double), from a double literal or math call promoting float "
                f"values; {rate}")
-    related = []
-    for n in [n for n in lines if n != line][:5]:
-        s, e = source_line_range(text, n) if text else (1, 1)
-        related.append(Related(n, s, n, e, "more FP64 work"))
+    related = [line_related(ctx.cuda_source, n, "more FP64 work") for n in lines if n != line][:5]
     detail = {"fp64_instructions": len(f64), "conversions": converts, "lines": lines,
               "fp64_to_fp32_rate": round(dpu / sp, 4) if dpu and sp else None,
               "advice": "write float literals with an f suffix (0.5f) and call the float math functions (sqrtf, "

@@ -14,8 +14,8 @@ from functools import cache
 from importlib import resources
 
 from kerncast.analysis.context import KernelContext, reported_here
-from kerncast.analysis.ptx.model import Instruction, Reg, loc_in_file
-from kerncast.analysis.report import Finding, source_line_range, source_lines
+from kerncast.analysis.ptx.model import Instruction, Reg, line_in_file
+from kerncast.analysis.report import Finding, line_range
 from kerncast.analysis.rules import Code
 
 _INT_TYPES = frozenset({"s32", "u32", "s64", "u64", "s16", "u16"})
@@ -46,8 +46,7 @@ def slow_divisions(ctx: KernelContext) -> list[Finding]:
         block = cfg.block_of[ins.index]
         if block not in forest.innermost:
             continue
-        here = loc_in_file(ins.loc, ctx.main_file) if ins.loc is not None else None
-        line = here.line if here is not None else (ins.ptx_line if ctx.main_file is None else None)
+        line = line_in_file(ins.loc, ctx.main_file)
         if line is None:
             continue
         per_line.setdefault(line, []).append(ins)
@@ -55,7 +54,6 @@ def slow_divisions(ctx: KernelContext) -> list[Finding]:
     if not per_line:
         return []
     cost, warn_share = division_costs()
-    text = source_lines(ctx.cuda_source) if ctx.cuda_source else ()
     loops = {loop.id: loop for loop in forest.loops}
     out = []
     for line, divs in sorted(per_line.items()):
@@ -67,7 +65,7 @@ def slow_divisions(ctx: KernelContext) -> list[Finding]:
         message = (f"integer division by a run-time value in a loop: {len(divs)} x {ops} (the loop's code as "
                    f"compiled, unrolled copies included) expand to about {expanded} instructions, {share:.0%} of the "
                    "loop body's, on every pass")
-        start, end = source_line_range(text, line) if text else (1, 1)
+        start, end = line_range(ctx.cuda_source, line)
         detail = {"divisions": len(divs), "instructions_per_division": cost, "loop_body_instructions": body,
                   "share_of_loop": round(share, 3),
                   "advice": "hoist the division out of the loop (carry the quotient and remainder along), use a "

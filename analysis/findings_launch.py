@@ -20,7 +20,7 @@ from typing import Any
 
 from kerncast.analysis.context import KernelContext, reported_here
 from kerncast.analysis.launch import GUESSED_SOURCES, Launch, Sourced, split_kernel_name
-from kerncast.analysis.report import Finding, KernelReport, source_line_range, source_lines
+from kerncast.analysis.report import Finding, KernelReport, line_range
 from kerncast.analysis.rules import Code
 
 #: the host call that lets a kernel use more than 48 KB of dynamic shared memory
@@ -190,7 +190,5 @@ def launch_configuration_stage(ctx: KernelContext) -> None:
     finding = launch_configuration(ctx)
     if finding is None:
         return
-    lines = source_lines(ctx.cuda_source) if ctx.cuda_source else ()
-    if lines:
-        finding.column, finding.end_column = source_line_range(lines, finding.line)
+    finding.column, finding.end_column = line_range(ctx.cuda_source, finding.line)
     ctx.report.findings.append(finding)

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 
 from kerncast.analysis.context import KernelContext, reported_here
-from kerncast.analysis.ptx.model import Instruction, loc_in_file
-from kerncast.analysis.report import Finding, Related, source_line_range, source_lines
+from kerncast.analysis.ptx.model import Instruction, line_in_file
+from kerncast.analysis.report import Finding, line_range, line_related, source_lines
 from kerncast.analysis.rules import Code
 
 #: sinf/cosf/tanf/sincosf and their double twins reduce a large argument through a local buffer of their own
@@ -34,13 +34,6 @@ def local_bytes(ctx: KernelContext) -> int:
     return sum(d.size_bytes for d in ctx.function.decls if d.space == "local")
 
 
-def _line(ins: Instruction, main_file: str | None) -> int | None:
-    if ins.loc is None:
-        return ins.ptx_line if main_file is None else None
-    here = loc_in_file(ins.loc, main_file)
-    return here.line if here is not None else None
-
-
 def local_memory(ctx: KernelContext) -> Finding | None:
     """The kernel's `local-memory` finding, on the line of its first local load in the analysed file."""
     size = local_bytes(ctx)
@@ -51,15 +44,16 @@ def local_memory(ctx: KernelContext) -> Finding | None:
     if res is not None and not (res.stack_bytes or res.local_bytes):
         return None  # ptxas kept the array in registers after all
     text = source_lines(ctx.cuda_source) if ctx.cuda_source else ()
-    load_lines = sorted({n for i in loads if (n := _line(i, ctx.main_file)) is not None})
+    load_lines = sorted({n for i in loads if (n := line_in_file(i.loc, ctx.main_file)) is not None})
     if text:  # an array the source indexes; the trig functions' own buffer (their slow argument reduction)
         load_lines = [n for n in load_lines if 1 <= n <= len(text) and "[" in text[n - 1]
                       and not _TRIG_RE.search(text[n - 1])]
     if not load_lines:
         return None
-    lines = load_lines + sorted({n for i in stores if (n := _line(i, ctx.main_file)) is not None} - set(load_lines))
+    lines = load_lines + sorted({n for i in stores if (n := line_in_file(i.loc, ctx.main_file)) is not None}
+                              - set(load_lines))
     line = lines[0]  # the first read: where the run-time index is
-    start, end = source_line_range(text, line) if text else (1, 1)
+    start, end = line_range(ctx.cuda_source, line)
     load_bytes = sum(i.access_bytes for i in loads)
     store_bytes = sum(i.access_bytes for i in stores)
     launch = ctx.report.launch
@@ -68,10 +62,7 @@ def local_memory(ctx: KernelContext) -> Finding | None:
     message = (f"per-thread array in local memory: {size} bytes per thread{footprint}; its {len(loads)} ld.local and "
                f"{len(stores)} st.local instructions ({load_bytes} and {store_bytes} bytes) go through L1 to DRAM "
                "with global-memory latency, because the array is indexed at run time")
-    related = []
-    for n in lines[1:6]:
-        s, e = source_line_range(text, n) if text else (1, 1)
-        related.append(Related(n, s, n, e, "another access of the local array"))
+    related = [line_related(ctx.cuda_source, n, "another access of the local array") for n in lines[1:6]]
     detail = {"local_bytes_per_thread": size, "load_instructions": len(loads), "store_instructions": len(stores),
               "load_bytes_of_instructions": load_bytes, "store_bytes_of_instructions": store_bytes,
               "stack_bytes": res.stack_bytes if res is not None else None, "launch_local_bytes": size * threads

@@ -16,8 +16,8 @@ from __future__ import annotations
 from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.context import KernelContext, reported_here
 from kerncast.analysis.memory.analysis import BranchInfo
-from kerncast.analysis.ptx.model import Imm, Instruction, loc_in_file
-from kerncast.analysis.report import Finding, Related, source_line_range, source_lines
+from kerncast.analysis.ptx.model import Imm, Instruction, line_in_file
+from kerncast.analysis.report import Finding, line_range, line_related
 from kerncast.analysis.rules import Code
 
 _EXIT_OPCODES = frozenset({"ret", "exit", "trap"})
@@ -133,22 +133,19 @@ def barrier_divergence(ctx: KernelContext) -> list[Finding]:
     """The kernel's `barrier-divergence` findings, one per barrier line of the analysed file."""
     if ctx.memory is None:
         return []
-    lines = source_lines(ctx.cuda_source) if ctx.cuda_source else ()
     findings: list[Finding] = []
     seen: set[int] = set()
     for bar, branch in divergent_barriers(ctx.cfg, ctx.memory.branches):
-        here = loc_in_file(bar.loc, ctx.main_file) if bar.loc is not None else None
-        line = here.line if here is not None else (bar.ptx_line if ctx.main_file is None else None)
+        line = line_in_file(bar.loc, ctx.main_file)
         if line is None or line in seen or branch.line is None:
             continue
         seen.add(line)
-        start, end = source_line_range(lines, line) if lines else (1, 1)
+        start, end = line_range(ctx.cuda_source, line)
         dep = " and ".join(branch.depends_on)
         message = (f"barrier under a condition that differs between the threads of a block (it depends on {dep}, "
                    f"line {branch.line}): threads that skip the barrier leave the others waiting (undefined "
                    "behaviour, often a hang)")
-        cstart, cend = source_line_range(lines, branch.line) if lines else (1, 1)
-        related = [Related(branch.line, cstart, branch.line, cend, f"the condition, which depends on {dep}")]
+        related = [line_related(ctx.cuda_source, branch.line, f"the condition, which depends on {dep}")]
         detail = {"condition": branch.condition, "condition_line": branch.line, "depends_on": list(branch.depends_on),
                   "advice": "move the barrier out of the condition (every thread of the block reaches it) and "
                             "guard only the work"}

@@ -84,6 +84,18 @@ def char_column(text: str, byte_column: int) -> int:
     return len(head) + 1 + max(0, byte_column - 1 - len(data))
 
 
+def line_range(source: str | None, line: int, byte_column: int = 0) -> tuple[int, int]:
+    """(start, end) columns of a finding on `line` of the analysed source text: from an instruction's `.loc`
+    column (counted in bytes; 0 for the line's first non-blank character) to the end of the line's text, as
+    `source_line_range`; (1, 1) without a source text. The one place the findings turn a line into a range."""
+    if not source:
+        return 1, 1
+    lines = source_lines(source)
+    if byte_column > 0 and 1 <= line <= len(lines):
+        byte_column = char_column(lines[line - 1], byte_column)
+    return source_line_range(lines, line, byte_column)
+
+
 @dataclass(frozen=True, slots=True)
 class TextEdit(FieldsJson):
     """Replace the text from (line, column) to (end_line, end_column) of the analysed file by `new_text`.
@@ -129,6 +141,12 @@ class Related(FieldsJson):
     end_column: int
     message: str
     file: str | None = None
+
+
+def line_related(source: str | None, line: int, message: str) -> Related:
+    """A related location spanning the text of one line of the analysed source (see `line_range`)."""
+    start, end = line_range(source, line)
+    return Related(line, start, line, end, message)
 
 
 @dataclass(slots=True)
