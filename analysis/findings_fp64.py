@@ -13,23 +13,25 @@ as unsafe.
 
 from __future__ import annotations
 
-import re
+import bisect
 
+from kerncast.analysis.cexpr import Token
 from kerncast.analysis.context import KernelContext, reported_here
 from kerncast.analysis.ptx.model import Instruction, line_in_file
 from kerncast.analysis.report import Finding, Fix, TextEdit, line_range, line_related, source_lines
 from kerncast.analysis.rules import Code, FixKind, rule
+from kerncast.analysis.source_model import SourceFacts, scan_source
 
 #: PTX opcodes that compute (or compare) in the type their modifiers name
 _ARITH = frozenset({"add", "sub", "mul", "mad", "fma", "div", "rcp", "sqrt", "rsqrt", "neg", "abs", "min", "max",
                     "setp", "selp", "cvt", "testp", "copysign"})
 _MEMORY = frozenset({"ld", "st", "atom", "red", "ldu"})
-#: an unsuffixed floating literal: 1.0, .5, 2., 1e-6, 3.5e2 (not 1.0f, not part of a name or a number)
-_LITERAL_RE = re.compile(r"(?<![\w.])((?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)(?![\w.])")
 #: the double overloads of the math library that have a float twin with an `f` suffix
-_MATH_RE = re.compile(r"(?<![\w.:>])(sqrt|rsqrt|cbrt|exp|exp2|exp10|expm1|log|log2|log10|log1p|pow|sin|cos|tan|"
-                      r"asin|acos|atan|atan2|sinh|cosh|tanh|fabs|floor|ceil|round|trunc|fmod|fmin|fmax|hypot|"
-                      r"erf|erfc)\s*\(")
+_MATH = frozenset({"sqrt", "rsqrt", "cbrt", "exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p", "pow",
+                   "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "fabs", "floor",
+                   "ceil", "round", "trunc", "fmod", "fmin", "fmax", "hypot", "erf", "erfc"})
+#: tokens after which `sqrt(` is a member or a qualified name, not the global double overload
+_QUALIFIERS = frozenset({".", "->", "::"})
 
 
 def _is_f64(ins: Instruction) -> bool:
@@ -48,50 +50,102 @@ def has_double_data(ctx: KernelContext) -> bool:
     return any(p.type == "f64" for p in ctx.function.params)
 
 
-def _code_part(text: str) -> str:
-    """The line without a trailing // comment (literals in comments are not code)."""
-    cut = text.find("//")
-    return text if cut < 0 else text[:cut]
+def _is_double_literal(tok: Token) -> bool:
+    """An unsuffixed floating literal (`0.5`, `2.`, `.5`, `1e-6`): C++ gives it the type double."""
+    text = tok.text.lower()
+    return (tok.kind == "num" and not text.startswith(("0x", "0b")) and not text[-1].isalpha()
+            and ("." in text or "e" in text))
 
 
-def line_edits(line: int, text: str) -> list[TextEdit]:
+def _line_tokens(facts: SourceFacts, line: int) -> list[int]:
+    """Indexes into the scanned tokens (comments and string contents masked, directives blanked) of one line."""
+    tokens = facts.env.tokens
+    k = bisect.bisect_left(tokens, facts.offset(line, 1), key=lambda t: t.offset)
+    out = []
+    while k < len(tokens) and facts.position(tokens[k].offset)[0] == line:
+        out.append(k)
+        k += 1
+    return out
+
+
+def _causes(facts: SourceFacts, line: int) -> list[Token]:
+    """The tokens of a line that compute in double: unsuffixed literals (a literal glued to a number or name
+    before it is part of that token, e.g. the fraction of a hex float) and the names of double math calls."""
+    tokens = facts.env.tokens
+    out = []
+    for k in _line_tokens(facts, line):
+        tok = tokens[k]
+        prev = tokens[k - 1] if k else None
+        if tok.kind == "num":
+            glued = prev is not None and prev.kind in ("num", "id") and prev.offset + len(prev.text) == tok.offset
+            cause = _is_double_literal(tok) and not glued
+        else:
+            cause = (tok.kind == "id" and tok.text in _MATH and k + 1 < len(tokens) and tokens[k + 1].text == "("
+                     and (prev is None or prev.text not in _QUALIFIERS))
+        if cause:
+            out.append(tok)
+    return out
+
+
+def _has_token(facts: SourceFacts, line: int, kind: str, text: str | None = None) -> bool:
+    """Whether a line has a token of that kind (and text)."""
+    tokens = facts.env.tokens
+    return any(tokens[k].kind == kind and text in (None, tokens[k].text) for k in _line_tokens(facts, line))
+
+
+def line_edits(facts: SourceFacts, line: int) -> list[TextEdit]:
     """The edits that keep one source line in FP32: `f` after each unsuffixed literal, `f` after each double
     math call's name."""
-    code = _code_part(text)
-    if '"' in code or "'" in code or re.search(r"\bdouble\b", code):
+    if _has_token(facts, line, "str") or _has_token(facts, line, "id", "double"):
         return []  # a string, or a line that asks for doubles on purpose
-    edits = [TextEdit(line, m.end(1) + 1, line, m.end(1) + 1, "f") for m in _LITERAL_RE.finditer(code)]
-    edits += [TextEdit(line, m.end(1) + 1, line, m.end(1) + 1, "f") for m in _MATH_RE.finditer(code)]
-    return sorted(edits, key=lambda e: e.column)
+    edits = []
+    for tok in _causes(facts, line):
+        _, column = facts.position(tok.offset + len(tok.text))
+        edits.append(TextEdit(line, column, line, column, "f"))
+    return edits
 
 
-_DEFINE_RE = re.compile(r"^\s*#\s*define\s+([A-Za-z_]\w*)\s+\(?\s*[-+]?((?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?|"
-                        r"\d+[eE][+-]?\d+)\s*\)?\s*(?://.*)?$", re.M)
+def double_macros(facts: SourceFacts) -> frozenset[str]:
+    """The names #defined as an unsuffixed floating literal (`#define ETA 0.3`, `(-0.3)`): their uses promote."""
+    out = set()
+    for name, definitions in facts.env.macros.items():
+        for m in definitions:
+            body = list(m.body or ())
+            if len(body) > 2 and body[0].text == "(" and body[-1].text == ")":
+                body = body[1:-1]
+            if body[:1] and body[0].text in ("-", "+"):
+                body = body[1:]
+            if m.params is None and len(body) == 1 and _is_double_literal(body[0]):
+                out.add(name)
+    return frozenset(out)
 
 
-def double_macros(source: str) -> frozenset[str]:
-    """The names #defined as an unsuffixed floating literal (`#define ETA 0.3`): their uses promote too."""
-    return frozenset(m.group(1) for m in _DEFINE_RE.finditer(source))
-
-
-def shows_cause(text: str, macros: frozenset[str]) -> bool:
+def shows_cause(facts: SourceFacts, line: int, macros: frozenset[str]) -> bool:
     """Whether a source line shows why it computes in double: an unsuffixed literal, a double math call, the
     word `double`, or a macro defined as a double literal. FP64 on a line without one comes from a library
     (the slow path of sinf/cosf reduces large arguments in double), which the source cannot change."""
-    code = _code_part(text)
-    if _LITERAL_RE.search(code) or _MATH_RE.search(code) or re.search(r"\bdouble\b", code):
+    if _causes(facts, line) or _has_token(facts, line, "id", "double"):
         return True
-    return any(w in macros for w in re.findall(r"[A-Za-z_]\w*", code))
+    tokens = facts.env.tokens
+    return any(tokens[k].kind == "id" and tokens[k].text in macros for k in _line_tokens(facts, line))
 
 
-def fp64_fix(lines: list[int], text: tuple[str, ...]) -> Fix | None:
+def _scanned(source: str | None) -> SourceFacts | None:
+    """The source model of the analysed text (cached by text; the memory findings scan the same one)."""
+    if not source:
+        return None
+    try:
+        return scan_source(source)
+    except (ValueError, IndexError, RecursionError):  # unscannable source: causes unknown, no edit
+        return None
+
+
+def fp64_fix(lines: list[int], facts: SourceFacts) -> Fix | None:
     """The fix when every line with FP64 work has a cause to edit; None otherwise (a fix that left FP64
     behind would not remove the finding)."""
     edits: list[TextEdit] = []
     for n in lines:
-        if not 1 <= n <= len(text):
-            return None
-        mine = line_edits(n, text[n - 1])
+        mine = line_edits(facts, n)
         if not mine:
             return None
         edits += mine
@@ -106,10 +160,11 @@ def fp64_in_fp32(ctx: KernelContext) -> Finding | None:
     if not f64 or has_double_data(ctx):
         return None
     lines = sorted({n for i in f64 if (n := line_in_file(i.loc, ctx.main_file)) is not None})
-    text = source_lines(ctx.cuda_source) if ctx.cuda_source else ()
-    if text:
-        macros = double_macros(ctx.cuda_source or "")
-        lines = [n for n in lines if 1 <= n <= len(text) and shows_cause(text[n - 1], macros)]
+    facts = _scanned(ctx.cuda_source)
+    if ctx.cuda_source:
+        count = len(source_lines(ctx.cuda_source))
+        macros = double_macros(facts) if facts is not None else frozenset()
+        lines = [n for n in lines if 1 <= n <= count and (facts is None or shows_cause(facts, n, macros))]
     if not lines:
         return None
     gpu = ctx.gpu
@@ -131,7 +186,7 @@ def fp64_in_fp32(ctx: KernelContext) -> Finding | None:
               "fp64_to_fp32_rate": round(dpu / sp, 4) if dpu and sp else None,
               "advice": "write float literals with an f suffix (0.5f) and call the float math functions (sqrtf, "
                         "expf, powf), or compile with -use_fast_math only if the precision allows"}
-    fix = fp64_fix(lines, text) if text else None
+    fix = fp64_fix(lines, facts) if facts is not None else None
     return Finding(Code.FP64_IN_FP32, "warning", line, start, line, end, message, detail=detail, fix=fix,
                    related=related, kernel=ctx.report.name)
 
