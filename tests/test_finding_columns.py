@@ -6,10 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from kerncast.analysis.context import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import char_column
 
 TRANSPOSE = Path(__file__).resolve().parent.parent / "examples" / "transpose.cu"
+ATOMICS = Path(__file__).resolve().parent / "kernels" / "atomics.cu"
 READ = "        odata[(y + j) * height + x] = tile[threadIdx.x][threadIdx.y + j];"
 
 
@@ -36,3 +38,17 @@ def test_start_and_end_columns_count_characters(nvcc_available: object) -> None:
     fix = bank.fixes()[0].edits[0]
     decl = lines[fix.line - 1]
     assert decl[fix.column - 1:fix.end_column - 1] == "TILE_DIM"
+
+
+@pytest.mark.nvcc
+def test_rule_finding_at_an_access_column_counts_characters(nvcc_available: object) -> None:
+    """atomic-contention starts at the atomic's `.loc` column: in characters, past an emoji before the call."""
+    text = ATOMICS.read_text()
+    call = "    atomicAdd(&blockSums[blockIdx.x], in[i]);"
+    assert text.count(call) == 1
+    lines = text.replace(call, "    /* 😀 */ " + call.lstrip()).splitlines()
+    report = analyze_file(ATOMICS, text="\n".join(lines) + "\n", options=AnalysisOptions(gpu="h100"))
+    line = next(i for i, t in enumerate(lines, 1) if "😀" in t)
+    found = next(f for f in report.all_findings() if f.code == "atomic-contention" and f.line == line)
+    assert found.column == lines[line - 1].index("atomicAdd") + 1
+    assert found.end_column == len(lines[line - 1].rstrip()) + 1
