@@ -13,20 +13,8 @@ from kerncast.server import cli
 
 REPO = Path(__file__).resolve().parent.parent
 
-NAIVE = """// matrix multiply, one thread per element of C
-__global__ void matmul(const float *A, const float *B, float *C, int n)
-{
-    int row = blockIdx.y * blockDim.y + threadIdx.y;
-    int col = blockIdx.x * blockDim.x + threadIdx.x;
-    if (row < n && col < n) {
-        float sum = 0.0f;
-        for (int k = 0; k < n; ++k) {
-            sum += A[row * n + k] * B[k * n + col];
-        }
-        C[row * n + col] = sum;
-    }
-}
-
+#: the host code of both versions: a launch of each kernel
+HOST = """
 __global__ void scale(float *x, float a, int n)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -44,6 +32,18 @@ int main()
     return 0;
 }
 """
+
+
+def _example_kernel(name: str) -> str:
+    """A kernel's definition in examples/matmul.cu, from `__global__` to its closing brace."""
+    text = (REPO / "examples" / "matmul.cu").read_text()
+    start = text.index(f"__global__ void {name}(")
+    return text[start:text.index("\n}\n", start) + 3]
+
+
+#: the example's naive multiply under the name the tiled version keeps
+NAIVE = ("// matrix multiply, one thread per element of C\n"
+         + _example_kernel("matmulNaive").replace("matmulNaive", "matmul") + HOST)
 
 TILED = """// matrix multiply, 32x32 tiles of A and B in shared memory
 #define TILE 32
@@ -66,24 +66,7 @@ __global__ void matmul(const float *A, const float *B, float *C, int n)
     }
     C[row * n + col] = sum;
 }
-
-__global__ void scale(float *x, float a, int n)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) x[i] *= a;
-}
-
-int main()
-{
-    const int n = 1024;
-    float *A, *B, *C;
-    dim3 threads(32, 32);
-    dim3 grid(n / 32, n / 32);
-    matmul<<<grid, threads>>>(A, B, C, n);
-    scale<<<n * n / 256, 256>>>(C, 2.0f, n * n);
-    return 0;
-}
-"""
+""" + HOST
 
 
 def _git(repo: Path, *args: str) -> None:
