@@ -41,14 +41,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def build_page(reports: list[FileReport], source: str) -> str:
     """The page for the first report, with the other reports' kernels as the other GPUs' figures."""
     main = reports[0]
+    roofs = [roofs_of(load_profile(r.gpu)) for r in reports]  # each profile read once, not once per kernel
     others: dict[str, list[GpuFigures]] = {}
     for k in (*main.kernels, *main.included_kernels):
-        for r in reports[1:]:
+        for r, r_roofs in zip(reports[1:], roofs[1:], strict=True):
             other = r.kernel(k.mangled) or r.kernel(k.name)
             if other is not None:
-                roofs = roofs_of(load_profile(r.gpu))
-                others.setdefault(k.name, []).append(GpuFigures(roofs, other, point_of(roofs.gpu, other)))
-    return render_page(PageInput(report=main, roofs=roofs_of(load_profile(main.gpu)), source=source, others=others))
+                others.setdefault(k.name, []).append(GpuFigures(r_roofs, other, point_of(r_roofs.gpu, other)))
+    return render_page(PageInput(report=main, roofs=roofs[0], source=source, others=others))
 
 
 def write_atomically(path: Path, text: str) -> None:
