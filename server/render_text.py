@@ -18,15 +18,21 @@ def _fmt_bytes(n: int | None) -> str:
     return "unknown" if n is None else f"{n} B"
 
 
-def _fmt_launch(launch: dict[str, Any] | None) -> str | None:
-    if not launch:
-        return None
+def launch_dims(launch: dict[str, Any]) -> str:
+    """`<<<grid, block, dynamic shared bytes>>>` of a launch's JSON, "?" for an unknown grid or block (the text
+    report and the HTML page write a launch alike)."""
     grid, block = launch.get("grid"), launch.get("block")
     g = "?" if grid is None else "x".join(str(v) for v in grid)
     b = "?" if block is None else "x".join(str(v) for v in block)
+    return f"<<<{g}, {b}, {launch.get('dynamic_shared_bytes', 0)}>>>"
+
+
+def _fmt_launch(launch: dict[str, Any] | None) -> str | None:
+    if not launch:
+        return None
     src = launch.get("source", {})
     where = ", ".join(f"{k} from {v}" for k, v in src.items() if isinstance(v, str)) if isinstance(src, dict) else ""
-    return f"<<<{g}, {b}, {launch.get('dynamic_shared_bytes', 0)}>>>" + (f"  ({where})" if where else "")
+    return launch_dims(launch) + (f"  ({where})" if where else "")
 
 
 def _finding_line(f: Finding) -> str:

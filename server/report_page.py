@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from html import escape
 
 from kerncast.analysis.report import FileReport, KernelReport
+from kerncast.server.render_text import launch_dims
 from kerncast.server.roofline_svg import KernelPoint, Roofs, point_of, roofline_svg
 from kerncast.server.units import fmt_energy_uj, fmt_time
 
@@ -73,10 +74,7 @@ def _summary(k: KernelReport) -> str:
     if k.energy is not None:
         rows.append(("energy", escape(fmt_energy_uj(k.energy.uj) or "unknown") + " (power x predicted time)"))
     if k.launch is not None:
-        lj = k.launch.to_json()
-        grid, block = lj.get("grid"), lj.get("block")
-        dims = ["?" if d is None else "x".join(str(v) for v in d) for d in (grid, block)]
-        rows.append(("launch", escape(f"<<<{dims[0]}, {dims[1]}, {lj.get('dynamic_shared_bytes', 0)}>>>")))
+        rows.append(("launch", escape(launch_dims(k.launch.to_json()))))
     rows.append(("registers/thread", escape(str(k.registers if k.registers is not None else "unknown"))))
     if k.occupancy is not None:
         occ = k.occupancy.to_json()
