@@ -422,25 +422,15 @@ def _after_loop(dataflow: KernelDataflow, all_loops: list[Loop], launch: Launch 
         if loop.header in active:
             raise Unknown(f"{reg} changes in an enclosing loop")
         count = _count(_exit_test(dataflow, loop, all_loops, launch, index, active))
-        cfg, defs = dataflow.cfg, dataflow.definitions
-        in_loop = set(loop.blocks)
-        update = update_in_loop(defs, cfg, reg, in_loop)
-        if update is None:
-            raise Unknown(f"{reg} is not moved once per iteration of the loop before this one")
-        nested = [set(o.blocks) for o in all_loops if o.header != loop.header and o.header in in_loop]
-        check_once_per_iteration(cfg, loop, update, nested)
-        reader = EntryValues(dataflow.function, cfg, defs, dataflow.reaching, loop, launch, index,
-                             _after_loop(dataflow, all_loops, launch, active | {loop.header}), all_loops)
+        update = _moved_once(dataflow, all_loops, loop, reg,
+                             f"{reg} is not moved once per iteration of the loop before this one")
+        reader = EntryValues(dataflow.function, dataflow.cfg, dataflow.definitions, dataflow.reaching, loop,
+                             launch, index, _after_loop(dataflow, all_loops, launch, active | {loop.header}),
+                             all_loops)
         entry = reader.outside(reg)
-        op, amount = step(update, reg, reader.invariant)
         bottom_tested = all(block in loop.latches for block, _ in loop.exits)
         runs = count if bottom_tested or count == 0 else count - 1
-        if op in _ADDITIVE:
-            return entry, entry + _ADDITIVE[op] * amount * runs
-        value = entry
-        for _ in range(min(runs, MAX_GEOMETRIC_STEPS)):
-            value = geometric_step(op, value, amount)
-        return entry, value
+        return entry, _stepped(entry, step(update, reg, reader.invariant), runs)
 
     return after
 
@@ -453,26 +443,41 @@ def _in_outer(dataflow: KernelDataflow, all_loops: list[Loop], launch: Launch | 
     def value(loop: Loop, reg: str) -> int:
         if loop.header not in outer:
             raise Unknown(f"{reg} changes in an enclosing loop")
-        cfg, defs = dataflow.cfg, dataflow.definitions
-        in_loop = set(loop.blocks)
-        update = update_in_loop(defs, cfg, reg, in_loop)
-        if update is None:
-            raise Unknown(f"{reg} changes in an enclosing loop, not once per iteration")
-        nested = [set(o.blocks) for o in all_loops if o.header != loop.header and o.header in in_loop]
-        check_once_per_iteration(cfg, loop, update, nested)
-        reader = EntryValues(dataflow.function, cfg, defs, dataflow.reaching, loop, launch, index,
+        cfg = dataflow.cfg
+        update = _moved_once(dataflow, all_loops, loop, reg, f"{reg} changes in an enclosing loop, not once per "
+                             "iteration")
+        reader = EntryValues(dataflow.function, cfg, dataflow.definitions, dataflow.reaching, loop, launch, index,
                              _after_loop(dataflow, all_loops, launch, frozenset({loop.header})), all_loops,
                              _in_outer(dataflow, all_loops, launch, index, loop, outer))
         start = reader.outside(reg)
-        op, amount = step(update, reg, reader.invariant)
         steps = outer[loop.header] + (1 if cfg.dominates(cfg.block_of[update.index], inner.header) else 0)
-        if op in _ADDITIVE:
-            return start + _ADDITIVE[op] * amount * steps
-        for _ in range(min(steps, MAX_GEOMETRIC_STEPS)):
-            start = geometric_step(op, start, amount)
-        return start
+        return _stepped(start, step(update, reg, reader.invariant), steps)
 
     return value
+
+
+def _moved_once(dataflow: KernelDataflow, all_loops: list[Loop], loop: Loop, reg: str, missing: str) -> Instruction:
+    """The instruction that moves `reg` once per iteration of `loop` (Unknown with `missing` when none does, or
+    when it runs other than once per iteration)."""
+    cfg = dataflow.cfg
+    in_loop = set(loop.blocks)
+    update = update_in_loop(dataflow.definitions, cfg, reg, in_loop)
+    if update is None:
+        raise Unknown(missing)
+    nested = [set(o.blocks) for o in all_loops if o.header != loop.header and o.header in in_loop]
+    check_once_per_iteration(cfg, loop, update, nested)
+    return update
+
+
+def _stepped(start: int, update: tuple[str, int], times: int) -> int:
+    """`start` moved `times` times by an update (opcode, step); a geometric one at most MAX_GEOMETRIC_STEPS
+    times (it has reached 0 or overflowed by then)."""
+    op, amount = update
+    if op in _ADDITIVE:
+        return start + _ADDITIVE[op] * amount * times
+    for _ in range(min(times, MAX_GEOMETRIC_STEPS)):
+        start = geometric_step(op, start, amount)
+    return start
 
 
 def _count_over_outer(dataflow: KernelDataflow, loop: Loop, loop_list: list[Loop], launch: Launch | None,
