@@ -53,6 +53,7 @@ from kerncast.analysis.intops import COMPARISONS, wrap
 from kerncast.analysis.launch import DEFAULT_LOOPS, Launch, Sourced
 from kerncast.analysis.loops import Loop, LoopForest
 from kerncast.analysis.ptx.model import Function, Instruction, PredPair, Reg, line_in_file
+from kerncast.analysis.sampling import evenly_spread
 
 _CMP = {"eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"}
 _FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "lo": "hi", "ls": "hs", "hi": "lo", "hs": "ls",
@@ -166,13 +167,6 @@ def _count_per_block(dataflow: KernelDataflow, loop: Loop, loop_list: list[Loop]
                    if test.op in _ADDITIVE else _describe(test, count) + " in every block and thread")
 
 
-def _spread(n: int, most: int) -> list[int]:
-    """Indices 0..n-1: all of them up to `most`, else `most` of them spread evenly from the first to the last."""
-    if n <= most:
-        return list(range(n))
-    return sorted({round(k * (n - 1) / (most - 1)) for k in range(most)})
-
-
 def _count_per_warp(dataflow: KernelDataflow, loop: Loop, loop_list: list[Loop],
                     launch: Launch | None) -> tuple[int, str]:
     """The count of a loop whose start or bound differs between threads or blocks (`for (i = lane; i < C;
@@ -184,10 +178,10 @@ def _count_per_warp(dataflow: KernelDataflow, loop: Loop, loop_list: list[Loop],
     thread indices (see `_IndexModel`); every lane's count is then the closed form of its own values, without
     walking the PTX per lane, so many warps and blocks can be counted."""
     model = _IndexModel(dataflow, loop, loop_list, launch)
-    blocks = _spread(model.blocks, MAX_SAMPLED_BLOCKS if not model.by_thread else MAX_SAMPLED_BLOCKS // 8)
+    blocks = evenly_spread(model.blocks, MAX_SAMPLED_BLOCKS if not model.by_thread else MAX_SAMPLED_BLOCKS // 8)
     if not model.by_block:
         blocks = [0]
-    warps = _spread(-(-model.threads // WARP), MAX_SAMPLED_WARPS) if model.by_thread else [0]
+    warps = evenly_spread(-(-model.threads // WARP), MAX_SAMPLED_WARPS) if model.by_thread else [0]
     warp_max: list[int] = []
     per_thread: list[int] = []
     for b in blocks:
@@ -490,7 +484,7 @@ def _count_over_outer(dataflow: KernelDataflow, loop: Loop, loop_list: list[Loop
     if parent is None or known is None or known.source != "ptx" or not isinstance(known.value, int) \
             or known.value < 1:
         raise Unknown("a value changes in an enclosing loop whose count is unknown")
-    samples = _spread(known.value, MAX_SAMPLED_ITERATIONS)
+    samples = evenly_spread(known.value, MAX_SAMPLED_ITERATIONS)
     found = [_count_of(dataflow, loop, loop_list, launch, {parent.header: j})[0] for j in samples]
     count = round(sum(found) / len(found))
     line = _header_line(dataflow.cfg, parent.header, main_file)

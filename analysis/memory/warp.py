@@ -22,6 +22,7 @@ from typing import overload
 import numpy as np
 from kerncast.analysis.dataflow import expr as E
 from kerncast.analysis.dataflow.expr import Atoms, Poly, Value
+from kerncast.analysis.sampling import evenly_spread
 
 WARP = 32
 SECTOR = 32
@@ -87,12 +88,8 @@ def _block_lanes(bx: int, by: int, bz: int) -> list[list[Lane]]:
     """The sampled lanes of a known block shape (shared by every kernel with that shape: read only)."""
     threads = bx * by * bz
     nwarps = ceil(threads / WARP)
-    if nwarps <= MAX_SAMPLED_WARPS:
-        chosen = list(range(nwarps))
-    else:
-        chosen = sorted({round(k * (nwarps - 1) / (MAX_SAMPLED_WARPS - 1)) for k in range(MAX_SAMPLED_WARPS)})
     warps: list[list[Lane]] = []
-    for w in chosen:
+    for w in evenly_spread(nwarps, MAX_SAMPLED_WARPS):
         lanes: list[Lane] = []
         for lane in range(WARP):
             t = w * WARP + lane

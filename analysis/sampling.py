@@ -1,0 +1,16 @@
+"""Which warps, blocks or iterations an analysis reads when it cannot read them all.
+
+The memory analysis instantiates a few warps of a block; a trip count that differs between threads counts
+the lanes of a few warps and blocks, and one that moves with its enclosing loop reads a few of that loop's
+iterations. They all take the same sample: indices spread evenly from the first to the last, so the ends (a
+block's partial last warp, a grid's last block, a loop's last, shorter pass) are always among them.
+"""
+
+from __future__ import annotations
+
+
+def evenly_spread(n: int, most: int) -> list[int]:
+    """Indices 0..n-1: all of them up to `most`, else `most` of them spread evenly from the first to the last."""
+    if n <= most:
+        return list(range(n))
+    return sorted({round(k * (n - 1) / (most - 1)) for k in range(most)})
