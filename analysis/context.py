@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from kerncast.analysis.gpus import GpuProfile
     from kerncast.analysis.memory.analysis import MemoryAnalysis
     from kerncast.analysis.power.stage import PowerInputs
+    from kerncast.analysis.timing.estimate import KernelGraphs
 
 #: Files larger than this are refused with a clear message (the limit is a setting).
 DEFAULT_MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -144,6 +145,9 @@ class KernelContext:
     power_inputs: PowerInputs | None = None
     #: what the time prediction assumes beyond the launch and the trip counts (e.g. no register limit)
     time_assumptions: list[str] = field(default_factory=list)
+    #: the dependence DAGs and instruction classes every time prediction of the kernel reads, built by its first
+    #: (`timing.stages.repredict`) and shared by the rest (assumed loops' bounds, gains, the trace model)
+    time_graphs: KernelGraphs | None = None
     #: the analysed file's path: `#include`d `.cu` files are found beside it
     source_path: str | None = None
     #: (text, path) of the file the kernel is launched from when it is not the analysed file: a fragment's

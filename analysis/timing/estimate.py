@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kerncast.analysis.cfg import Cfg
-from kerncast.analysis.deps import block_dependences
-from kerncast.analysis.isa import classify
+from kerncast.analysis.deps import DepGraph, block_dependences
+from kerncast.analysis.isa import InstrClass, classify
 from kerncast.analysis.memory.analysis import MemoryAnalysis
 from kerncast.analysis.timing.cache_model import l1_reuse
 from kerncast.analysis.timing.constants import timing_constants
@@ -84,6 +84,37 @@ class TimeEstimate:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class KernelGraphs:
+    """What every time prediction of one kernel reads and no launch, trip count or memory analysis changes: each
+    reachable basic block's dependence DAG and each instruction's class. Built once per kernel so that its
+    several predictions (the time stage's, the two bounds of assumed loop counts, each gain's re-prediction, the
+    trace model) share them instead of rebuilding them each."""
+
+    dags: dict[int, DepGraph]
+    classes: dict[int, InstrClass]
+
+
+def kernel_graphs(cfg: Cfg) -> KernelGraphs:
+    """The kernel's dependence DAGs and instruction classes (see `KernelGraphs`)."""
+    return KernelGraphs({b.id: block_dependences(cfg, b.id) for b in cfg.blocks if b.id not in cfg.unreachable},
+                        {i: classify(ins) for i, ins in enumerate(cfg.function.body)})
+
+
+def loop_trips(loops: Any, trips: Mapping[int, float] | None, notes: list[str]) -> dict[int, float]:
+    """Loop header -> the trip count a prediction runs: the given one (never below 0), else the timing data's
+    default, which is added to `notes`."""
+    default = timing_constants()["thesis"]["default_trip_count"]
+    trip_map: dict[int, float] = {}
+    for lp in loops.loops:
+        if trips is not None and lp.header in trips:
+            trip_map[lp.header] = max(0.0, float(trips[lp.header]))
+        else:
+            trip_map[lp.header] = float(default)
+            notes.append(f"loop with header block {lp.header}: trip count unknown, {default} assumed")
+    return trip_map
+
+
 @dataclass(slots=True)
 class MemoryFacts:
     """What the time models take from the memory analysis; `known` is False when there was none."""
@@ -143,13 +174,14 @@ def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per
                  occupancy: float | None = None, registers: int | None = None, shared_bytes: int = 0,
                  memory: RequestCounts | None = None, assumptions: list[str] | None = None,
                  model: str = DEFAULT_TIME_MODEL, grid: tuple[int, int, int] | None = None,
-                 block: tuple[int, int, int] | None = None) -> TimeEstimate:
+                 block: tuple[int, int, int] | None = None, graphs: KernelGraphs | None = None) -> TimeEstimate:
     """Predict one launch with every model (kerncast, thesis Algorithms 6-8 plus Eqs. 4.8-4.12, MWP-CWP) and
     the roofline range; `model` picks the one whose time is `us` ("kerncast", "thesis" or "mwp-cwp").
 
     `trips` maps loop header block ids to trip counts (a loop missing from it runs the data file's default);
     `blocks_per_sm` is the occupancy calculator's resident blocks (else thesis Algorithm 8 lines 4-8);
-    `grid`/`block` the launch's shapes (default: 1-D), which the distinct-bytes footprint needs.
+    `grid`/`block` the launch's shapes (default: 1-D), which the distinct-bytes footprint needs; `graphs` the
+    kernel's `kernel_graphs` when the caller keeps them for several predictions.
     """
     if model not in TIME_MODELS or model == "trace":  # the trace model needs the pipeline (stages.py)
         raise ValueError(f"unknown time model {model!r}: choose one of {', '.join(TIME_MODELS)}")
@@ -157,22 +189,14 @@ def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per
     blocks = max(1, int(blocks))
     threads_per_block = max(1, int(threads_per_block))
     total = blocks * threads_per_block
-    const = timing_constants()["thesis"]
-    trip_map: dict[int, float] = {}
-    for lp in loops.loops:
-        if trips is not None and lp.header in trips:
-            trip_map[lp.header] = max(0.0, float(trips[lp.header]))
-        else:
-            trip_map[lp.header] = float(const["default_trip_count"])
-            notes.append(f"loop with header block {lp.header}: trip count unknown, "
-                         f"{const['default_trip_count']} assumed")
+    trip_map = loop_trips(loops, trips, notes)
     if not blocks_per_sm:
         blocks_per_sm = thesis_blocks_per_sm(profile, threads_per_block, registers, shared_bytes)
         notes.append(f"resident blocks per SM from the thesis's limits (Algorithm 8): {blocks_per_sm}")
     plan = plan_waves(blocks, profile.sm_count, blocks_per_sm)
     latency = profile_latency(profile, total)
-    dags = {b.id: block_dependences(cfg, b.id) for b in cfg.blocks if b.id not in cfg.unreachable}
-    classes = {i: classify(ins) for i, ins in enumerate(cfg.function.body)}
+    graphs = graphs or kernel_graphs(cfg)
+    dags, classes = graphs.dags, graphs.classes
     scheds: list[tuple[CfgSchedule, int]] = []
     plans: dict[int, list[PlannedNode]] = {}  # the full and the last wave share each block's plan
     if plan.full_waves:
@@ -289,7 +313,6 @@ def global_traffic(memory: RequestCounts | None, cfg: Cfg, block: tuple[int, int
         fp.camping = camping_factor(memory, block, wave_extent(grid, wave_blocks), *layout, sector=sector,
                                     launch_grid=grid)
     covered = uncovered = 0.0
-    replays: dict[int, float] = {}
     for a in accesses:
         if a.space == "global":
             sectors = a.sectors_per_request if a.known and a.sectors_per_request else 32.0 * a.width_bytes / sector
@@ -298,8 +321,16 @@ def global_traffic(memory: RequestCounts | None, cfg: Cfg, block: tuple[int, int
                 covered += moved
             else:
                 uncovered += moved
-            if a.known and a.sectors_per_request and a.ideal_sectors:
-                replays[a.index] = max(1.0, a.sectors_per_request / a.ideal_sectors)
+    return fp, (covered, uncovered), unit_replays(memory)
+
+
+def unit_replays(memory: MemoryAnalysis | None) -> dict[int, float]:
+    """Memory instruction index -> the load/store unit's passes per warp request: sectors (global) or wavefronts
+    (shared) over the ideal; accesses of unknown pattern and ideal ones are left out (one pass)."""
+    replays: dict[int, float] = {}
+    for a in memory.accesses if memory is not None else ():
+        if a.space == "global" and a.known and a.sectors_per_request and a.ideal_sectors:
+            replays[a.index] = max(1.0, a.sectors_per_request / a.ideal_sectors)
         elif a.space == "shared" and a.known and a.wavefronts and a.ideal_wavefronts:
             replays[a.index] = max(1.0, a.wavefronts / a.ideal_wavefronts)
-    return fp, (covered, uncovered), replays
+    return replays

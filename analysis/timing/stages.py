@@ -17,7 +17,13 @@ from kerncast.analysis.assumed_loops import (
 from kerncast.analysis.context import KernelContext
 from kerncast.analysis.memory.analysis import MemoryAnalysis
 from kerncast.analysis.occupancy import compute_occupancy
-from kerncast.analysis.timing.estimate import DEFAULT_TIME_MODEL, TimeEstimate, predict_time
+from kerncast.analysis.timing.estimate import (
+    DEFAULT_TIME_MODEL,
+    KernelGraphs,
+    TimeEstimate,
+    kernel_graphs,
+    predict_time,
+)
 from kerncast.analysis.timing.trace_stage import add_trace_model
 from kerncast.analysis.tripcount import trip_count_assumptions
 
@@ -59,7 +65,7 @@ def time_stage(ctx: KernelContext) -> None:
     base_us = est.us
     ctx.report.time = est
     if ctx.options.time_model == "trace":
-        add_trace_model(ctx, est)
+        add_trace_model(ctx, est, time_graphs(ctx))
     guessed = set(assumed_counts(ctx.trip_counts))
     if guessed:
         widen_for_assumed(est, base_us, lambda factor: repredict(
@@ -86,4 +92,11 @@ def repredict(ctx: KernelContext, memory: MemoryAnalysis | None, notes: list[str
                         occupancy=occupancy,
                         registers=ctx.report.registers, shared_bytes=ctx.report.shared_bytes or 0,
                         memory=memory, assumptions=notes, model=static_model(ctx),
-                        grid=launch.grid_dims(), block=launch.block_dims())
+                        grid=launch.grid_dims(), block=launch.block_dims(), graphs=time_graphs(ctx))
+
+
+def time_graphs(ctx: KernelContext) -> KernelGraphs:
+    """The kernel's dependence DAGs and instruction classes, built on first use and kept on the context."""
+    if ctx.time_graphs is None:
+        ctx.time_graphs = kernel_graphs(ctx.cfg)
+    return ctx.time_graphs

@@ -30,12 +30,12 @@ from typing import Any
 
 from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.dataflow.symbolic import SymbolicResult
-from kerncast.analysis.deps import DepGraph, block_dependences
-from kerncast.analysis.isa import InstrClass, classify
+from kerncast.analysis.deps import DepGraph
 from kerncast.analysis.loops import LoopForest
 from kerncast.analysis.memory.analysis import MemoryAnalysis
 from kerncast.analysis.timing.cache_model import l1_hit_latency, l1_reuse, load_latency, reuse_note
 from kerncast.analysis.timing.constants import timing_constants
+from kerncast.analysis.timing.estimate import KernelGraphs, loop_trips, unit_replays
 from kerncast.analysis.timing.launch_cost import launch_cost
 from kerncast.analysis.timing.pipelined import achievable_bandwidth_gbs, native_latencies, tensor_slots
 from kerncast.analysis.timing.trace_paths import ASSUMED, DIVERGENT, BranchResolver, Item, WarpTrace, build_trace
@@ -70,21 +70,11 @@ class TraceResult:
     notes: list[str] = field(default_factory=list)
 
 
-def _replays(memory: MemoryAnalysis | None) -> tuple[dict[int, float], dict[int, float]]:
-    """Per memory instruction: unit passes per warp request (sectors or wavefronts over the ideal) and the
-    sectors a global request moves (unknown addresses: one sector per lane, a scatter)."""
-    replays: dict[int, float] = {}
-    sectors: dict[int, float] = {}
-    if memory is None:
-        return replays, sectors
-    for a in memory.accesses:
-        if a.space == "global":
-            sectors[a.index] = a.sectors_per_request if a.known and a.sectors_per_request else 32.0
-            if a.known and a.sectors_per_request and a.ideal_sectors:
-                replays[a.index] = max(1.0, a.sectors_per_request / a.ideal_sectors)
-        elif a.space == "shared" and a.known and a.wavefronts and a.ideal_wavefronts:
-            replays[a.index] = max(1.0, a.wavefronts / a.ideal_wavefronts)
-    return replays, sectors
+def _sectors(memory: MemoryAnalysis | None) -> dict[int, float]:
+    """Per global memory instruction: the sectors a warp request moves (unknown addresses: one sector per lane,
+    a scatter)."""
+    return {a.index: a.sectors_per_request if a.known and a.sectors_per_request else 32.0
+            for a in (memory.accesses if memory is not None else ()) if a.space == "global"}
 
 
 def _dram_share(memory: MemoryAnalysis | None, dram_bytes: float | None, warps: int, sector: int) -> float:
@@ -97,7 +87,7 @@ def _dram_share(memory: MemoryAnalysis | None, dram_bytes: float | None, warps: 
     return min(1.0, dram_bytes / requested) if requested > 0 else 1.0
 
 
-def _ops(cfg: Cfg, profile: Any, replays: Mapping[int, float], sectors: Mapping[int, float],
+def _ops(cfg: Cfg, profile: Any, graphs: KernelGraphs, replays: Mapping[int, float], sectors: Mapping[int, float],
          global_latency: float, dram_cycles_per_sector: float, load_latencies: Mapping[int, float]) -> dict[int, Op]:
     """Each reachable instruction's unit, hold time, latency and registers for the simulator;
     `load_latencies` overrides the global latency of loads that the cache model finds partly in L1."""
@@ -106,11 +96,7 @@ def _ops(cfg: Cfg, profile: Any, replays: Mapping[int, float], sectors: Mapping[
     warp = profile.warp_size
     latency = native_latencies(profile)
     latency["global"] = latency["memory"] = global_latency
-    classes: dict[int, InstrClass] = {}
-    for b in cfg.blocks:
-        if b.id not in cfg.unreachable:
-            for i in range(b.start, b.end):
-                classes[i] = classify(body[i])
+    classes = {i: graphs.classes[i] for b in cfg.blocks if b.id not in cfg.unreachable for i in range(b.start, b.end)}
     tensor = tensor_slots(body, classes, profile)
     ops: dict[int, Op] = {}
     for i, cls in classes.items():
@@ -217,13 +203,13 @@ def warp_groups(traces: list[tuple[int, WarpTrace]], most: int) -> list[tuple[in
 def predict_trace(cfg: Cfg, loops: LoopForest, profile: Any, symbolic: SymbolicResult, *, blocks: int,
                   threads_per_block: int, grid: tuple[int, int, int], block: tuple[int, int, int],
                   blocks_per_sm: int, trips: Mapping[int, float], params: Mapping[int, int],
-                  memory: MemoryAnalysis | None, dram_bytes: float | None) -> TraceResult:
+                  memory: MemoryAnalysis | None, dram_bytes: float | None, graphs: KernelGraphs) -> TraceResult:
     """One launch's time by the trace model (module docstring). `trips` maps loop headers to trip counts
-    (a loop missing from it runs the timing data's default), `params` kernel parameter index -> value."""
+    (a loop missing from it runs the timing data's default), `params` kernel parameter index -> value,
+    `graphs` the kernel's dependence DAGs and instruction classes, as the closed-form models read them."""
     const = trace_constants()
     window = (int(const["window"]["iterations"]), int(const["window"]["full_window_depth"]))
-    default_trips = float(timing_constants()["thesis"]["default_trip_count"])
-    trip_map = {lp.header: float(trips.get(lp.header, default_trips)) for lp in loops.loops}
+    trip_map = loop_trips(loops, trips, [])  # the closed-form models' notes already name the defaults
     warp = profile.warp_size
     warps_per_block = math.ceil(threads_per_block / warp)
     blocks_on_sm = math.ceil(blocks / profile.sm_count)
@@ -237,13 +223,12 @@ def predict_trace(cfg: Cfg, loops: LoopForest, profile: Any, symbolic: SymbolicR
     global_latency = l2_latency + share * max(0.0, dram_latency - l2_latency)
     bw, bw_note = achievable_bandwidth_gbs(profile)
     bytes_per_cycle_sm = bw * 1e3 / clock / profile.sm_count
-    replays, sectors = _replays(memory)
+    replays, sectors = unit_replays(memory), _sectors(memory)
     l1 = l1_hit_latency(profile)
     reuse = l1_reuse(memory, cfg, loops, sector) if l1 is not None else []
     own = load_latency(reuse, l1, global_latency) if l1 is not None else {}
-    ops = _ops(cfg, profile, replays, sectors, global_latency, share * sector / bytes_per_cycle_sm, own)
-    spans = {b.id: issue_order(block_dependences(cfg, b.id), ops, cfg.function.body)
-             for b in cfg.blocks if b.id not in cfg.unreachable}
+    ops = _ops(cfg, profile, graphs, replays, sectors, global_latency, share * sector / bytes_per_cycle_sm, own)
+    spans = {b: issue_order(dag, ops, cfg.function.body) for b, dag in graphs.dags.items()}
     resolver = BranchResolver(cfg, loops, symbolic, params, block, grid, warp)
     traces, distinct = _round_traces(resolver, cfg, loops, trip_map, blocks=blocks, resident=resident,
                                      warps_per_block=warps_per_block, sm_count=profile.sm_count)

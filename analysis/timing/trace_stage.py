@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from kerncast.analysis.context import KernelContext
 from kerncast.analysis.dataflow import ODD_PTX_ERRORS
-from kerncast.analysis.timing.estimate import TimeEstimate
+from kerncast.analysis.timing.estimate import KernelGraphs, TimeEstimate
 from kerncast.analysis.timing.trace import MODEL, predict_trace, trace_constants
 from kerncast.analysis.tripcount import trip_values
 
@@ -29,8 +29,9 @@ def launch_params(ctx: KernelContext) -> dict[int, int]:
     return out
 
 
-def add_trace_model(ctx: KernelContext, est: TimeEstimate) -> None:
-    """Run the trace model on the context's launch and make it the estimate's chosen time."""
+def add_trace_model(ctx: KernelContext, est: TimeEstimate, graphs: KernelGraphs) -> None:
+    """Run the trace model on the context's launch and make it the estimate's chosen time; `graphs` are the
+    kernel's dependence DAGs and instruction classes that the closed-form models were predicted with."""
     launch, profile = ctx.report.launch, ctx.gpu
     if launch is None or profile is None or not launch.blocks or not launch.threads_per_block:
         return
@@ -40,7 +41,7 @@ def add_trace_model(ctx: KernelContext, est: TimeEstimate) -> None:
                             (launch.blocks, 1, 1), block=launch.block_dims() or (launch.threads_per_block, 1, 1),
                             blocks_per_sm=int(est.detail.get("blocks_per_sm") or 1),
                             trips=trip_values(ctx.trip_counts), params=launch_params(ctx), memory=ctx.memory,
-                            dram_bytes=est.detail.get("dram_bytes"))
+                            dram_bytes=est.detail.get("dram_bytes"), graphs=graphs)
     except ODD_PTX_ERRORS as exc:
         est.assumptions.append(f"trace model not run ({type(exc).__name__}: {exc}): the kerncast time is shown")
         return
