@@ -146,7 +146,7 @@ class KernelContext:
     #: what the time prediction assumes beyond the launch and the trip counts (e.g. no register limit)
     time_assumptions: list[str] = field(default_factory=list)
     #: the dependence DAGs and instruction classes every time prediction of the kernel reads, built by its first
-    #: (`timing.stages.repredict`) and shared by the rest (assumed loops' bounds, gains, the trace model)
+    #: (`timing.stages.time_graphs`) and shared by the rest (assumed loops' bounds, gains, the trace model)
     time_graphs: KernelGraphs | None = None
     #: the analysed file's path: `#include`d `.cu` files are found beside it
     source_path: str | None = None

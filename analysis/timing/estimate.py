@@ -23,7 +23,7 @@ from kerncast.analysis.timing.footprint import Footprint, footprint, wave_extent
 from kerncast.analysis.timing.mwp_cwp import departure_scale, mwp_cwp, mwp_cwp_params
 from kerncast.analysis.timing.partitions import camping_factor, dram_partitions
 from kerncast.analysis.timing.penalties import thesis_penalties
-from kerncast.analysis.timing.pipelined import predict_pipelined
+from kerncast.analysis.timing.pipelined import PipelinedResult, predict_pipelined
 from kerncast.analysis.timing.roofline import roofline_inputs, roofline_range, tensor_notes
 from kerncast.analysis.timing.scheduler import (
     CfgSchedule,
@@ -245,15 +245,9 @@ def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per
                                 uncoal_per_mw=mem.sectors_per_request))
     grid = grid or (blocks, 1, 1)
     block = block or (threads_per_block, 1, 1)
-    resident = plan.blocks_per_wave
-    warps = blocks * -(-threads_per_block // profile.warp_size)
-    fp, requested, replays = global_traffic(memory, cfg, block, grid, resident * profile.sm_count, trip_map,
-                                            warps, profile)
-    reuse = (l1_reuse(memory, cfg, loops, int(profile.sector_bytes or 32))
-             if isinstance(memory, MemoryAnalysis) else [])
-    kc = predict_pipelined(cfg, loops, profile, dags=dags, classes=classes, trips=trip_map, blocks=blocks,
-                           threads_per_block=threads_per_block, blocks_per_sm=resident, grid=grid,
-                           replays=replays, footprint=fp, requested=requested, l1=reuse)
+    kc, fp, requested, replays = _kerncast(cfg, loops, profile, blocks=blocks, threads_per_block=threads_per_block,
+                                           trip_map=trip_map, resident=plan.blocks_per_wave, grid=grid, block=block,
+                                           memory=memory, graphs=graphs)
     # the roofline's best memory line: the DRAM traffic the kerncast model counts with a warm L2 (the distinct
     # bytes, and the requests of addresses with no footprint in full unless the L2 holds them)
     compulsory = min(fp.total + requested[1], kc.dram_bytes) if fp is not None and requested is not None else None
@@ -296,6 +290,42 @@ def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per
                         waves=plan.waves, occupancy=occupancy, bottleneck=bottleneck if model != "mwp-cwp"
                         else f"MWP-CWP {hk.cls}", mwp_cwp_us=hk.us, mwp_cwp_class=hk.cls, roofline_us=roof,
                         assumptions=notes, detail=detail, range_us=rng, range_basis=basis, models=models)
+
+
+def _kerncast(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per_block: int,
+              trip_map: Mapping[int, float], resident: int, grid: tuple[int, int, int], block: tuple[int, int, int],
+              memory: RequestCounts | None, graphs: KernelGraphs
+              ) -> tuple[PipelinedResult, Footprint | None, tuple[float, float] | None, dict[int, float]]:
+    """The kerncast model's prediction, with the global traffic it was made from (footprint, requested bytes,
+    replays), which the roofline reads too. `resident` is the blocks per SM of one wave."""
+    warps = blocks * -(-threads_per_block // profile.warp_size)
+    fp, requested, replays = global_traffic(memory, cfg, block, grid, resident * profile.sm_count, trip_map,
+                                            warps, profile)
+    reuse = (l1_reuse(memory, cfg, loops, int(profile.sector_bytes or 32))
+             if isinstance(memory, MemoryAnalysis) else [])
+    kc = predict_pipelined(cfg, loops, profile, dags=graphs.dags, classes=graphs.classes, trips=trip_map,
+                           blocks=blocks, threads_per_block=threads_per_block, blocks_per_sm=resident, grid=grid,
+                           replays=replays, footprint=fp, requested=requested, l1=reuse)
+    return kc, fp, requested, replays
+
+
+def kerncast_us(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per_block: int,
+                trips: Mapping[int, float] | None = None, blocks_per_sm: int | None = None,
+                registers: int | None = None, shared_bytes: int = 0, memory: RequestCounts | None = None,
+                grid: tuple[int, int, int] | None = None, block: tuple[int, int, int] | None = None,
+                graphs: KernelGraphs | None = None) -> float:
+    """The kerncast model's time alone: `predict_time(...).models["kerncast"]` for the same inputs without the
+    thesis scheduler, MWP-CWP and the roofline, for a re-prediction that compares one model's time with itself
+    (a gain's, an assumed loop count's bound)."""
+    blocks = max(1, int(blocks))
+    threads_per_block = max(1, int(threads_per_block))
+    trip_map = loop_trips(loops, trips, [])
+    blocks_per_sm = blocks_per_sm or thesis_blocks_per_sm(profile, threads_per_block, registers, shared_bytes)
+    plan = plan_waves(blocks, profile.sm_count, blocks_per_sm)
+    kc, *_ = _kerncast(cfg, loops, profile, blocks=blocks, threads_per_block=threads_per_block, trip_map=trip_map,
+                       resident=plan.blocks_per_wave, grid=grid or (blocks, 1, 1),
+                       block=block or (threads_per_block, 1, 1), memory=memory, graphs=graphs or kernel_graphs(cfg))
+    return kc.us
 
 
 def global_traffic(memory: RequestCounts | None, cfg: Cfg, block: tuple[int, int, int], grid: tuple[int, int, int],

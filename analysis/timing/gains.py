@@ -5,9 +5,9 @@ Only findings whose cost the time models read from one place get a gain, so that
 not a guess: an uncoalesced global access (its sectors per request set to what a unit-stride access of its
 width moves, the same bar the finding is raised against), and a shared-memory bank conflict (its wavefronts set
 to the ideal). The memory analysis is not run again: the accesses of the finding's line are copied with those
-fields changed and handed to `predict_time`, one extra run of the time model per finding. The re-prediction uses
-the same static model as the kernel's time (kerncast's when the trace model is chosen), and the gain compares it
-with that model's point for the unchanged kernel.
+fields changed and handed to the time model, one extra run of it per finding: of that model alone
+(`stages.static_time`), the same static model as the kernel's time (kerncast's when the trace model is chosen),
+and the gain compares it with that model's point for the unchanged kernel.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from kerncast.analysis.memory.findings import unit_stride_sectors
 from kerncast.analysis.report import Finding
 from kerncast.analysis.rules import Code
 from kerncast.analysis.timing.estimate import TIME_MODELS
-from kerncast.analysis.timing.stages import repredict, static_model
+from kerncast.analysis.timing.stages import static_model, static_time
 
 
 @cache
@@ -78,7 +78,7 @@ def finding_gain(ctx: KernelContext, finding: Finding) -> dict[str, Any] | None:
     before = est.models.get(model)
     if ideal is None or not before:
         return None
-    after = repredict(ctx, ideal).models.get(model)
+    after = static_time(ctx, ideal)
     if not after or after <= 0:
         return None
     return {"speedup": round(before / after, 3), "time_us_before": before, "time_us_after": after,

@@ -21,6 +21,7 @@ from kerncast.analysis.timing.estimate import (
     DEFAULT_TIME_MODEL,
     KernelGraphs,
     TimeEstimate,
+    kerncast_us,
     kernel_graphs,
     predict_time,
 )
@@ -68,8 +69,8 @@ def time_stage(ctx: KernelContext) -> None:
         add_trace_model(ctx, est, time_graphs(ctx))
     guessed = set(assumed_counts(ctx.trip_counts))
     if guessed:
-        widen_for_assumed(est, base_us, lambda factor: repredict(
-            ctx, scaled_memory(ctx.memory, ctx.cfg, ctx.loops, guessed, factor), [], factor).us,
+        widen_for_assumed(est, base_us, lambda factor: static_time(
+            ctx, scaled_memory(ctx.memory, ctx.cfg, ctx.loops, guessed, factor), factor),
             len(assumed_lines(ctx.trip_counts)))
 
 
@@ -81,7 +82,7 @@ def static_model(ctx: KernelContext) -> str:
 def repredict(ctx: KernelContext, memory: MemoryAnalysis | None, notes: list[str] | None = None,
               assumed_factor: float = 1.0) -> TimeEstimate:
     """`predict_time` on the kernel's launch and occupancy with `memory` as its memory analysis: the time stage
-    passes the kernel's own, the gain estimate a copy with one finding's cost removed. `assumed_factor` scales
+    passes the kernel's own, `static_time` (gains, assumed loop counts) a changed copy. `assumed_factor` scales
     the trip counts that are a guess (the time range's bounds for them). Call only where the time stage
     predicted a time (a profile, a runnable launch)."""
     launch, occ = ctx.report.launch, ctx.report.occupancy
@@ -93,6 +94,23 @@ def repredict(ctx: KernelContext, memory: MemoryAnalysis | None, notes: list[str
                         registers=ctx.report.registers, shared_bytes=ctx.report.shared_bytes or 0,
                         memory=memory, assumptions=notes, model=static_model(ctx),
                         grid=launch.grid_dims(), block=launch.block_dims(), graphs=time_graphs(ctx))
+
+
+def static_time(ctx: KernelContext, memory: MemoryAnalysis | None, assumed_factor: float = 1.0) -> float:
+    """The time of the kernel's static model alone, as `repredict(...).models[static_model(ctx)]` gives it: a
+    re-prediction that is compared with that model's own time (a gain, the bounds of assumed loop counts) needs
+    no other model, and the kerncast model, the usual one, runs without the thesis scheduler, MWP-CWP and the
+    roofline."""
+    model = static_model(ctx)
+    if model != DEFAULT_TIME_MODEL:
+        return repredict(ctx, memory, [], assumed_factor).models[model]
+    launch, occ = ctx.report.launch, ctx.report.occupancy
+    assert ctx.gpu is not None and launch is not None and launch.blocks and launch.threads_per_block
+    return kerncast_us(ctx.cfg, ctx.loops, ctx.gpu, blocks=launch.blocks, threads_per_block=launch.threads_per_block,
+                       trips=scaled_trips(ctx.trip_counts, assumed_factor),
+                       blocks_per_sm=occ.active_blocks_per_sm if occ is not None else None,
+                       registers=ctx.report.registers, shared_bytes=ctx.report.shared_bytes or 0, memory=memory,
+                       grid=launch.grid_dims(), block=launch.block_dims(), graphs=time_graphs(ctx))
 
 
 def time_graphs(ctx: KernelContext) -> KernelGraphs:
