@@ -23,7 +23,7 @@ from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
 from kerncast.analysis.report import KernelReport
 from kerncast.analysis.strict_json import dumps_strict
 from kerncast.analysis.targets import default_gpu
-from kerncast.analysis.toolchain import check_define, check_path
+from kerncast.server.cmd_analyze import add_toolchain_arguments, options_from_args
 from kerncast.server.units import fmt_time
 
 #: distinct launch shapes analysed at most (each is one analysis of the source)
@@ -34,12 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("report", type=Path, help="Nsight Compute report: .ncu-rep, or an `ncu --csv` export")
     parser.add_argument("source", nargs="?", type=Path, help="the CUDA source of the profiled kernels (.cu)")
     gpu = default_gpu(AnalysisOptions().gpu)
-    parser.add_argument("--gpu", default=gpu, help=f"GPU profile to predict with (default {gpu})")
-    parser.add_argument("--arch", default=None, help="nvcc/ptxas target, e.g. sm_90 (default: from the profile)")
-    parser.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR",
-                        help="extra include directory for nvcc (repeatable)")
-    parser.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]",
-                        help="preprocessor definition for nvcc (repeatable)")
+    add_toolchain_arguments(parser, f"GPU profile to predict with (default {gpu})")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="value of a kernel parameter, as in `analyze` (repeatable)")
     parser.add_argument("--loops", type=int, default=None, metavar="N",
@@ -84,12 +79,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _options(args: argparse.Namespace) -> AnalysisOptions:
-    for define in args.defines:
-        check_define(define)
-    for directory in args.include_dirs:
-        check_path(directory, "include directory")
-    return AnalysisOptions(gpu=args.gpu, arch=args.arch, include_dirs=list(args.include_dirs),
-                           defines=list(args.defines), loops=args.loops)
+    """`analyze`'s options from the same flags (each launch's grid and block come from the report)."""
+    return options_from_args(argparse.Namespace(**vars(args), grid=None, block=None, smem=None))
 
 
 def _compare_all(source: Path, launches: list[NcuKernel], options: AnalysisOptions,

@@ -18,7 +18,7 @@ from kerncast.analysis.calibration.compare import CONFIRMED, NOT_CONFIRMED, matc
 from kerncast.analysis.calibration.ncu import NcuReportError, convert, parse_dim, read_csv_text, read_report
 from kerncast.analysis.demangle import display_name
 from kerncast.analysis.report import KernelReport
-from kerncast.server import cli
+from kerncast.server import cli, cmd_compare
 
 REPO = Path(__file__).resolve().parent.parent
 RAW = REPO / "tests" / "data" / "ncu" / "strided_raw_page.csv"
@@ -190,3 +190,17 @@ def test_calibrate_needs_device_attributes(tmp_path, capsys):
 def test_compare_without_source_says_what_is_missing(capsys):
     assert cli.main(["compare", str(RAW)]) == 2
     assert "needs the CUDA source" in capsys.readouterr().err
+
+
+def test_compare_takes_analyzes_compiler_flags(tmp_path):
+    """The same toolchain flags as `analyze`, read the same way: an include folder named with a quote is a
+    folder like any other, and --nvcc, --timeout and --compile-memory-mb reach the analysis."""
+    folder = tmp_path / "Bob's proj"
+    folder.mkdir()
+    args = cli.build_parser("compare").parse_args(
+        ["compare", str(RAW), str(STRIDED), "--gpu", "h100", "-I", str(folder), "--nvcc", "/opt/cuda/bin/nvcc",
+         "--timeout", "30", "--compile-memory-mb", "2048", "--loops", "5"])
+    options = cmd_compare._options(args)
+    assert options.include_dirs == [str(folder)] and options.nvcc_path == "/opt/cuda/bin/nvcc"
+    assert options.timeout_s == 30 and options.compile_memory_mb == 2048 and options.loops == 5
+    assert options.gpu == "h100"
