@@ -24,7 +24,7 @@ from kerncast.analysis.loops import LoopForest
 from kerncast.analysis.memory.analysis import MemoryAnalysis
 from kerncast.analysis.report import Finding, Fix, line_range
 from kerncast.analysis.rules import Code, FixKind, rule
-from kerncast.analysis.source_model import scan_source
+from kerncast.analysis.source_model import scanned
 from kerncast.analysis.tripcount import trip_values
 
 if TYPE_CHECKING:  # the timing package's stage imports this module
@@ -76,12 +76,9 @@ def widen_for_assumed(est: TimeEstimate, base_us: float, repredict: Callable[[fl
 
 def annotation_fix(cuda_source: str, kernel: str, count: Any) -> Fix | None:
     """The `// kerncast: loops=N?` placeholder above the kernel's definition, N the assumed count."""
-    try:
-        facts = scan_source(cuda_source)
-    except (ValueError, IndexError, RecursionError):  # unscannable source: no edit is safer than a wrong one
-        return None
+    facts = scanned(cuda_source)
     base, _ = split_kernel_name(kernel)
-    kdef = facts.kernel(base, included=False)
+    kdef = facts.kernel(base, included=False) if facts is not None else None
     if kdef is None:
         return None
     line, _ = facts.position(kdef.start_offset)

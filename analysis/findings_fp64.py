@@ -13,14 +13,12 @@ as unsafe.
 
 from __future__ import annotations
 
-import bisect
-
 from kerncast.analysis.cexpr import Token
 from kerncast.analysis.context import KernelContext, reported_here
 from kerncast.analysis.ptx.model import Instruction, line_in_file
 from kerncast.analysis.report import Finding, Fix, TextEdit, line_range, line_related, source_lines
 from kerncast.analysis.rules import Code, FixKind, rule
-from kerncast.analysis.source_model import SourceFacts, scan_source
+from kerncast.analysis.source_model import SourceFacts, scanned
 
 #: PTX opcodes that compute (or compare) in the type their modifiers name
 _ARITH = frozenset({"add", "sub", "mul", "mad", "fma", "div", "rcp", "sqrt", "rsqrt", "neg", "abs", "min", "max",
@@ -57,23 +55,12 @@ def _is_double_literal(tok: Token) -> bool:
             and ("." in text or "e" in text))
 
 
-def _line_tokens(facts: SourceFacts, line: int) -> list[int]:
-    """Indexes into the scanned tokens (comments and string contents masked, directives blanked) of one line."""
-    tokens = facts.env.tokens
-    k = bisect.bisect_left(tokens, facts.offset(line, 1), key=lambda t: t.offset)
-    out = []
-    while k < len(tokens) and facts.position(tokens[k].offset)[0] == line:
-        out.append(k)
-        k += 1
-    return out
-
-
 def _causes(facts: SourceFacts, line: int) -> list[Token]:
     """The tokens of a line that compute in double: unsuffixed literals (a literal glued to a number or name
     before it is part of that token, e.g. the fraction of a hex float) and the names of double math calls."""
     tokens = facts.env.tokens
     out = []
-    for k in _line_tokens(facts, line):
+    for k in facts.line_tokens(line):
         tok = tokens[k]
         prev = tokens[k - 1] if k else None
         if tok.kind == "num":
@@ -90,7 +77,7 @@ def _causes(facts: SourceFacts, line: int) -> list[Token]:
 def _has_token(facts: SourceFacts, line: int, kind: str, text: str | None = None) -> bool:
     """Whether a line has a token of that kind (and text)."""
     tokens = facts.env.tokens
-    return any(tokens[k].kind == kind and text in (None, tokens[k].text) for k in _line_tokens(facts, line))
+    return any(tokens[k].kind == kind and text in (None, tokens[k].text) for k in facts.line_tokens(line))
 
 
 def line_edits(facts: SourceFacts, line: int) -> list[TextEdit]:
@@ -127,17 +114,7 @@ def shows_cause(facts: SourceFacts, line: int, macros: frozenset[str]) -> bool:
     if _causes(facts, line) or _has_token(facts, line, "id", "double"):
         return True
     tokens = facts.env.tokens
-    return any(tokens[k].kind == "id" and tokens[k].text in macros for k in _line_tokens(facts, line))
-
-
-def _scanned(source: str | None) -> SourceFacts | None:
-    """The source model of the analysed text (cached by text; the memory findings scan the same one)."""
-    if not source:
-        return None
-    try:
-        return scan_source(source)
-    except (ValueError, IndexError, RecursionError):  # unscannable source: causes unknown, no edit
-        return None
+    return any(tokens[k].kind == "id" and tokens[k].text in macros for k in facts.line_tokens(line))
 
 
 def fp64_fix(lines: list[int], facts: SourceFacts) -> Fix | None:
@@ -160,7 +137,7 @@ def fp64_in_fp32(ctx: KernelContext) -> Finding | None:
     if not f64 or has_double_data(ctx):
         return None
     lines = sorted({n for i in f64 if (n := line_in_file(i.loc, ctx.main_file)) is not None})
-    facts = _scanned(ctx.cuda_source)
+    facts = scanned(ctx.cuda_source)
     if ctx.cuda_source:
         count = len(source_lines(ctx.cuda_source))
         macros = double_macros(facts) if facts is not None else frozenset()

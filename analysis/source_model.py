@@ -14,6 +14,7 @@ it (`neighbours`).
 
 from __future__ import annotations
 
+import bisect
 import re
 import threading
 from dataclasses import dataclass, field
@@ -196,6 +197,16 @@ class SourceFacts:
         """The offset of a 1-based (line, column)."""
         return self.env.lines.offset(line, column)
 
+    def line_tokens(self, line: int) -> range:
+        """Indexes into `env.tokens` of the tokens on a 1-based line: code only (comments and the contents of
+        string literals are masked, preprocessor lines blanked), for the rules that read a finding's line."""
+        tokens = self.env.tokens
+        first = bisect.bisect_left(tokens, self.offset(line, 1), key=lambda t: t.offset)
+        end = first
+        while end < len(tokens) and self.env.lines.line(tokens[end].offset) == line:
+            end += 1
+        return range(first, end)
+
     def kernel(self, base_name: str, *, included: bool = True) -> KernelDefinition | None:
         """The kernel of that name: its definition if there is one, else its declaration."""
         pool = self.kernels + (self.included_kernels if included else [])
@@ -275,6 +286,18 @@ def scan_source(cuda_source: str, header_macros: tuple[Macro, ...] = (),
         while len(_SCAN_CACHE) > _SCAN_CACHE_SIZE:
             _SCAN_CACHE.pop(next(iter(_SCAN_CACHE)))
     return facts
+
+
+def scanned(cuda_source: str | None) -> SourceFacts | None:
+    """`scan_source` of a text, or None without a text or for one the scanner cannot read (a nesting too deep,
+    a malformed construct): the findings then do without the source model (no cause shown, no edit), since no
+    edit is safer than a wrong one."""
+    if not cuda_source:
+        return None
+    try:
+        return scan_source(cuda_source)
+    except (ValueError, IndexError, RecursionError):
+        return None
 
 
 def _scan(cuda_source: str, header_macros: tuple[Macro, ...] = (), neighbours: Neighbours | None = None

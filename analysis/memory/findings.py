@@ -17,7 +17,7 @@ from kerncast.analysis.memory import fixes as F
 from kerncast.analysis.memory.render import cuda_symbol_name
 from kerncast.analysis.report import Finding, Fix, Related, char_column, source_line_range
 from kerncast.analysis.rules import Code
-from kerncast.analysis.source_model import SourceFacts, scan_source
+from kerncast.analysis.source_model import SourceFacts, scanned
 
 if TYPE_CHECKING:
     from kerncast.analysis.memory.analysis import AccessInfo, BranchInfo, MemoryAnalysis, _Kernel
@@ -40,12 +40,7 @@ class _Source:
 
     def __init__(self, text: str | None) -> None:
         self.lines = text.splitlines() if text else []
-        self.facts: SourceFacts | None = None
-        if text:
-            try:
-                self.facts = scan_source(text)
-            except (ValueError, IndexError, RecursionError):
-                self.facts = None
+        self.facts: SourceFacts | None = scanned(text)
 
     def range(self, line: int, column: int) -> tuple[int, int]:
         """(start, end) characters of a finding at a `.loc` line and column (the column counts bytes)."""
