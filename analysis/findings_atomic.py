@@ -18,13 +18,14 @@ from functools import cache
 from importlib import resources
 
 from kerncast.analysis.context import KernelContext, reported_here
+from kerncast.analysis.csyntax import matching_bracket, split_top
 from kerncast.analysis.memory.analysis import AccessInfo
 from kerncast.analysis.report import Finding, Fix, TextEdit, line_range, source_lines
 from kerncast.analysis.rules import Code, FixKind, rule
+from kerncast.analysis.source_model import SourceFacts, scanned
 
-#: `atomicAdd(target, value)` and its siblings (`_block`/`_system` scopes included); the arguments are split
-#: at the top-level comma
-_CALL_RE = re.compile(r"\b(atomic(Add|Sub|Max|Min|And|Or|Xor|Inc|Dec|Exch|CAS))(?:_block|_system)?\s*\(")
+#: `atomicAdd(target, value)` and its siblings (`_block`/`_system` scopes included)
+_NAME_RE = re.compile(r"atomic(Add|Sub|Max|Min|And|Or|Xor|Inc|Dec|Exch|CAS)(?:_block|_system)?")
 #: how a warp combines two lanes' values before the one atomic, per operation (None: no aggregation applies)
 _COMBINE = {"Add": "v + o", "Sub": "v + o", "Max": "max(v, o)", "Min": "min(v, o)", "And": "v & o",
             "Or": "v | o", "Xor": "v ^ o"}
@@ -40,34 +41,23 @@ def _template() -> dict:
     return tomllib.loads(text)[FixKind.WARP_AGGREGATION.value]
 
 
-def _arguments(text: str, start: int) -> list[str] | None:
-    """The top-level comma-separated arguments of the call whose `(` ends at `start`; None when unbalanced."""
-    depth, args, cur = 0, [], []
-    for ch in text[start:]:
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            if depth == 0:
-                args.append("".join(cur).strip())
-                return args
-            depth -= 1
-        elif ch == "," and depth == 0:
-            args.append("".join(cur).strip())
-            cur = []
+def atomic_call(facts: SourceFacts, line: int) -> tuple[str, str, str, str] | None:
+    """(function, operation, target, value) of the first atomic call on a source line, if it has two arguments
+    and closes on that line; the arguments as the source writes them."""
+    tokens = facts.env.tokens
+    for k in facts.line_tokens(line):
+        m = _NAME_RE.fullmatch(tokens[k].text)
+        if m is None or k + 1 >= len(tokens) or tokens[k + 1].text != "(":
             continue
-        cur.append(ch)
+        close = matching_bracket(tokens, k + 1, 1)
+        if close >= len(tokens) or facts.position(tokens[close].offset)[0] != line:
+            return None
+        args = split_top(tokens[k + 2:close])
+        if len(args) != 2 or not all(args):
+            return None
+        text = [facts.text[a[0].offset:a[-1].offset + len(a[-1].text)] for a in args]
+        return m.group(0), m.group(1), text[0], text[1]
     return None
-
-
-def atomic_call(line_text: str) -> tuple[str, str, str, str] | None:
-    """(function, operation, target, value) of the first atomic call on a source line, if it has two arguments."""
-    m = _CALL_RE.search(line_text)
-    if m is None:
-        return None
-    args = _arguments(line_text, m.end())
-    if args is None or len(args) != 2:
-        return None
-    return m.group(0).rstrip("( \t"), m.group(2), args[0], args[1]
 
 
 def _snippet_lines(call: tuple[str, str, str, str]) -> list[str] | None:
@@ -103,6 +93,7 @@ def atomic_contention(ctx: KernelContext) -> list[Finding]:
     if ctx.memory is None:
         return []
     text = source_lines(ctx.cuda_source) if ctx.cuda_source else ()
+    facts = scanned(ctx.cuda_source)
     launch = ctx.report.launch
     grid_blocks = launch.blocks if launch is not None else None
     out: list[Finding] = []
@@ -114,7 +105,7 @@ def atomic_contention(ctx: KernelContext) -> list[Finding]:
         assert line is not None and a.lanes_per_address is not None  # _contended checked both
         seen.add(line)
         lanes = a.lanes_per_address
-        call = atomic_call(text[line - 1]) if text and 1 <= line <= len(text) else None
+        call = atomic_call(facts, line) if facts is not None else None
         where = f"{a.space} address ({call[2]})" if call is not None else f"{a.space} address"
         upto = "up to " if a.lanes_upper_bound else ""
         message = (f"atomic contention: {upto}{lanes:.0f} lanes of a warp update one {where}, so the atomic "
