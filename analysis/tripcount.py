@@ -151,13 +151,14 @@ def _samples(launch: Launch | None, field: str) -> list[tuple[int, int, int]]:
 def _count_per_block(dataflow: KernelDataflow, loop: Loop, loop_list: list[Loop],
                      launch: Launch | None) -> tuple[int, str]:
     """The count of a loop whose bounds read the block index, when it is the same for every sampled block."""
+    read = _ReadOnce(dataflow, loop, loop_list, launch)
     counts: dict[int, ExitTest] = {}
     for block in _samples(launch, "grid"):
         for thread in _samples(launch, "block"):
-            test = _exit_test(dataflow, loop, loop_list, launch, (block, thread))
+            test = read(block, thread)
             counts.setdefault(_count(test), test)
     if len(counts) != 1:
-        return _count_per_warp(dataflow, loop, loop_list, launch)
+        return _count_per_warp(read, launch)
     count, test = next(iter(counts.items()))
     distance = test.bound - test.init
     return count, (f"induction variable {test.iv} runs {distance:+d} from its block-dependent start, step "
@@ -167,8 +168,24 @@ def _count_per_block(dataflow: KernelDataflow, loop: Loop, loop_list: list[Loop]
                    if test.op in _ADDITIVE else _describe(test, count) + " in every block and thread")
 
 
-def _count_per_warp(dataflow: KernelDataflow, loop: Loop, loop_list: list[Loop],
-                    launch: Launch | None) -> tuple[int, str]:
+class _ReadOnce:
+    """A loop's exit test at a (block, thread) index, each index read from the PTX once: the check that the
+    count is the same everywhere and the per-warp model read the same first, unit-step and last indices."""
+
+    def __init__(self, dataflow: KernelDataflow, loop: Loop, loop_list: list[Loop], launch: Launch | None) -> None:
+        self._args = (dataflow, loop, loop_list, launch)
+        self._tests: dict[Index, ExitTest] = {}
+
+    def __call__(self, block: tuple[int, int, int], thread: tuple[int, int, int]) -> ExitTest:
+        index = (block, thread)
+        test = self._tests.get(index)
+        if test is None:
+            dataflow, loop, loop_list, launch = self._args
+            test = self._tests[index] = _exit_test(dataflow, loop, loop_list, launch, index)
+        return test
+
+
+def _count_per_warp(read: _ReadOnce, launch: Launch | None) -> tuple[int, str]:
     """The count of a loop whose start or bound differs between threads or blocks (`for (i = lane; i < C;
     i += 32)`, block- and grid-stride loops, `for (k = blockIdx.x; k < n; ++k)`): a warp runs the loop as long
     as its longest lane, so the count is the per-warp maximum, averaged over the sampled warps of the sampled
@@ -177,7 +194,7 @@ def _count_per_warp(dataflow: KernelDataflow, loop: Loop, loop_list: list[Loop],
     The exit test is read at a few indices and its start, bound and step taken as affine in the block and
     thread indices (see `_IndexModel`); every lane's count is then the closed form of its own values, without
     walking the PTX per lane, so many warps and blocks can be counted."""
-    model = _IndexModel(dataflow, loop, loop_list, launch)
+    model = _IndexModel(read, launch)
     blocks = evenly_spread(model.blocks, MAX_SAMPLED_BLOCKS if not model.by_thread else MAX_SAMPLED_BLOCKS // 8)
     if not model.by_block:
         blocks = [0]
@@ -211,8 +228,8 @@ class _IndexModel:
     `((C - 1 - lane) / 32 + 1) % 4`), and the same in every block, the first warp's tests are read lane by
     lane. Unknown otherwise (a bound such as `tid * tid`)."""
 
-    def __init__(self, dataflow: KernelDataflow, loop: Loop, loop_list: list[Loop], launch: Launch | None) -> None:
-        self._read_args = (dataflow, loop, loop_list, launch)
+    def __init__(self, read: _ReadOnce, launch: Launch | None) -> None:
+        self._read = read
         self.block_dims = _dims(launch, "block")
         self.grid_dims = _dims(launch, "grid")
         self.threads = self.block_dims[0] * self.block_dims[1] * self.block_dims[2]
@@ -243,10 +260,6 @@ class _IndexModel:
             if not _same_test(self._read(b, t), lanes[lane]):
                 raise Unknown("the count differs between threads in a way that is neither affine in the "
                               "indices nor the same in every warp")
-
-    def _read(self, block: tuple[int, int, int], thread: tuple[int, int, int]) -> ExitTest:
-        dataflow, loop, loop_list, launch = self._read_args
-        return _exit_test(dataflow, loop, loop_list, launch, (block, thread))
 
     def _affine(self, block: tuple[int, int, int], thread: tuple[int, int, int]) -> ExitTest:
         b = self.base
