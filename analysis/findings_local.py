@@ -15,11 +15,12 @@ import re
 
 from kerncast.analysis.context import KernelContext, reported_here
 from kerncast.analysis.ptx.model import Instruction, line_in_file
-from kerncast.analysis.report import Finding, line_range, line_related, source_lines
+from kerncast.analysis.report import Finding, line_range, line_related
 from kerncast.analysis.rules import Code
+from kerncast.analysis.source_model import SourceFacts, scanned
 
 #: sinf/cosf/tanf/sincosf and their double twins reduce a large argument through a local buffer of their own
-_TRIG_RE = re.compile(r"\b(?:__)?(?:sin|cos|tan|sincos|sinpi|cospi)f?\s*\(")
+_TRIG_RE = re.compile(r"(?:__)?(?:sin|cos|tan|sincos|sinpi|cospi)f?")
 
 
 def local_accesses(ctx: KernelContext) -> tuple[list[Instruction], list[Instruction]]:
@@ -34,6 +35,15 @@ def local_bytes(ctx: KernelContext) -> int:
     return sum(d.size_bytes for d in ctx.function.decls if d.space == "local")
 
 
+def _indexes_without_trig(facts: SourceFacts, line: int) -> bool:
+    """Whether the code of a line indexes an array (`[`) and calls no trig function."""
+    tokens = facts.env.tokens
+    found = facts.line_tokens(line)
+    trig = any(_TRIG_RE.fullmatch(tokens[k].text) and k + 1 < len(tokens) and tokens[k + 1].text == "("
+               for k in found if tokens[k].kind == "id")
+    return not trig and any(tokens[k].text == "[" for k in found)
+
+
 def local_memory(ctx: KernelContext) -> Finding | None:
     """The kernel's `local-memory` finding, on the line of its first local load in the analysed file."""
     size = local_bytes(ctx)
@@ -43,11 +53,10 @@ def local_memory(ctx: KernelContext) -> Finding | None:
     res = ctx.report.resources
     if res is not None and not (res.stack_bytes or res.local_bytes):
         return None  # ptxas kept the array in registers after all
-    text = source_lines(ctx.cuda_source) if ctx.cuda_source else ()
+    facts = scanned(ctx.cuda_source)
     load_lines = sorted({n for i in loads if (n := line_in_file(i.loc, ctx.main_file)) is not None})
-    if text:  # an array the source indexes; the trig functions' own buffer (their slow argument reduction)
-        load_lines = [n for n in load_lines if 1 <= n <= len(text) and "[" in text[n - 1]
-                      and not _TRIG_RE.search(text[n - 1])]
+    if ctx.cuda_source:  # an array the source indexes; the trig functions' own buffer (their slow reduction)
+        load_lines = [n for n in load_lines if facts is not None and _indexes_without_trig(facts, n)]
     if not load_lines:
         return None
     lines = load_lines + sorted({n for i in stores if (n := line_in_file(i.loc, ctx.main_file)) is not None}
