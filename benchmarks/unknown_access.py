@@ -5,12 +5,13 @@ it compiles a deterministic sample of the `.cu` files below each (every file, or
 with `--sample N`) through Kerncast's own compile (`compile_cuda`, the stand-ins a user's file gets included),
 keeps the PTX in `--cache` so a second run (e.g. on another commit) reads the same PTX, and analyses each
 kernel as the pipeline does: the launch read from the file's `<<<>>>` sites, the trip counts under it, then
-the memory analysis. For each source line with an `unknown-access` finding it decides whether the address
-has an indirection: the backward slice of the address register over the kernel's reaching definitions (the
-dataflow layer's) reaches a load, atomic, shuffle, texture fetch or call result (a parameter load does not
-count). A line with no such value in any of its unknown accesses is an affine-looking index the analysis
-should have read; those are the lines this script exists to count. It prints, per code base and overall:
-files, kernels, unknown-access lines, and how many of them have no indirection.
+the memory analysis. For each source line with an `unknown-access` finding it reads whether the address
+has an indirection, as the memory analysis decided for each unknown access (`AccessInfo.gather`): the
+backward slice of the address register over the kernel's reaching definitions reaches a load, atomic,
+shuffle, texture fetch or call result (a parameter load does not count). A line with no such value in any
+of its unknown accesses is an affine-looking index the analysis should have read; those are the lines this
+script exists to count. It prints, per code base and overall: files, kernels, unknown-access lines, and how
+many of them have no indirection.
 
     nice .venv/bin/python benchmarks/unknown_access.py /tmp/corpus/PolyBench-ACC/CUDA \\
         /tmp/corpus/Parboil/benchmarks /tmp/corpus/HeCBench/src --sample 100 [--arch sm_80] \\
@@ -36,9 +37,9 @@ from kerncast.analysis.dataflow import ODD_PTX_ERRORS, KernelDataflow
 from kerncast.analysis.demangle import demangle
 from kerncast.analysis.launch import infer_launch
 from kerncast.analysis.loops import find_loops
-from kerncast.analysis.memory import analyze_memory
+from kerncast.analysis.memory import AccessInfo, analyze_memory
 from kerncast.analysis.ptx import PtxSyntaxError, parse_ptx
-from kerncast.analysis.ptx.model import Function, Instruction, Module
+from kerncast.analysis.ptx.model import Function, Module
 from kerncast.analysis.rules import Code
 from kerncast.analysis.toolchain import ToolchainError
 from kerncast.analysis.tripcount import trip_counts, trip_values
@@ -101,11 +102,6 @@ def compiled_ptx(cu: Path, arch: str, incs: list[str], cache: Path) -> str | Non
     return result.ptx
 
 
-def has_indirection(df: KernelDataflow, ins: Instruction) -> bool:
-    """Whether the address of memory instruction `ins` has a loaded value in it (the dataflow layer's slice)."""
-    return df.reaching.loaded_into(ins)
-
-
 def main_file(module: Module, path: Path) -> str:
     """The `.file` name of the analysed source (the one with the input's base name used most)."""
     counts: Counter[str] = Counter(ins.loc.file for fn in module.kernels for ins in fn.body if ins.loc)
@@ -124,16 +120,16 @@ def analyse_kernel(module: Module, fn: Function, source: str, cu: Path, main: st
     block = launch.block_dims(known_only=True)
     res = analyze_memory(module, fn, cfg, loops, block, launch.known_params(), trips, Thresholds(), main,
                          cuda_source=source, dataflow=df)
-    unknown: dict[int, list[Instruction]] = {}
+    unknown: dict[int, list[AccessInfo]] = {}
     for a in res.accesses:
         if a.space in ("global", "shared") and not a.known and a.active_lanes and a.line is not None:
-            unknown.setdefault(a.line, []).append(fn.body[a.index])
+            unknown.setdefault(a.line, []).append(a)
     for f in res.findings:
         if f.code != Code.UNKNOWN_ACCESS:
             continue
         tally.lines += 1
         accesses = unknown.get(f.line, [])
-        affine = bool(accesses) and not any(has_indirection(df, ins) for ins in accesses)
+        affine = bool(accesses) and not any(a.gather for a in accesses)
         tally.affine += affine
         text = source.splitlines()[f.line - 1].strip() if 0 < f.line <= len(source.splitlines()) else ""
         tally.listing.append(f"{'affine  ' if affine else 'indirect'} {cu}:{f.line} {fn.display_name[:40]}: "
