@@ -39,6 +39,16 @@ class LaunchCost:
         return self.device_us + self.host_us
 
 
+def overhead_us(profile: Any, value: float) -> float:
+    """`value`, read off the profile's launch-overhead line (`[launch_overhead]`, thesis section 3.4), in
+    microseconds: the line's unit is microseconds, or core cycles, ms or ns where a profile says so. One reading
+    for the thesis's launch penalty, the kerncast model's block dispatch and the fixed launch cost."""
+    unit = profile.launch_overhead.unit.strip().lower()
+    if unit.startswith("cycles"):
+        return value / profile.core_clock_mhz
+    return value * (1e3 if unit.startswith("ms") else 1e-3 if unit.startswith("ns") else 1.0)
+
+
 def device_launch_us(profile: Any) -> float | None:
     """The GPU's own launch latency in microseconds (graph launches), None where `timing.toml` lists none."""
     table = timing_constants()["kerncast"].get("launch", {}).get("device_us", {})
@@ -64,9 +74,7 @@ def launch_cost(profile: Any, kernel_us: float) -> LaunchCost:
     """The launch's cost for a kernel whose work (dispatch included) takes `kernel_us` (module docstring)."""
     device = device_launch_us(profile)
     if device is None:
-        fixed = float(profile.launch_overhead.intercept)
-        if profile.launch_overhead.unit.strip().lower().startswith("cycles"):
-            fixed /= profile.core_clock_mhz
+        fixed = overhead_us(profile, float(profile.launch_overhead.intercept))
         return LaunchCost(fixed, 0.0, f"launch: {fixed:.2f} us fixed (the profile's event-timed empty kernel) "
                                       "plus block dispatch overlapped with the kernel")
     launch = timing_constants()["kerncast"]["launch"]

@@ -22,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kerncast.analysis.timing.launch_cost import overhead_us
+
 
 @dataclass(slots=True)
 class Penalties:
@@ -31,16 +33,6 @@ class Penalties:
     global_us: float
     shared_us: float
     cache_cycles: float
-
-
-def _per_us(unit: str) -> float:
-    """Factor to microseconds for a model's unit text (the profiles use "us" or "cycles"/"ms")."""
-    u = unit.strip().lower()
-    if u.startswith("ms"):
-        return 1e3
-    if u.startswith("ns"):
-        return 1e-3
-    return 1.0
 
 
 def thesis_penalties(profile: Any, *, total_threads: int, n_global: float, n_shared: float, waves: int,
@@ -55,12 +47,7 @@ def thesis_penalties(profile: Any, *, total_threads: int, n_global: float, n_sha
     warp = profile.warp_size
     lsu = profile.units["LSU"]
     access = profile.access_size
-    lo = profile.launch_overhead
-    overhead = lo(total_threads)
-    if lo.unit.strip().lower().startswith("cycles"):
-        overhead /= profile.core_clock_mhz
-    else:
-        overhead *= _per_us(lo.unit)
+    overhead = overhead_us(profile, profile.launch_overhead(total_threads))
     gm = 0.0
     n_gl = n_global * global_sector_factor
     if n_gl > 0:

@@ -52,7 +52,7 @@ from kerncast.analysis.ptx.model import Instruction
 from kerncast.analysis.timing.cache_model import L1Reuse, l1_hit_latency, load_latency, reuse_note
 from kerncast.analysis.timing.constants import gpu_error_band, time_error_band, timing_constants
 from kerncast.analysis.timing.footprint import Footprint
-from kerncast.analysis.timing.launch_cost import launch_cost
+from kerncast.analysis.timing.launch_cost import launch_cost, overhead_us
 
 MODEL = "kerncast"
 _FREE_SPACES = frozenset({"param", "const"})
@@ -250,9 +250,7 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
                          "time grows by that factor")
 
     lo = profile.launch_overhead
-    dispatch_us = max(0.0, lo(blocks * threads_per_block) - float(lo.intercept))
-    if lo.unit.strip().lower().startswith("cycles"):
-        dispatch_us = dispatch_us / clock
+    dispatch_us = overhead_us(profile, max(0.0, lo(blocks * threads_per_block) - float(lo.intercept)))
     kernel = max(compute_us, memory_us, dispatch_us)
     cost = launch_cost(profile, kernel)
     fixed = cost.fixed_us
