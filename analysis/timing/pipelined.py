@@ -382,11 +382,19 @@ def _l2_hit_latency(profile: Any, fp: Footprint | None, requested: tuple[float, 
     the L2's hit latency, not DRAM's (pointer-chase microbenchmarks per architecture, `data/timing.toml`). On
     a partitioned L2 the line is as often in the far half as in the near one: the mean of the two latencies.
     """
-    row = const.get("l2_hit_latency", {}).get(profile.arch)
-    if not const.get("warm_l2", False) or fp is None or requested is None or not isinstance(row, int | float):
+    hit = l2_hit_cycles(profile)
+    if not const.get("warm_l2", False) or fp is None or requested is None or hit is None:
         return None
     reads = fp.total - fp.written + requested[1]
-    if reads > warm_l2_bytes(profile):
+    return hit if reads <= warm_l2_bytes(profile) else None
+
+
+def l2_hit_cycles(profile: Any) -> float | None:
+    """The mean load-to-use latency (cycles) of an L2 hit: the architecture's pointer-chase figure
+    (`data/timing.toml` [kerncast.l2_hit_latency]), on a partitioned L2 averaged with the far partition's, where
+    a line is as often as in the near one; None where the data lists no figure."""
+    row = timing_constants()["kerncast"].get("l2_hit_latency", {}).get(profile.arch)
+    if not isinstance(row, int | float):
         return None
     _, far = l2_partitions(profile)
     return float(row) if far is None else (float(row) + far) / 2.0

@@ -10,8 +10,9 @@ Built on what the pipeline has already worked out, not a second copy of it: the 
 trip counts, the dataflow layer's symbolic branch predicates, the memory analysis's sectors and wavefronts
 per request (replays of the load/store unit), the kerncast model's DRAM bytes (the footprint's
 L2-versus-DRAM split) and the cache model's L1 reuse (`cache_model.py`). Memory latency: a global access
-waits the L2 hit latency plus the DRAM share of the launch's requested bytes times the extra latency of
-DRAM (the loaded latency of the profile's `global_latency`), or, for a load the cache model finds in L1
+waits the L2 hit latency (the kerncast model's: on a partitioned L2 the mean of its near and far halves')
+plus the DRAM share of the launch's requested bytes times the extra latency of DRAM (the loaded latency of
+the profile's `global_latency`), or, for a load the cache model finds in L1
 for part of its executions, that share at the L1 hit latency; it holds the SM's share of the achievable
 DRAM bandwidth for the DRAM share of its sectors. The share is one figure for the whole launch (an
 average over its accesses), not a per-access reuse-distance simulation.
@@ -34,10 +35,9 @@ from kerncast.analysis.deps import DepGraph
 from kerncast.analysis.loops import LoopForest
 from kerncast.analysis.memory.analysis import MemoryAnalysis
 from kerncast.analysis.timing.cache_model import l1_hit_latency, l1_reuse, load_latency, reuse_note
-from kerncast.analysis.timing.constants import timing_constants
 from kerncast.analysis.timing.estimate import KernelGraphs, loop_trips, unit_replays
 from kerncast.analysis.timing.launch_cost import launch_cost
-from kerncast.analysis.timing.pipelined import achievable_bandwidth_gbs, native_latencies, tensor_slots
+from kerncast.analysis.timing.pipelined import achievable_bandwidth_gbs, l2_hit_cycles, native_latencies, tensor_slots
 from kerncast.analysis.timing.trace_paths import ASSUMED, DIVERGENT, BranchResolver, Item, WarpTrace, build_trace
 from kerncast.analysis.timing.trace_sim import Op, simulate_round
 
@@ -217,9 +217,9 @@ def predict_trace(cfg: Cfg, loops: LoopForest, profile: Any, symbolic: SymbolicR
     clock = profile.core_clock_mhz
     sector = int(profile.sector_bytes or 32)
     share = _dram_share(memory, dram_bytes, blocks * warps_per_block, sector)
-    l2_row = timing_constants()["kerncast"].get("l2_hit_latency", {}).get(profile.arch)
     dram_latency = float(profile.global_latency(blocks * threads_per_block))
-    l2_latency = float(l2_row) if isinstance(l2_row, int | float) else dram_latency
+    l2_hit = l2_hit_cycles(profile)
+    l2_latency = l2_hit if l2_hit is not None else dram_latency
     global_latency = l2_latency + share * max(0.0, dram_latency - l2_latency)
     bw, bw_note = achievable_bandwidth_gbs(profile)
     bytes_per_cycle_sm = bw * 1e3 / clock / profile.sm_count
