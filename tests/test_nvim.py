@@ -42,6 +42,23 @@ def _server_env(env: dict[str, str]) -> dict[str, str]:
     return env
 
 
+def _drive(nvim: str, tmp_path: Path, driver: str, file: Path, **env: str) -> dict:
+    """Run the driver `tests/nvim/<driver>` in headless Neovim with the documented setup on `file` (the
+    `KERNCAST_NVIM_*` variables in `env` tell it what to do) and return what it wrote, after checking that it
+    wrote something and that every step succeeded."""
+    out = tmp_path / "result.json"
+    variables = {f"KERNCAST_NVIM_{name}": value for name, value in env.items()}
+    env = _server_env(dict(os.environ, KERNCAST_NVIM_OUT=str(out), KERNCAST_NVIM_FILE=str(file), **variables,
+                           HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path)))
+    proc = subprocess.run([nvim, "--headless", "-n", "-i", "NONE", "-u", str(NVIM_DIR / "init.lua"),
+                           "-c", f"luafile {NVIM_DIR / driver}"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert out.exists(), f"nvim wrote no result (rc {proc.returncode}): {proc.stdout[-2000:]} {proc.stderr[-2000:]}"
+    result = json.loads(out.read_text())
+    assert result["ok"], f"{result.get('error')} after steps {result.get('steps')}"
+    return result
+
+
 @pytest.mark.nvcc
 @pytest.mark.parametrize("relative", ["transpose.cu", "dir with space/kérnel ü.cu"], ids=["plain", "space-non-ascii"])
 def test_neovim_session(nvim: str, nvcc_available: object, tmp_path: Path, relative: str) -> None:
@@ -49,15 +66,7 @@ def test_neovim_session(nvim: str, nvcc_available: object, tmp_path: Path, relat
     src = tmp_path / relative
     src.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy(EXAMPLES / "transpose.cu", src)
-    out = tmp_path / "result.json"
-    env = _server_env(dict(os.environ, KERNCAST_NVIM_OUT=str(out), KERNCAST_NVIM_FILE=str(src),
-                           KERNCAST_NVIM_KERNEL="transposeNaive", HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path)))
-    proc = subprocess.run([nvim, "--headless", "-n", "-i", "NONE", "-u", str(NVIM_DIR / "init.lua"),
-                           "-c", f"luafile {NVIM_DIR / 'e2e.lua'}"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    assert out.exists(), f"nvim wrote no result (rc {proc.returncode}): {proc.stdout[-2000:]} {proc.stderr[-2000:]}"
-    result = json.loads(out.read_text())
-    assert result["ok"], f"{result.get('error')} after steps {result.get('steps')}"
+    result = _drive(nvim, tmp_path, "e2e.lua", src, KERNEL="transposeNaive")
     print(f"nvim {result['version']['major']}.{result['version']['minor']}.{result['version']['patch']}")
     assert result["filetype"] == "cuda"
     if " " in relative:
@@ -97,16 +106,7 @@ def test_neovim_unsaved_lines_above_a_flagged_kernel(nvim: str, nvcc_available: 
     src.write_text(text.replace(DECL, EMOJI_DECL, 1))
     stale = line_of(src, "= tile[threadIdx.x][threadIdx.y + j]")  # transposeTiled's column read
     decl = line_of(src, EMOJI_DECL.strip())
-    out = tmp_path / "result.json"
-    env = _server_env(dict(os.environ, KERNCAST_NVIM_OUT=str(out), KERNCAST_NVIM_FILE=str(src),
-                           KERNCAST_NVIM_TYPED=str(TYPED), KERNCAST_NVIM_STALE_LINE=str(stale),
-                           HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path)))
-    proc = subprocess.run([nvim, "--headless", "-n", "-i", "NONE", "-u", str(NVIM_DIR / "init.lua"),
-                           "-c", f"luafile {NVIM_DIR / 'stale.lua'}"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    assert out.exists(), f"nvim wrote no result (rc {proc.returncode}): {proc.stdout[-2000:]} {proc.stderr[-2000:]}"
-    result = json.loads(out.read_text())
-    assert result["ok"], f"{result.get('error')} after steps {result.get('steps')}"
+    result = _drive(nvim, tmp_path, "stale.lua", src, TYPED=str(TYPED), STALE_LINE=str(stale))
     assert result["offset_encoding"] == "utf-16"
     assert ("shared-bank-conflict", stale) in {(d["code"], d["line"]) for d in result["diagnostics"]}
 
@@ -142,16 +142,7 @@ def test_neovim_change_since_the_last_save(nvim: str, nvcc_available: object, tm
     kernel's lens says nothing of a change."""
     src = tmp_path / "matmul.cu"
     shutil.copy(EXAMPLES / "matmul.cu", src)
-    out = tmp_path / "result.json"
-    env = _server_env(dict(os.environ, KERNCAST_NVIM_OUT=str(out), KERNCAST_NVIM_FILE=str(src),
-                           KERNCAST_NVIM_OLD_LOOP="k < n; ++k", KERNCAST_NVIM_NEW_LOOP="k < n / 4; ++k",
-                           HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path)))
-    proc = subprocess.run([nvim, "--headless", "-n", "-i", "NONE", "-u", str(NVIM_DIR / "init.lua"),
-                           "-c", f"luafile {NVIM_DIR / 'last_save.lua'}"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    assert out.exists(), f"nvim wrote no result (rc {proc.returncode}): {proc.stdout[-2000:]} {proc.stderr[-2000:]}"
-    result = json.loads(out.read_text())
-    assert result["ok"], f"{result.get('error')} after steps {result.get('steps')}"
+    result = _drive(nvim, tmp_path, "last_save.lua", src, OLD_LOOP="k < n; ++k", NEW_LOOP="k < n / 4; ++k")
     assert len(result["first_lenses"]) == 2
     assert not any("last save" in (lens["title"] or "") for lens in result["first_lenses"]), result["first_lenses"]
 
