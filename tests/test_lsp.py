@@ -24,8 +24,18 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from test_lsp_resource_findings import RESOURCES_CU
 
 SERVER_COMMAND = [sys.executable, "-m", "kerncast.server", "lsp"]
+#: the server every pytest-lsp module starts (one per module and capability set)
+SERVER = ClientServerConfig(server_command=SERVER_COMMAND)
+#: the marks of every pytest-lsp module: one event loop for the module's server, and every departure from the
+#: LSP specification an error (the server must never call what a client did not advertise)
+LSP_MODULE = [pytest.mark.asyncio(loop_scope="module"),
+              pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning")]
+#: the initialization options of the modules that predict for one fixed GPU and target
+V100_SM75 = {"gpu": "v100", "arch": "sm_75"}
 LANGUAGE = {".cu": "cuda-cpp", ".ptx": "ptx"}
 TIMEOUT_S = 90
+#: a cold server's first compile (nvcc, ptxas, model loading) on a busy machine
+COLD_TIMEOUT_S = 300
 MEMORY_CODES = ("uncoalesced-global", "shared-bank-conflict", "divergent-branch")
 
 
@@ -157,11 +167,7 @@ def apply_workspace_edit(text: str, edit: lsp.WorkspaceEdit, uri: str, version: 
         lines = text.splitlines(keepends=True)
     return text
 
-pytestmark = [
-    pytest.mark.asyncio(loop_scope="module"),
-    pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning"),
-    pytest.mark.nvcc,
-]
+pytestmark = [*LSP_MODULE, pytest.mark.nvcc]
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -258,20 +264,26 @@ def answer_refresh_requests(lsp_client: LanguageClient) -> None:
         return None
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER_COMMAND), scope="module",
-                    params=["visual_studio_code", "neovim@v0.7.0"])
-async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest,
-                 tmp_path_factory: pytest.TempPathFactory):
-    workdir = lsp_client.workdir = make_workdir(tmp_path_factory)
+async def start_session(lsp_client: LanguageClient, workdir: Path, options: dict[str, Any],
+                        client_name: str = "visual_studio_code", capabilities: lsp.ClientCapabilities | None = None,
+                        folders: list[lsp.WorkspaceFolder] | None = None) -> lsp.InitializeResult:
+    """Initialize the module's server on `workdir` as the editor `client_name` (pytest-lsp's recorded capability
+    set, or `capabilities`), with what every `Session` relies on in place first: the record of all published
+    diagnostics and answers to the server's refresh requests."""
+    lsp_client.workdir = workdir
     Session.install_recorder(lsp_client)
     answer_refresh_requests(lsp_client)
+    lsp_client.client_name = client_name
+    return await lsp_client.initialize_session(lsp.InitializeParams(
+        capabilities=capabilities or client_capabilities(client_name), root_uri=uris.from_fs_path(str(workdir)),
+        workspace_folders=folders, initialization_options=options))
 
-    lsp_client.client_name = request.param
-    await lsp_client.initialize_session(lsp.InitializeParams(
-        capabilities=client_capabilities(request.param),
-        root_uri=uris.from_fs_path(str(workdir)),
-        initialization_options={"gpu": "v100", "arch": "sm_75", "analyzeOnChange": True},
-    ))
+
+@pytest_lsp.fixture(config=SERVER, scope="module", params=["visual_studio_code", "neovim@v0.7.0"])
+async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest,
+                 tmp_path_factory: pytest.TempPathFactory):
+    await start_session(lsp_client, make_workdir(tmp_path_factory), {**V100_SM75, "analyzeOnChange": True},
+                        request.param)
     yield
     await lsp_client.shutdown_session()
 

@@ -12,42 +12,28 @@ open leaves the header's own diagnostics in place.
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
 from pygls import uris
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
-from test_lsp import Session, answer_refresh_requests, needs_nvcc
+from pytest_lsp import LanguageClient
+from test_lsp import COLD_TIMEOUT_S as TIMEOUT_S
+from test_lsp import LSP_MODULE, SERVER, Session, needs_nvcc, start_session
 
-SERVER_COMMAND = [sys.executable, "-m", "kerncast.server", "lsp"]
-TIMEOUT_S = 300  # a cold server's first compile (nvcc, ptxas, model loading) on a busy machine
 SOURCES = Path(__file__).resolve().parent / "header_kernels"
 
-pytestmark = [
-    pytest.mark.asyncio(loop_scope="module"),
-    pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning"),
-    pytest.mark.nvcc,
-]
+pytestmark = [*LSP_MODULE, pytest.mark.nvcc]
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER_COMMAND), scope="module")
+@pytest_lsp.fixture(config=SERVER, scope="module")
 async def client(lsp_client: LanguageClient, tmp_path_factory: pytest.TempPathFactory):
     needs_nvcc()
     root = tmp_path_factory.mktemp("workspace")
     shutil.copytree(SOURCES, root / "project")
-    lsp_client.workdir = root
-    Session.install_recorder(lsp_client)
-    answer_refresh_requests(lsp_client)
-    lsp_client.client_name = "visual_studio_code"
-    await lsp_client.initialize_session(lsp.InitializeParams(
-        capabilities=client_capabilities("visual_studio_code"),
-        root_uri=uris.from_fs_path(str(root)),
-        workspace_folders=[lsp.WorkspaceFolder(uri=uris.from_fs_path(str(root)), name="project")],
-        initialization_options={"gpu": "h100"},
-    ))
+    await start_session(lsp_client, root, {"gpu": "h100"},
+                        folders=[lsp.WorkspaceFolder(uri=uris.from_fs_path(str(root)), name="project")])
     yield
     await lsp_client.shutdown_session()
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,32 +17,21 @@ from kerncast.analysis.context import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.server.hover import KERNCAST_PARTS
 from lsprotocol import types as lsp
-from pygls import uris
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
-from test_lsp import Session, answer_refresh_requests, needs_nvcc
+from pytest_lsp import LanguageClient
+from test_lsp import LSP_MODULE, SERVER, V100_SM75, Session, needs_nvcc, start_session
 
-SERVER_COMMAND = [sys.executable, "-m", "kerncast.server", "lsp"]
 MATMUL = Path(__file__).resolve().parents[1] / "examples" / "matmul.cu"
 ENERGY_UNIT = re.compile(r"\d (nJ|µJ|mJ|J)\b")
 
-pytestmark = [
-    pytest.mark.asyncio(loop_scope="module"),
-    pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning"),
-    pytest.mark.nvcc,
-]
+pytestmark = [*LSP_MODULE, pytest.mark.nvcc]
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER_COMMAND), scope="module")
+@pytest_lsp.fixture(config=SERVER, scope="module")
 async def client(lsp_client: LanguageClient, tmp_path_factory: pytest.TempPathFactory):
     needs_nvcc()
-    workdir = lsp_client.workdir = tmp_path_factory.mktemp("hover")
+    workdir = tmp_path_factory.mktemp("hover")
     shutil.copy(MATMUL, workdir / MATMUL.name)
-    Session.install_recorder(lsp_client)
-    answer_refresh_requests(lsp_client)
-    lsp_client.client_name = "visual_studio_code"
-    await lsp_client.initialize_session(lsp.InitializeParams(
-        capabilities=client_capabilities("visual_studio_code"), root_uri=uris.from_fs_path(str(workdir)),
-        initialization_options={"gpu": "v100", "arch": "sm_75"}))
+    await start_session(lsp_client, workdir, V100_SM75)
     yield
     await lsp_client.shutdown_session()
 

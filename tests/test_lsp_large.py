@@ -5,37 +5,26 @@ and analyses the document as soon as it is small enough again. What a keystroke 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
-from pygls import uris
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
-from test_lsp import MALFORMED_PTX, Session, answer_refresh_requests
+from pytest_lsp import LanguageClient
+from test_lsp import LSP_MODULE, MALFORMED_PTX, SERVER, Session, start_session
 
-SERVER_COMMAND = [sys.executable, "-m", "kerncast.server", "lsp"]
 LIMIT = 200_000
 
-pytestmark = [
-    pytest.mark.asyncio(loop_scope="module"),
-    pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning"),
-]
+pytestmark = LSP_MODULE
 
 SMALL_PTX = MALFORMED_PTX.replace("add.s32 %r2, %r1, ;;; garbage here", "add.s32 %r2, %r1, 1;").replace(
     "    ret\n", "    ret;\n}\n")
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER_COMMAND), scope="module")
+@pytest_lsp.fixture(config=SERVER, scope="module")
 async def client(lsp_client: LanguageClient, tmp_path_factory: pytest.TempPathFactory):
-    lsp_client.workdir = tmp_path_factory.mktemp("large")
-    Session.install_recorder(lsp_client)
-    answer_refresh_requests(lsp_client)
-    lsp_client.client_name = "visual_studio_code"
-    await lsp_client.initialize_session(lsp.InitializeParams(
-        capabilities=client_capabilities("visual_studio_code"), root_uri=uris.from_fs_path(str(lsp_client.workdir)),
-        initialization_options={"gpu": "v100", "analyzeOnChange": True, "maxFileBytes": LIMIT}))
+    await start_session(lsp_client, tmp_path_factory.mktemp("large"),
+                        {"gpu": "v100", "analyzeOnChange": True, "maxFileBytes": LIMIT})
     yield
     await lsp_client.shutdown_session()
 

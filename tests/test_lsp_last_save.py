@@ -10,42 +10,29 @@ from __future__ import annotations
 
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
-from pygls import uris
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
-from test_lsp import Session, answer_refresh_requests, needs_nvcc
+from pytest_lsp import LanguageClient
+from test_lsp import LSP_MODULE, SERVER, V100_SM75, Session, needs_nvcc, start_session
 
-SERVER_COMMAND = [sys.executable, "-m", "kerncast.server", "lsp"]
 MATMUL = Path(__file__).resolve().parents[1] / "examples" / "matmul.cu"
 NAIVE_LOOP = "for (int k = 0; k < n; ++k) {"
 SHORTER_LOOP = "for (int k = 0; k < n / 4; ++k) {"
 FASTER = re.compile(r"(\d+(?:\.\d+)?)x faster than the last save")
 
-pytestmark = [
-    pytest.mark.asyncio(loop_scope="module"),
-    pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning"),
-    pytest.mark.nvcc,
-]
+pytestmark = [*LSP_MODULE, pytest.mark.nvcc]
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER_COMMAND), scope="module",
-                    params=["visual_studio_code", "neovim@v0.7.0"])
+@pytest_lsp.fixture(config=SERVER, scope="module", params=["visual_studio_code", "neovim@v0.7.0"])
 async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest,
                  tmp_path_factory: pytest.TempPathFactory):
     needs_nvcc()
-    workdir = lsp_client.workdir = tmp_path_factory.mktemp("last_save")
+    workdir = tmp_path_factory.mktemp("last_save")
     shutil.copy(MATMUL, workdir / MATMUL.name)
-    Session.install_recorder(lsp_client)
-    answer_refresh_requests(lsp_client)
-    lsp_client.client_name = request.param
-    await lsp_client.initialize_session(lsp.InitializeParams(
-        capabilities=client_capabilities(request.param), root_uri=uris.from_fs_path(str(workdir)),
-        initialization_options={"gpu": "v100", "arch": "sm_75"}))
+    await start_session(lsp_client, workdir, V100_SM75, request.param)
     yield
     await lsp_client.shutdown_session()
 

@@ -9,25 +9,19 @@ working directory (the test runs the server from the repository root).
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
 from pygls import uris
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
-from test_lsp import Session, answer_refresh_requests, needs_nvcc
+from pytest_lsp import LanguageClient
+from test_lsp import COLD_TIMEOUT_S as TIMEOUT_S
+from test_lsp import LSP_MODULE, SERVER, Session, needs_nvcc, start_session
 
-SERVER_COMMAND = [sys.executable, "-m", "kerncast.server", "lsp"]
-TIMEOUT_S = 300  # a cold server's first compile (nvcc, ptxas, model loading) on a busy machine
 PROJECT = Path(__file__).resolve().parent / "cmake_project"
 
-pytestmark = [
-    pytest.mark.asyncio(loop_scope="module"),
-    pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning"),
-    pytest.mark.nvcc,
-]
+pytestmark = [*LSP_MODULE, pytest.mark.nvcc]
 
 
 def make_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -41,20 +35,12 @@ def make_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER_COMMAND), scope="module")
+@pytest_lsp.fixture(config=SERVER, scope="module")
 async def client(lsp_client: LanguageClient, tmp_path_factory: pytest.TempPathFactory):
-    root = lsp_client.workdir = make_workspace(tmp_path_factory)
-    Session.install_recorder(lsp_client)
-    answer_refresh_requests(lsp_client)
-
-    lsp_client.client_name = "visual_studio_code"
-    await lsp_client.initialize_session(lsp.InitializeParams(
-        capabilities=client_capabilities("visual_studio_code"),
-        root_uri=uris.from_fs_path(str(root)),
-        workspace_folders=[lsp.WorkspaceFolder(uri=uris.from_fs_path(str(root / "cmake_project")), name="cmake"),
-                           lsp.WorkspaceFolder(uri=uris.from_fs_path(str(root / "plain")), name="plain")],
-        initialization_options={"gpu": "a100", "includeDirs": ["headers"]},
-    ))
+    root = make_workspace(tmp_path_factory)
+    await start_session(lsp_client, root, {"gpu": "a100", "includeDirs": ["headers"]}, folders=[
+        lsp.WorkspaceFolder(uri=uris.from_fs_path(str(root / "cmake_project")), name="cmake"),
+        lsp.WorkspaceFolder(uri=uris.from_fs_path(str(root / "plain")), name="plain")])
     yield
     await lsp_client.shutdown_session()
 

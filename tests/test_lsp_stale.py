@@ -11,28 +11,21 @@ applies them.
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
-from pygls import uris
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
-from test_lsp import Session, _as_action, answer_refresh_requests, needs_nvcc
+from pytest_lsp import LanguageClient, client_capabilities
+from test_lsp import LSP_MODULE, SERVER, V100_SM75, Session, _as_action, needs_nvcc, start_session
 
-SERVER_COMMAND = [sys.executable, "-m", "kerncast.server", "lsp"]
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DECL = "    __shared__ float tile[TILE_DIM][TILE_DIM];"
 PADDED = "    __shared__ float tile[TILE_DIM][TILE_DIM + 1];"
 READ = "        odata[(y + j) * height + x] = tile[threadIdx.x][threadIdx.y + j];"
 TYPED = [f"// line {i} typed above the kernel, not saved" for i in range(15)]
 
-pytestmark = [
-    pytest.mark.asyncio(loop_scope="module"),
-    pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning"),
-    pytest.mark.nvcc,
-]
+pytestmark = [*LSP_MODULE, pytest.mark.nvcc]
 
 CLIENTS = {"vscode": "visual_studio_code", "neovim-0.7": "neovim@v0.7.0", "vscode-utf8": "visual_studio_code"}
 
@@ -75,24 +68,18 @@ def apply_edit(text: str, edit: lsp.WorkspaceEdit, uri: str, version: int, encod
     return text
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER_COMMAND), scope="module",
-                    params=list(CLIENTS))
+@pytest_lsp.fixture(config=SERVER, scope="module", params=list(CLIENTS))
 async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest,
                  tmp_path_factory: pytest.TempPathFactory):
     needs_nvcc()
-    workdir = lsp_client.workdir = tmp_path_factory.mktemp("stale")
+    workdir = tmp_path_factory.mktemp("stale")
     shutil.copy(EXAMPLES / "transpose.cu", workdir / "transpose.cu")
     (workdir / "emoji.cu").write_text((EXAMPLES / "transpose.cu").read_text().replace(
         DECL, "    /* 😀 */ " + DECL.lstrip(), 1).replace(READ, "        /* 😀 */ " + READ.lstrip(), 1))
-    Session.install_recorder(lsp_client)
-    answer_refresh_requests(lsp_client)
-    lsp_client.client_name = CLIENTS[request.param]
     caps = client_capabilities(CLIENTS[request.param])
     if request.param == "vscode-utf8":
         caps.general.position_encodings = [lsp.PositionEncodingKind.Utf8, lsp.PositionEncodingKind.Utf16]
-    result = await lsp_client.initialize_session(lsp.InitializeParams(
-        capabilities=caps, root_uri=uris.from_fs_path(str(workdir)),
-        initialization_options={"gpu": "v100", "arch": "sm_75"}))
+    result = await start_session(lsp_client, workdir, V100_SM75, CLIENTS[request.param], caps)
     lsp_client.encoding = str(getattr(result.capabilities.position_encoding, "value",
                                       result.capabilities.position_encoding))
     lsp_client.versioned = request.param != "neovim-0.7"
