@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kerncast.analysis.gpus import list_profiles, load_profile
@@ -165,36 +165,52 @@ class Anchor:
     end: int
 
 
-#: recent documents' source models by the identity of their line list (a published result's `lines` never
-#: changes): lenses, hovers, hints and actions ask once per kernel, and joining and hashing the whole text each
-#: time would cost O(kernels x file size) on the event loop
-_MODELS: OrderedDict[int, tuple[list[str], SourceFacts | None]] = OrderedDict()
+@dataclass
+class _TextFacts:
+    """What the server reads once from one analysed text: the source model, the lines that declare a PTX
+    `.entry`, and each kernel's anchor as it is first asked for."""
+
+    lines: list[str]  # kept, so that the list's id is not reused while it is cached
+    facts: SourceFacts | None
+    entries: list[tuple[int, str]] | None = None  # made on the first kernel that the source model lacks (PTX)
+    anchors: dict[tuple[str, str | None, Any], Anchor | None] = field(default_factory=dict)
+
+
+#: recent documents' facts by the identity of their line list (a published result's `lines` never changes):
+#: lenses, hovers, hints and actions ask once per kernel, and joining and scanning the whole text each time would
+#: cost O(kernels x file size) on the event loop
+_MODELS: OrderedDict[int, _TextFacts] = OrderedDict()
 _MODELS_KEPT = 8
 _MODELS_LOCK = threading.Lock()
 
 
-def source_model(lines: list[str]) -> SourceFacts | None:
-    """The library's source model of the document's text; None if it cannot be read."""
+def _text_facts(lines: list[str]) -> _TextFacts:
     with _MODELS_LOCK:
         hit = _MODELS.get(id(lines))
-        if hit is not None and hit[0] is lines:
-            return hit[1]
+        if hit is not None and hit.lines is lines:
+            return hit
     try:
         facts: SourceFacts | None = scan_source("\n".join(lines))
     except (ValueError, IndexError, RecursionError):
         facts = None
+    made = _TextFacts(lines, facts)
     with _MODELS_LOCK:
-        _MODELS[id(lines)] = (lines, facts)  # the list is kept, so its id is not reused while it is here
+        _MODELS[id(lines)] = made
         while len(_MODELS) > _MODELS_KEPT:
             _MODELS.popitem(last=False)
-    return facts
+    return made
+
+
+def source_model(lines: list[str]) -> SourceFacts | None:
+    """The library's source model of the document's text; None if it cannot be read."""
+    return _text_facts(lines).facts
 
 
 def forget_model(lines: list[str]) -> None:
     """Drop the source model of a closed document's lines (it would otherwise stay until pushed out)."""
     with _MODELS_LOCK:
         hit = _MODELS.get(id(lines))
-        if hit is not None and hit[0] is lines:
+        if hit is not None and hit.lines is lines:
             del _MODELS[id(lines)]
 
 
@@ -230,19 +246,31 @@ def kernel_definition(lines: list[str], k: KernelReport) -> KernelDefinition | N
 
 def kernel_anchor(lines: list[str], k: KernelReport) -> Anchor | None:
     """Where the kernel's name is written: its definition in the source model, else (PTX) the `.entry` line
-    that names it, else the start of its reported line."""
+    that names it, else the start of its reported line. Found once per text and kernel: every lens, hint,
+    hover and action asks for every kernel's anchor, and a PTX file's search passes over its lines."""
+    text_facts = _text_facts(lines)
+    key = (k.name, k.mangled, k.line)
+    if key in text_facts.anchors:
+        return text_facts.anchors[key]
+    anchor = text_facts.anchors[key] = _find_anchor(text_facts, k)
+    return anchor
+
+
+def _find_anchor(text_facts: _TextFacts, k: KernelReport) -> Anchor | None:
+    lines = text_facts.lines
     kdef = kernel_definition(lines, k)
-    facts = source_model(lines) if kdef is not None else None
+    facts = text_facts.facts
     if kdef is not None and facts is not None:
         line, col = facts.position(kdef.name_offset)
         return Anchor(line - 1, col - 1, col - 1 + len(kdef.name))
     names = [n for n in (k.mangled, base_name(k.name or "")) if n]
-    for ln, text in enumerate(lines):
-        if ".entry" in text:
-            for n in names:
-                at = _name_in_line(text, n)
-                if at >= 0:
-                    return Anchor(ln, at, at + len(n))
+    if text_facts.entries is None:
+        text_facts.entries = [(ln, text) for ln, text in enumerate(lines) if ".entry" in text]
+    for ln, text in text_facts.entries:
+        for n in names:
+            at = _name_in_line(text, n)
+            if at >= 0:
+                return Anchor(ln, at, at + len(n))
     reported = k.line
     if not isinstance(reported, int) or reported < 1 or not lines:
         return None
