@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from kerncast.analysis.gpus import list_profiles, load_profile
 from kerncast.analysis.report import FileReport, Finding, KernelReport, Related
 from kerncast.analysis.rules import rule
-from kerncast.analysis.source_model import KernelDefinition, SourceFacts, scan_source
+from kerncast.analysis.source_model import KernelDefinition, SourceFacts, scanned
 from kerncast.server.positions import UTF16, range_to_client
 from kerncast.server.units import fmt_energy_uj, fmt_time, time_range
 from lsprotocol import types as lsp
@@ -189,11 +189,7 @@ def _text_facts(lines: list[str]) -> _TextFacts:
         hit = _MODELS.get(id(lines))
         if hit is not None and hit.lines is lines:
             return hit
-    try:
-        facts: SourceFacts | None = scan_source("\n".join(lines))
-    except (ValueError, IndexError, RecursionError):
-        facts = None
-    made = _TextFacts(lines, facts)
+    made = _TextFacts(lines, scanned("\n".join(lines)))
     with _MODELS_LOCK:
         _MODELS[id(lines)] = made
         while len(_MODELS) > _MODELS_KEPT:
