@@ -10,29 +10,22 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_lsp
-from kerncast.analysis.compile import ToolchainError, find_toolchain
 from lsprotocol import types as lsp
 from pygls import uris
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
-from test_lsp import Session, answer_refresh_requests
+from pytest_lsp import LanguageClient
+from test_lsp import LSP_MODULE, SERVER, V100_SM75, needs_nvcc, start_session
 
-SERVER_COMMAND = [sys.executable, "-m", "kerncast.server", "lsp"]
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 TIMEOUT_S = 90
 #: the name of the directory and file with a space and non-ASCII characters
 ODD_DIR, ODD_FILE = "dir with space", "kérnel ü.cu"
 
-pytestmark = [
-    pytest.mark.asyncio(loop_scope="module"),
-    pytest.mark.filterwarnings("error::pytest_lsp.LspSpecificationWarning"),
-    pytest.mark.nvcc,
-]
+pytestmark = [*LSP_MODULE, pytest.mark.nvcc]
 
 
 def hostile_defines(marker_dir: Path) -> list[str]:
@@ -41,26 +34,18 @@ def hostile_defines(marker_dir: Path) -> list[str]:
             f'Q="a";touch {marker_dir}/quote', f"S=1;touch {marker_dir}/semicolon", "GOOD=1"]
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER_COMMAND), scope="module")
+@pytest_lsp.fixture(config=SERVER, scope="module")
 async def client(lsp_client: LanguageClient, tmp_path_factory: pytest.TempPathFactory):
-    try:
-        find_toolchain()
-    except ToolchainError as exc:
-        pytest.skip(f"no CUDA toolchain, these tests compile real files: {exc}")
+    needs_nvcc()
     workdir = tmp_path_factory.mktemp("hostile")
     (workdir / ODD_DIR).mkdir()
     shutil.copy(EXAMPLES / "transpose.cu", workdir / ODD_DIR / ODD_FILE)
     shutil.copy(EXAMPLES / "saxpy.cu", workdir / "saxpy.cu")
     markers = workdir / "markers"
     markers.mkdir()
-    lsp_client.workdir, lsp_client.markers = workdir, markers
-    Session.install_recorder(lsp_client)
-    answer_refresh_requests(lsp_client)
-    await lsp_client.initialize_session(lsp.InitializeParams(
-        capabilities=client_capabilities("visual_studio_code"), root_uri=uris.from_fs_path(str(workdir)),
-        initialization_options={"gpu": "v100", "arch": "sm_75", "defines": hostile_defines(markers),
-                                "timeoutSeconds": 1e10},
-    ))
+    lsp_client.markers = markers
+    await start_session(lsp_client, workdir,
+                        {**V100_SM75, "defines": hostile_defines(markers), "timeoutSeconds": 1e10})
     yield
     await lsp_client.shutdown_session()
 
