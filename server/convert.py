@@ -6,13 +6,12 @@ holds), and any part of a report may be missing (`None`): it then reads "not ava
 
 from __future__ import annotations
 
-import functools
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kerncast.analysis.gpus import list_profiles, load_profile
+from kerncast.analysis.gpus import load_profile
 from kerncast.analysis.report import FileReport, Finding, KernelReport, Related
 from kerncast.analysis.rules import rule
 from kerncast.analysis.source_model import KernelDefinition, SourceFacts, scanned
@@ -75,27 +74,7 @@ def launch_text(launch: Launch | None) -> str:
 
 
 def gpu_label(gpu_id: str) -> str:
-    """Short GPU name for a lens ("V100"), from the profile when it loads.
-
-    Every lens, inlay hint and hover of every kernel asks for it, and `load_profile` looks for an id among the
-    shipped files (a directory listing) on each call: a shipped profile's label, which cannot change while the
-    server runs, is made once; a profile given by path is read again, as the analysis reads it."""
-    if gpu_id in _shipped_ids():
-        return _shipped_label(gpu_id)
-    return _label(gpu_id)
-
-
-@functools.cache
-def _shipped_ids() -> frozenset[str]:
-    return frozenset(list_profiles())
-
-
-@functools.cache
-def _shipped_label(gpu_id: str) -> str:
-    return _label(gpu_id)
-
-
-def _label(gpu_id: str) -> str:
+    """Short GPU name for a lens ("V100"), from the profile when it loads."""
     try:
         name = load_profile(gpu_id).name
     except Exception:  # noqa: BLE001 - an unknown id still gets a label
