@@ -315,9 +315,14 @@ class FileReport:
             out.setdefault(k.file or self.file, []).append(k)
         return out
 
+    def all_kernels(self) -> tuple[KernelReport, ...]:
+        """The file's own kernels, then those defined in the files it includes (`included_kernels`): every
+        kernel the analysis of this file predicted, which most consumers list alike."""
+        return (*self.kernels, *self.included_kernels)
+
     def kernel(self, name: str) -> KernelReport | None:
         """The kernel of that name or mangled name: the file's own first, then those of the files it includes."""
-        for k in (*self.kernels, *self.included_kernels):
+        for k in self.all_kernels():
             if name in (k.name, k.mangled):
                 return k
         return None

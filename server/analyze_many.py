@@ -86,7 +86,7 @@ def analyse_one(path: str, options: Any, fmt: str) -> FileOutcome:
         output = render_file_report(report)
     errors = [f"{report.file}:{f.line}:{f.column}: error: {f.message}" for f in report.findings
               if f.severity == "error"]
-    for k in (*report.kernels, *report.included_kernels):
+    for k in report.all_kernels():
         errors += [f"{f.file or report.file}:{f.line}:{f.column}: error: {f.message}" for f in k.findings
                    if f.severity == "error"]
     warnings = sum(1 for f in report.all_findings() if f.severity == "warning")

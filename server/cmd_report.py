@@ -43,7 +43,7 @@ def build_page(reports: list[FileReport], source: str) -> str:
     main = reports[0]
     roofs = [roofs_of(load_profile(r.gpu)) for r in reports]  # each profile read once, not once per kernel
     others: dict[str, list[GpuFigures]] = {}
-    for k in (*main.kernels, *main.included_kernels):
+    for k in main.all_kernels():
         for r, r_roofs in zip(reports[1:], roofs[1:], strict=True):
             other = r.kernel(k.mangled) or r.kernel(k.name)
             if other is not None:
@@ -111,5 +111,5 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ProfileError) as exc:
         print(f"kerncast: cannot write {out}: {exc}", file=sys.stderr)
         return 1
-    print(f"kerncast: wrote {out} ({len(reports[0].kernels) + len(reports[0].included_kernels)} kernels)")
+    print(f"kerncast: wrote {out} ({len(reports[0].all_kernels())} kernels)")
     return 0 if reports[0].ok else 1

@@ -49,7 +49,7 @@ def _figures(k: KernelReport | None) -> dict[str, Any]:
 
 
 def _kernels(report: FileReport) -> dict[str, KernelReport]:
-    return {k.name: k for k in (*report.kernels, *report.included_kernels)}
+    return {k.name: k for k in report.all_kernels()}
 
 
 def compare_reports(old: FileReport, new: FileReport) -> list[KernelChange]:

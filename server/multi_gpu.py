@@ -63,10 +63,6 @@ def kernel_figures(gpu: str, k: KernelReport | None) -> dict[str, Any]:
             "energy_uj": e.uj if e else None}
 
 
-def _kernels(report: FileReport) -> list[KernelReport]:
-    return [*report.kernels, *report.included_kernels]
-
-
 def per_gpu_json(reports: list[FileReport]) -> dict[str, Any]:
     """The first GPU's JSON with, for several GPUs, `gpus` (the ids) and each kernel's `per_gpu` list."""
     main = reports[0].to_json()
@@ -84,7 +80,7 @@ def per_gpu_text(reports: list[FileReport]) -> str:
     out = [f"{reports[0].file}: {len(reports)} GPUs ({', '.join(r.gpu for r in reports)})"]
     for r in reports:
         out.extend(f"  {r.gpu}: {f.severity} [{f.code}] {f.message}" for f in r.findings)
-    for k in _kernels(reports[0]):
+    for k in reports[0].all_kernels():
         out.append("")
         out.append(f"kernel {k.name}")
         for r in reports:

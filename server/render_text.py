@@ -130,7 +130,7 @@ def render_file_report(report: FileReport) -> str:
              + (f", {report.toolkit}" if report.toolkit else "")]
     lines.extend(_finding_line(f) for f in report.findings)
     lines.extend(f"note: {n}" for n in report.notes)
-    for k in (*report.kernels, *report.included_kernels):
+    for k in report.all_kernels():
         lines.append("")
         lines.extend(_kernel_lines(k))
     return "\n".join(lines) + "\n"

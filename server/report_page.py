@@ -184,7 +184,7 @@ def render_page(page: PageInput) -> str:
     file_findings = "".join(f"<li>{escape(f.severity)} [{escape(str(f.code))}] line {f.line}: {escape(f.message)}"
                             "</li>" for f in r.findings)
     extra = (f"<ul>{file_findings}{notes}</ul>" if notes or file_findings else "")
-    kernels = [_kernel_section(page, k, lines) for k in (*r.kernels, *r.included_kernels)]
+    kernels = [_kernel_section(page, k, lines) for k in r.all_kernels()]
     if not kernels:
         kernels = ["<p>no kernel was analysed</p>"]
     return head + intro + extra + "".join(kernels) + "</body></html>\n"

@@ -64,7 +64,7 @@ def _location(uri: str, base: str | None, line: int, column: int, end_line: int,
 def _findings(report: FileReport) -> list[Finding]:
     """The file's findings, then every kernel's (those of included headers' kernels carry their file)."""
     out = list(report.findings)
-    for k in (*report.kernels, *report.included_kernels):
+    for k in report.all_kernels():
         for f in k.findings:
             out.append(f if f.kernel is not None else Finding(
                 f.code, f.severity, f.line, f.column, f.end_line, f.end_column, f.message, f.detail, f.fix,
@@ -140,7 +140,7 @@ def to_sarif(report: FileReport) -> dict[str, Any]:
         "artifacts": [artifact],
         "results": [_result(f, index[str(f.code)], uri, base) for f in findings],
         "properties": {"gpu": report.gpu, "arch": report.arch, "toolkit": report.toolkit,
-                       "kernels": [k.name for k in (*report.kernels, *report.included_kernels)]},
+                       "kernels": [k.name for k in report.all_kernels()]},
     }
     if not report.ok:
         run["invocations"] = [{"executionSuccessful": False, "toolExecutionNotifications": [

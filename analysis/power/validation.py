@@ -58,7 +58,7 @@ def _kernel(report: Any, name: str) -> Any:
     found = report.kernel(name)
     if found is not None:
         return found
-    return next((k for k in (*report.kernels, *report.included_kernels) if split_kernel_name(k.name)[0] == name), None)
+    return next((k for k in report.all_kernels() if split_kernel_name(k.name)[0] == name), None)
 
 
 def score_launch(m: MeasuredLaunch, gpu: str, include_dirs: list[str] | None = None,
