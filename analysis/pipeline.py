@@ -72,7 +72,7 @@ from kerncast.analysis.ptx.parser import kernel_shared_bytes
 from kerncast.analysis.report import FileReport, Finding, KernelReport, LoopInfo
 from kerncast.analysis.resource_findings import resource_stage
 from kerncast.analysis.rules import Code
-from kerncast.analysis.source_model import scan_file, scan_source
+from kerncast.analysis.source_model import scan_file, scanned
 from kerncast.analysis.targets import resolve_target
 from kerncast.analysis.timing.gains import gain_stage
 from kerncast.analysis.timing.stages import occupancy_stage, time_stage
@@ -364,9 +364,9 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
     the kernels defined in the analysed file are reported, with their launches read from the includer."""
     # ptxas starts at once, overlapping the parse and the analysis; with a cache, on the new kernels only.
     if cache is None:
-        resources, scanned = start_ptxas(ptx, options), set()
+        resources, seen = start_ptxas(ptx, options), set()
     else:
-        resources, scanned = start_ptxas_cached(ptx, options, cache)
+        resources, seen = start_ptxas_cached(ptx, options, cache)
     try:
         module = parse_ptx(ptx, report.file, reuse=cache.functions if cache is not None else None)
     except PtxSyntaxError as exc:
@@ -378,7 +378,7 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
     if not module.kernels:
         report.notes.append("no kernel (.entry) in this file")
         return report
-    if cache is not None and not {fn.name for fn in module.kernels} <= scanned:  # the scan missed a kernel
+    if cache is not None and not {fn.name for fn in module.kernels} <= seen:  # the scan missed a kernel
         resources = start_ptxas(ptx, options)
     names = _display_names(module)
     if cuda_source is None:
@@ -556,9 +556,8 @@ def _kernel_line(fn: Function, main_file: str | None, cuda_source: str) -> int |
 
 def _definition_spans(fn: Function, cuda_source: str) -> list[tuple[int, int]]:
     """(first, last) line of each definition in the source of a kernel with this function's name."""
-    try:
-        facts = scan_source(cuda_source)
-    except (ValueError, IndexError, RecursionError):  # unscannable source: no spans, every line counts
+    facts = scanned(cuda_source)
+    if facts is None:  # unscannable source: no spans, every line counts
         return []
     base, _ = split_kernel_name(fn.display_name)
     return [(facts.position(d.start_offset)[0], facts.position(d.body_end)[0])

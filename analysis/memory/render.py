@@ -10,7 +10,7 @@ import re
 
 from kerncast.analysis.dataflow.expr import Atoms, Value
 from kerncast.analysis.launch import split_kernel_name
-from kerncast.analysis.source_model import scan_source
+from kerncast.analysis.source_model import scanned
 
 _SPECIAL = {"tid": "threadIdx", "ntid": "blockDim", "ctaid": "blockIdx", "nctaid": "gridDim"}
 _CMP_TEXT = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "lo": "<", "ls": "<=",
@@ -39,10 +39,8 @@ def kernel_param_names(cuda_source: str | None, kernel_name: str) -> list[str]:
     short = kernel_name[m.end():m.end() + int(m.group(1))] if m else split_kernel_name(kernel_name)[0]
     if not short:
         return []
-    try:
-        kdef = scan_source(cuda_source).kernel(short, included=False)
-    except (ValueError, IndexError, RecursionError):
-        return []
+    facts = scanned(cuda_source)
+    kdef = facts.kernel(short, included=False) if facts is not None else None
     if kdef is None:
         return []
     return [n or f"arg{i}" for i, n in enumerate(kdef.params)]
