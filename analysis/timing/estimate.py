@@ -345,13 +345,20 @@ def global_traffic(memory: RequestCounts | None, cfg: Cfg, block: tuple[int, int
     covered = uncovered = 0.0
     for a in accesses:
         if a.space == "global":
-            sectors = a.sectors_per_request if a.known and a.sectors_per_request else 32.0 * a.width_bytes / sector
-            moved = sectors * sector * a.executions * warps
+            moved = requested_sectors(a, sector) * sector * a.executions * warps
             if fp.covered is not None and a.index in fp.covered:
                 covered += moved
             else:
                 uncovered += moved
     return fp, (covered, uncovered), unit_replays(memory)
+
+
+def requested_sectors(access: Any, sector: int) -> float:
+    """The sectors one warp request of a global access moves, as the DRAM floor counts them: the memory
+    analysis's count where the address is known, else the bytes the lanes ask for (no reuse, no waste assumed)."""
+    if access.known and access.sectors_per_request:
+        return float(access.sectors_per_request)
+    return 32.0 * access.width_bytes / sector
 
 
 def unit_replays(memory: MemoryAnalysis | None) -> dict[int, float]:

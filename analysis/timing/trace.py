@@ -35,7 +35,7 @@ from kerncast.analysis.deps import DepGraph
 from kerncast.analysis.loops import LoopForest
 from kerncast.analysis.memory.analysis import MemoryAnalysis
 from kerncast.analysis.timing.cache_model import l1_hit_latency, l1_reuse, load_latency, reuse_note
-from kerncast.analysis.timing.estimate import KernelGraphs, loop_trips, unit_replays
+from kerncast.analysis.timing.estimate import KernelGraphs, loop_trips, requested_sectors, unit_replays
 from kerncast.analysis.timing.launch_cost import launch_cost
 from kerncast.analysis.timing.pipelined import achievable_bandwidth_gbs, l2_hit_cycles, native_latencies, tensor_slots
 from kerncast.analysis.timing.trace_paths import ASSUMED, DIVERGENT, BranchResolver, Item, WarpTrace, build_trace
@@ -79,10 +79,11 @@ def _sectors(memory: MemoryAnalysis | None) -> dict[int, float]:
 
 def _dram_share(memory: MemoryAnalysis | None, dram_bytes: float | None, warps: int, sector: int) -> float:
     """The share of the launch's requested global bytes that go to DRAM (the rest hit the L2): the kerncast
-    model's DRAM bytes over the bytes the requests move with no reuse; 1 when either is unknown."""
+    model's DRAM bytes over the bytes the requests move with no reuse, both counted as that model counts them
+    (`requested_sectors`); 1 when either is unknown."""
     if memory is None or dram_bytes is None:
         return 1.0
-    requested = sum((a.sectors_per_request if a.known and a.sectors_per_request else 32.0) * sector * a.executions
+    requested = sum(requested_sectors(a, sector) * sector * a.executions
                     for a in memory.accesses if a.space == "global") * warps
     return min(1.0, dram_bytes / requested) if requested > 0 else 1.0
 
