@@ -149,10 +149,22 @@ def test_static_power_comes_from_sourced_uncalibrated_figures():
     t = static_table()
     # AccelWattch's Quadro V100: integer + FP32 at 32 lanes is 18.62 + 31 x 0.645 W over its 80 SMs
     assert t.watts_by_class["int_fp"] == pytest.approx(18.62 + 31 * 0.645)
-    v100 = replace(load_profile("v100"), core_clock_mhz=t.clock_mhz)
     ev = EventEnergy(1.0, 0.0, 0.0, {"FP32 arithmetic": 1.0}, {}, [], load_constants("Volta"))
-    full = event_power(ev, v100, _time(100.0), blocks=80, blocks_per_sm=1, warps_per_block=8)
-    assert full.static_w == pytest.approx(18.62 + 31 * 0.645)  # the reference GPU at its clock: the figure itself
+    full = event_power(ev, load_profile("v100"), _time(100.0), blocks=80, blocks_per_sm=1, warps_per_block=8)
+    assert full.static_w == pytest.approx(18.62 + 31 * 0.645)  # the reference generation, 80 SMs: the figure itself
+
+
+def test_static_power_follows_the_node_not_the_clock():
+    # static power is leakage and powered idle logic: AccelWattch scales it with the voltage, never the clock,
+    # so a GPU boosting higher pays no more of it; a finer node pays less per SM
+    h100 = load_profile("h100")
+    boost = event_power(_event(1.0), h100, _time(100.0), blocks=132, blocks_per_sm=1, warps_per_block=8)
+    slow = event_power(_event(1.0), replace(h100, core_clock_mhz=h100.core_clock_mhz / 2), _time(100.0),
+                       blocks=132, blocks_per_sm=1, warps_per_block=8)
+    assert slow.static_w == pytest.approx(boost.static_w)
+    t = static_table()
+    hopper, volta = load_constants("Hopper").node_scale, load_constants("Volta").node_scale
+    assert boost.static_w == pytest.approx(t.watts_by_class["int_fp"] / t.sm_count * hopper / volta * 132)
 
 
 def test_evaluate_measured_scores_both_models_on_measured_launches(nvcc_available, tmp_path):

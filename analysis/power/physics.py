@@ -5,10 +5,12 @@
 * idle: the profile's board power at P0 with no kernel (fans, board, memory and the clocked but idle chip; what
   AccelWattch calls constant power).
 * static: the lane-activation power of the SMs the kernel keeps busy, by the unit classes it uses (integer,
-  FP32, FP64, SFU, tensor cores, or memory only), from AccelWattch's Volta figures scaled to the GPU's node and
-  clock (`data/energy.toml`, [static_power]). Only the SMs the grid keeps busy pay it, averaged over the waves,
+  FP32, FP64, SFU, tensor cores, or memory only), from AccelWattch's Volta figures scaled to the GPU's node
+  (`data/energy.toml`, [static_power]). Only the SMs the grid keeps busy pay it, averaged over the waves,
   for the share of the predicted time that is not launch overhead, and for the share of the SM's warp
-  schedulers (sub-partitions) its resident warps occupy.
+  schedulers (sub-partitions) its resident warps occupy. It does not scale with the core clock: static power
+  is leakage and powered-but-idle logic, which AccelWattch scales with the supply voltage alone (its DVFS
+  rule: static by V, dynamic by V squared), and no profile gives a voltage, so the reference's stands.
 * dynamic: the per-event energy of events.py (executed warp instructions by class, shared wavefronts, L1/L2/DRAM
   sectors) over the predicted time.
 * power capping: a GPU's clock boosts while it is under its power limit; when the demand exceeds the TDP, the
@@ -43,7 +45,6 @@ class StaticTable:
 
     watts_by_class: dict[str, float]  # whole reference SM array, all 32 lanes active
     sm_count: int
-    clock_mhz: float
     node_scale: float
     uncertainty: float
     idle_spread: float
@@ -58,9 +59,9 @@ def static_table() -> StaticTable:
     ref = table["generations"][st["reference_generation"]]
     watts = {k: float(v[0]) + (WARP - 1) * float(v[1]) for k, v in st.items()
              if isinstance(v, list) and len(v) == 2}
-    return StaticTable(watts, int(st["reference_sm_count"]), float(st["reference_clock_mhz"]),
-                       float(ref["node_scale"]), float(table["uncertainty"]["uncalibrated_factor"]),
-                       float(table["uncertainty"]["idle_spread"]), st["source"])
+    return StaticTable(watts, int(st["reference_sm_count"]), float(ref["node_scale"]),
+                       float(table["uncertainty"]["uncalibrated_factor"]), float(table["uncertainty"]["idle_spread"]),
+                       st["source"])
 
 
 def unit_class(event: EventEnergy) -> str:
@@ -71,11 +72,11 @@ def unit_class(event: EventEnergy) -> str:
     return "memory_only"
 
 
-def static_per_sm_w(event: EventEnergy, gpu: Any) -> float:
-    """Lane-activation static power of one busy SM of `gpu`, all lanes active."""
+def static_per_sm_w(event: EventEnergy) -> float:
+    """Lane-activation static power of one busy SM of the event table's generation, all lanes active: the
+    reference figure per SM scaled by the node alone (static power follows the voltage, not the clock)."""
     t = static_table()
-    node = event.constants.node_scale / t.node_scale
-    return t.watts_by_class[unit_class(event)] / t.sm_count * node * (float(gpu.core_clock_mhz) / t.clock_mhz)
+    return t.watts_by_class[unit_class(event)] / t.sm_count * event.constants.node_scale / t.node_scale
 
 
 def busy_sms(blocks: int, blocks_per_sm: int, sm_count: int) -> float:
@@ -166,7 +167,7 @@ def event_power(event: EventEnergy, gpu: Any, time: Any, blocks: int, blocks_per
     schedulers = max(1, int(getattr(gpu.units, "warp_schedulers", 4) or 4))
     partitions = min(1.0, resident_warps / schedulers)
     share = busy_share(time)
-    per_sm = static_per_sm_w(event, gpu)
+    per_sm = static_per_sm_w(event)
     static = per_sm * sms * partitions * share
     dynamic = dynamic_uj / us if us > 0 else 0.0
     watts, factor = _capped(idle, tdp, static, dynamic)
@@ -180,7 +181,7 @@ def event_power(event: EventEnergy, gpu: Any, time: Any, blocks: int, blocks_per
     result.assumptions += [
         f"idle {idle:g} W and TDP {tdp:g} W from the GPU profile; the clock at its boost value unless capped",
         f"static {per_sm:.2f} W per busy SM ({result.unit_class.replace('_', '+')} units; AccelWattch's Volta "
-        f"figure scaled to this node and clock) x {sms:.0f} busy SMs x {partitions:.0%} of their schedulers x "
+        f"figure scaled to this node, not to the clock) x {sms:.0f} busy SMs x {partitions:.0%} of their schedulers x "
         f"{share:.0%} of the time outside the launch overhead",
         f"dynamic: {dynamic_uj:.3g} µJ of events over the predicted {us:.3g} µs"
         + (f" (DRAM: the timing stage's {dram_bytes / 1e6:.3g} MB, with L2 reuse)" if dram_bytes is not None else
