@@ -16,7 +16,7 @@ from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.deps import DepGraph, block_dependences
 from kerncast.analysis.isa import InstrClass, classify
 from kerncast.analysis.memory.analysis import MemoryAnalysis
-from kerncast.analysis.timing.cache_model import l1_reuse
+from kerncast.analysis.timing.cache_model import L1Reuse, l1_hit_latency, l1_reuse
 from kerncast.analysis.timing.constants import timing_constants
 from kerncast.analysis.timing.counts import dynamic_counts
 from kerncast.analysis.timing.footprint import Footprint, footprint, wave_extent
@@ -305,7 +305,9 @@ def _kerncast(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per_bl
              if isinstance(memory, MemoryAnalysis) else [])
     kc = predict_pipelined(cfg, loops, profile, dags=graphs.dags, classes=graphs.classes, trips=trip_map,
                            blocks=blocks, threads_per_block=threads_per_block, blocks_per_sm=resident, grid=grid,
-                           replays=replays, footprint=fp, requested=requested, l1=reuse)
+                           replays=replays, footprint=fp, requested=requested, l1=reuse,
+                           l1_hit_bytes=l1_hit_bytes(memory, reuse, fp, warps, int(profile.sector_bytes or 32))
+                           if fp is not None and l1_hit_latency(profile) is not None else 0.0)
     return kc, fp, requested, replays
 
 
@@ -351,6 +353,15 @@ def global_traffic(memory: RequestCounts | None, cfg: Cfg, block: tuple[int, int
             else:
                 uncovered += moved
     return fp, (covered, uncovered), unit_replays(memory)
+
+
+def l1_hit_bytes(memory: MemoryAnalysis, reuse: list[L1Reuse], fp: Footprint, warps: int, sector: int) -> float:
+    """The requested bytes of accesses in the footprint that the L1 serves: each reused load's requested sectors
+    times the share of its executions that find their sector there (`cache_model.l1_reuse`)."""
+    share = {r.index: r.share for r in reuse}
+    return sum(requested_sectors(a, sector) * sector * a.executions * warps * share[a.index]
+               for a in memory.accesses
+               if a.index in share and fp.covered is not None and a.index in fp.covered)
 
 
 def requested_sectors(access: Any, sector: int) -> float:

@@ -28,7 +28,10 @@ changes how the parts combine, each change a physical property of the hardware:
   performed (their latency), not when they are issued. Elsewhere a store costs its issue only.
 * A memory floor: DRAM bytes / achievable bandwidth. The bytes are the distinct bytes the launch touches
   (`footprint.py`) when a wave's working set fits in L2; when it does not, the share of the wave's re-reads
-  that the L2 cannot hold goes to DRAM too. Never more than the requested sectors (no reuse at all).
+  that the L2 cannot hold goes to DRAM too; a load the L1 serves (`cache_model.py`) is no re-read of the L2.
+  Never more than the requested sectors (no reuse at all). Each SM draws at most its even share of the
+  bandwidth (Hong & Kim's per-SM memory queue), so a launch with fewer blocks than SMs pulls
+  ``busy SMs / SMs`` of it: one SM's requests leave it one after another, and an idle SM issues none.
 * The launch: its fixed cost is paid once (`launch_cost.py`: the GPU's launch latency and the host's launch
   time that a short kernel cannot hide, or the thesis's event-timed intercept on its GPUs); its per-thread
   part (block dispatch) overlaps the kernel, so the time is ``fixed + max(kernel, dispatch)``.
@@ -191,11 +194,13 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
                       classes: Mapping[int, InstrClass], trips: Mapping[int, float], blocks: int,
                       threads_per_block: int, blocks_per_sm: int, grid: tuple[int, int, int],
                       replays: Mapping[int, float], footprint: Footprint | None,
-                      requested: tuple[float, float] | None, l1: list[L1Reuse] | None = None) -> PipelinedResult:
+                      requested: tuple[float, float] | None, l1: list[L1Reuse] | None = None,
+                      l1_hit_bytes: float = 0.0) -> PipelinedResult:
     """Predict one launch with the kerncast model (see the module docstring).
 
     `replays` maps an instruction index to its unit passes per warp (1 when ideal); `requested` is the bytes
-    the launch's global requests move with no reuse at all: (of accesses in `footprint`, of the others).
+    the launch's global requests move with no reuse at all: (of accesses in `footprint`, of the others), and
+    `l1_hit_bytes` the part of the first that the L1 serves (`cache_model.py`), which never reaches the L2.
     """
     const = timing_constants()["kerncast"]
     warp = profile.warp_size
@@ -240,10 +245,17 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     compute_us = compute_cycles / clock
 
     bw, bw_note = achievable_bandwidth_gbs(profile)
-    dram, cold, mem_notes = _dram_bytes(profile, footprint, requested, blocks, resident, const)
+    dram, cold, mem_notes = _dram_bytes(profile, footprint, requested, blocks, resident, const, l1_hit_bytes)
     camping = footprint.camping if footprint is not None else 1.0
-    memory_us = dram * camping / (bw * 1e3)  # GB/s = 1e3 bytes per microsecond
-    memory_cold_us = cold * camping / (bw * 1e3)
+    busy_sms = min(profile.sm_count, blocks)
+    # an SM's memory pipeline draws at most its even share of the DRAM bandwidth (Hong & Kim's per-SM DRAM
+    # queue, the departure delay between one SM's requests): a launch that keeps fewer SMs busy pulls less
+    bw_busy = bw * busy_sms / profile.sm_count
+    memory_us = dram * camping / (bw_busy * 1e3)  # GB/s = 1e3 bytes per microsecond
+    memory_cold_us = cold * camping / (bw_busy * 1e3)
+    if busy_sms < profile.sm_count:
+        mem_notes.append(f"busy SMs: {busy_sms} of {profile.sm_count} SMs run a block, and an SM draws at most "
+                         f"its even share of the DRAM bandwidth, so the launch reaches {bw_busy:.4g} GB/s")
     if camping > 1.0:
         mem_notes.append(f"partition camping: one wave's concurrent accesses load the busiest DRAM partition "
                          f"{camping:.2f}x the even share (data/timing.toml [kerncast.partitions]), so the DRAM "
@@ -305,13 +317,17 @@ def _widened(us: float, low: float, high: float, basis: str, profile_id: str) ->
 
 
 def _dram_bytes(profile: Any, fp: Footprint | None, requested: tuple[float, float] | None, blocks: int,
-                resident: int, const: Mapping[str, Any]) -> tuple[float, float, list[str]]:
-    """(DRAM bytes with a warm L2, with a cold one, notes) from the footprint and the requested sectors."""
+                resident: int, const: Mapping[str, Any], l1_hit_bytes: float = 0.0) -> tuple[float, float, list[str]]:
+    """(DRAM bytes with a warm L2, with a cold one, notes) from the footprint and the requested sectors.
+
+    A wave's re-reads that the L2 cannot hold go to DRAM, but only those that reach the L2: the requests the L1
+    serves (`l1_hit_bytes`, a thread's next element in the sector its previous iteration brought in) are not
+    re-reads of the L2 at all."""
     if fp is None or requested is None:
         return 0.0, 0.0, ["no memory analysis: no DRAM floor"]
     covered, uncovered = requested
     waves = max(1, math.ceil(blocks / max(1, resident * profile.sm_count)))
-    req_wave = covered / waves
+    req_wave = max(0.0, covered - l1_hit_bytes) / waves
     ws = max(fp.per_wave, 1.0)
     l2 = warm_l2_bytes(profile)
     per_wave = ws if ws <= l2 else ws + max(0.0, req_wave - ws) * (1.0 - l2 / ws)

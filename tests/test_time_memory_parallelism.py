@@ -1,0 +1,68 @@
+"""The kerncast model's memory floor on nvcc's own output: a launch that keeps few SMs busy cannot draw the whole
+DRAM bandwidth, and the loads the L1 serves are no re-reads of the L2 (so never DRAM traffic)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kerncast.analysis.launch import LaunchOverrides
+from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+
+COPY = """\
+__global__ void copy(const float *in, float *out, unsigned n)
+{
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+        out[i] = in[i];
+}
+int main() { copy<<<68, 1024>>>(0, 0, 1u << 24); return 0; }
+"""
+
+ROW_SUM = """\
+__global__ void row_sum(float *out, const float *mat, int n)
+{
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    float acc = 0.0f;
+    #pragma unroll 1
+    for (int k = 0; k < n; ++k)
+        acc += mat[row * n + k];
+    out[row] = acc;
+}
+int main() { row_sum<<<32, 128>>>(0, 0, 4096); return 0; }
+"""
+
+
+def _time(src: Path, gpu: str, grid: str, block: str, params: list[str]):
+    launch = LaunchOverrides.from_strings(grid=grid, block=block, params=params)
+    return analyze_file(src, options=AnalysisOptions(gpu=gpu, overrides=launch, lime=False)).kernels[0].time
+
+
+def test_a_launch_with_fewer_blocks_than_sms_is_slower_per_byte(tmp_path, nvcc_available):
+    """The same 128 MB grid-stride copy on an RTX 3080 (68 SMs) with 17 blocks of 1024 threads and with 68: the
+    bytes are the same, but 17 busy SMs draw a quarter of the bandwidth, so the DRAM time is four times as long."""
+    src = tmp_path / "copy.cu"
+    src.write_text(COPY)
+    full = _time(src, "rtx3080", "68", "1024", ["n=16777216"])
+    quarter = _time(src, "rtx3080", "17", "1024", ["n=16777216"])
+    f, q = full.detail, quarter.detail
+    assert abs(q["dram_bytes"] - f["dram_bytes"]) <= 0.05 * f["dram_bytes"]
+    per_byte_full = f["kerncast_memory_us"] / f["dram_bytes"]
+    per_byte_quarter = q["kerncast_memory_us"] / q["dram_bytes"]
+    assert abs(per_byte_quarter / per_byte_full - 4.0) < 1e-6
+    assert quarter.us > 3.0 * full.us
+    assert any(a.startswith("busy SMs: 17 of 68") for a in quarter.assumptions), quarter.assumptions
+    assert not any(a.startswith("busy SMs") for a in full.assumptions)
+
+
+def test_the_loads_the_l1_serves_are_not_dram_re_reads(tmp_path, nvcc_available):
+    """One thread per row of a 64 MB matrix walks its row 4 bytes at a time (one load per iteration, not
+    unrolled): seven of eight loads find their
+    sector in L1 on an L1 that caches global loads (Ampere), so the DRAM traffic is the matrix once, although
+    the matrix is larger than the L2; a Kepler L1 caches no global load, and every sector of every request
+    misses its L2 there."""
+    src = tmp_path / "row_sum.cu"
+    src.write_text(ROW_SUM)
+    matrix = 4096 * 4096 * 4
+    ampere = _time(src, "rtx3080", "32", "128", ["n=4096"]).detail
+    kepler = _time(src, "k20", "32", "128", ["n=4096"]).detail
+    assert matrix <= ampere["dram_bytes"] <= 1.1 * matrix, ampere["dram_bytes"]
+    assert kepler["dram_bytes"] > 4 * matrix, kepler["dram_bytes"]
