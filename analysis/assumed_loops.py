@@ -14,21 +14,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.context import KernelContext, reported_here
 from kerncast.analysis.edits import insert_lines_above
+from kerncast.analysis.finding import Finding, Fix, line_range
 from kerncast.analysis.launch import GUESSED_SOURCES, Sourced, split_kernel_name
 from kerncast.analysis.loops import LoopForest
 from kerncast.analysis.memory.analysis import MemoryAnalysis
-from kerncast.analysis.report import Finding, Fix, line_range
 from kerncast.analysis.rules import Code, FixKind, rule
 from kerncast.analysis.source_model import scanned
+from kerncast.analysis.timing.estimate import TimeEstimate
 from kerncast.analysis.tripcount import trip_values
-
-if TYPE_CHECKING:  # the timing package's stage imports this module
-    from kerncast.analysis.timing.estimate import TimeEstimate
 
 #: the factors the assumed counts are scaled by to bound the time range (a quarter and four times)
 ASSUMED_SCALES = (0.25, 4.0)

@@ -26,8 +26,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from kerncast.analysis.finding import Fix, TextEdit
 from kerncast.analysis.includes import INCLUDE_RE, find_header_folders, header_text, includes_in
-from kerncast.analysis.report import Fix, TextEdit
 from kerncast.analysis.rules import Code, FixKind, rule
 
 #: nvcc's message for each kind of removed API, the table of data/compile_hints.toml that holds its

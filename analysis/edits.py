@@ -7,7 +7,7 @@ converts to LSP without looking at the text again.
 
 from __future__ import annotations
 
-from kerncast.analysis.report import TextEdit
+from kerncast.analysis.finding import TextEdit
 from kerncast.analysis.source_model import SourceFacts
 
 

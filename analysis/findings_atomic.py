@@ -19,8 +19,8 @@ from importlib import resources
 
 from kerncast.analysis.context import KernelContext, reported_here
 from kerncast.analysis.csyntax import matching_bracket, split_top
+from kerncast.analysis.finding import Finding, Fix, TextEdit, line_range, source_lines
 from kerncast.analysis.memory.analysis import AccessInfo
-from kerncast.analysis.report import Finding, Fix, TextEdit, line_range, source_lines
 from kerncast.analysis.rules import Code, FixKind, rule
 from kerncast.analysis.source_model import SourceFacts, scanned
 

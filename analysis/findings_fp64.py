@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from kerncast.analysis.cexpr import Token
 from kerncast.analysis.context import KernelContext, reported_here
+from kerncast.analysis.finding import Finding, Fix, TextEdit, line_range, line_related, source_lines
 from kerncast.analysis.ptx.model import Instruction, line_in_file
-from kerncast.analysis.report import Finding, Fix, TextEdit, line_range, line_related, source_lines
 from kerncast.analysis.rules import Code, FixKind, rule
 from kerncast.analysis.source_model import SourceFacts, scanned
 

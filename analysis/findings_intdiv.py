@@ -14,8 +14,8 @@ from functools import cache
 from importlib import resources
 
 from kerncast.analysis.context import KernelContext, reported_here
+from kerncast.analysis.finding import Finding, line_range
 from kerncast.analysis.ptx.model import Instruction, Reg, line_in_file
-from kerncast.analysis.report import Finding, line_range
 from kerncast.analysis.rules import Code
 
 _INT_TYPES = frozenset({"s32", "u32", "s64", "u64", "s16", "u16"})

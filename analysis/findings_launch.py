@@ -19,8 +19,9 @@ from importlib import resources
 from typing import Any
 
 from kerncast.analysis.context import KernelContext, reported_here
+from kerncast.analysis.finding import Finding, line_range
 from kerncast.analysis.launch import GUESSED_SOURCES, Launch, Sourced, split_kernel_name
-from kerncast.analysis.report import Finding, KernelReport, line_range
+from kerncast.analysis.report import KernelReport
 from kerncast.analysis.rules import Code
 
 #: the host call that lets a kernel use more than 48 KB of dynamic shared memory

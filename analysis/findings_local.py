@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 
 from kerncast.analysis.context import KernelContext, reported_here
+from kerncast.analysis.finding import Finding, line_range, line_related
 from kerncast.analysis.ptx.model import Instruction, line_in_file
-from kerncast.analysis.report import Finding, line_range, line_related
 from kerncast.analysis.rules import Code
 from kerncast.analysis.source_model import SourceFacts, scanned
 

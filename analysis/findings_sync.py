@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.context import KernelContext, reported_here
+from kerncast.analysis.finding import Finding, line_range, line_related
 from kerncast.analysis.memory.analysis import BranchInfo
 from kerncast.analysis.ptx.model import Imm, Instruction, line_in_file
-from kerncast.analysis.report import Finding, line_range, line_related
 from kerncast.analysis.rules import Code
 
 _EXIT_OPCODES = frozenset({"ret", "exit", "trap"})

@@ -14,8 +14,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
-from kerncast.analysis.report import FileReport, Finding, Fix, TextEdit
+from kerncast.analysis.finding import Finding, Fix, TextEdit
+from kerncast.analysis.options import AnalysisOptions
+from kerncast.analysis.pipeline import analyze_file
+from kerncast.analysis.report import FileReport
 
 #: at most this many fixes are tried on one file: each costs a compile and an analysis
 MAX_ATTEMPTS = 40

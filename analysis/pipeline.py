@@ -16,7 +16,6 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from kerncast.analysis.assumed_loops import assumed_loops_stage
 from kerncast.analysis.cfg import build_cfg
@@ -34,20 +33,16 @@ from kerncast.analysis.compile import (
 )
 from kerncast.analysis.compile_db import BuildFlags, flags_for
 from kerncast.analysis.compile_hints import STAND_IN_LABEL, explain, include_fix, replacement_fix
-from kerncast.analysis.context import (
-    DEFAULT_MAX_FILE_BYTES,
-    AnalysisOptions,
-    KernelContext,
-    PtxasResult,
-    Thresholds,
-)
+from kerncast.analysis.context import KernelContext
 from kerncast.analysis.demangle import demangle
+from kerncast.analysis.finding import Finding
 from kerncast.analysis.findings_atomic import atomic_contention_stage
 from kerncast.analysis.findings_fp64 import fp64_stage
 from kerncast.analysis.findings_intdiv import slow_division_stage
 from kerncast.analysis.findings_launch import launch_configuration_stage
 from kerncast.analysis.findings_local import local_memory_stage
 from kerncast.analysis.findings_sync import barrier_divergence_stage
+from kerncast.analysis.gpus import GpuProfile
 from kerncast.analysis.gpus.loading import load_gpu
 from kerncast.analysis.includes import find_includers
 from kerncast.analysis.input_files import InputTooLarge, read_regular_file
@@ -66,19 +61,17 @@ from kerncast.analysis.launch import split_kernel_name
 from kerncast.analysis.launch_stage import launch_stage
 from kerncast.analysis.loops import find_loops
 from kerncast.analysis.memory.stage import memory_stage
+from kerncast.analysis.options import DEFAULT_MAX_FILE_BYTES, AnalysisOptions, PtxasResult, Thresholds
 from kerncast.analysis.ptx import PtxSyntaxError, parse_ptx
 from kerncast.analysis.ptx.model import Function, Module, SourceLoc, Sym, line_in_file
 from kerncast.analysis.ptx.parser import kernel_shared_bytes
-from kerncast.analysis.report import FileReport, Finding, KernelReport, LoopInfo
+from kerncast.analysis.report import FileReport, KernelReport, LoopInfo
 from kerncast.analysis.resource_findings import resource_stage
 from kerncast.analysis.rules import Code
 from kerncast.analysis.source_model import scan_file, scanned
 from kerncast.analysis.targets import resolve_target
 from kerncast.analysis.timing.gains import gain_stage
 from kerncast.analysis.timing.stages import occupancy_stage, time_stage
-
-if TYPE_CHECKING:
-    from kerncast.analysis.gpus import GpuProfile
 
 __all__ = ["DEFAULT_MAX_FILE_BYTES", "STAGES", "AnalysisOptions", "KernelContext", "Stage", "Thresholds",
            "analyze_file"]

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from kerncast.analysis.context import KernelContext
-from kerncast.analysis.report import Finding, KernelReport, source_line_range, source_lines
+from kerncast.analysis.finding import Finding, source_line_range, source_lines
+from kerncast.analysis.report import KernelReport
 from kerncast.analysis.rules import Code
 
 _ADVICE = {

@@ -16,7 +16,7 @@ import time
 from kerncast.analysis.cfg import build_cfg
 from kerncast.analysis.loops import find_loops
 from kerncast.analysis.memory import analyze_memory
-from kerncast.analysis.pipeline import Thresholds
+from kerncast.analysis.options import Thresholds
 from kerncast.analysis.ptx import parse_ptx
 
 REPEAT = 3

@@ -35,7 +35,7 @@ from kerncast.analysis.cfg import build_cfg
 from kerncast.analysis.isa import classify
 from kerncast.analysis.loops import find_loops
 from kerncast.analysis.memory import analyze_memory
-from kerncast.analysis.pipeline import Thresholds
+from kerncast.analysis.options import Thresholds
 from kerncast.analysis.ptx import PtxSyntaxError, parse_ptx
 from kerncast.analysis.toolchain import find_toolchain, run_tool
 

@@ -27,9 +27,10 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from kerncast.analysis.finding import Finding, Fix
 from kerncast.analysis.fixing import OverlappingEdits, apply_edits, broken_promises, trial_analysis
-from kerncast.analysis.pipeline import AnalysisOptions
-from kerncast.analysis.report import FileReport, Finding, Fix
+from kerncast.analysis.options import AnalysisOptions
+from kerncast.analysis.report import FileReport
 
 
 @dataclass(slots=True)

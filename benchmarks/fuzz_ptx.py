@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from kerncast.analysis.compile import CompileOptions, compile_cuda
-from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.options import AnalysisOptions
+from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.strict_json import finite_copy
 from kerncast.server.cmd_analyze import format_report
 

@@ -62,8 +62,8 @@ from kerncast.analysis.calibration.runs import (
 from kerncast.analysis.calibration.sass import SassToolError, compile_sass
 from kerncast.analysis.calibration.sass_expect import check_calibration_sass
 from kerncast.analysis.calibration.stats import StopRule
-from kerncast.analysis.context import AnalysisOptions
 from kerncast.analysis.launch import LaunchOverrides
+from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.toolchain import ToolchainError
 

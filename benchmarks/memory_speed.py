@@ -18,7 +18,7 @@ from kerncast.analysis.cfg import build_cfg
 from kerncast.analysis.compile import CompileOptions, compile_cuda
 from kerncast.analysis.loops import find_loops
 from kerncast.analysis.memory import analyze_memory
-from kerncast.analysis.pipeline import Thresholds
+from kerncast.analysis.options import Thresholds
 from kerncast.analysis.ptx import parse_ptx
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -24,7 +24,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from kerncast.analysis.context import AnalysisOptions
+from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 
 DEFAULT_CODES = ("launch-configuration", "barrier-divergence", "local-memory", "fp64-in-fp32", "slow-integer-division")

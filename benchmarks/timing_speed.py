@@ -19,7 +19,7 @@ from kerncast.analysis.compile import CompileOptions, ToolchainError, compile_cu
 from kerncast.analysis.gpus import load_profile
 from kerncast.analysis.loops import find_loops
 from kerncast.analysis.memory.analysis import analyze_memory
-from kerncast.analysis.pipeline import Thresholds
+from kerncast.analysis.options import Thresholds
 from kerncast.analysis.ptx import parse_ptx
 from kerncast.analysis.timing import predict_time
 from timer import median_ms

@@ -32,12 +32,12 @@ from pathlib import Path
 
 from kerncast.analysis.cfg import build_cfg
 from kerncast.analysis.compile import CompileOptions, compile_cuda
-from kerncast.analysis.context import Thresholds
 from kerncast.analysis.dataflow import ODD_PTX_ERRORS, KernelDataflow
 from kerncast.analysis.demangle import demangle
 from kerncast.analysis.launch import infer_launch
 from kerncast.analysis.loops import find_loops
 from kerncast.analysis.memory import AccessInfo, analyze_memory
+from kerncast.analysis.options import Thresholds
 from kerncast.analysis.ptx import PtxSyntaxError, parse_ptx
 from kerncast.analysis.ptx.model import Function, Module
 from kerncast.analysis.rules import Code

@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kerncast.analysis.context import AnalysisOptions
 from kerncast.analysis.launch import LaunchOverrides
+from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.timing.estimate import TIME_MODELS, TimeEstimate
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Protocol
 
 import error_spread
-from kerncast.analysis.context import AnalysisOptions
+from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 
 #: the measurement script's names (a sibling script, not a package: run by path)

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import error_spread
-from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.options import AnalysisOptions
+from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.timing.estimate import TimeEstimate
 from launch_case import LaunchCase
 

@@ -11,10 +11,12 @@ fix of its finding.
 from __future__ import annotations
 
 from dataclasses import InitVar, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kerncast.analysis.edits import launch_annotation_edit
-from kerncast.analysis.report import FileReport, Fix, TextEdit
+from kerncast.analysis.finding import Fix, TextEdit
+from kerncast.analysis.launch import Launch
+from kerncast.analysis.report import FileReport
 from kerncast.server.convert import (
     SOURCE,
     all_findings,
@@ -29,9 +31,6 @@ from kerncast.server.convert import (
 from kerncast.server.positions import UTF16
 from kerncast.server.textmap import View
 from lsprotocol import types as lsp
-
-if TYPE_CHECKING:
-    from kerncast.analysis.launch import Launch
 
 SELECT_GPU = "kerncast.selectGpu"
 SWITCH_GPU_KIND = "source.kerncast.switchGpu"

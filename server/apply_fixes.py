@@ -19,7 +19,7 @@ from pathlib import Path
 
 from kerncast.analysis.fixing import FixOutcome, fix_text, trial_analysis
 from kerncast.analysis.input_files import read_regular_file
-from kerncast.analysis.pipeline import AnalysisOptions
+from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.report import FileReport
 
 #: files that may carry fixes: a fix edits CUDA C++ source, never PTX

@@ -18,9 +18,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from kerncast.analysis.context import POWER_MODELS
 from kerncast.analysis.launch import LaunchOverrides
-from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.options import POWER_MODELS, AnalysisOptions
+from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport
 from kerncast.analysis.strict_json import dumps_strict
 from kerncast.analysis.targets import default_gpu

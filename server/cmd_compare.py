@@ -19,7 +19,8 @@ from kerncast.analysis.calibration.errors import CalibrationError
 from kerncast.analysis.calibration.ncu import NcuKernel, NcuReportError, read_report
 from kerncast.analysis.calibration.profile_writer import profile_id, write_profile
 from kerncast.analysis.launch import LaunchOverrides
-from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.options import AnalysisOptions
+from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import KernelReport
 from kerncast.analysis.strict_json import dumps_strict
 from kerncast.analysis.targets import default_gpu

@@ -18,8 +18,8 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from kerncast.analysis.context import AnalysisOptions
 from kerncast.analysis.kernel_cache import KernelCache
+from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport
 from kerncast.analysis.strict_json import dumps_strict

@@ -13,8 +13,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kerncast.analysis.context import AnalysisOptions
 from kerncast.analysis.gpus.profile import ProfileError, load_profile
+from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.report import FileReport
 from kerncast.analysis.targets import default_gpu
 from kerncast.server.cmd_analyze import (

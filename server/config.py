@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from kerncast.analysis.compile_db import find_database
-from kerncast.analysis.context import POWER_MODELS
 from kerncast.analysis.gpus import list_profiles
 from kerncast.analysis.launch import LaunchOverrides, parse_dim
-from kerncast.analysis.pipeline import DEFAULT_MAX_FILE_BYTES, AnalysisOptions, Thresholds
+from kerncast.analysis.options import DEFAULT_MAX_FILE_BYTES, POWER_MODELS, AnalysisOptions, Thresholds
 from kerncast.analysis.source_model import MAX_COUNT
 from kerncast.analysis.targets import default_gpu
 from kerncast.analysis.timing.estimate import TIME_MODELS

@@ -9,21 +9,20 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from kerncast.analysis.finding import Finding, Related
 from kerncast.analysis.gpus import load_profile
-from kerncast.analysis.report import FileReport, Finding, KernelReport, Related
+from kerncast.analysis.launch import Launch
+from kerncast.analysis.power.energy import EnergyEstimate
+from kerncast.analysis.report import FileReport, KernelReport
 from kerncast.analysis.rules import rule
 from kerncast.analysis.source_model import KernelDefinition, SourceFacts, scanned
+from kerncast.analysis.timing.estimate import TimeEstimate
 from kerncast.server.positions import UTF16, range_to_client
 from kerncast.server.units import fmt_energy_uj, fmt_time, time_range
 from lsprotocol import types as lsp
 from pygls import uris
-
-if TYPE_CHECKING:
-    from kerncast.analysis.launch import Launch
-    from kerncast.analysis.power.energy import EnergyEstimate
-    from kerncast.analysis.timing.estimate import TimeEstimate
 
 SOURCE = "kerncast"
 

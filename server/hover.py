@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kerncast.analysis.report import FileReport, Finding, KernelReport
+from kerncast.analysis.finding import Finding
+from kerncast.analysis.power.events import EventEnergy
+from kerncast.analysis.report import FileReport, KernelReport
 from kerncast.analysis.rules import is_code, rule
 from kerncast.analysis.timing.estimate import DEFAULT_TIME_MODEL, TIME_MODELS
 from kerncast.server.convert import (
@@ -25,9 +27,6 @@ from kerncast.server.convert import (
     launch_text,
 )
 from kerncast.server.units import drivers_text, models_text, time_range
-
-if TYPE_CHECKING:
-    from kerncast.analysis.power.events import EventEnergy
 
 NA = "_not available_"
 BAR_WIDTH = 12

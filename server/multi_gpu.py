@@ -17,9 +17,9 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-from kerncast.analysis.context import AnalysisOptions
 from kerncast.analysis.gpus.profile import list_profiles
 from kerncast.analysis.kernel_cache import KernelCache
+from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport, KernelReport
 from kerncast.analysis.strict_json import dumps_strict

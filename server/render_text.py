@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kerncast.analysis.report import FileReport, Finding, KernelReport
+from kerncast.analysis.finding import Finding
+from kerncast.analysis.report import FileReport, KernelReport
 from kerncast.server.units import drivers_text, fmt_energy_uj, fmt_time, models_text, time_range
 
 #: in the text report, source lines below this share of a kernel's dynamic energy are summed into one line

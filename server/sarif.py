@@ -13,7 +13,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from kerncast.analysis.report import FileReport, Finding, Fix
+from kerncast.analysis.finding import Finding, Fix, Span
+from kerncast.analysis.report import FileReport
 from kerncast.analysis.rules import RULES
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -47,7 +48,8 @@ def _artifact_uri(file: str) -> tuple[str, str | None]:
     return Path(os.path.normpath(file)).as_posix(), "%SRCROOT%"
 
 
-def _location(uri: str, base: str | None, line: int, column: int, end_line: int, end_column: int) -> dict[str, Any]:
+def _location(uri: str, base: str | None, span: Span) -> dict[str, Any]:
+    line, column, end_line, end_column = span
     region: dict[str, Any] = {"startLine": max(1, line)}
     if column >= 1:
         region["startColumn"] = column
@@ -73,10 +75,10 @@ def _findings(report: FileReport) -> list[Finding]:
 
 
 def _result(f: Finding, rule_index: int, uri: str, base: str | None) -> dict[str, Any]:
-    location = _location(uri, base, f.line, f.column, f.end_line, f.end_column)
+    location = _location(uri, base, f.span)
     if f.file:  # a finding in a header the analysed file includes: that file's location (no artifact index)
         uri, base = _artifact_uri(f.file)
-        location = _location(uri, base, f.line, f.column, f.end_line, f.end_column)
+        location = _location(uri, base, f.span)
         location["physicalLocation"]["artifactLocation"].pop("index", None)
     res: dict[str, Any] = {
         "ruleId": str(f.code), "ruleIndex": rule_index, "level": LEVEL.get(f.severity, "warning"),
@@ -86,7 +88,7 @@ def _result(f: Finding, rule_index: int, uri: str, base: str | None) -> dict[str
     related = []
     for i, r in enumerate(f.related):
         r_uri, r_base = (uri, base) if not r.file else _artifact_uri(r.file)
-        loc = _location(r_uri, r_base, r.line, r.column, r.end_line, r.end_column)
+        loc = _location(r_uri, r_base, r.span)
         if r.file:
             loc["physicalLocation"]["artifactLocation"].pop("index", None)
         related.append({"id": i, "message": {"text": r.message}, **loc})

@@ -7,10 +7,9 @@ LSP type library.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from kerncast.analysis.timing.estimate import TimeEstimate
+from kerncast.analysis.timing.estimate import TimeEstimate
 
 
 def _scaled(value: Any, units: tuple[str, str, str, str]) -> str | None:

@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kerncast.analysis.context import AnalysisOptions
 from kerncast.analysis.fixing import apply_edits
 from kerncast.analysis.launch import LaunchOverrides
+from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import KernelReport
 from kerncast.analysis.source_model import scan_source

@@ -20,7 +20,8 @@ import pytest
 from kerncast.analysis.compile import CompileOptions, clear_cache, compile_cuda
 from kerncast.analysis.input_files import InputRefused, InputTooLarge, read_regular_file
 from kerncast.analysis.kernel_cache import KernelCache
-from kerncast.analysis.pipeline import PTXAS_STOPPED, AnalysisOptions, analyze_file
+from kerncast.analysis.options import AnalysisOptions
+from kerncast.analysis.pipeline import PTXAS_STOPPED, analyze_file
 from kerncast.analysis.toolchain import (
     COMPILE_SLOTS,
     MIN_COMPILE_MEMORY_MB,

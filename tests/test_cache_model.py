@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from kerncast.analysis.gpus import load_profile
 from kerncast.analysis.launch import LaunchOverrides
-from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.options import AnalysisOptions
+from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.timing.cache_model import L1Reuse, l1_hit_latency, load_latency
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.options import AnalysisOptions
+from kerncast.analysis.pipeline import analyze_file
 from kerncast.server.render_text import MINOR_LINE_SHARE, render_file_report
 
 REPO = Path(__file__).resolve().parent.parent

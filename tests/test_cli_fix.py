@@ -13,9 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
+from kerncast.analysis.finding import Finding, Fix, TextEdit
 from kerncast.analysis.fixing import OverlappingEdits, apply_edits, fix_text
 from kerncast.analysis.pipeline import analyze_file
-from kerncast.analysis.report import FileReport, Finding, Fix, TextEdit
+from kerncast.analysis.report import FileReport
 from kerncast.server import cmd_analyze
 from kerncast.server.cli import build_parser
 from processes import children

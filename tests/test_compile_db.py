@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 from kerncast.analysis.compile_db import find_database, flags_for
-from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.options import AnalysisOptions
+from kerncast.analysis.pipeline import analyze_file
 from kerncast.server.config import parse_settings
 
 PROJECT = Path(__file__).resolve().parent / "cmake_project"

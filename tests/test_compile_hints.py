@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from kerncast.analysis.compile import CompileOptions, compile_cuda
 from kerncast.analysis.compile_hints import hint_for, legacy_header_text
-from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.options import AnalysisOptions
+from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport
 from kerncast.server import actions
 from lsprotocol import types as lsp

@@ -11,7 +11,6 @@ import pytest
 from kerncast.analysis.cexpr import Unknown
 from kerncast.analysis.cfg import build_cfg
 from kerncast.analysis.compile import CompileOptions, compile_cuda
-from kerncast.analysis.context import Thresholds
 from kerncast.analysis.dataflow import KernelDataflow
 from kerncast.analysis.dataflow import expr as E
 from kerncast.analysis.dataflow.expr import Atoms, int_type
@@ -20,6 +19,7 @@ from kerncast.analysis.dataflow.symbolic import instruction_value
 from kerncast.analysis.launch import infer_launch
 from kerncast.analysis.loops import find_loops
 from kerncast.analysis.memory import analyze_memory
+from kerncast.analysis.options import Thresholds
 from kerncast.analysis.ptx import parse_ptx
 from kerncast.analysis.ptx.model import Imm, Instruction, Reg
 from kerncast.analysis.tripcount import trip_counts

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kerncast.analysis.context import AnalysisOptions
+from kerncast.analysis.finding import char_column
+from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
-from kerncast.analysis.report import char_column
 
 TRANSPOSE = Path(__file__).resolve().parent.parent / "examples" / "transpose.cu"
 ATOMICS = Path(__file__).resolve().parent / "kernels" / "atomics.cu"

@@ -13,8 +13,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from kerncast.analysis.finding import Finding
 from kerncast.analysis.pipeline import analyze_file
-from kerncast.analysis.report import FileReport, Finding
+from kerncast.analysis.report import FileReport
 from kerncast.server import actions
 from lsprotocol import types as lsp
 

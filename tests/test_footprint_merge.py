@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from kerncast.analysis.gpus import load_profile
 from kerncast.analysis.launch import LaunchOverrides
-from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.options import AnalysisOptions
+from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.timing.footprint import Lattice, union_bytes
 from kerncast.analysis.timing.pipelined import l2_partitions, warm_l2_bytes
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from kerncast.analysis.compile import matches_disk
 from kerncast.analysis.includes import find_includers
-from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.options import AnalysisOptions
+from kerncast.analysis.pipeline import analyze_file
 from source_lines import line_of
 
 HERE = Path(__file__).resolve().parent / "fragments"

@@ -8,9 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from kerncast.analysis.finding import Finding
 from kerncast.analysis.fixing import applicable_fix, apply_edits, broken_promises
 from kerncast.analysis.pipeline import analyze_file
-from kerncast.analysis.report import FileReport, Finding
+from kerncast.analysis.report import FileReport
 from kerncast.analysis.timing.gains import gain_text
 
 REPO = Path(__file__).resolve().parent.parent

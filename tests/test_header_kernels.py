@@ -13,7 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.options import AnalysisOptions
+from kerncast.analysis.pipeline import analyze_file
 from kerncast.server.render_text import render_file_report
 from kerncast.server.sarif import to_sarif
 from source_lines import line_of

@@ -7,7 +7,8 @@ import os
 
 from kerncast.analysis.header_macros import included_macros
 from kerncast.analysis.launch import infer_launch
-from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.options import AnalysisOptions
+from kerncast.analysis.pipeline import analyze_file
 
 KERNEL = "__global__ void k(float *y) { y[threadIdx.x] = 0; }\n"
 

@@ -23,7 +23,8 @@ from kerncast.analysis.compile import (
     declared_const_bytes,
     declared_registers,
 )
-from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.options import AnalysisOptions
+from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.toolchain import MAX_TIMEOUT_S, check_define, check_timeout, run_tool, shown
 
 CLI = [sys.executable, "-m", "kerncast.server"]

@@ -50,6 +50,14 @@ def _targets(node: ast.Import | ast.ImportFrom) -> list[str]:
     return [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
 
 
+def _with_packages(importer: str, target: str) -> list[str]:
+    """`target` and the packages Python initialises before it (`a.b` for `a.b.c`: its `__init__` runs first),
+    except those that hold the importer, which are already being initialised when it runs."""
+    parts = target.split(".")
+    out = [".".join(parts[:i]) for i in range(1, len(parts))]
+    return [p for p in out if not importer.startswith(p + ".")] + [target]
+
+
 def _module_level_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
     """Imports run when the module is imported: top level, and inside top-level `if`/`try` blocks."""
     found: list[ast.Import | ast.ImportFrom] = []
@@ -70,7 +78,8 @@ def import_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for name, path in MODULES.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-        graph[name] = {t for node in _module_level_imports(tree) for t in _targets(node) if t in MODULES}
+        graph[name] = {p for node in _module_level_imports(tree) for t in _targets(node)
+                       for p in _with_packages(name, t) if p in MODULES and p != name}
     return graph
 
 

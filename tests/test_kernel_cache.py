@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 from kerncast.analysis.kernel_cache import KernelCache
-from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.options import AnalysisOptions
+from kerncast.analysis.pipeline import analyze_file
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "transpose.cu"

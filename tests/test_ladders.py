@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from kerncast.analysis.context import AnalysisOptions
 from kerncast.analysis.gpus import load_profile
+from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 
 ROOT = Path(__file__).resolve().parent.parent

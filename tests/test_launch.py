@@ -15,7 +15,8 @@ from kerncast.analysis.launch import (
     parse_dim,
     split_kernel_name,
 )
-from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.options import AnalysisOptions
+from kerncast.analysis.pipeline import analyze_file
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

@@ -11,7 +11,8 @@ import os
 
 from kerncast.analysis.cexpr import ConstEnv
 from kerncast.analysis.launch import find_launch_sites, infer_launch
-from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.options import AnalysisOptions
+from kerncast.analysis.pipeline import analyze_file
 from kerncast.server.render_text import render_file_report
 
 KERNEL = "__global__ void k(float *y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 0; }\n"

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from kerncast.analysis.gpus import load_profile
 from kerncast.analysis.launch import LaunchOverrides
-from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.options import AnalysisOptions
+from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.timing.constants import timing_constants
 from kerncast.analysis.timing.launch_cost import device_launch_us, exposed_host_us, launch_cost
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kerncast.analysis.pipeline import DEFAULT_MAX_FILE_BYTES
+from kerncast.analysis.options import DEFAULT_MAX_FILE_BYTES
 from kerncast.server.config import parse_settings, with_gpu
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import pytest_lsp
-from kerncast.analysis.context import AnalysisOptions
+from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.server.hover import KERNCAST_PARTS
 from lsprotocol import types as lsp

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from kerncast.analysis.compile import KernelResources
 from kerncast.analysis.occupancy import Occupancy
-from kerncast.analysis.pipeline import AnalysisOptions, Thresholds, analyze_file
+from kerncast.analysis.options import AnalysisOptions, Thresholds
+from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import KernelReport
 from kerncast.analysis.resource_findings import low_occupancy, register_spill
 

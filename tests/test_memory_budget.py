@@ -15,7 +15,8 @@ from kerncast.analysis.cfg import build_cfg
 from kerncast.analysis.loops import find_loops
 from kerncast.analysis.memory import analyze_memory
 from kerncast.analysis.memory.analysis import DEFAULT_BUDGET_S
-from kerncast.analysis.pipeline import AnalysisOptions, Thresholds, analyze_file
+from kerncast.analysis.options import AnalysisOptions, Thresholds
+from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.ptx import parse_ptx
 
 _SPEC = importlib.util.spec_from_file_location(

@@ -9,7 +9,7 @@ from kerncast.analysis.dataflow.symbolic import analyze_symbolic
 from kerncast.analysis.loops import find_loops
 from kerncast.analysis.memory import MemoryAnalysis, analyze_memory
 from kerncast.analysis.memory.warp import MAX_SAMPLED_WARPS, global_cost, shared_cost, warp_lanes
-from kerncast.analysis.pipeline import Thresholds
+from kerncast.analysis.options import Thresholds
 from kerncast.analysis.ptx import parse_ptx
 
 HEAD = """.version 7.8

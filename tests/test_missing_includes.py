@@ -15,7 +15,8 @@ from pathlib import Path
 
 from kerncast.analysis.compile import CompileOptions, compile_cuda
 from kerncast.analysis.compile_hints import hint_for, include_fix, missing_include
-from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.options import AnalysisOptions
+from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport
 from kerncast.analysis.rules import Code
 from kerncast.server import actions

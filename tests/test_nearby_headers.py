@@ -14,7 +14,8 @@ from pathlib import Path
 from kerncast.analysis.compile import compile_cuda
 from kerncast.analysis.compile_hints import hint_for
 from kerncast.analysis.includes import find_header_folders
-from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.options import AnalysisOptions
+from kerncast.analysis.pipeline import analyze_file
 
 
 def _tree(root: Path, files: dict[str, str]) -> None:

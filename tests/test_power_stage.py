@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 from kerncast.analysis.gpus import load_profile
-from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.options import AnalysisOptions
+from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.power.energy import energy_hotspots
 from kerncast.analysis.power.events import ARITHMETIC, GLOBAL, event_energy, load_constants
 from kerncast.analysis.power.stage import complete_lime

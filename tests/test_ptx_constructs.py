@@ -17,7 +17,8 @@ from kerncast.analysis.compile import RDC_NOTE, CompileOptions, compile_cuda
 from kerncast.analysis.isa import classify, memory_touch
 from kerncast.analysis.loops import find_loops
 from kerncast.analysis.memory import analyze_memory
-from kerncast.analysis.pipeline import DEVICE_LAUNCH_NOTE, AnalysisOptions, Thresholds, analyze_file
+from kerncast.analysis.options import AnalysisOptions, Thresholds
+from kerncast.analysis.pipeline import DEVICE_LAUNCH_NOTE, analyze_file
 from kerncast.analysis.ptx import PtxSyntaxError, parse_ptx
 from kerncast.analysis.ptx.model import Addr, Imm, PredPair, Reg, Sym, Vec
 from source_lines import line_of

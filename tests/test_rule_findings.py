@@ -7,9 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kerncast.analysis.context import AnalysisOptions
+from kerncast.analysis.finding import TextEdit
+from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
-from kerncast.analysis.report import FileReport, TextEdit
+from kerncast.analysis.report import FileReport
 from kerncast.analysis.rules import rule
 
 from tests.test_memory_corpus import expected_findings

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from kerncast.analysis.finding import Finding
 from kerncast.analysis.pipeline import analyze_file
-from kerncast.analysis.report import Finding
 from kerncast.analysis.rules import RULES, Code, markdown_table, rule
 from kerncast.server.sarif import to_sarif
 

@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from kerncast.analysis.context import Thresholds
+from kerncast.analysis.options import Thresholds
 from kerncast.analysis.toolchain import MIN_COMPILE_MEMORY_MB
 from kerncast.server.config import CLIENT_ONLY, DEFAULTS, parse_settings
 

@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.options import AnalysisOptions
+from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.targets import (
     arch_for_gpu,
     choose_arch,

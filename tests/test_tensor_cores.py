@@ -14,7 +14,8 @@ from kerncast.analysis.demangle import demangle, display_name
 from kerncast.analysis.gpus import load_profile
 from kerncast.analysis.isa import classify
 from kerncast.analysis.matrix_ops import MatrixOp, matrix_op, tensor_rate
-from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.options import AnalysisOptions
+from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.power.events import instruction_cost
 from kerncast.analysis.ptx import parse_ptx
 from kerncast.analysis.ptx.model import MatrixTile, matrix_tile

@@ -15,7 +15,8 @@ import pytest
 from kerncast.analysis.cfg import build_cfg
 from kerncast.analysis.launch import LaunchOverrides, Sourced
 from kerncast.analysis.memory.stage import _trips
-from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.options import AnalysisOptions
+from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.ptx import parse_ptx
 from kerncast.analysis.timing.footprint import Footprint
 from kerncast.analysis.timing.partitions import partitions_touched

@@ -10,7 +10,8 @@ from kerncast.analysis.cfg import build_cfg
 from kerncast.analysis.gpus import load_profile
 from kerncast.analysis.launch import LaunchOverrides
 from kerncast.analysis.loops import find_loops
-from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.options import AnalysisOptions
+from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.ptx import parse_ptx
 from kerncast.analysis.timing import RooflineInputs, predict_time, roofline_range, schedule_cfg
 from kerncast.analysis.timing import scheduler as sched_mod

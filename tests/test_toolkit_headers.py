@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from kerncast.analysis.compile import header_wheel_dirs, system_toolkit_nvcc
-from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.options import AnalysisOptions
+from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.toolchain import Toolchain
 from kerncast.server import hover
 

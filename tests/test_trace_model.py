@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 from kerncast.analysis.launch import LaunchOverrides
-from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.options import AnalysisOptions
+from kerncast.analysis.pipeline import analyze_file
 from kerncast.server.config import parse_settings
 
 ROOT = Path(__file__).resolve().parent.parent

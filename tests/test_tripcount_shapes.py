@@ -11,7 +11,7 @@ from math import ceil
 from pathlib import Path
 
 import pytest
-from kerncast.analysis.context import AnalysisOptions
+from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport
 from source_lines import line_of

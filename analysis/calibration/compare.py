@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 
 from kerncast.analysis.calibration.ncu import NcuKernel
 from kerncast.analysis.demangle import display_name
+from kerncast.analysis.finding import Finding
 from kerncast.analysis.gpus import GpuProfile, Limits
 from kerncast.analysis.launch import split_kernel_name
-from kerncast.analysis.report import Finding, KernelReport
+from kerncast.analysis.report import KernelReport
 
 # the metrics read (names as Nsight Compute writes them)
 DURATION = "gpu__time_duration.sum"

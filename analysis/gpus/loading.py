@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from kerncast.analysis.finding import Finding
 from kerncast.analysis.gpus.profile import GpuProfile, ProfileError, load_profile
-from kerncast.analysis.report import Finding
 from kerncast.analysis.rules import Code
 
 

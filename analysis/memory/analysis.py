@@ -19,14 +19,15 @@ from itertools import product
 from typing import Any, ClassVar
 
 from kerncast.analysis.cfg import Cfg
-from kerncast.analysis.context import Thresholds
 from kerncast.analysis.dataflow import KernelDataflow
 from kerncast.analysis.dataflow import expr as E
 from kerncast.analysis.dataflow.expr import Atoms, Value
 from kerncast.analysis.dataflow.induction import geometric_step
 from kerncast.analysis.dataflow.reaching import LOADED
 from kerncast.analysis.dataflow.symbolic import SymbolicResult
+from kerncast.analysis.finding import Finding
 from kerncast.analysis.isa import MemoryTouch, memory_touch
+from kerncast.analysis.json_form import FieldsJson
 from kerncast.analysis.launch import LaunchOverrides, infer_launch
 from kerncast.analysis.loops import LoopForest
 from kerncast.analysis.memory.findings import build_findings
@@ -45,8 +46,8 @@ from kerncast.analysis.memory.warp import (
     shared_cost,
     warp_lanes,
 )
+from kerncast.analysis.options import Thresholds
 from kerncast.analysis.ptx.model import Function, Imm, MatrixTile, Module, loc_in_file, matrix_tile
-from kerncast.analysis.report import FieldsJson, Finding
 from kerncast.analysis.rules import Code
 from kerncast.analysis.tripcount import trip_counts as ptx_trip_counts
 

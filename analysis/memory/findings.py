@@ -11,11 +11,11 @@ from __future__ import annotations
 from math import ceil
 from typing import TYPE_CHECKING, Any
 
-from kerncast.analysis.context import Thresholds
 from kerncast.analysis.dataflow import expr as E
+from kerncast.analysis.finding import Finding, Fix, Related, char_column, source_line_range
 from kerncast.analysis.memory import fixes as F
 from kerncast.analysis.memory.render import cuda_symbol_name
-from kerncast.analysis.report import Finding, Fix, Related, char_column, source_line_range
+from kerncast.analysis.options import Thresholds
 from kerncast.analysis.rules import Code
 from kerncast.analysis.source_model import SourceFacts, scanned
 

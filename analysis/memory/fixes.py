@@ -17,7 +17,7 @@ from functools import cache
 from importlib import resources
 
 from kerncast.analysis.edits import insert_lines_above, line_indent, replace
-from kerncast.analysis.report import Fix
+from kerncast.analysis.finding import Fix
 from kerncast.analysis.rules import RULES, Code, FixKind, rule
 from kerncast.analysis.source_model import ArrayDeclaration, KernelDefinition, SourceFacts
 

@@ -14,7 +14,7 @@ supports (`kerncast power evaluate`, `benchmarks/validate_measured.py`).
 
 from __future__ import annotations
 
-from kerncast.analysis.context import POWER_MODELS
+from kerncast.analysis.options import POWER_MODELS
 from kerncast.analysis.power.model import PowerPrediction, has_own_dataset
 from kerncast.analysis.power.physics import EventPower
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kerncast.analysis.finding import Finding
 from kerncast.analysis.power.events import GLOBAL, SHARED, EventEnergy
 from kerncast.analysis.power.model import PowerPrediction
-from kerncast.analysis.report import Finding
 from kerncast.analysis.rules import Code
 
 #: A hotspot holds at least this many times the even share of its kernel's lines (a design choice, not a fit).

@@ -19,14 +19,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from kerncast.analysis.compile import KernelResources
+from kerncast.analysis.gpus import GpuProfile
 from kerncast.analysis.isa import classify as isa_classify
-
-if TYPE_CHECKING:
-    from kerncast.analysis.compile import KernelResources
-    from kerncast.analysis.gpus import GpuProfile
-    from kerncast.analysis.ptx.model import Function, Module
+from kerncast.analysis.ptx.model import Function, Module
 
 _DATASET_COMP = {"add", "addc", "sub", "subc", "mul", "mul24", "mad", "mad24", "madc", "fma", "div", "and",
                  "sqrt", "mov", "setp", "cvt", "cvta"}

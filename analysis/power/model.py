@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 from kerncast.analysis.gpus import GpuProfile, load_profile
+from kerncast.analysis.json_form import FieldsJson
 from kerncast.analysis.power.blend import PowerModel
 from kerncast.analysis.power.engineered import NAMES, descriptor_features, engineer
 from kerncast.analysis.power.explain import lime_contributions
 from kerncast.analysis.power.intervals import PowerInterval
-from kerncast.analysis.report import FieldsJson
 
 TOP_CONTRIBUTIONS = 8  # contributions kept in an explanation (hover-sized)
 

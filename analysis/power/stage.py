@@ -14,9 +14,11 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from kerncast.analysis.context import KernelContext
+from kerncast.analysis.finding import source_line_range, source_lines
+from kerncast.analysis.gpus import GpuProfile
+from kerncast.analysis.launch import Launch
 from kerncast.analysis.loops import block_weights
 from kerncast.analysis.lru import BoundedLru
 from kerncast.analysis.power.combine import combine, events_only
@@ -27,12 +29,7 @@ from kerncast.analysis.power.features import LaunchShape, extract_features
 from kerncast.analysis.power.model import ModelsMissing, PowerPrediction, feature_row, predict_powers
 from kerncast.analysis.power.physics import EventPower, event_power
 from kerncast.analysis.ptx.model import line_in_file
-from kerncast.analysis.report import source_line_range, source_lines
 from kerncast.analysis.tripcount import trip_values
-
-if TYPE_CHECKING:
-    from kerncast.analysis.gpus import GpuProfile
-    from kerncast.analysis.launch import Launch
 
 WARP = 32
 

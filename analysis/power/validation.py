@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kerncast.analysis.context import AnalysisOptions
 from kerncast.analysis.gpus import load_profile
 from kerncast.analysis.launch import LaunchOverrides, split_kernel_name
+from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 
 WITHIN = 0.15

@@ -7,14 +7,12 @@ Public API::
     schedule_cfg(...), plan_waves(...)                                               # Algorithms 7 and 8
     mwp_cwp(MwpCwpParams) -> MwpCwpResult, mwp_cwp_params(profile, counts, ...)
     roofline_range(RooflineInputs) -> (best_us, worst_us), roofline_inputs(profile, counts, threads, ...)
-    occupancy_stage(ctx), time_stage(ctx)                                            # pipeline stages
 """
 
 from kerncast.analysis.timing.estimate import TimeEstimate, predict_time
 from kerncast.analysis.timing.mwp_cwp import MwpCwpParams, MwpCwpResult, mwp_cwp, mwp_cwp_params
 from kerncast.analysis.timing.roofline import RooflineInputs, roofline_inputs, roofline_range
 from kerncast.analysis.timing.scheduler import BlockSchedule, CfgSchedule, plan_waves, schedule_block, schedule_cfg
-from kerncast.analysis.timing.stages import occupancy_stage, time_stage
 
 __all__ = [
     "BlockSchedule",
@@ -25,12 +23,10 @@ __all__ = [
     "TimeEstimate",
     "mwp_cwp",
     "mwp_cwp_params",
-    "occupancy_stage",
     "plan_waves",
     "predict_time",
     "roofline_inputs",
     "roofline_range",
     "schedule_block",
     "schedule_cfg",
-    "time_stage",
 ]

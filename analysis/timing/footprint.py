@@ -24,12 +24,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from math import gcd, prod
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kerncast.analysis.dataflow.expr import as_const
-
-if TYPE_CHECKING:
-    from kerncast.analysis.memory.analysis import MemoryAnalysis
+from kerncast.analysis.memory.analysis import MemoryAnalysis
 
 _LANE = {"tid.x": 0, "tid.y": 1, "tid.z": 2}
 _BLOCK = {"ctaid.x": 0, "ctaid.y": 1, "ctaid.z": 2}

@@ -19,9 +19,9 @@ from importlib import resources
 from typing import Any
 
 from kerncast.analysis.context import KernelContext
+from kerncast.analysis.finding import Finding
 from kerncast.analysis.memory.analysis import AccessInfo, MemoryAnalysis
 from kerncast.analysis.memory.findings import unit_stride_sectors
-from kerncast.analysis.report import Finding
 from kerncast.analysis.rules import Code
 from kerncast.analysis.timing.estimate import TIME_MODELS
 from kerncast.analysis.timing.stages import static_model, static_time

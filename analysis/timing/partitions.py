@@ -17,14 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from math import gcd
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+from kerncast.analysis.memory.analysis import MemoryAnalysis
 from kerncast.analysis.timing.constants import timing_constants
 from kerncast.analysis.timing.footprint import access_bytes, affine_extents
-
-if TYPE_CHECKING:
-    from kerncast.analysis.memory.analysis import MemoryAnalysis
 
 
 def dram_partitions(profile: Any) -> tuple[int, int] | None:
