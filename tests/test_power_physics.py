@@ -124,7 +124,8 @@ def test_static_power_follows_busy_sms_launch_overhead_and_unit_class():
     h100 = load_profile("h100")
     full = event_power(_event(1.0), h100, _time(100.0), blocks=132, blocks_per_sm=1, warps_per_block=8)
     few = event_power(_event(1.0), h100, _time(100.0), blocks=13, blocks_per_sm=1, warps_per_block=8)
-    assert few.static_w == pytest.approx(full.static_w * 13 / 132)
+    assert full.idle_sms_w == 0.0
+    assert few.static_w - few.idle_sms_w == pytest.approx(full.static_w * 13 / 132)
     # half of the time is the launch's fixed overhead: the SMs are busy for the other half
     half = event_power(_event(1.0), h100, _time(100.0, 50.0), blocks=132, blocks_per_sm=1, warps_per_block=8)
     assert half.static_w == pytest.approx(full.static_w / 2)
@@ -134,6 +135,19 @@ def test_static_power_follows_busy_sms_launch_overhead_and_unit_class():
     memory = event_power(_event(1.0, "global loads"), h100, _time(100.0), blocks=132, blocks_per_sm=1,
                          warps_per_block=8)
     assert memory.unit_class == "memory_only" and memory.static_w != full.static_w
+
+
+def test_sms_left_idle_while_a_kernel_runs_draw_the_idle_sm_power():
+    # AccelWattch charges every SM without work during a kernel its idle-SM power (0.283 W on its Quadro V100),
+    # scaled to the node like the lane-activation power; the launch overhead's share of the time pays none
+    h100 = load_profile("h100")
+    per_idle = static_table().idle_sm_w * load_constants("Hopper").node_scale / load_constants("Volta").node_scale
+    one = event_power(_event(1.0), h100, _time(100.0), blocks=1, blocks_per_sm=1, warps_per_block=8)
+    assert one.idle_sms_w == pytest.approx(per_idle * 131)
+    half = event_power(_event(1.0), h100, _time(100.0, 50.0), blocks=1, blocks_per_sm=1, warps_per_block=8)
+    assert half.idle_sms_w == pytest.approx(per_idle * 131 / 2)
+    assert one.watts == pytest.approx(h100.idle_w + one.static_w + one.dynamic_w)
+    assert one.to_json()["idle_sms_w"] == one.idle_sms_w
 
 
 def test_busy_sms_averages_over_waves():
@@ -146,6 +160,7 @@ def test_busy_sms_averages_over_waves():
 def test_static_power_comes_from_sourced_uncalibrated_figures():
     data = tomllib.loads((ROOT / "analysis" / "data" / "energy.toml").read_text(encoding="utf-8"))
     assert data["static_power"]["calibrated"] is False and "AW21" in data["static_power"]["source"]
+    assert data["static_power"]["idle_sm"] == 0.283  # AW21's idle_core_power of its Quadro V100
     assert data["uncertainty"]["calibrated"] is False and data["uncertainty"]["source"].startswith("I:")
     t = static_table()
     # AccelWattch's Quadro V100: integer + FP32 at 32 lanes is 18.62 + 31 x 0.645 W over its 80 SMs

@@ -11,6 +11,7 @@
   schedulers (sub-partitions) its resident warps occupy. It does not scale with the core clock: static power
   is leakage and powered-but-idle logic, which AccelWattch scales with the supply voltage alone (its DVFS
   rule: static by V, dynamic by V squared), and no profile gives a voltage, so the reference's stands.
+  The SMs the grid leaves without work draw AccelWattch's idle-SM power over the same share of the time.
 * dynamic: the per-event energy of events.py (executed warp instructions by class, shared wavefronts, L1/L2/DRAM
   sectors) over the predicted time.
 * power capping: a GPU's clock boosts while it is under its power limit; when the demand exceeds the TDP, the
@@ -44,6 +45,7 @@ class StaticTable:
     """The reference GPU's lane-activation static power by unit class, and what scales it to another GPU."""
 
     watts_by_class: dict[str, float]  # whole reference SM array, all 32 lanes active
+    idle_sm_w: float  # one reference SM left without work while a kernel runs
     sm_count: int
     node_scale: float
     uncertainty: float
@@ -59,7 +61,7 @@ def static_table() -> StaticTable:
     ref = table["generations"][st["reference_generation"]]
     watts = {k: float(v[0]) + (WARP - 1) * float(v[1]) for k, v in st.items()
              if isinstance(v, list) and len(v) == 2}
-    return StaticTable(watts, int(st["reference_sm_count"]), float(ref["node_scale"]),
+    return StaticTable(watts, float(st["idle_sm"]), int(st["reference_sm_count"]), float(ref["node_scale"]),
                        float(table["uncertainty"]["uncalibrated_factor"]), float(table["uncertainty"]["idle_spread"]),
                        st["source"])
 
@@ -77,6 +79,13 @@ def static_per_sm_w(event: EventEnergy) -> float:
     reference figure per SM scaled by the node alone (static power follows the voltage, not the clock)."""
     t = static_table()
     return t.watts_by_class[unit_class(event)] / t.sm_count * event.constants.node_scale / t.node_scale
+
+
+def idle_sm_w(event: EventEnergy) -> float:
+    """Power of one SM of the event table's generation that has no work while a kernel runs, scaled from the
+    reference as the lane-activation power is (by the node)."""
+    t = static_table()
+    return t.idle_sm_w * event.constants.node_scale / t.node_scale
 
 
 def busy_sms(blocks: int, blocks_per_sm: int, sm_count: int) -> float:
@@ -105,12 +114,13 @@ class EventPower:
     watts: float
     interval: tuple[float, float]
     idle_w: float
-    static_w: float
+    static_w: float  # busy SMs' lane-activation power plus the idle SMs' power
     dynamic_w: float
     demand_w: float  # before power capping
     time_factor: float  # the time's growth under power capping (1: not capped)
     busy_sms: float
     unit_class: str
+    idle_sms_w: float = 0.0  # the part of static_w drawn by the SMs the grid leaves idle
     drivers: list[tuple[str, float]] = field(default_factory=list)  # (driver, share of dynamic power)
     assumptions: list[str] = field(default_factory=list)
 
@@ -118,7 +128,7 @@ class EventPower:
         return {"watts": self.watts, "interval": list(self.interval), "model": "events",
                 "idle_w": self.idle_w, "static_w": self.static_w, "dynamic_w": self.dynamic_w,
                 "demand_w": self.demand_w, "time_factor": self.time_factor, "busy_sms": self.busy_sms,
-                "unit_class": self.unit_class,
+                "unit_class": self.unit_class, "idle_sms_w": self.idle_sms_w,
                 "drivers": [{"driver": d, "share": s} for d, s in self.drivers],
                 "assumptions": list(self.assumptions)}
 
@@ -168,7 +178,8 @@ def event_power(event: EventEnergy, gpu: Any, time: Any, blocks: int, blocks_per
     partitions = min(1.0, resident_warps / schedulers)
     share = busy_share(time)
     per_sm = static_per_sm_w(event)
-    static = per_sm * sms * partitions * share
+    idle_sms = idle_sm_w(event) * max(0.0, gpu.sm_count - sms) * share
+    static = per_sm * sms * partitions * share + idle_sms
     dynamic = dynamic_uj / us if us > 0 else 0.0
     watts, factor = _capped(idle, tdp, static, dynamic)
     k, spread = static_table().uncertainty, static_table().idle_spread
@@ -177,12 +188,13 @@ def event_power(event: EventEnergy, gpu: Any, time: Any, blocks: int, blocks_per
     lo, _ = _capped(idle, tdp, static / k, dynamic_uj / k / t_hi if t_hi > 0 else 0.0)
     hi, _ = _capped(idle * (1 + spread), tdp, static * k, dynamic_uj * k / t_lo if t_lo > 0 else 0.0)
     result = EventPower(watts, (max(idle, min(lo, watts)), min(tdp, max(hi, watts))), idle, static, dynamic,
-                        idle + static + dynamic, factor, sms, unit_class(event), drivers(by_driver))
+                        idle + static + dynamic, factor, sms, unit_class(event), idle_sms, drivers(by_driver))
     result.assumptions += [
         f"idle {idle:g} W and TDP {tdp:g} W from the GPU profile; the clock at its boost value unless capped",
         f"static {per_sm:.2f} W per busy SM ({result.unit_class.replace('_', '+')} units; AccelWattch's Volta "
         f"figure scaled to this node, not to the clock) x {sms:.0f} busy SMs x {partitions:.0%} of their schedulers x "
-        f"{share:.0%} of the time outside the launch overhead",
+        f"{share:.0%} of the time outside the launch overhead, and {idle_sms:.1f} W for the "
+        f"{max(0.0, gpu.sm_count - sms):.0f} SMs the grid leaves idle (AccelWattch's idle-SM power)",
         f"dynamic: {dynamic_uj:.3g} µJ of events over the predicted {us:.3g} µs"
         + (f" (DRAM: the timing stage's {dram_bytes / 1e6:.3g} MB, with L2 reuse)" if dram_bytes is not None else
            " (DRAM: every loaded sector, no memory analysis)"),
