@@ -81,16 +81,17 @@ def test_a_divergent_warp_runs_both_paths_and_a_data_branch_is_assumed_taken(bus
 
 
 def test_the_cost_does_not_grow_with_trip_count_or_grid(nvcc_available):
-    """A 1000x longer loop and a 16x larger grid: the simulated instructions stay the same (the window),
-    while the predicted time grows with the work."""
+    """A 1000x longer loop, and a grid 16x then 256x larger: the simulated instructions stay the same (the
+    loop window; two rounds of blocks once the grid has more), while the predicted time grows with the work."""
     path = KERNELS / "divergent.cu"
     small = _trace(path, params=["n=512", "busy=8"])["someWarpsLoop"].time
     long = _trace(path, params=["n=512000", "busy=8"])["someWarpsLoop"].time
     wide = _trace(path, grid="16384", params=["n=512", "busy=8"])["someWarpsLoop"].time
+    wider = _trace(path, grid="262144", params=["n=512", "busy=8"])["someWarpsLoop"].time
     assert long.detail["trace_issued"] == small.detail["trace_issued"]
-    assert wide.detail["trace_issued"] == small.detail["trace_issued"]
+    assert wider.detail["trace_issued"] == wide.detail["trace_issued"]
     assert long.us > 200 * small.us
-    assert wide.us > 4 * small.us
+    assert wide.us > 4 * small.us and wider.us > 4 * wide.us
 
 
 def test_json_report_holds_the_trace_time_beside_the_other_models(nvcc_available):
@@ -129,3 +130,18 @@ def test_a_disagreement_with_the_kerncast_model_is_named(nvcc_available):
     fma = analyze_file(ROOT / "examples" / "fma_loop.cu", options=options).kernels[0].time
     assert fma.models["trace"] == pytest.approx(fma.models["kerncast"], rel=0.5)
     assert not any("disagree" in a for a in fma.assumptions)
+
+
+def test_consecutive_shared_loads_issue_as_vector_loads(nvcc_available):
+    """MatrixMulCUDA's unrolled As[ty][k] reads (consecutive, 16-byte aligned, one address per warp) issue as
+    LDS.128 as ptxas emits them, four scalar loads per vector load; the Bs[k][tx] reads, 128 bytes apart,
+    stay scalar."""
+    options = AnalysisOptions(gpu="k20", time_model="trace", overrides=LaunchOverrides.from_strings(
+        grid="32,32", block="32,32", params=["wA=1024", "wB=1024"]))
+    mm = next(k for k in analyze_file(ROOT / "examples" / "matmul.cu", options=options).kernels
+              if k.name.startswith("MatrixMulCUDA")).time
+    notes = [a for a in mm.assumptions if a.startswith("trace model shared loads")]
+    assert notes and "32 scalar shared loads issue as 8 vector loads" in notes[0], notes
+    naive = next(k for k in analyze_file(ROOT / "examples" / "matmul.cu", options=options).kernels
+                 if k.name.startswith("matmulNaive")).time
+    assert not any(a.startswith("trace model shared loads") for a in naive.assumptions)

@@ -30,13 +30,16 @@ from importlib import resources
 from typing import Any
 
 from kerncast.analysis.cfg import Cfg
+from kerncast.analysis.dataflow import expr as E
 from kerncast.analysis.dataflow.symbolic import SymbolicResult
 from kerncast.analysis.deps import DepGraph
 from kerncast.analysis.loops import LoopForest
 from kerncast.analysis.memory.analysis import MemoryAnalysis
 from kerncast.analysis.timing.cache_model import l1_hit_latency, l1_reuse, load_latency, reuse_note
 from kerncast.analysis.timing.estimate import KernelGraphs, loop_trips, requested_sectors, unit_replays
+from kerncast.analysis.timing.footprint import wave_extent
 from kerncast.analysis.timing.launch_cost import launch_cost
+from kerncast.analysis.timing.partitions import camping_factor, dram_partitions
 from kerncast.analysis.timing.pipelined import achievable_bandwidth_gbs, l2_hit_cycles, native_latencies, tensor_slots
 from kerncast.analysis.timing.trace_paths import ASSUMED, DIVERGENT, BranchResolver, Item, WarpTrace, build_trace
 from kerncast.analysis.timing.trace_sim import Op, simulate_round
@@ -45,6 +48,67 @@ MODEL = "trace"
 _FREE_SPACES = frozenset({"param", "const"})
 _BARRIERS = frozenset({"bar", "barrier"})
 _MEMORY_OPS = frozenset({"ld", "ldu", "st", "atom", "red", "tex", "cp"})
+_VECTOR_BYTES = 16  # the widest shared load a thread issues (LDS.128)
+_BANK_ROW_BYTES = 128  # one shared-memory wavefront: 32 banks x 4 bytes
+
+
+@dataclass(frozen=True, slots=True)
+class VectorLoad:
+    """Scalar shared loads that ptxas issues as one vector load: the members (PTX order; the first issues
+    it), and the wavefronts the vector load takes (the bytes the warp's distinct addresses span / 128)."""
+
+    members: tuple[int, ...]
+    wavefronts: float
+
+
+def _shared_symbol(atoms: E.Atoms, mono: tuple[int, ...]) -> bool:
+    return len(mono) == 1 and str(atoms.keys[mono[0]][1]).startswith("&")
+
+
+def vector_shared_loads(cfg: Cfg, symbolic: SymbolicResult, resolver: BranchResolver) -> list[VectorLoad]:
+    """Groups of scalar `ld.shared` that ptxas merges into one vector load (LDS.64/LDS.128): in one basic
+    block, with no shared store between them, the same address but for a constant that steps by the access
+    width from a multiple of the vector's width (As[ty][k..k+3] in an unrolled loop), the address's other
+    terms known to be multiples of that width. The shared variable's own address counts as aligned: ptxas
+    lays out shared memory and aligns a variable it accesses with vectors (the SASS of such loops shows
+    LDS.128 for them). Cost: one pass over the loads."""
+    body = cfg.function.body
+    atoms = symbolic.atoms
+    out: list[VectorLoad] = []
+    for blk in cfg.blocks:
+        if blk.id in cfg.unreachable:
+            continue
+        groups: dict[tuple, dict[int, int]] = {}  # address less its constant -> constant -> instruction
+        epoch = 0  # a shared store starts a new epoch: loads do not merge across it
+        for i in range(blk.start, blk.end):
+            ins = body[i]
+            if ins.space != "shared":
+                continue
+            if ins.opcode != "ld":
+                epoch += 1
+                continue
+            addr = symbolic.addresses.get(i)
+            width = ins.access_bytes
+            if addr is None or ins.vector_width != 1 or width not in (4, 8) or ins.guard is not None:
+                continue
+            const, rest = E.split_const(addr)
+            groups.setdefault((epoch, width, rest), {}).setdefault(const, i)
+        for (_, width, rest), by_offset in groups.items():
+            aligned = tuple((m, c) for m, c in rest if not _shared_symbol(atoms, m))
+            zero_bits = E.low_zero_bits(atoms, aligned) if aligned else 64
+            taken: set[int] = set()
+            for k in (_VECTOR_BYTES // width, 2):
+                if k < 2 or (1 << zero_bits) < k * width:
+                    continue
+                for start in sorted(by_offset):
+                    run = [start + j * width for j in range(k)]
+                    if start % (k * width) or any(c not in by_offset or c in taken for c in run):
+                        continue
+                    taken.update(run)
+                    lanes = resolver.distinct_lane_values(aligned) if aligned else 1
+                    span = (lanes if lanes is not None else resolver.warp_size) * k * width
+                    out.append(VectorLoad(tuple(by_offset[c] for c in run), max(1.0, span / _BANK_ROW_BYTES)))
+    return out
 
 
 @cache
@@ -59,9 +123,9 @@ class TraceResult:
     """The trace model's time and how it was reached."""
 
     us: float
-    round_cycles: float
+    round_cycles: float  # when the first round's blocks had all retired
     rounds: int
-    tail_cycles: float
+    block_pace_cycles: float  # cycles per block of the blocks beyond the simulated ones (0: all simulated)
     warps: int
     distinct_traces: int
     divergent_branches: int
@@ -88,10 +152,23 @@ def _dram_share(memory: MemoryAnalysis | None, dram_bytes: float | None, warps: 
     return min(1.0, dram_bytes / requested) if requested > 0 else 1.0
 
 
+def _camping(memory: MemoryAnalysis | None, profile: Any, block: tuple[int, int, int], grid: tuple[int, int, int],
+             wave_blocks: int) -> float:
+    """Partition camping of one wave's concurrent accesses (`partitions.py`, as the kerncast model counts it):
+    the busiest DRAM partition's load over the even share, so the SM's share of the bandwidth shrinks by it."""
+    layout = dram_partitions(profile)
+    if layout is None or memory is None or not memory.accesses:
+        return 1.0
+    return camping_factor(memory, block, wave_extent(grid, wave_blocks), *layout,
+                          sector=int(profile.sector_bytes or 32), launch_grid=grid)
+
+
 def _ops(cfg: Cfg, profile: Any, graphs: KernelGraphs, replays: Mapping[int, float], sectors: Mapping[int, float],
-         global_latency: float, dram_cycles_per_sector: float, load_latencies: Mapping[int, float]) -> dict[int, Op]:
+         global_latency: float, dram_cycles_per_sector: float, load_latencies: Mapping[int, float],
+         vectors: list[VectorLoad]) -> dict[int, Op]:
     """Each reachable instruction's unit, hold time, latency and registers for the simulator;
-    `load_latencies` overrides the global latency of loads that the cache model finds partly in L1."""
+    `load_latencies` overrides the global latency of loads that the cache model finds partly in L1; of
+    each group of `vectors`, the first issues the vector load and the others cost no unit."""
     body = cfg.function.body
     units = profile.units
     warp = profile.warp_size
@@ -99,6 +176,8 @@ def _ops(cfg: Cfg, profile: Any, graphs: KernelGraphs, replays: Mapping[int, flo
     latency["global"] = latency["memory"] = global_latency
     classes = {i: graphs.classes[i] for b in cfg.blocks if b.id not in cfg.unreachable for i in range(b.start, b.end)}
     tensor = tensor_slots(body, classes, profile)
+    leaders = {v.members[0]: v.wavefronts for v in vectors}
+    followers = {m for v in vectors for m in v.members[1:]}
     ops: dict[int, Op] = {}
     for i, cls in classes.items():
         ins = body[i]
@@ -106,8 +185,11 @@ def _ops(cfg: Cfg, profile: Any, graphs: KernelGraphs, replays: Mapping[int, flo
         if cls.latency == "param" or (cls.type == "misc" and ins.space in _FREE_SPACES):
             ops[i] = Op(None, 0.0, 0.0, ins.registers_read, ins.registers_written)
             continue
+        if i in followers:  # its data comes with its group's vector load
+            ops[i] = Op(None, 0.0, lat, ins.registers_read, ins.registers_written, memory=True)
+            continue
         res = cls.resource if units.get(cls.resource, 0) > 0 else "SP"
-        hold = tensor[i] * warp if i in tensor else warp / units[res] * replays.get(i, 1.0)
+        hold = tensor[i] * warp if i in tensor else warp / units[res] * leaders.get(i, replays.get(i, 1.0))
         dram = sectors.get(i, 0.0) * dram_cycles_per_sector
         ops[i] = Op(res, hold, lat, ins.registers_read, ins.registers_written,
                     barrier=ins.opcode in _BARRIERS, memory=ins.opcode in _MEMORY_OPS, dram_hold=dram)
@@ -168,14 +250,15 @@ def issue_order(dag: DepGraph, ops: Mapping[int, Op], body: Any) -> list[int]:
     return order
 
 
-def _round_traces(resolver: BranchResolver, cfg: Cfg, loops: LoopForest, trips: Mapping[int, float], *,
-                  blocks: int, resident: int, warps_per_block: int, sm_count: int
-                  ) -> tuple[list[tuple[int, WarpTrace]], int]:
-    """Every warp of one round on the first SM (blocks 0, sm_count, 2 sm_count, ...) with its trace; warps
-    that decide their branches alike share one trace object. Also the number of distinct traces."""
+def _sm_traces(resolver: BranchResolver, cfg: Cfg, loops: LoopForest, trips: Mapping[int, float], *,
+               blocks: int, simulated: int, warps_per_block: int, sm_count: int
+               ) -> tuple[list[tuple[int, WarpTrace]], int]:
+    """Every warp of the first `simulated` blocks of the first SM (blocks 0, sm_count, 2 sm_count, ...: the
+    block scheduler deals blocks to the SMs in turn) with its trace; warps that decide their branches alike
+    share one trace object. Also the number of distinct traces."""
     shared: dict[tuple[tuple[int, str], ...], WarpTrace] = {}
     out: list[tuple[int, WarpTrace]] = []
-    for r in range(resident):
+    for r in range(simulated):
         cta = min(r * sm_count, blocks - 1)
         for w in range(warps_per_block):
             decisions = resolver.decide(cta, w)
@@ -187,10 +270,25 @@ def _round_traces(resolver: BranchResolver, cfg: Cfg, loops: LoopForest, trips: 
     return out, len(shared)
 
 
-def warp_groups(traces: list[tuple[int, WarpTrace]], most: int) -> list[tuple[int, tuple[Item, ...], int]]:
+def sm_cycles(retired: list[float], end: float, *, resident: int, blocks_on_sm: int) -> tuple[float, float]:
+    """The busiest SM's cycles from a simulation of its first blocks: where it ran them all, the simulated
+    end; else the blocks beyond them retire at the pace of the simulated blocks after the first round (the
+    steady state, slots refilled as blocks retire), and the end keeps the simulation's drain after its last
+    retirement (the last stores being performed). Also that pace, cycles per block (0 when not needed)."""
+    simulated = len(retired)
+    if blocks_on_sm <= simulated or simulated <= resident:
+        return end, 0.0
+    done = sorted(retired)
+    pace = (done[-1] - done[resident - 1]) / (simulated - resident)
+    return end + pace * (blocks_on_sm - simulated), pace
+
+
+def warp_groups(traces: list[tuple[int, WarpTrace]], most: int, rounds: int = 1
+                ) -> list[tuple[int, tuple[Item, ...], int]]:
     """The simulated entries: alike warps of one block (same trace) in groups, so that no more than about
-    `most` entries run (`simulate_round`'s multiplicity); one entry per warp when the round is small."""
-    size = max(1, math.ceil(len(traces) / max(1, most)))
+    `most` entries run at a time, the `traces` being `rounds` rounds of resident blocks (`simulate_round`'s
+    multiplicity); one entry per warp when the round is small."""
+    size = max(1, math.ceil(len(traces) / max(1, rounds) / max(1, most)))
     by_class: dict[tuple[int, int], list[WarpTrace]] = {}
     for block, trace in traces:
         by_class.setdefault((block, id(trace)), []).append(trace)
@@ -223,42 +321,65 @@ def predict_trace(cfg: Cfg, loops: LoopForest, profile: Any, symbolic: SymbolicR
     l2_latency = l2_hit if l2_hit is not None else dram_latency
     global_latency = l2_latency + share * max(0.0, dram_latency - l2_latency)
     bw, bw_note = achievable_bandwidth_gbs(profile)
-    bytes_per_cycle_sm = bw * 1e3 / clock / profile.sm_count
+    camping = _camping(memory, profile, block, grid, resident * profile.sm_count)
+    bytes_per_cycle_sm = bw * 1e3 / clock / profile.sm_count / camping
     replays, sectors = unit_replays(memory), _sectors(memory)
     l1 = l1_hit_latency(profile)
     reuse = l1_reuse(memory, cfg, loops, sector) if l1 is not None else []
     own = load_latency(reuse, l1, global_latency) if l1 is not None else {}
-    ops = _ops(cfg, profile, graphs, replays, sectors, global_latency, share * sector / bytes_per_cycle_sm, own)
-    spans = {b: issue_order(dag, ops, cfg.function.body) for b, dag in graphs.dags.items()}
     resolver = BranchResolver(cfg, loops, symbolic, params, block, grid, warp)
-    traces, distinct = _round_traces(resolver, cfg, loops, trip_map, blocks=blocks, resident=resident,
-                                     warps_per_block=warps_per_block, sm_count=profile.sm_count)
+    vectors = vector_shared_loads(cfg, symbolic, resolver)
+    ops = _ops(cfg, profile, graphs, replays, sectors, global_latency, share * sector / bytes_per_cycle_sm, own,
+               vectors)
+    spans = {b: issue_order(dag, ops, cfg.function.body) for b, dag in graphs.dags.items()}
+    # the simulated blocks: two rounds' worth (the first round and one in the steady state that follows it)
+    simulated = min(blocks_on_sm, 2 * resident)
+    traces, distinct = _sm_traces(resolver, cfg, loops, trip_map, blocks=blocks, simulated=simulated,
+                                  warps_per_block=warps_per_block, sm_count=profile.sm_count)
     dispatch = float(profile.units.get("dispatch_units") or profile.units.get("warp_schedulers") or 1)
-    full_rounds, tail_blocks = divmod(blocks_on_sm, resident)
     most = int(const["window"]["simulated_warps"])
-    round_sim = simulate_round(warp_groups(traces, most), ops, spans, dispatch=dispatch, window=window)
-    tail = 0.0
-    if tail_blocks:
-        tail = simulate_round(warp_groups([(r, t) for r, t in traces if r < tail_blocks], most), ops, spans,
-                              dispatch=dispatch, window=window).cycles
-    cycles = round_sim.cycles * full_rounds + tail
+    sim = simulate_round(warp_groups(traces, most, math.ceil(simulated / resident)), ops, spans,
+                         dispatch=dispatch, window=window, slots=resident)
+    cycles, pace = sm_cycles(sim.retired, sim.cycles, resident=resident, blocks_on_sm=blocks_on_sm)
+    first_round = sorted(sim.retired)[min(resident, len(sim.retired)) - 1] if sim.retired else sim.cycles
+    rounds = math.ceil(blocks_on_sm / resident)
+    by_rounds = sim.extrapolated > 0 and blocks_on_sm > resident
+    if by_rounds:
+        # a warp whose loop is fast-forwarded holds no unit meanwhile, so a block started beside it would find
+        # the SM idle and run too fast: with fast-forwarded loops, rounds run apart (one round's time x rounds)
+        first = [(r, t) for r, t in traces if r < resident]
+        full, tail_blocks = divmod(blocks_on_sm, resident)
+        one = simulate_round(warp_groups(first, most), ops, spans, dispatch=dispatch, window=window)
+        tail = simulate_round(warp_groups([(r, t) for r, t in first if r < tail_blocks], most), ops, spans,
+                              dispatch=dispatch, window=window).cycles if tail_blocks else 0.0
+        cycles, pace, first_round = one.cycles * full + tail, 0.0, one.cycles
     cost = launch_cost(profile, cycles / clock)
     divergent = len({i for _, t in traces for i, d in t.decisions.items() if d == DIVERGENT})
     assumed = len({i for _, t in traces for i, d in t.decisions.items() if d == ASSUMED})
     notes = [
-        f"trace model: {len(traces)} warps of one round ({resident} blocks on one SM) simulated event by event "
-        f"with {distinct} distinct trace(s); loops simulate a window of {window[0]} iterations "
-        f"({window[0] - 1} measured after one warm-up; 2 in loops nested deeper than {window[1]}) and extrapolate "
-        f"the rest at the measured pace; {full_rounds} full round(s) plus "
-        + (f"a tail of {tail_blocks} block(s)" if tail_blocks else "no tail"),
+        f"trace model: the busiest SM's first {simulated} of {blocks_on_sm} blocks ({resident} resident at a "
+        f"time, a retiring block's slot refilled at once; {len(traces)} warps, {distinct} distinct trace(s)) "
+        f"simulated event by event" + (f", the other {blocks_on_sm - simulated} retiring at the pace of the "
+                                       f"simulated blocks after the first round ({pace:.0f} cycles per block)"
+                                       if blocks_on_sm > simulated and not by_rounds else "")
+        + (f"; its loops being fast-forwarded, the time is one round's ({first_round:.0f} cycles) x {rounds} "
+           "round(s), the last one as many blocks as are left" if by_rounds else "")
+        + f"; loops simulate a window of {window[0]} iterations ({window[0] - 1} measured after one warm-up; 2 in "
+        f"loops nested deeper than {window[1]}) and extrapolate the rest at the measured pace",
         f"trace model branches: {divergent} divergent (both paths run), {assumed} not decidable from thread/block "
         "indices and launch parameters (loaded data, loop iterations, unknown parameters): both paths assumed run",
         f"trace model memory: a global access waits {global_latency:.0f} cycles ({l2_latency:g}-cycle L2 hit plus "
         f"{share:.0%} of the launch's requested bytes from DRAM at {dram_latency:.0f} cycles; the share is the "
-        f"kerncast model's DRAM bytes) and holds the SM's share of {bw:.4g} GB/s ({bw_note}) for that share",
+        f"kerncast model's DRAM bytes) and holds the SM's share of {bw:.4g} GB/s ({bw_note}) for that share"
+        + (f", the share cut {camping:.2f}x by partition camping (one wave's concurrent accesses load the busiest "
+           "DRAM partition that much over the even share; data/timing.toml [kerncast.partitions])"
+           if camping > 1.0 else ""),
         *([reuse_note(reuse, l1, global_latency, profile)] if reuse and l1 is not None else []),
+        *([f"trace model shared loads: {sum(len(v.members) for v in vectors)} scalar shared loads issue as "
+           f"{len(vectors)} vector loads (consecutive aligned addresses in one block, merged as ptxas does)"]
+          if vectors else []),
         cost.note,
     ]
-    return TraceResult(us=cost.fixed_us + cycles / clock, round_cycles=round_sim.cycles, rounds=full_rounds,
-                       tail_cycles=tail, warps=len(traces), distinct_traces=distinct, divergent_branches=divergent,
-                       assumed_branches=assumed, issued=round_sim.issued, notes=notes)
+    return TraceResult(us=cost.fixed_us + cycles / clock, round_cycles=first_round, rounds=rounds,
+                       block_pace_cycles=pace, warps=len(traces), distinct_traces=distinct,
+                       divergent_branches=divergent, assumed_branches=assumed, issued=sim.issued, notes=notes)

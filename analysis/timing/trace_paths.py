@@ -96,6 +96,19 @@ class BranchResolver:
             return None
         return E.as_const(v) if v is not None else None
 
+    def distinct_lane_values(self, value: E.Value, cta: int = 0, warp: int = 0) -> int | None:
+        """How many different values `value` takes over the lanes of warp `warp` of block `cta` (1: the warp
+        reads one address, a broadcast); None where it stays symbolic."""
+        if not self.sym.atoms.is_lane(value):
+            return 1
+        threads = self.block[0] * self.block[1] * self.block[2]
+        seen: set[int | None] = set()
+        for t in range(warp * self.warp_size, min(threads, (warp + 1) * self.warp_size)):
+            seen.add(self._value(value, self._subst(cta, t)))
+            if None in seen:
+                return None
+        return len(seen)
+
     def decide(self, cta: int, warp: int) -> dict[int, str]:
         """Branch instruction index -> TAKEN, FALL, DIVERGENT or ASSUMED for warp `warp` of block `cta`."""
         out: dict[int, str] = {}

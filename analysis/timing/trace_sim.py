@@ -1,4 +1,4 @@
-"""The trace model's warp-pipeline simulation: one round of resident blocks on one SM, event by event.
+"""The trace model's warp-pipeline simulation: the blocks of one SM, event by event.
 
 The semantics of the trace-based estimation's simulator (the one-round warp pipeline of its Fig. 2), on
 Kerncast's abstract SM:
@@ -13,6 +13,12 @@ Kerncast's abstract SM:
 * a barrier holds a warp until every warp of its block has arrived (a warp that ended counts as arrived);
   a warp arrives once the memory accesses it issued are performed (the barrier's visibility guarantee);
 * global accesses also hold the SM's share of DRAM bandwidth for the bytes that go to DRAM;
+* at most `slots` blocks are resident at once (the occupancy); when every warp of a block has retired, the
+  block scheduler starts the SM's next block in the freed slot at that time, so the blocks of successive
+  rounds overlap as they do on the hardware instead of waiting for the whole round to end;
+* a warp retires once it has issued its last instruction and its loaded registers are written; a store
+  writes no register and holds no slot (stores are posted: the SM hands the data to the memory system and
+  goes on), so the last store's latency counts once, at the end of the SM's work, not once per block;
 * a loop visit simulates at most `window` iterations; when the loop runs more, the warp measures the
   time of its iterations after the first (the steady state, with the other warps contending) and is then
   held for the remaining iterations at that pace, so the cost is O(window) whatever the trip count.
@@ -23,7 +29,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kerncast.analysis.timing.trace_paths import Item, LoopRun
 
@@ -55,11 +61,13 @@ class _Mark:
 
 @dataclass(slots=True)
 class SimResult:
-    """One round's simulated cycles, the instructions issued, and loop iterations fast-forwarded."""
+    """The simulated cycles until the last access is performed, the instructions issued, loop iterations
+    fast-forwarded, and each simulated block's retire time (the cycle its slot freed), in block order."""
 
     cycles: float
     issued: int
     extrapolated: float
+    retired: list[float] = field(default_factory=list)
 
 
 def _expand(items: Sequence[Item], blocks: Mapping[int, Sequence[int]], window: tuple[int, int],
@@ -84,11 +92,13 @@ def _expand(items: Sequence[Item], blocks: Mapping[int, Sequence[int]], window: 
 
 
 def simulate_round(traces: Sequence[tuple[int, Sequence[Item], int]], ops: Mapping[int, Op],
-                   blocks: Mapping[int, Sequence[int]], *, dispatch: float, window: tuple[int, int]) -> SimResult:
-    """Simulate warps `(block in the round, trace, multiplicity)` sharing one SM until all have ended; cycles
-    of the round. `blocks` gives each basic block's instructions in issue order. An entry of multiplicity k
-    stands for k alike warps of one block issuing in lockstep: each instruction holds its unit, the issue
-    slots and the DRAM share k times as long (one warp with k independent copies of its work)."""
+                   blocks: Mapping[int, Sequence[int]], *, dispatch: float, window: tuple[int, int],
+                   slots: int | None = None) -> SimResult:
+    """Simulate warps `(block, trace, multiplicity)` sharing one SM until all have ended. Blocks start in the
+    order of their ids, at most `slots` at a time (None: all at once, one round); a block retiring starts the
+    next. `blocks` gives each basic block's instructions in issue order. An entry of multiplicity k stands
+    for k alike warps of one block issuing in lockstep: each instruction holds its unit, the issue slots and
+    the DRAM share k times as long (one warp with k independent copies of its work)."""
     n = len(traces)
     gens = [_expand(items, blocks, window, [0]) for _, items, _ in traces]
     mult = [float(k) for _, _, k in traces]
@@ -103,8 +113,13 @@ def simulate_round(traces: Sequence[tuple[int, Sequence[Item], int]], ops: Mappi
     issue_step = 1.0 / max(dispatch, 1e-9)
     block_of = [b for b, _, _ in traces]
     members: dict[int, int] = {}
-    for b in block_of:
+    warps_of: dict[int, list[int]] = {}
+    for w, b in enumerate(block_of):
         members[b] = members.get(b, 0) + 1
+        warps_of.setdefault(b, []).append(w)
+    queue = sorted(warps_of)
+    retire = [0.0] * n
+    retired: dict[int, float] = {}
     waiting: dict[int, list[tuple[int, float]]] = {}
     finished: dict[int, int] = {}
     heap: list[tuple[float, int]] = []
@@ -128,10 +143,20 @@ def simulate_round(traces: Sequence[tuple[int, Sequence[Item], int]], ops: Mappi
             heapq.heappush(heap, (t, w))
             return
         current[w] = None
-        end[w] = max(t, mem_done[w], max(regs[w].values(), default=0.0))
+        retire[w] = max(t, max(regs[w].values(), default=0.0))
+        end[w] = max(retire[w], mem_done[w])
         b = block_of[w]
         finished[b] = finished.get(b, 0) + 1
         release(b)
+        if finished[b] == members[b]:
+            retired[b] = max(retire[v] for v in warps_of[b])
+            start_next(retired[b])
+
+    def start_next(t: float) -> None:
+        """Start the next block waiting for a slot at time `t`."""
+        if queue:
+            for v in warps_of[queue.pop(0)]:
+                advance(v, t)
 
     def release(b: int) -> None:
         """Let a block's barrier go once every warp of the block has arrived or ended."""
@@ -142,8 +167,8 @@ def simulate_round(traces: Sequence[tuple[int, Sequence[Item], int]], ops: Mappi
             for w, _ in wait:
                 advance(w, t)
 
-    for w in range(n):
-        advance(w, 0.0)
+    for _ in range(len(queue) if slots is None else min(slots, len(queue))):
+        start_next(0.0)
     while heap:
         t, w = heapq.heappop(heap)
         op = ops[current[w]]  # type: ignore[index]
@@ -176,4 +201,4 @@ def simulate_round(traces: Sequence[tuple[int, Sequence[Item], int]], ops: Mappi
             mem_done[w] = max(mem_done[w], done)
         issued += 1
         advance(w, start + mult[w])
-    return SimResult(max(end, default=0.0), issued, extrapolated)
+    return SimResult(max(end, default=0.0), issued, extrapolated, [retired[b] for b in sorted(retired)])

@@ -53,7 +53,7 @@ def add_trace_model(ctx: KernelContext, est: TimeEstimate, graphs: KernelGraphs)
     est.range_basis = "range: the trace time and the spread of the three closed-form models for this launch"
     est.bottleneck = f"trace simulation ({res.warps} warps, {res.distinct_traces} distinct traces)"
     est.detail.update({"trace_round_cycles": res.round_cycles, "trace_rounds": res.rounds,
-                       "trace_tail_cycles": res.tail_cycles, "trace_distinct_traces": res.distinct_traces,
+                       "trace_block_pace_cycles": res.block_pace_cycles, "trace_distinct_traces": res.distinct_traces,
                        "trace_issued": res.issued, "trace_divergent_branches": res.divergent_branches,
                        "trace_assumed_branches": res.assumed_branches})
     est.assumptions.extend(res.notes)
