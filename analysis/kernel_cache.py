@@ -2,8 +2,10 @@
 
 A kernel's report depends on its PTX text, the rest of the module (globals, device functions it may call),
 its launch and loop trip counts, the GPU profile, the settings, and the source lines its findings point at.
-The key hashes exactly those; any change to one of them is a miss and the kernel is analysed again. The
-launch is part of the key because a `<<<>>>` site in host code can change without the kernel's PTX changing.
+The key hashes exactly those; any change to one of them is a miss. The launch is part of the key because a
+`<<<>>>` site in host code can change without the kernel's PTX changing. A miss whose only change is where the
+kernel sits (an edit above it moved its lines) is recognised by its moved key and answered with its previous
+report shifted to the new lines (`kernel_shift`); any other miss is analysed again.
 
 The cache is a bounded LRU held by a long-lived caller (the language server); one-off runs pass none. Its
 counters say what was reused, for tests and benchmarks.
@@ -11,9 +13,10 @@ counters say what was reused, for tests and benchmarks.
 ptxas's numbers (registers, shared memory, spills) are kept apart, keyed by what ptxas reads: the kernel's PTX
 and the rest of the module without the `.loc`/`.file` line-table directives and the debug sections. Those
 only map instructions to source lines and change on every edit above a kernel, while register allocation never
-looks at them. A kernel whose report must be made again because its lines moved therefore needs no new ptxas
-run, and the kernels that do need one are found by a text scan, so that ptxas starts before the parse. For the
-same reason power predictions are kept by their feature values (a moved kernel's features do not change).
+looks at them. A kernel whose report must be made again (one that moved inside a `.ptx` file, whose lines
+are its report's) therefore needs no new ptxas run, and the kernels that do need one are found by a text scan,
+so that ptxas starts before the parse. For the same reason power predictions are kept by their feature values
+(a moved kernel's features do not change).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from kerncast.analysis.kernel_shift import shifted
 from kerncast.analysis.lru import BoundedLru
 from kerncast.analysis.ptx.reuse import FunctionReuse, match_lines, span_end
 
@@ -37,6 +41,8 @@ class CacheCounters:
 
     hits: int = 0
     misses: int = 0
+    #: of the misses, kernels that had only moved: their previous report was shifted, not made again
+    shifted: int = 0
     ptxas_runs: int = 0
     ptxas_kernels: int = 0
 
@@ -50,6 +56,10 @@ class KernelCache:
     _reports: BoundedLru[str, Any] = field(init=False)
     #: ptxas's numbers per kernel, by the key of the text ptxas reads (see the module docstring)
     _resources: BoundedLru[str, Any] = field(init=False)
+    #: per kernel name, its latest report with its moved key, first source line and first PTX line: a kernel
+    #: that an edit above it only moved is shifted from it (`kernel_shift`), matched by name as the change
+    #: since the last save matches kernels
+    _moved: BoundedLru[str, tuple[str, int, int, Any]] = field(init=False)
     #: parsed PTX functions, so that a save parses only the functions whose text changed (ptx/reuse.py)
     functions: FunctionReuse = field(default_factory=FunctionReuse)
     #: power predictions by GPU and feature values (`power.stage.PowerMemo`), made when first needed: the
@@ -61,6 +71,7 @@ class KernelCache:
     def __post_init__(self) -> None:
         self._reports = BoundedLru(self.max_kernels)
         self._resources = BoundedLru(self.max_kernels)
+        self._moved = BoundedLru(self.max_kernels)
 
     @property
     def powers(self) -> Any:
@@ -85,6 +96,24 @@ class KernelCache:
 
     def put(self, key: str, report: Any) -> None:
         self._reports.put(key, report)
+
+    def moved(self, name: str, moved_key: str, line: int, ptx_line: int) -> Any:
+        """The report of the kernel `name` when its latest one was made from the same code at other lines (same
+        moved key, see `kernel_shift`): that report moved to `line` (the kernel's first source line) and
+        `ptx_line` (its first PTX line); else None."""
+        kept = self._moved.get(name)
+        if kept is None or kept[0] != moved_key:
+            return None
+        _, old_line, old_ptx_line, report = kept
+        out = shifted(report, line - old_line, ptx_line - old_ptx_line)
+        self._moved.put(name, (moved_key, line, ptx_line, out))
+        with self._lock:
+            self.counters.shifted += 1
+        return out
+
+    def put_moved(self, name: str, moved_key: str, report: Any, ptx_line: int) -> None:
+        """Keep `report` as the latest of kernel `name`, for a later analysis in which it only moved."""
+        self._moved.put(name, (moved_key, report.line, ptx_line, report))
 
     def resources(self, key: str) -> Any:
         """ptxas's numbers for one kernel by its `ptxas_keys` key, or None."""

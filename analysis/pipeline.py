@@ -57,6 +57,7 @@ from kerncast.analysis.kernel_cache import (
     without_lines,
 )
 from kerncast.analysis.kernel_homes import KernelHome, included_homes
+from kerncast.analysis.kernel_shift import file_index, first_loc_line, moved_line, relative_loc, shifted
 from kerncast.analysis.launch import split_kernel_name
 from kerncast.analysis.launch_stage import launch_stage
 from kerncast.analysis.loops import find_loops
@@ -409,8 +410,14 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
         for ctx in contexts:
             for stage in STAGES[:keyed]:
                 stage(ctx)
-        keys = _kernel_keys(ptx, module, contexts, options, gpu, cuda_source, report.file, main_file)
+        keys, moved_keys = _kernel_keys(ptx, module, contexts, options, gpu, cuda_source, report.file, main_file)
         cached = {id(ctx): cache.get(keys[id(ctx)]) for ctx in contexts}
+        for ctx in contexts:  # a kernel that only moved: its previous report on its new lines
+            if cached[id(ctx)] is None and id(ctx) in moved_keys:
+                cached[id(ctx)] = cache.moved(ctx.function.name, moved_keys[id(ctx)], ctx.report.line,
+                                              ctx.function.ptx_line)
+                if cached[id(ctx)] is not None:
+                    cache.put(keys[id(ctx)], cached[id(ctx)])
         todo = [ctx for ctx in contexts if cached[id(ctx)] is None]
         for ctx in contexts:
             if cached[id(ctx)] is not None:
@@ -430,6 +437,8 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
         for ctx in todo:
             if not (stopped and ctx.report.resources is None):
                 cache.put(keys[id(ctx)], ctx.report)
+                if id(ctx) in moved_keys:
+                    cache.put_moved(ctx.function.name, moved_keys[id(ctx)], ctx.report, ctx.function.ptx_line)
     report.kernels.extend(ctx.report for ctx in contexts if ctx.report.file is None)
     report.included_kernels.extend(ctx.report for ctx in contexts if ctx.report.file is not None)
     if resources is not None:
@@ -440,28 +449,45 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
 
 
 def _kernel_keys(ptx: str, module: Module, contexts: list[KernelContext], options: AnalysisOptions,
-                 gpu: GpuProfile | None,
-                 cuda_source: str | None, file: str, main_file: str | None) -> dict[int, str]:
+                 gpu: GpuProfile | None, cuda_source: str | None, file: str,
+                 main_file: str | None) -> tuple[dict[int, str], dict[int, str]]:
     """Per kernel context (by id), the cache key: its PTX text and position, the rest of the module, its
     launch and trip counts, the GPU profile, the settings and the source lines its findings may point at (in
-    the file that defines it, which for a kernel of an included header is the header)."""
+    the file that defines it, which for a kernel of an included header is the header).
+
+    Also, for the kernels of a `.cu` file's own text, the moved key: the same parts with the analysed file's
+    lines written relative to the kernel's first line (`kernel_shift`), equal for the kernel moved by an edit
+    above it."""
     kernels = [ctx.function for ctx in contexts]
     spans = dict(zip((fn.name for fn in kernels), function_spans(ptx, [fn.ptx_line for fn in kernels]),
                      strict=True))
     lines = ptx.splitlines()
     outside = without_debug_sections(without_lines(ptx, list(spans.values())))
-    shared = digest(outside, repr(options), repr(gpu), file, main_file, cuda_source is None)
+    settings = (repr(options), repr(gpu), file, main_file, cuda_source is None)
+    shared = digest(outside, *settings)
+    index = file_index(ptx, main_file) if cuda_source is not None else None
+    outside_base = first_loc_line(outside, index)  # the module's other code, relative to its own first line
+    shared_moved = digest(relative_loc(outside, index, outside_base or 0), *settings)
     keys: dict[int, str] = {}
+    moved: dict[int, str] = {}
     for ctx in contexts:
         first, last = spans[ctx.function.name]
         used = sorted({ln for i in ctx.function.body if (ln := line_in_file(i.loc, ctx.main_file)) is not None}
                       | {ctx.report.line or 0})
         source_lines = ctx.cuda_source.splitlines() if ctx.cuda_source is not None else []
         text = [source_lines[ln - 1] for ln in used if 1 <= ln <= len(source_lines)]
-        keys[id(ctx)] = digest(shared, first, last, lines[first - 1:last], ctx.function.display_name,
+        own = lines[first - 1:last]
+        keys[id(ctx)] = digest(shared, first, last, own, ctx.function.display_name,
                                ctx.report.file, ctx.main_file, ctx.report.line, repr(ctx.report.launch),
                                repr(ctx.trip_counts), used, text)
-    return keys
+        base = ctx.report.line
+        if index is not None and base is not None and ctx.report.file is None:
+            moved[id(ctx)] = digest(
+                shared_moved, None if outside_base is None else outside_base - base, last - first,
+                relative_loc("\n".join(own), index, base), ctx.function.display_name, ctx.main_file,
+                repr(shifted(ctx.report.launch, -base, -first)), repr(shifted(ctx.trip_counts, -base, -first)),
+                [moved_line(ln, -base) for ln in used], text)
+    return keys, moved
 
 
 def _homes(kernels: list[Function], cuda_source: str | None, file: str,

@@ -1,7 +1,7 @@
 -- Driver of benchmarks/nvim_latency.py: time save -> diagnostics in a real Neovim with the Kerncast setup.
 -- Opens the file, waits for the first diagnostics (server start, imports, first analysis), then for each
 -- round makes an edit, writes the buffer and waits for the diagnostics of that buffer version:
---   "all"  inserts a comment line at the top: every kernel's lines move, so every kernel is analysed again;
+--   "all"  inserts a comment line at the top: every kernel's lines move (each report is shifted, none made again);
 --   "one"  toggles a constant inside the first kernel: only that kernel's PTX changes.
 -- After each save the bare `nvcc -ptx` of the same file ($KERNCAST_NVIM_NVCC, arch $KERNCAST_NVIM_ARCH) is timed
 -- too, so that every save has its own baseline taken under the same load of the machine.

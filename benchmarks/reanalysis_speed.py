@@ -1,13 +1,14 @@
 """Milliseconds per pipeline step of a full re-analysis: an editor save after which every kernel is analysed again.
 
-The language server keeps a kernel cache, so a save re-analyses only the kernels whose key changed; an edit
-near the top of a file moves every kernel's lines and so changes every key. This script measures that case
-on `benchmarks/data/kernels20.cu` (20 kernels): it compiles N+1 copies of the file, each with a different
-number of comment lines in front (so that no kernel, parsed function or ptxas result is reused from the copy
-before), warms one cache on the first and times the others through `_analyze_ptx` with that cache, as the
-server's save path runs them, with the cyclic garbage collector paused as the server pauses it from an analysis
-to its publication. nvcc is not timed (it runs before the analysis); ptxas's numbers come from the
-cache, because a moved kernel's PTX text, without its line table, is unchanged.
+The language server keeps a kernel cache, so a save re-analyses only the kernels whose key changed, and a kernel
+that an edit above it only moved is shifted from its previous report (`kernel_shift`), not analysed again. This
+script measures the case where every kernel is analysed again, on `benchmarks/data/kernels20.cu` (20 kernels):
+it compiles N+1 copies of the file, each a file of its own with a different number of comment lines in front (so
+that no kernel, parsed function or ptxas result is reused or shifted from the copy before), warms one cache on
+the first and times the others through `_analyze_ptx` with that cache, as the server's save path runs them,
+with the cyclic garbage collector paused as the server pauses it from an analysis to its publication. nvcc is
+not timed (it runs before the analysis); ptxas's numbers come from the cache, because a moved kernel's PTX
+text, without its line table, is unchanged.
 
 Prints the mean milliseconds of each stage and of the parse, context, cache-key and power-batch steps over the
 N analyses, then the median and minimum total.

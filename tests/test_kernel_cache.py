@@ -73,21 +73,25 @@ def test_ptx_input_is_cached_by_kernel_text_and_position(tmp_path: Path, compile
     assert _json(shifted) == _json(analyze_file(path, text="// moved\n" + ptx, options=OPTIONS))
 
 
-def test_moved_kernels_are_analysed_again_without_ptxas(nvcc_available) -> None:
-    """A line inserted above every kernel moves all of them: each report is made again, but ptxas's numbers
-    and the power predictions are reused (only the line tables of the PTX changed, not the kernels' features),
-    and the result is the fresh analysis's."""
+def test_moved_kernels_are_shifted_not_analysed_again(nvcc_available) -> None:
+    """A line inserted above every kernel moves all of them: no kernel is analysed again (no stage, no ptxas
+    run, no power prediction); each previous report is moved one line down, and the result is the fresh
+    analysis's."""
     cache = KernelCache()
     text = EXAMPLE.read_text()
-    analyze_file(EXAMPLE, text=text, options=OPTIONS, cache=cache)
+    before = analyze_file(EXAMPLE, text=text, options=OPTIONS, cache=cache)
     moved = "// a line above every kernel\n" + text
     cached = analyze_file(EXAMPLE, text=moved, options=OPTIONS, cache=cache)
-    assert (cache.counters.hits, cache.counters.misses) == (0, 6)
+    assert (cache.counters.hits, cache.counters.misses, cache.counters.shifted) == (0, 6, 3)
     assert (cache.counters.ptxas_runs, cache.counters.ptxas_kernels) == (1, 3)
-    assert cache.powers.hits == 3
+    assert cache.powers.hits == 0  # no power prediction was asked for (a moved kernel analysed again finds 3)
+    assert [k.line for k in cached.kernels] == [k.line + 1 for k in before.kernels]
     fresh = analyze_file(EXAMPLE, text=moved, options=OPTIONS)
     assert all(k.registers for k in fresh.kernels)
     assert _json(cached) == _json(fresh)
+    again = analyze_file(EXAMPLE, text=moved, options=OPTIONS, cache=cache)  # the shifted reports are kept
+    assert (cache.counters.hits, cache.counters.shifted) == (3, 3)
+    assert _json(again) == _json(fresh)
 
 
 def test_kernels_the_text_scan_misses_still_get_ptxas(tmp_path: Path, compile_example) -> None:
