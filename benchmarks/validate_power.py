@@ -3,7 +3,11 @@
 `kerncast.analysis.power.validation` (MAPE, MAPE over benchmarks, share within 15%, interval coverage, median
 interval width / (TDP - idle)). A benchmark here is one kernel (each measured at a small and a large launch).
 
-    .venv/bin/python benchmarks/validate_power.py [--gpu h100] [--format json]
+    .venv/bin/python benchmarks/validate_power.py [--gpu h100] [--format json] [--rows]
+
+`--rows` adds a line per launch: measured and predicted power, the event model's idle, static (of it the idle
+SMs') and dynamic parts, its drivers, and the measured beside the predicted time (dynamic power is the events'
+energy over the predicted time, so a time off by 2x moves it by 2x).
 
 Nothing is fitted to these rows; `kerncast power evaluate --measured validation/h100/measurements.csv --gpu h100
 --root .` scores the same file from its CSV columns alone (the launch sites' parameter values, not the measured
@@ -18,7 +22,7 @@ import json
 import runpy
 from pathlib import Path
 
-from kerncast.analysis.power.validation import MeasuredLaunch, evaluate_launches, format_text
+from kerncast.analysis.power.validation import MeasuredLaunch, evaluate_launches, format_rows, format_text
 
 _VALIDATE = runpy.run_path(str(Path(__file__).with_name("validate_measured.py")))
 ROOT: Path = _VALIDATE["ROOT"]
@@ -34,7 +38,7 @@ def h100_launches(gpu: str) -> list[MeasuredLaunch]:
                 continue
             case, _ = found
             out.append(MeasuredLaunch(ROOT / case.file, case.kernel, case.overrides(), float(rec["power_w"]),
-                                      case.kernel))
+                                      case.kernel, float(rec["time_us"]) if rec.get("time_us") else None))
     return out
 
 
@@ -42,9 +46,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gpu", default="h100", help="profile id with a validation/<gpu>/measurements.csv")
     ap.add_argument("--format", choices=("text", "json"), default="text")
+    ap.add_argument("--rows", action="store_true", help="with text: also a line per launch")
     args = ap.parse_args(argv)
     result = evaluate_launches(h100_launches(args.gpu), args.gpu)
-    print(json.dumps(result, indent=1) if args.format == "json" else format_text(result))
+    if args.format == "json":
+        print(json.dumps(result, indent=1))
+    else:
+        print(format_text(result) + ("\n" + format_rows(result) if args.rows else ""))
     return 0
 
 

@@ -205,6 +205,22 @@ def test_evaluate_measured_scores_both_models_on_measured_launches(nvcc_availabl
     assert result["models"]["default"] == result["models"]["events"]  # the H100 shows the event model
 
 
+def test_a_scored_launch_row_carries_the_event_models_parts_and_both_times(nvcc_available, tmp_path):
+    csv_path = tmp_path / "measured.csv"
+    csv_path.write_text("source_file,kernel,grid,block,power_w,time_us\n"
+                        f"{ROOT / 'examples' / 'saxpy.cu'},saxpy,4096x1x1,256x1x1,200.0,12.5\n", encoding="utf-8")
+    (launch,) = read_launches(csv_path)
+    assert launch.time_us == 12.5
+    scored = score_launch(launch, "h100")
+    row = scored.row()
+    assert row["launch"] == "<<<4096, 256>>>" and row["measured_w"] == 200.0 and row["measured_us"] == 12.5
+    assert row["predicted_us"] == pytest.approx(scored.time_us) and scored.time_us > 0
+    ev = scored.events
+    assert row["events"] == pytest.approx(ev["watts"], abs=0.05)
+    assert ev["watts"] == pytest.approx(ev["idle_w"] + ev["static_w"] + ev["dynamic_w"])
+    assert row["drivers"] and row["drivers"][0][0] == ev["drivers"][0]["driver"]
+
+
 def test_a_measured_launch_of_a_header_defined_kernel_is_scored(nvcc_available):
     # main.cu launches strided_gather, which gather.cuh defines: the report keeps it among the included kernels
     main = ROOT / "tests" / "header_kernels" / "main.cu"

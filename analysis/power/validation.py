@@ -6,6 +6,9 @@ at that launch. Each launch is analysed as a user's file is (the whole pipeline,
 models' answers are read from the report's `power.models`; the shown answer ("default") is the one the `auto`
 choice gives on that GPU. Nothing is fitted here: the measurements only score.
 
+Each scored launch also keeps the event model's parts (idle, static, idle SMs, dynamic, its drivers) and the
+predicted time beside the measured one where the file gives it: the rows say which of them an error comes from.
+
 Metrics: MAPE over launches, and over benchmarks (the mean of each benchmark's own MAPE, so that a benchmark
 measured at a hundred launches weighs as much as one measured once); the share of launches within 15% of the
 measurement; the share inside the model's interval; the median interval width as a share of (TDP - idle).
@@ -32,14 +35,15 @@ MODELS = ("statistical", "events", "default")
 
 @dataclass(frozen=True)
 class MeasuredLaunch:
-    """One measured launch: `file` (a .cu path), the kernel's name, its launch, the measured power and the
-    benchmark it belongs to (the grouping unit)."""
+    """One measured launch: `file` (a .cu path), the kernel's name, its launch, the measured power, the
+    benchmark it belongs to (the grouping unit) and the measured time where known."""
 
     file: Path
     kernel: str
     launch: LaunchOverrides
     power_w: float
     benchmark: str
+    time_us: float | None = None
 
 
 @dataclass
@@ -49,6 +53,29 @@ class Scored:
     launch: MeasuredLaunch
     answers: dict[str, tuple[float, tuple[float, float]]] = field(default_factory=dict)
     why: str = ""
+    events: dict[str, Any] = field(default_factory=dict)  # the event model's JSON: its parts and drivers
+    time_us: float | None = None  # the predicted time the event model divided the energy by
+
+    def row(self) -> dict[str, Any]:
+        """The launch, every model's point, the event model's parts and both times, for a per-launch table."""
+        m = self.launch
+        ev = self.events
+        return {"kernel": m.kernel, "benchmark": m.benchmark,
+                "launch": f"<<<{_dims(m.launch.grid)}, {_dims(m.launch.block)}>>>",
+                "measured_w": m.power_w, "measured_us": m.time_us, "predicted_us": self.time_us,
+                **{name: round(w, 1) for name, (w, _) in self.answers.items()},
+                **{k: round(float(ev[k]), 1) for k in ("idle_w", "static_w", "idle_sms_w", "dynamic_w") if k in ev},
+                "drivers": [(d["driver"], round(d["share"], 2)) for d in ev.get("drivers", [])[:3]]}
+
+
+def _dims(dims: Any) -> str:
+    """A launch dimension as a measurement writes it: 64x64 for (64, 64, 1), 256 for (256, 1, 1)."""
+    if not isinstance(dims, tuple):
+        return str(dims)
+    kept = list(dims)
+    while len(kept) > 1 and kept[-1] == 1:
+        kept.pop()
+    return "x".join(str(d) for d in kept)
 
 
 def _kernel(report: Any, name: str) -> Any:
@@ -83,6 +110,8 @@ def score_launch(m: MeasuredLaunch, gpu: str, include_dirs: list[str] | None = N
         if entry:
             out.answers[name] = (float(entry["watts"]), (float(entry["interval"][0]), float(entry["interval"][1])))
     out.answers["default"] = (float(p.watts), (float(p.interval[0]), float(p.interval[1])))
+    out.events = dict(p.models.get("events") or {})
+    out.time_us = float(k.time.us) if k.time is not None else None
     return out
 
 
@@ -111,12 +140,14 @@ def evaluate_launches(launches: list[MeasuredLaunch], gpu: str) -> dict[str, Any
     usable = [s for s in scored if s.answers]
     return {"gpu": gpu, "idle_w": profile.idle_w, "tdp_w": profile.tdp_w, "launches": len(launches),
             "models": {name: metrics(usable, name, profile.idle_w, profile.tdp_w) for name in MODELS},
+            "rows": [s.row() for s in usable],
             "skipped": [f"{s.launch.kernel} in {s.launch.file.name}: {s.why}" for s in scored if not s.answers]}
 
 
 def read_launches(path: Path, root: Path | None = None) -> list[MeasuredLaunch]:
     """Measured launches from a CSV with columns source_file, kernel, grid, block, power_w and optionally
-    dynamic_shared_bytes, params ("NAME=VALUE NAME=VALUE") and benchmark (default: the source file's name).
+    dynamic_shared_bytes, params ("NAME=VALUE NAME=VALUE"), benchmark (default: the source file's name) and
+    time_us (the measured time, shown beside the predicted one).
     Relative source paths are taken from `root` (default: the CSV's folder)."""
     base = root or path.parent
     out = []
@@ -130,9 +161,27 @@ def read_launches(path: Path, root: Path | None = None) -> list[MeasuredLaunch]:
                                                   block=rec["block"].replace("x", ","),
                                                   params=(rec.get("params") or "").split(),
                                                   smem=int(smem) if smem is not None else None)
+            time_us = rec.get("time_us") or None
             out.append(MeasuredLaunch(src if src.is_absolute() else base / src, rec["kernel"], launch,
-                                      float(rec["power_w"]), rec.get("benchmark") or src.stem))
+                                      float(rec["power_w"]), rec.get("benchmark") or src.stem,
+                                      float(time_us) if time_us is not None else None))
     return out
+
+
+def format_rows(result: dict[str, Any]) -> str:
+    """A line per launch: measured and predicted power and time, the event model's parts and its drivers."""
+    lines = [f"  {'kernel':20s} {'launch':26s} {'meas W':>7s} {'events':>7s} {'err':>6s} {'idle':>5s} "
+             f"{'static':>6s} {'(idle SMs)':>10s} {'dynamic':>7s} {'meas us':>9s} {'pred us':>9s}  drivers"]
+    for r in result.get("rows", []):
+        if "events" not in r:
+            continue
+        err = (r["events"] - r["measured_w"]) / r["measured_w"]
+        times = "".join(f" {t:9.4g}" if t is not None else f" {'-':>9s}" for t in (r["measured_us"], r["predicted_us"]))
+        drivers = ", ".join(f"{d} {s:.0%}" for d, s in r["drivers"])
+        parts = f"{r.get('idle_w', 0):5.0f} {r.get('static_w', 0):6.1f} {r.get('idle_sms_w', 0):10.1f}"
+        lines.append(f"  {r['kernel'][:20]:20s} {r['launch'][:26]:26s} {r['measured_w']:7.1f} {r['events']:7.1f} "
+                     f"{err:+6.0%} {parts} {r.get('dynamic_w', 0):7.1f}{times}  {drivers}")
+    return "\n".join(lines)
 
 
 def format_text(result: dict[str, Any]) -> str:
