@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import pytest_lsp
+from kerncast.analysis.kernel_shift import shifted_text
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 from test_lsp import LSP_MODULE, SERVER, V100_SM75, Session, needs_nvcc, start_session
@@ -22,6 +23,7 @@ MATMUL = Path(__file__).resolve().parents[1] / "examples" / "matmul.cu"
 NAIVE_LOOP = "for (int k = 0; k < n; ++k) {"
 SHORTER_LOOP = "for (int k = 0; k < n / 4; ++k) {"
 FASTER = re.compile(r"(\d+(?:\.\d+)?)x faster than the last save")
+SINCE = re.compile(r" · [^·]*last save.*$")
 
 pytestmark = [*LSP_MODULE, pytest.mark.nvcc]
 
@@ -97,3 +99,25 @@ async def test_a_kernel_rewritten_between_saves_says_how_much_faster_it_got(s: S
     slower = re.search(r"(\d+(?:\.\d+)?)x slower than the last save", naive)
     assert slower is not None and float(slower.group(1)) == pytest.approx(float(speedup.group(1)), rel=0.1), naive
     assert "last save" not in next(t for name, t in titles.items() if "matmulNaive" not in name)
+
+
+async def test_lines_added_above_move_every_report_unchanged(s: Session) -> None:
+    """Two comment lines above every kernel: the saved analysis lands two lines lower (diagnostics and lenses),
+    says the same, and no kernel is said to have changed since the last save."""
+    uri = s.open(MATMUL.name)
+    before = await s.diagnostics(uri)
+    lenses_before = await s.client.text_document_code_lens_async(
+        lsp.CodeLensParams(text_document=lsp.TextDocumentIdentifier(uri=uri)))
+    assert before and lenses_before
+    version = s.change(uri, "// moved\n// down\n" + s.text(uri))
+    s.save(uri)
+    after = await s.diagnostics(uri, version)
+    assert [(d.range.start.line, d.range.end.line, d.code, d.message) for d in after] == \
+        [(d.range.start.line + 2, d.range.end.line + 2, d.code, shifted_text(d.message, 2)) for d in before]
+    lenses_after = await s.client.text_document_code_lens_async(
+        lsp.CodeLensParams(text_document=lsp.TextDocumentIdentifier(uri=uri)))
+    # the lenses before still said how the previous save changed the naive kernel: that part aside, the same
+    assert sorted((lens.range.start.line, lens.command.title) for lens in lenses_after if lens.command) == \
+        sorted((lens.range.start.line + 2, SINCE.sub("", lens.command.title)) for lens in lenses_before
+               if lens.command)
+    assert not any("last save" in (lens.command.title if lens.command else "") for lens in lenses_after)
