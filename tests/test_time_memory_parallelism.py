@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from kerncast.analysis.launch import LaunchOverrides
-from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.options import AnalysisOptions
+from kerncast.analysis.pipeline import analyze_file
 
 COPY = """\
 __global__ void copy(const float *in, float *out, unsigned n)
