@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.dataflow import KernelDataflow
@@ -19,12 +18,10 @@ from kerncast.analysis.launch import Sourced
 from kerncast.analysis.loops import LoopForest
 from kerncast.analysis.memory.analysis import MemoryAnalysis
 from kerncast.analysis.options import AnalysisOptions, PtxasResult
+from kerncast.analysis.power.inputs import PowerInputs
 from kerncast.analysis.ptx.model import Function, Module
 from kerncast.analysis.report import KernelReport
 from kerncast.analysis.timing.estimate import KernelGraphs
-
-if TYPE_CHECKING:
-    from kerncast.analysis.power.stage import PowerInputs
 
 
 @dataclass(slots=True)
@@ -52,7 +49,7 @@ class KernelContext:
     #: what the time prediction assumes beyond the launch and the trip counts (e.g. no register limit)
     time_assumptions: list[str] = field(default_factory=list)
     #: the dependence DAGs and instruction classes every time prediction of the kernel reads, built by its first
-    #: (`timing.stages.time_graphs`) and shared by the rest (assumed loops' bounds, gains, the trace model)
+    #: (`stages.time.time_graphs`) and shared by the rest (assumed loops' bounds, gains, the trace model)
     time_graphs: KernelGraphs | None = None
     #: the analysed file's path: `#include`d `.cu` files are found beside it
     source_path: str | None = None

@@ -62,7 +62,7 @@ class KernelCache:
     _moved: BoundedLru[str, tuple[str, int, int, Any]] = field(init=False)
     #: parsed PTX functions, so that a save parses only the functions whose text changed (ptx/reuse.py)
     functions: FunctionReuse = field(default_factory=FunctionReuse)
-    #: power predictions by GPU and feature values (`power.stage.PowerMemo`), made when first needed: the
+    #: power predictions by GPU and feature values (`stages.power.PowerMemo`), made when first needed: the
     #: power runtime is not loaded for files without kernels
     _powers: Any = None
     #: the server analyses two documents at a time in threads that share this cache and its counters
@@ -75,11 +75,11 @@ class KernelCache:
 
     @property
     def powers(self) -> Any:
-        """The power predictions kept (a `kerncast.analysis.power.stage.PowerMemo`)."""
+        """The power predictions kept (a `kerncast.analysis.stages.power.PowerMemo`)."""
         with self._lock:
             if self._powers is None:
                 # lazy import: the power runtime, which files without kernels need not load
-                from kerncast.analysis.power.stage import PowerMemo
+                from kerncast.analysis.stages.power import PowerMemo
 
                 self._powers = PowerMemo(self.max_kernels)
             return self._powers

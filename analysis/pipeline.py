@@ -46,7 +46,6 @@ from kerncast.analysis.gpus import GpuProfile
 from kerncast.analysis.gpus.loading import load_gpu
 from kerncast.analysis.includes import find_includers
 from kerncast.analysis.input_files import InputTooLarge, read_regular_file
-from kerncast.analysis.isa import classify
 from kerncast.analysis.kernel_cache import (
     KernelCache,
     digest,
@@ -59,20 +58,21 @@ from kerncast.analysis.kernel_cache import (
 from kerncast.analysis.kernel_homes import KernelHome, included_homes
 from kerncast.analysis.kernel_shift import file_index, first_loc_line, moved_line, relative_loc, shifted
 from kerncast.analysis.launch import split_kernel_name
-from kerncast.analysis.launch_stage import launch_stage
 from kerncast.analysis.loops import find_loops
-from kerncast.analysis.memory.stage import memory_stage
 from kerncast.analysis.options import DEFAULT_MAX_FILE_BYTES, AnalysisOptions, PtxasResult, Thresholds
 from kerncast.analysis.ptx import PtxSyntaxError, parse_ptx
-from kerncast.analysis.ptx.model import Function, Module, SourceLoc, Sym, line_in_file
-from kerncast.analysis.ptx.parser import kernel_shared_bytes
-from kerncast.analysis.report import FileReport, KernelReport, LoopInfo
+from kerncast.analysis.ptx.model import Function, Module, SourceLoc, line_in_file
+from kerncast.analysis.report import FileReport, KernelReport
 from kerncast.analysis.resource_findings import resource_stage
 from kerncast.analysis.rules import Code
 from kerncast.analysis.source_model import scan_file, scanned
+from kerncast.analysis.stages.gains import gain_stage
+from kerncast.analysis.stages.launch import launch_stage
+from kerncast.analysis.stages.memory import memory_stage
+from kerncast.analysis.stages.resources import resources_stage
+from kerncast.analysis.stages.structure import structure_stage
+from kerncast.analysis.stages.time import occupancy_stage, time_stage
 from kerncast.analysis.targets import resolve_target
-from kerncast.analysis.timing.gains import gain_stage
-from kerncast.analysis.timing.stages import occupancy_stage, time_stage
 
 __all__ = ["DEFAULT_MAX_FILE_BYTES", "STAGES", "AnalysisOptions", "KernelContext", "Stage", "Thresholds",
            "analyze_file"]
@@ -586,66 +586,22 @@ def _definition_spans(fn: Function, cuda_source: str) -> list[tuple[int, int]]:
 # ------------------------------------------------------------------------------------------------ stages
 
 
-def structure_stage(ctx: KernelContext) -> None:
-    """Static shared memory from the PTX declarations, instruction mix by thesis type, loops, and whether the
-    kernel launches others from device code (its figures then leave theirs out, which a note says)."""
-    r = ctx.report
-    r.shared_bytes = kernel_shared_bytes(ctx.module, ctx.function)
-    mix: Counter[str] = Counter(classify(i).type for i in ctx.function.body)
-    r.instruction_mix = dict(sorted(mix.items()))
-    r.instruction_count = len(ctx.function.body)
-    r.loops = [
-        LoopInfo(header_line=lp.header_line(ctx.cfg, ctx.main_file), lines=lp.source_lines(ctx.cfg, ctx.main_file),
-                 depth=lp.depth,
-                 blocks=len(lp.blocks))
-        for lp in ctx.loops.loops
-    ]
-    if launches_from_device(ctx.function):
-        r.notes.append(DEVICE_LAUNCH_NOTE)
-
-
-#: the CUDA device runtime's launch entry points, as nvcc's PTX calls them (CUDA 11 and the CDP2 names of 12+)
-_DEVICE_LAUNCH_RE = re.compile(r"^(?:__cudaCDP\d+)?(?:cuda)?LaunchDevice(?:V\d+)?$")
-DEVICE_LAUNCH_NOTE = (
-    "launches kernels from device code (dynamic parallelism): the time, power and energy are this kernel's own "
-    "instructions; a parent grid completes only after the grids it launches, so a measurement of it includes "
-    "theirs, and each launched kernel is analysed as a kernel of its own")
-
-
-def launches_from_device(fn: Function) -> bool:
-    """Whether the kernel calls the device runtime's launch (a `<<<...>>>` in device code)."""
-    return any(isinstance(op, Sym) and _DEVICE_LAUNCH_RE.match(op.name)
-               for i in fn.body if i.opcode == "call" for op in i.operands)
-
-
-def resources_stage(ctx: KernelContext) -> None:
-    """Registers, shared memory, spills and stack from ptxas (waited for here, after the memory analysis)."""
-    r = ctx.report
-    table = ctx.ptxas.result().table if ctx.ptxas is not None else {}
-    res = table.get(ctx.function.name)
-    r.resources = res
-    if res is None:
-        r.notes.append("registers unknown: ptxas did not run; shared memory counted from the PTX declarations")
-    elif res.shared_bytes is not None:
-        r.shared_bytes = res.shared_bytes
-
-
 def power_stage(ctx: KernelContext) -> None:
-    """Features, per-event energy and energy hotspots of one kernel (`kerncast.analysis.power.stage`)."""
+    """Features, per-event energy and energy hotspots of one kernel (`kerncast.analysis.stages.power`)."""
     # lazy import: the power runtime (its models and their tree evaluator), which `kerncast analyze --help`,
     # a file without kernels and the language server's start-up need not load (tests/test_cli_imports.py).
-    from kerncast.analysis.power.stage import power_stage as power_inputs
+    from kerncast.analysis.stages.power import power_stage as power_inputs
 
     power_inputs(ctx)
 
 
 def finish_power(contexts: list[KernelContext], cache: KernelCache | None = None) -> None:
-    """Every kernel's power in one batched prediction, then its energy (`kerncast.analysis.power.stage`); with
+    """Every kernel's power in one batched prediction, then its energy (`kerncast.analysis.stages.power`); with
     a cache, predictions of features seen before are reused."""
     if not contexts:
         return
     # lazy import: the power runtime, as in `power_stage`
-    from kerncast.analysis.power.stage import finish_power as predict_powers
+    from kerncast.analysis.stages.power import finish_power as predict_powers
 
     predict_powers(contexts, cache.powers if cache is not None else None)
 

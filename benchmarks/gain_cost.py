@@ -15,8 +15,8 @@ from pathlib import Path
 
 from kerncast.analysis import pipeline
 from kerncast.analysis.context import KernelContext
-from kerncast.analysis.timing.gains import gain_stage
-from kerncast.analysis.timing.stages import time_stage
+from kerncast.analysis.stages.gains import gain_stage
+from kerncast.analysis.stages.time import time_stage
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -112,7 +112,7 @@ def analyse_all(files: list[str], options: Any, fmt: str, jobs: int,
         return [o for o in outcomes if o is not None]
     # lazy import: the power model's runtime, loaded here in the parent just before the workers are
     # forked, so that each worker inherits it instead of importing it again for its first file
-    import kerncast.analysis.power.stage  # noqa: F401
+    import kerncast.analysis.stages.power  # noqa: F401
 
     with _pool(min(jobs, len(files))) as pool:
         futures: dict[Future[FileOutcome], int] = {pool.submit(analyse_one, f, options, fmt): i

@@ -570,7 +570,7 @@ def _hovered_kernel(result: Result, pos: lsp.Position) -> KernelReport | None:
 def _add_lime(result: Result, name: str) -> None:
     """Fill in the LIME weights of one kernel's power explanation (blocking; run in the executor)."""
     # lazy import: the power runtime, which the server's start-up need not wait for
-    from kerncast.analysis.power.stage import complete_lime
+    from kerncast.analysis.stages.power import complete_lime
 
     for kr in result.report.kernels:
         if kr.name == name:

@@ -54,7 +54,7 @@ def test_analyze_loads_no_ml_library_training_lime_or_lsp(tmp_path: Path, compil
     ptx.write_text(compile_example("vector_add").ptx)
     status, modules = _modules("analyze", str(ptx), "--format", "json")
     assert status == 0
-    assert "kerncast.analysis.power.stage" in modules  # the power prediction did run
+    assert "kerncast.analysis.stages.power" in modules  # the power prediction did run
     assert "kerncast.analysis.power.trees" in modules  # with the numpy tree evaluator
     assert not (_top(modules) & ML), sorted(_top(modules) & ML)  # no xgboost, sklearn, scipy, lime, pandas
     assert "kerncast.analysis.power.train" not in modules

@@ -12,7 +12,7 @@ from kerncast.analysis.finding import Finding
 from kerncast.analysis.fixing import applicable_fix, apply_edits, broken_promises
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport
-from kerncast.analysis.timing.gains import gain_text
+from kerncast.analysis.stages.gains import gain_text
 
 REPO = Path(__file__).resolve().parent.parent
 GAINED = ("uncoalesced-global", "shared-bank-conflict")

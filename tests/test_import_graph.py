@@ -156,9 +156,9 @@ def test_the_walker_finds_a_cycle_and_a_self_import() -> None:
 
 def test_the_graph_sees_the_pipeline_import_its_stages() -> None:
     graph = import_graph()
-    assert "kerncast.analysis.launch_stage" in graph["kerncast.analysis.pipeline"]
-    assert "kerncast.analysis.memory.stage" in graph["kerncast.analysis.pipeline"]
-    assert "kerncast.analysis.context" in graph["kerncast.analysis.memory.stage"]
+    assert "kerncast.analysis.stages.launch" in graph["kerncast.analysis.pipeline"]
+    assert "kerncast.analysis.stages.memory" in graph["kerncast.analysis.pipeline"]
+    assert "kerncast.analysis.context" in graph["kerncast.analysis.stages.memory"]
 
 
 def test_no_import_cycle() -> None:

@@ -82,7 +82,7 @@ def test_runtime_needs_nothing_of_training_scikit_learn_or_lime() -> None:
         "import sys\n"
         "sys.modules['sklearn'] = None; sys.modules['lime'] = None\n"
         "from kerncast.analysis.power.model import predict_powers\n"
-        "from kerncast.analysis.power.stage import power_stage, finish_power\n"
+        "from kerncast.analysis.stages.power import power_stage, finish_power\n"
         "row = {'grid_size': 64.0, 'block_size': 256.0}\n"
         "print(len(predict_powers([(row, 'k20'), (row, 'a100'), (row, 'v100')], lime=False)))\n"
         "print(','.join(sorted(m for m in sys.modules if m in (\n"

@@ -8,8 +8,8 @@ from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.power.energy import energy_hotspots
 from kerncast.analysis.power.events import ARITHMETIC, GLOBAL, event_energy, load_constants
-from kerncast.analysis.power.stage import complete_lime
 from kerncast.analysis.ptx import parse_ptx
+from kerncast.analysis.stages.power import complete_lime
 
 EXAMPLES = ("fma_loop", "loops", "matmul", "reduction", "saxpy", "transpose", "vector_add")
 #: The examples' kernels that only move data (each element read once and written once).

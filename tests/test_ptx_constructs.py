@@ -18,9 +18,10 @@ from kerncast.analysis.isa import classify, memory_touch
 from kerncast.analysis.loops import find_loops
 from kerncast.analysis.memory import analyze_memory
 from kerncast.analysis.options import AnalysisOptions, Thresholds
-from kerncast.analysis.pipeline import DEVICE_LAUNCH_NOTE, analyze_file
+from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.ptx import PtxSyntaxError, parse_ptx
 from kerncast.analysis.ptx.model import Addr, Imm, PredPair, Reg, Sym, Vec
+from kerncast.analysis.stages.structure import DEVICE_LAUNCH_NOTE
 from source_lines import line_of
 
 HERE = Path(__file__).resolve().parent / "ptx_constructs"

@@ -49,7 +49,8 @@ def test_layout_names_only_paths_that_exist():
     """Every file or folder the README's layout names is in the tree, under the folder it is listed in."""
     section = _layout_section()
     roots = [REPO, REPO / "analysis", REPO / "analysis" / "power", REPO / "analysis" / "gpus",
-             REPO / "analysis" / "memory", REPO / "analysis" / "timing", REPO / "server"]
+             REPO / "analysis" / "memory", REPO / "analysis" / "timing", REPO / "analysis" / "stages",
+             REPO / "server"]
     names = set(re.findall(r"`([\w./*-]+(?:\.py|\.md|/))`", section))
     missing = [n for n in names
                if not any(list(root.glob(n.rstrip("/"))) for root in roots)]
@@ -65,3 +66,12 @@ def test_layout_lists_every_module_and_folder_of_the_library():
     present |= {p.name + "/" for p in (REPO / "analysis").iterdir() if p.is_dir() and p.name != "__pycache__"}
     covered = {n for n in present if n in named or (n.startswith("cmd_") and "cmd_*.py" in named)}
     assert present - covered == set(), sorted(present - covered)
+
+
+def test_architecture_stage_table_is_the_stages_folder():
+    """docs/architecture.md's table of stages names each module of `analysis/stages/` once, and nothing else."""
+    doc = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    rows = [line for line in doc.split("| stage | module |", 1)[1].split("\n\n", 1)[0].splitlines()[2:]]
+    named = [m for row in rows for m in re.findall(r"`stages/(\w+\.py)`", row.split("|")[2])]
+    present = sorted(p.name for p in (REPO / "analysis" / "stages").glob("*.py") if p.name != "__init__.py")
+    assert len(rows) == len(named) and sorted(named) == present, (named, present)

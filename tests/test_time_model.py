@@ -14,10 +14,10 @@ import kerncast.analysis.timing.pipelined as pipelined
 import pytest
 from kerncast.analysis.cfg import build_cfg
 from kerncast.analysis.launch import LaunchOverrides, Sourced
-from kerncast.analysis.memory.stage import _trips
 from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.ptx import parse_ptx
+from kerncast.analysis.stages.memory import _trips
 from kerncast.analysis.timing.footprint import Footprint
 from kerncast.analysis.timing.partitions import partitions_touched
 from kerncast.analysis.timing.pipelined import _warm_dram_bytes, blocks_before_a_barrier

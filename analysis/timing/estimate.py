@@ -2,7 +2,7 @@
 
 `predict_time` takes plain inputs (CFG, loops, profile, launch sizes, trip counts, occupancy, and the memory
 analysis when there is one) so that it can be called without the pipeline; `time_stage` in
-`kerncast.analysis.timing.stages` feeds it from a `KernelContext`.
+`kerncast.analysis.stages.time` feeds it from a `KernelContext`.
 """
 
 from __future__ import annotations

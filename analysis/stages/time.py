@@ -2,7 +2,7 @@
 
 `occupancy_stage` computes the occupancy of the launch on the GPU profile; `time_stage` predicts the time.
 Neither raises: a kernel without a GPU profile or a launch size is reported without a time. The launch
-itself is inferred by `kerncast.analysis.launch_stage`, the GPU profile loaded by `kerncast.analysis.gpus`.
+itself is inferred by `kerncast.analysis.stages.launch`, the GPU profile loaded by `kerncast.analysis.gpus`.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from kerncast.analysis.assumed_loops import (
 from kerncast.analysis.context import KernelContext
 from kerncast.analysis.memory.analysis import MemoryAnalysis
 from kerncast.analysis.occupancy import compute_occupancy
+from kerncast.analysis.stages.trace import add_trace_model
 from kerncast.analysis.timing.estimate import (
     DEFAULT_TIME_MODEL,
     KernelGraphs,
@@ -25,7 +26,6 @@ from kerncast.analysis.timing.estimate import (
     kernel_graphs,
     predict_time,
 )
-from kerncast.analysis.timing.trace_stage import add_trace_model
 from kerncast.analysis.tripcount import trip_count_assumptions
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import threading
-from dataclasses import dataclass
 
 from kerncast.analysis.context import KernelContext
 from kerncast.analysis.finding import source_line_range, source_lines
@@ -26,22 +25,13 @@ from kerncast.analysis.power.energy import energy_hotspots, estimate_energy
 from kerncast.analysis.power.events import EnergyConstantsError, EventEnergy, event_energy, load_constants
 from kerncast.analysis.power.explain import lime_contributions
 from kerncast.analysis.power.features import LaunchShape, extract_features
+from kerncast.analysis.power.inputs import PowerInputs
 from kerncast.analysis.power.model import ModelsMissing, PowerPrediction, feature_row, predict_powers
 from kerncast.analysis.power.physics import EventPower, event_power
 from kerncast.analysis.ptx.model import line_in_file
 from kerncast.analysis.tripcount import trip_values
 
 WARP = 32
-
-
-@dataclass
-class PowerInputs:
-    """What `power_stage` leaves for the file's batched prediction: features and the per-event energy."""
-
-    features: dict[str, float]
-    event: EventEnergy | None
-    #: the event power model's answer (None without the per-event energy or the occupancy)
-    power: EventPower | None = None
 
 
 def _instruction_weights(ctx: KernelContext) -> list[float]:

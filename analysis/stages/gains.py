@@ -23,8 +23,8 @@ from kerncast.analysis.finding import Finding
 from kerncast.analysis.memory.analysis import AccessInfo, MemoryAnalysis
 from kerncast.analysis.memory.findings import unit_stride_sectors
 from kerncast.analysis.rules import Code
+from kerncast.analysis.stages.time import static_model, static_time
 from kerncast.analysis.timing.estimate import TIME_MODELS
-from kerncast.analysis.timing.stages import static_model, static_time
 
 
 @cache
