@@ -15,8 +15,7 @@ from kerncast.analysis.finding import Finding
 from kerncast.analysis.json_form import JsonReportable
 from kerncast.analysis.launch import GUESSED_SOURCES, Launch
 from kerncast.analysis.occupancy import Occupancy
-from kerncast.analysis.power.energy import EnergyEstimate
-from kerncast.analysis.power.model import PowerPrediction
+from kerncast.analysis.power.results import EnergyEstimate, PowerPrediction
 from kerncast.analysis.timing.estimate import TimeEstimate
 
 

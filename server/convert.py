@@ -14,7 +14,7 @@ from typing import Any
 from kerncast.analysis.finding import Finding, Related
 from kerncast.analysis.gpus import load_profile
 from kerncast.analysis.launch import Launch
-from kerncast.analysis.power.energy import EnergyEstimate
+from kerncast.analysis.power.results import EnergyEstimate
 from kerncast.analysis.report import FileReport, KernelReport
 from kerncast.analysis.rules import rule
 from kerncast.analysis.source_model import KernelDefinition, SourceFacts, scanned

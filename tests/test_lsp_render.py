@@ -12,9 +12,8 @@ from kerncast.analysis.compile import KernelResources
 from kerncast.analysis.finding import Finding, Fix, TextEdit
 from kerncast.analysis.launch import Launch, Sourced
 from kerncast.analysis.occupancy import Occupancy
-from kerncast.analysis.power.energy import EnergyEstimate
 from kerncast.analysis.power.events import EnergyConstants, EventEnergy, LineEnergy
-from kerncast.analysis.power.model import Contribution, PowerPrediction
+from kerncast.analysis.power.results import Contribution, EnergyEstimate, PowerPrediction
 from kerncast.analysis.report import FileReport, KernelReport
 from kerncast.analysis.rules import rule
 from kerncast.analysis.timing.estimate import TimeEstimate

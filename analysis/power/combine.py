@@ -15,8 +15,9 @@ supports (`kerncast power evaluate`, `benchmarks/validate_measured.py`).
 from __future__ import annotations
 
 from kerncast.analysis.options import POWER_MODELS
-from kerncast.analysis.power.model import PowerPrediction, has_own_dataset
+from kerncast.analysis.power.model import has_own_dataset
 from kerncast.analysis.power.physics import EventPower
+from kerncast.analysis.power.results import PowerPrediction
 
 
 def chosen_model(choice: str, gpu_id: str) -> str:

@@ -13,45 +13,17 @@ table is in the JSON (`energy.event_model.lines`), the hover and the report.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from kerncast.analysis.finding import Finding
 from kerncast.analysis.power.events import GLOBAL, SHARED, EventEnergy
-from kerncast.analysis.power.model import PowerPrediction
+from kerncast.analysis.power.results import EnergyEstimate, PowerPrediction
 from kerncast.analysis.rules import Code
 
 #: A hotspot holds at least this many times the even share of its kernel's lines (a design choice, not a fit).
 HOTSPOT_OVER_EVEN = 2.0
 #: Energy-hotspot findings per kernel by default: the top line only.
 MAX_HOTSPOTS_PER_KERNEL = 1
-#: The two energy totals are said to disagree when one is more than this factor away from the other.
-DISAGREEMENT_FACTOR = 2.0
-
-
-@dataclass
-class EnergyEstimate:
-    """Board energy (the shown power x time) with its interval, and the per-event model's split."""
-
-    uj: float
-    interval_uj: tuple[float, float]
-    event: EventEnergy | None = None
-    time_range_us: tuple[float, float] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"uj": self.uj, "interval": list(self.interval_uj),
-                               "model": "power x predicted time"}
-        if self.time_range_us is not None:
-            out["time_range_us"] = list(self.time_range_us)
-        if self.event is not None:
-            out["event_model"] = self.event.to_json()
-            ratio = self.event.total_uj / self.uj if self.uj > 0 else None
-            out["event_vs_statistical"] = ratio
-            if ratio is not None and not 1 / DISAGREEMENT_FACTOR <= ratio <= DISAGREEMENT_FACTOR:
-                out["disagreement"] = (f"the per-event model's {self.event.total_uj:.3g} µJ is {ratio:.2g}x the "
-                                       f"board energy's {self.uj:.3g} µJ (power x time): one of the two misjudges "
-                                       "this kernel")
-        return out
 
 
 def time_range(time: Any) -> tuple[float, float]:

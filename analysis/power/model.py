@@ -12,67 +12,19 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from kerncast.analysis.gpus import GpuProfile, load_profile
-from kerncast.analysis.json_form import FieldsJson
 from kerncast.analysis.power.blend import PowerModel
 from kerncast.analysis.power.engineered import NAMES, descriptor_features, engineer
 from kerncast.analysis.power.explain import lime_contributions
 from kerncast.analysis.power.intervals import PowerInterval
+from kerncast.analysis.power.results import Contribution, PowerPrediction
 
 TOP_CONTRIBUTIONS = 8  # contributions kept in an explanation (hover-sized)
-
-
-@dataclass
-class Contribution(FieldsJson):
-    """One feature's share of a prediction, in watts relative to the model's base value."""
-
-    feature: str
-    name: str
-    value: float
-    watts: float
-    lime_watts: float | None = None
-
-
-@dataclass
-class PowerPrediction:
-    watts: float
-    interval: tuple[float, float]
-    model: str
-    trained_on: str
-    assumptions: list[str] = field(default_factory=list)
-    explanation: list[Contribution] = field(default_factory=list)
-    base_watts: float = 0.0
-    #: the feature values and GPU id the prediction was made from (kept to add LIME weights later; not in the JSON)
-    features: dict[str, float] = field(default_factory=dict)
-    gpu: str = ""
-    #: every power model's own answer side by side ({"statistical": {...}, "events": {...}}), when both ran
-    models: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: physical drivers of the dynamic power by the event model: (driver, share), largest first
-    drivers: list[tuple[str, float]] = field(default_factory=list)
-
-    def copy(self) -> PowerPrediction:
-        """A copy that shares nothing mutable with this one: a memo keeps its own and hands out copies,
-        because the pipeline appends to `assumptions` and LIME fills in `lime_watts` on the one it gets.
-
-        Field by field rather than `copy.deepcopy` (the same result: the other fields are strings, floats and
-        tuples of floats), which cost about a tenth of a millisecond per kernel on every save."""
-        return replace(self, assumptions=list(self.assumptions),
-                       explanation=[replace(c) for c in self.explanation], features=dict(self.features),
-                       models={k: dict(v) for k, v in self.models.items()}, drivers=list(self.drivers))
-
-    def to_json(self) -> dict[str, Any]:
-        return {"watts": self.watts, "interval": list(self.interval), "model": self.model,
-                "trained_on": self.trained_on, "assumptions": list(self.assumptions),
-                "explanation": [c.to_json() for c in self.explanation],
-                "models": {k: dict(v) for k, v in self.models.items()},
-                "drivers": [{"driver": d, "share": sh} for d, sh in self.drivers]}
 
 
 class ModelsMissing(RuntimeError):

@@ -26,8 +26,9 @@ from kerncast.analysis.power.events import EnergyConstantsError, EventEnergy, ev
 from kerncast.analysis.power.explain import lime_contributions
 from kerncast.analysis.power.features import LaunchShape, extract_features
 from kerncast.analysis.power.inputs import PowerInputs
-from kerncast.analysis.power.model import ModelsMissing, PowerPrediction, feature_row, predict_powers
+from kerncast.analysis.power.model import ModelsMissing, feature_row, predict_powers
 from kerncast.analysis.power.physics import EventPower, event_power
+from kerncast.analysis.power.results import PowerPrediction
 from kerncast.analysis.ptx.model import line_in_file
 from kerncast.analysis.tripcount import trip_values
 
