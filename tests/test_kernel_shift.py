@@ -13,7 +13,8 @@ import pytest
 from kerncast.analysis.finding import Finding, Related
 from kerncast.analysis.kernel_cache import KernelCache
 from kerncast.analysis.kernel_shift import relative_loc, shifted, shifted_text
-from kerncast.analysis.pipeline import AnalysisOptions, analyze_file
+from kerncast.analysis.options import AnalysisOptions
+from kerncast.analysis.pipeline import analyze_file
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS20 = ROOT / "benchmarks" / "data" / "kernels20.cu"
