@@ -1,13 +1,16 @@
 """The kerncast model's memory floor on nvcc's own output: a launch that keeps few SMs busy cannot draw the whole
-DRAM bandwidth, and the loads the L1 serves are no re-reads of the L2 (so never DRAM traffic)."""
+DRAM bandwidth, and the loads the L1 serves are no re-reads of the L2 (so never DRAM traffic); and the roofline's
+best load/store line, a lower bound of what ptxas makes of the PTX."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from kerncast.analysis.launch import LaunchOverrides
 from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
+from kerncast.analysis.timing.roofline import RooflineInputs, roofline_range
 
 COPY = """\
 __global__ void copy(const float *in, float *out, unsigned n)
@@ -67,3 +70,17 @@ def test_the_loads_the_l1_serves_are_not_dram_re_reads(tmp_path, nvcc_available)
     kepler = _time(src, "k20", "32", "128", ["n=4096"]).detail
     assert matrix <= ampere["dram_bytes"] <= 1.1 * matrix, ampere["dram_bytes"]
     assert kepler["dram_bytes"] > 4 * matrix, kepler["dram_bytes"]
+
+
+def test_the_roofline_best_case_lets_ptxas_merge_scalar_accesses_into_vectors():
+    """A thread that makes 64 scalar 4-byte shared loads may run 16 LDS.128 in SASS: the best load/store line
+    counts the fewest 16-byte instructions that move its bytes; the worst keeps one pass per PTX instruction."""
+    base = dict(work_units=1e6, ops_per_thread=0.0, bytes_per_thread=0.0, p_compute=1e15, p_coalesced=1e15,
+                p_uncoalesced=1e15, non_fma=False, lsu_ops_per_thread=64.0, p_lsu=1e12)
+    scalar_best, scalar_worst = roofline_range(RooflineInputs(**base))
+    merged_best, merged_worst = roofline_range(RooflineInputs(**base, lsu_bytes_per_thread=64 * 4.0))
+    assert scalar_best == pytest.approx(64.0)  # 1e6 threads x 64 instructions / 1e12 per s, in us
+    assert merged_best == pytest.approx(16.0)
+    assert merged_worst == pytest.approx(scalar_worst) and merged_worst >= 64.0
+    wide_best, _ = roofline_range(RooflineInputs(**base, lsu_bytes_per_thread=64 * 16.0))
+    assert wide_best == pytest.approx(64.0)  # 128-bit accesses already: nothing left to merge

@@ -35,10 +35,10 @@ class DynamicCounts:
     everything else (Hong & Kim count shared accesses, barriers and branches as computation); `alu_ops`
     counts the compute-type instructions with an FMA counted twice (the boat hull's f·m + o, in the units of
     a vendor peak), of which `dp_ops` run on the double-precision units; `flops` the floating-point ones alone;
-    `global_bytes` the bytes a thread moves to or from global memory; `has_non_fma` whether any compute
-    instruction is not a fused multiply-add; `matrix_ops` each kind of tensor-core instruction with the times
-    a thread issues it (not in `alu_ops`: they do not run on the SP lanes; their FLOPs are in `flops`, a
-    thread's share being a 32nd of its warp's product).
+    `global_bytes` (`shared_bytes`) the bytes a thread moves to or from global (shared) memory; `has_non_fma`
+    whether any compute instruction is not a fused multiply-add; `matrix_ops` each kind of tensor-core
+    instruction with the times a thread issues it (not in `alu_ops`: they do not run on the SP lanes; their
+    FLOPs are in `flops`, a thread's share being a 32nd of its warp's product).
     """
 
     total: float = 0.0
@@ -51,6 +51,7 @@ class DynamicCounts:
     dp_ops: float = 0.0
     flops: float = 0.0
     global_bytes: float = 0.0
+    shared_bytes: float = 0.0
     has_non_fma: bool = False
     matrix_ops: dict[MatrixOp, float] = field(default_factory=dict)
 
@@ -71,6 +72,7 @@ def dynamic_counts(cfg: Cfg, loops: Any, trips: Mapping[int, float], fma_ops: fl
             out.compute += w
             if cls.type == "shared":
                 out.shared_insts += w
+                out.shared_bytes += w * ins.access_bytes
             if ins.opcode in _SYNC:
                 out.sync_insts += w
             op = matrix_op(ins) if cls.resource == "TENSOR" else None

@@ -30,7 +30,9 @@ Made to bracket a measurement, as a range must:
   the DRAM traffic the kerncast model counts) at the peak bandwidth, or the compute line at the peak rate,
   whichever is longer;
 * a load/store line beside the compute line: the shared and global instructions at the SMs' load/store lanes
-  (best: one pass each; worst: times the replays of bank conflicts and scattered sectors);
+  (best: one pass each of the fewest instructions that move the thread's bytes, 16 per lane, because ptxas
+  merges a thread's adjacent scalar accesses into vector ones of up to 128 bits, so the PTX count is an upper
+  bound of the SASS one; worst: each PTX instruction times the replays of bank conflicts and scattered sectors);
 * worst: the bytes requested with no reuse at all (every sector a request moves comes from DRAM, at the
   achievable rather than the peak bandwidth, scattered at `P_uncoalesced` unless coalescing is proven), or
   the non-FMA compute line, plus what no roofline models but every launch pays: the launch's fixed latency,
@@ -49,6 +51,10 @@ from kerncast.analysis.ptx.model import WARP_THREADS
 from kerncast.analysis.timing.constants import timing_constants
 from kerncast.analysis.timing.counts import DynamicCounts
 from kerncast.analysis.timing.pipelined import achievable_bandwidth_gbs
+
+#: the widest access one lane makes in one load/store instruction (128-bit vector loads and stores, PTX ISA
+#: `.v4.b32` / `.v2.b64`)
+_WIDEST_ACCESS_BYTES = 16.0
 
 
 @dataclass(slots=True)
@@ -69,6 +75,7 @@ class RooflineInputs:
     requested_bytes: float | None = None  # sector bytes requested with no reuse (None: threads x bytes)
     p_achievable: float | None = None  # bytes/s a streaming kernel reaches (worst case; None: p_coalesced)
     lsu_ops_per_thread: float = 0.0  # shared + global load/store instructions
+    lsu_bytes_per_thread: float | None = None  # their bytes (None: one instruction each in the best case too)
     p_lsu: float = 0.0  # load/store lanes x SMs x clock (1/s)
     lsu_replays: float = 1.0  # worst passes per load/store instruction
     quantization: float = 1.0  # busiest SM's blocks / the average SM's (whole blocks per SM)
@@ -98,7 +105,10 @@ def roofline_range(inp: RooflineInputs) -> tuple[float, float]:
     m_worst = (d - u) / p_slow + u / inp.p_uncoalesced if inp.coalescing_known else d / inp.p_uncoalesced
     m0 = m_req if inp.compulsory_bytes is None else min(m_req, inp.compulsory_bytes / inp.p_coalesced)
     lsu = inp.work_units * inp.lsu_ops_per_thread / inp.p_lsu if inp.p_lsu > 0 else 0.0
-    best = max(c0, m0, lsu) * 1e6
+    fewest = (inp.lsu_ops_per_thread if inp.lsu_bytes_per_thread is None
+              else min(inp.lsu_ops_per_thread, inp.lsu_bytes_per_thread / _WIDEST_ACCESS_BYTES))
+    lsu_best = inp.work_units * fewest / inp.p_lsu if inp.p_lsu > 0 else 0.0
+    best = max(c0, m0, lsu_best) * 1e6
     worst = (max(c_worst * inp.quantization * 1e6, m_worst * 1e6, lsu * inp.lsu_replays * inp.quantization * 1e6,
                  inp.dispatch_us) + inp.fixed_us + inp.latency_us)
     return best, max(best, worst)
@@ -122,7 +132,8 @@ def roofline_inputs(profile: Any, counts: DynamicCounts, total_threads: int, *, 
         uncoalesced_fraction=uncoalesced_fraction, coalescing_known=coalescing_known, non_fma=counts.has_non_fma,
         non_fma_factor=float(const["non_fma_factor"]), compulsory_bytes=compulsory_bytes,
         requested_bytes=requested_bytes, fixed_us=fixed_us, latency_us=latency_us,
-        lsu_ops_per_thread=counts.shared_insts + counts.global_insts, p_achievable=p_achievable,
+        lsu_ops_per_thread=counts.shared_insts + counts.global_insts,
+        lsu_bytes_per_thread=counts.shared_bytes + counts.global_bytes, p_achievable=p_achievable,
         p_lsu=float(profile.units["LSU"]) * profile.sm_count * clock_hz, lsu_replays=lsu_replays,
         quantization=quantization, dp_ops_per_thread=counts.dp_ops, dispatch_us=dispatch_us,
         tensor_s_per_thread=tensor_s, p_dp=p_dp,
