@@ -121,7 +121,8 @@ def _line_table(k: KernelReport, lines: tuple[str, ...]) -> str:
     for r in rows_in:
         n = int(r["line"])
         text = lines[n - 1] if k.file is None and 1 <= n <= len(lines) else ""
-        rows.append(f'<tr><td class="num">{n}</td><td class="num">{r["share"]:.1%}</td>'
+        at = f' data-line="{n}"' if k.file is None else ""  # the editor's view of the page goes to the line
+        rows.append(f'<tr{at}><td class="num">{n}</td><td class="num">{r["share"]:.1%}</td>'
                     f'<td><span class="share" style="width:{100 * r["share"]:.0f}px"></span></td>'
                     f'<td class="num">{escape(fmt_energy_uj(r["uj"]) or "")}</td>'
                     f'<td class="src">{escape(text)}</td></tr>')

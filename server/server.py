@@ -36,7 +36,8 @@ from kerncast.analysis.kernel_cache import KernelCache
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport, KernelReport
 from kerncast.analysis.toolchain import shown
-from kerncast.server import actions, config, convert, hover, last_save, lenses
+from kerncast.server import actions, config, convert, editor_views, hover, last_save, lenses
+from kerncast.server.cmd_report import build_page
 from kerncast.server.documents import DocumentWorkspace
 from kerncast.server.header_diagnostics import HeaderDiagnostics
 from kerncast.server.positions import encoding_name, split_lines
@@ -63,6 +64,8 @@ GC_PAUSE_MAX_CHARS = 1 << 20
 SHOW_REPORT = "kerncast.showReport"
 LIST_GPUS = "kerncast.listGpus"
 SELECT_GPU = "kerncast.selectGpu"
+REPORT_PAGE = "kerncast.reportPage"
+LINE_COSTS = "kerncast.lineCosts"
 
 
 @dataclass
@@ -735,6 +738,44 @@ async def show_report(ls: KerncastServer, *args: Any) -> dict[str, Any] | None:
     return {"markdown": hover.kernel_markdown(k, report.gpu or "?", report.arch, full=True,
                                               compiler=report.compiler, file_notes=report.notes),
             "kernel": k.name}
+
+
+def _published_for(ls: KerncastServer, args: tuple[Any, ...], command: str) -> tuple[str, Result] | None:
+    """The URI a command names (`[uri]`) and the analysis published for it, or None when there is none."""
+    if not args or not isinstance(args[0], str):
+        raise ValueError(f"{command} expects [uri]")
+    result = ls.result_for(args[0])
+    return (args[0], result) if result is not None else None
+
+
+@server.command(REPORT_PAGE)
+async def report_page(ls: KerncastServer, *args: Any) -> dict[str, Any] | None:
+    """`[uri]` -> `{html}`: the report page (`kerncast report --html`) of the published analysis, for a view
+    inside the editor; None before the document's first analysis."""
+    found = _published_for(ls, args, REPORT_PAGE)
+    if found is None:
+        return None
+    result = found[1]
+    html = await asyncio.get_running_loop().run_in_executor(ls.executor, build_page, [result.report],
+                                                             "\n".join(result.lines))
+    return {"html": html}
+
+
+@server.command(LINE_COSTS)
+def line_costs(ls: KerncastServer, *args: Any) -> dict[str, Any] | None:
+    """`[uri]` -> `{version, lines: [{line, share, uj, kernel, label}]}`: the hot lines of the published analysis
+    in the current text (0-based lines), for a line decoration; None before the first analysis."""
+    found = _published_for(ls, args, LINE_COSTS)
+    if found is None:
+        return None
+    uri, result = found
+    view = ls.view_for(uri, result)
+
+    def line_out(line: int) -> int | None:
+        pos = view.position_out(lsp.Position(line, 0))
+        return pos.line if pos is not None else None
+
+    return {"version": view.version, "lines": editor_views.line_costs(result.report, line_out)}
 
 
 @server.command(LIST_GPUS)

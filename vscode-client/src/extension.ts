@@ -33,7 +33,8 @@ import {
     SERVER_SETTING_KEYS,
 } from './config';
 import { gpuLabel, gpuPickItems, GpuInfo, KNOWN_GPU_IDS, parseGpuList, statusBarText } from './gpus';
-import { reportArguments, reportDocumentPath, reportKernelName, reportMarkdown } from './report';
+import { afterText, BANDS, bandColor, byBand, parseLineCosts } from './lineCosts';
+import { reportArguments, reportDocumentPath, reportKernelName, reportMarkdown, uriString } from './report';
 import {
     formatCommand,
     describeSource,
@@ -44,11 +45,16 @@ import {
     startFailureMessage,
     withoutClientCommands,
 } from './serverCommand';
+import { makeNonce, parseWebviewMessage, webviewHtml } from './webview';
 
 const SECTION = 'kerncast';
 const CMD_SELECT_GPU = 'kerncast.selectGpu';
 const CMD_SHOW_REPORT = 'kerncast.showReport';
 const CMD_RESTART = 'kerncast.restartServer';
+const CMD_SHOW_REPORT_PAGE = 'kerncast.showReportPage';
+const SERVER_CMD_REPORT_PAGE = 'kerncast.reportPage';
+const SERVER_CMD_LINE_COSTS = 'kerncast.lineCosts';
+const REPORT_VIEW_TYPE = 'kerncast.reportPage';
 const SERVER_CMD_LIST_GPUS = 'kerncast.listGpus';
 const SERVER_CMD_SHOW_REPORT = 'kerncast.showReport';
 const REPORT_SCHEME = 'kerncast-report';
@@ -59,7 +65,7 @@ const PYTHON_API_TIMEOUT_MS = 10000;
 const STOP_TIMEOUT_MS = 5000;
 
 /** Commands the extension implements; the server may advertise the same ids (code lenses use them). */
-const CLIENT_COMMANDS: ReadonlySet<string> = new Set([CMD_SELECT_GPU, CMD_SHOW_REPORT, CMD_RESTART]);
+const CLIENT_COMMANDS: ReadonlySet<string> = new Set([CMD_SELECT_GPU, CMD_SHOW_REPORT, CMD_RESTART, CMD_SHOW_REPORT_PAGE]);
 
 // ---------------------------------------------------------------------------------------------------------
 // Settings
@@ -231,11 +237,31 @@ class Kerncast implements vscode.Disposable {
     private readonly disposables: vscode.Disposable[] = [];
     private readonly status: vscode.StatusBarItem;
     private readonly reports = new ReportDocuments();
+    /** The report page's view, and the URI (as the server knows it) of the document it shows. */
+    private panel: vscode.WebviewPanel | undefined;
+    private panelSource: string | undefined;
+    /** One decoration type per intensity band of the per-line cost. */
+    private readonly lineDecorations: vscode.TextEditorDecorationType[];
 
     constructor(private readonly log: vscode.LogOutputChannel) {
         this.status = vscode.window.createStatusBarItem('kerncast.gpu', vscode.StatusBarAlignment.Right, 100);
         this.status.name = 'Kerncast GPU';
+        this.lineDecorations = BANDS.map((_, band) =>
+            vscode.window.createTextEditorDecorationType({
+                backgroundColor: bandColor(band),
+                isWholeLine: true,
+                after: { color: new vscode.ThemeColor('editorCodeLens.foreground'), margin: '0 0 0 1.5em' },
+            }),
+        );
         this.disposables.push(
+            ...this.lineDecorations,
+            vscode.commands.registerCommand(CMD_SHOW_REPORT_PAGE, (...args: unknown[]) => this.showReportPage(args)),
+            vscode.languages.onDidChangeDiagnostics((e) => this.onDiagnostics(e.uris)),
+            vscode.window.onDidChangeActiveTextEditor((editor) => {
+                if (editor) {
+                    void this.decorate(editor);
+                }
+            }),
             this.status,
             this.reports,
             vscode.workspace.registerTextDocumentContentProvider(REPORT_SCHEME, this.reports),
@@ -477,6 +503,11 @@ class Kerncast implements vscode.Disposable {
         if (e.affectsConfiguration(`${SECTION}.gpu`)) {
             this.updateStatus();
         }
+        if (e.affectsConfiguration(`${SECTION}.lineCosts`)) {
+            for (const editor of vscode.window.visibleTextEditors) {
+                void this.decorate(editor);
+            }
+        }
         if (!SERVER_SETTING_KEYS.some((key) => e.affectsConfiguration(`${SECTION}.${key}`))) {
             return;
         }
@@ -638,7 +669,130 @@ class Kerncast implements vscode.Disposable {
         }
     }
 
+    // --- the report page -----------------------------------------------------------------------------
+
+    private async showReportPage(args: unknown[]): Promise<void> {
+        const client = this.runningClient('the report page');
+        if (!client) {
+            return;
+        }
+        const source = uriString(args[0]) ?? this.activeEditorInfo(client)?.uri;
+        if (!source) {
+            void vscode.window.showInformationMessage('Kerncast: open a .cu or .ptx file to see its report page.');
+            return;
+        }
+        let result: unknown;
+        try {
+            result = await client.sendRequest(ExecuteCommandRequest.type, {
+                command: SERVER_CMD_REPORT_PAGE,
+                arguments: [source],
+            });
+        } catch (error) {
+            void vscode.window.showErrorMessage(`Kerncast: the report page failed: ${errorText(error)}`);
+            return;
+        }
+        const page = typeof result === 'object' && result !== null ? (result as { html?: unknown }).html : undefined;
+        const panel =
+            this.panel ??
+            vscode.window.createWebviewPanel(REPORT_VIEW_TYPE, 'Kerncast report', vscode.ViewColumn.Beside, {
+                enableScripts: true, // the page's one script, by nonce: it reports clicks on per-line rows
+                enableCommandUris: false,
+                enableForms: false,
+                localResourceRoots: [],
+            });
+        const html = webviewHtml(page, makeNonce(), panel.webview.cspSource);
+        if (html === undefined) {
+            if (!this.panel) {
+                panel.dispose();
+            }
+            void vscode.window.showInformationMessage('Kerncast: no report yet for this file: save it to analyse it.');
+            return;
+        }
+        if (!this.panel) {
+            this.panel = panel;
+            this.disposables.push(
+                panel.webview.onDidReceiveMessage((message: unknown) => this.onPanelMessage(message)),
+                panel.onDidDispose(() => {
+                    this.panel = undefined;
+                    this.panelSource = undefined;
+                }),
+            );
+        }
+        this.panelSource = source;
+        panel.title = `Kerncast: ${reportDocumentPath(source, 'page').split('/')[1]}`;
+        panel.webview.html = html;
+        panel.reveal(vscode.ViewColumn.Beside, true);
+    }
+
+    /**
+     * A message of the report page: only `{type: 'reveal', line}` is acted on, and only in the document the
+     * page was made for, when that document is open or inside a workspace folder. Nothing a message says is
+     * used as a command, a URI or a path.
+     */
+    async onPanelMessage(message: unknown): Promise<void> {
+        const source = this.panelSource;
+        if (source === undefined) {
+            return;
+        }
+        const uri = vscode.Uri.parse(source);
+        const open = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
+        if (!open && vscode.workspace.getWorkspaceFolder(uri) === undefined) {
+            this.log.info(`report page: ${source} is neither open nor in the workspace; not opened`);
+            return;
+        }
+        const document = open ?? (await vscode.workspace.openTextDocument(uri));
+        const reveal = parseWebviewMessage(message, document.lineCount);
+        if (!reveal) {
+            this.log.info('report page: ignored a message that is not a line to show');
+            return;
+        }
+        const at = new vscode.Range(reveal.line, 0, reveal.line, 0);
+        await vscode.window.showTextDocument(document, { viewColumn: vscode.ViewColumn.One, selection: at });
+    }
+
+    // --- per-line cost ----------------------------------------------------------------------------------
+
+    private onDiagnostics(uris: readonly vscode.Uri[]): void {
+        const changed = new Set(uris.map((u) => u.toString()));
+        for (const editor of vscode.window.visibleTextEditors) {
+            if (changed.has(editor.document.uri.toString())) {
+                void this.decorate(editor);
+            }
+        }
+    }
+
+    /** Marks the editor's hot lines (a new analysis was published for it), or clears them when turned off. */
+    private async decorate(editor: vscode.TextEditor): Promise<void> {
+        if (!isKerncastDocument(editor.document)) {
+            return;
+        }
+        const enabled = vscode.workspace.getConfiguration(SECTION).get<boolean>('lineCosts.enabled') !== false;
+        const client = this.client;
+        let result: unknown;
+        if (enabled && client?.isRunning()) {
+            try {
+                result = await client.sendRequest(ExecuteCommandRequest.type, {
+                    command: SERVER_CMD_LINE_COSTS,
+                    arguments: [client.code2ProtocolConverter.asUri(editor.document.uri)],
+                });
+            } catch (error) {
+                this.log.warn(`${SERVER_CMD_LINE_COSTS}: ${errorText(error)}`);
+            }
+        }
+        const bands = byBand(enabled ? parseLineCosts(result, editor.document.lineCount) : []);
+        bands.forEach((costs, band) => {
+            editor.setDecorations(
+                this.lineDecorations[band],
+                costs.map((c) => ({
+                    range: new vscode.Range(c.line, 0, c.line, 0),
+                    renderOptions: { after: { contentText: afterText(c) } },
+                })),
+            );
+        });
+    }
+
     dispose(): void {
+        this.panel?.dispose();
         for (const d of this.disposables) {
             d.dispose();
         }

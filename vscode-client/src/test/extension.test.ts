@@ -137,6 +137,82 @@ describe('extension with a fake VS Code and a fake server', () => {
         assert.deepEqual(calls.at(-1)?.params?.arguments, ['file:///ws/b.cu', { line: 3, character: 2 }]);
     });
 
+    it('shows the report page in a webview with a strict policy and only its own script', async () => {
+        await run('kerncast.showReportPage', 'file:///ws/a.cu');
+        const call = received('workspace/executeCommand').find((r) => r.params?.command === 'kerncast.reportPage');
+        assert.deepEqual(call?.params?.arguments, ['file:///ws/a.cu']);
+        assert.equal(world.panels.length, 1);
+        const [panel] = world.panels;
+        assert.equal(panel.options.enableCommandUris, false);
+        assert.equal(panel.options.enableForms, false);
+        assert.deepEqual(panel.options.localResourceRoots, []);
+        const policies = [...panel.html.matchAll(/http-equiv="Content-Security-Policy" content="([^"]*)"/g)];
+        assert.equal(policies.length, 1, 'the page policy is replaced, not added to');
+        const nonce = /script-src 'nonce-([^']+)'/.exec(policies[0][1])?.[1];
+        assert.ok(nonce && /default-src 'none'/.test(policies[0][1]));
+        assert.deepEqual([...panel.html.matchAll(/<script([^>]*)>/g)].map((m) => m[1]), [` nonce="${nonce}"`]);
+        assert.ok(panel.html.includes('&lt;img src=x onerror=alert(1)&gt;'));
+    });
+
+    it('acts on no message of the page but a line of its own document', async () => {
+        const [panel] = world.panels;
+        const executedBefore = world.executed.length;
+        for (const message of [
+            { type: 'command', command: 'workbench.action.terminal.new' },
+            { type: 'executeCommand', command: 'kerncast.selectGpu', arguments: ['h100'] },
+            { type: 'open', path: '/etc/passwd' },
+            { type: 'reveal', line: 'x' },
+            { type: 'reveal', line: 99 },
+        ]) {
+            await panel.post(message);
+        }
+        assert.equal(world.executed.length, executedBefore, 'no command ran');
+        assert.equal(world.shown.length, 0, 'no document shown');
+        await panel.post({ type: 'reveal', line: 2, uri: 'file:///etc/passwd' });
+        assert.deepEqual(world.shown.map((s) => s.uri), ['file:///ws/a.cu']);
+        const selection = (world.shown[0].options as { selection: { startLine: number } }).selection;
+        assert.equal(selection.startLine, 2);
+        assert.ok(world.opened.every((u) => u === 'file:///ws/a.cu'), world.opened.join());
+    });
+
+    it('opens no file outside the workspace from the page', async () => {
+        await run('kerncast.showReportPage', 'file:///etc/kernels.cu');
+        const [panel] = world.panels;
+        assert.equal(world.panels.length, 1, 'the same view shows the other file');
+        const shown = world.shown.length;
+        await panel.post({ type: 'reveal', line: 1 });
+        assert.equal(world.shown.length, shown);
+        assert.ok(!world.opened.includes('file:///etc/kernels.cu'));
+    });
+
+    it('says when a file has no report yet', async () => {
+        world.messages.length = 0;
+        await run('kerncast.showReportPage', 'file:///ws/never-analysed.cu');
+        assert.match(world.messages.at(-1)?.text ?? '', /no report yet/);
+    });
+
+    it('marks hot lines by their share when new diagnostics arrive, and not when turned off', async () => {
+        const editor = world.addVisibleEditor('file:///ws/a.cu', 10);
+        world.fireDiagnostics(['file:///ws/a.cu']);
+        await waitFor('the decorations', () => editor.decorations.size === 5);
+        const marked = [...editor.decorations.entries()].filter(([, ranges]) => ranges.length > 0);
+        // 60% in the strongest band, 3% in the faintest; the line beyond the document's end is left out
+        assert.deepEqual(
+            marked.map(([, ranges]) => ranges.map((r) => r.range.startLine)),
+            [[4], [2]],
+        );
+        const strongest = marked[1][1][0].renderOptions as { after: { contentText: string } };
+        assert.equal(strongest.after.contentText, "  60% of saxpy's energy (5 µJ)");
+        const calls = received('workspace/executeCommand').filter((r) => r.params?.command === 'kerncast.lineCosts');
+        assert.deepEqual(calls.at(-1)?.params?.arguments, ['file:///ws/a.cu']);
+
+        await (world.vscode as { workspace: { getConfiguration(s: string): { update(k: string, v: unknown): Promise<void> } } })
+            .workspace.getConfiguration('kerncast')
+            .update('lineCosts.enabled', false);
+        await waitFor('the decorations cleared', () => [...editor.decorations.values()].every((r) => r.length === 0));
+        world.visibleEditors.length = 0;
+    });
+
     it('restarts the server on request', async () => {
         await run('kerncast.restartServer');
         await waitFor('a second initialize', () => received('initialized').length === 2);

@@ -76,6 +76,32 @@ class ThemeColor {
     constructor(readonly id: string) {}
 }
 
+class Range {
+    constructor(
+        readonly startLine: number,
+        readonly startCharacter: number,
+        readonly endLine: number,
+        readonly endCharacter: number,
+    ) {}
+}
+
+/** A webview panel that keeps its HTML and options and lets a test post messages as its page would. */
+export interface FakePanel {
+    viewType: string;
+    title: string;
+    options: Record<string, unknown>;
+    html: string;
+    disposed: boolean;
+    /** Delivers a message as if the page had posted it; resolves once the extension's handler is done. */
+    post(message: unknown): Promise<void>;
+}
+
+/** An editor whose decorations are recorded per decoration type (in creation order). */
+export interface FakeEditor {
+    document: { uri: Uri; languageId: string; fileName: string; lineCount: number };
+    decorations: Map<number, { range: Range; renderOptions?: unknown }[]>;
+}
+
 /** A stub that is callable, constructible and has every property, each again such a stub. */
 function stub(): unknown {
     const target = function () {
@@ -149,6 +175,15 @@ export interface FakeWorld {
     providers: Map<string, { provideTextDocumentContent(uri: Uri): string }>;
     activeEditor: unknown;
     setActiveEditor(uri: string, languageId: string, line: number, character: number): void;
+    panels: FakePanel[];
+    /** Documents shown by `window.showTextDocument`, with the options they were shown with. */
+    shown: { uri: string; options: unknown }[];
+    /** Files opened by `workspace.openTextDocument` (file URIs only). */
+    opened: string[];
+    visibleEditors: FakeEditor[];
+    /** Adds a visible editor of a file with `lineCount` lines. */
+    addVisibleEditor(uri: string, lineCount: number): FakeEditor;
+    fireDiagnostics(uris: string[]): void;
 }
 
 /** Builds the fake and makes `require('vscode')` return it; returns a function that undoes that. */
@@ -156,6 +191,8 @@ export function installFakeVscode(initial: Record<string, unknown>): { world: Fa
     const settings = new Map<string, unknown>(Object.entries(initial));
     const commands = new Map<string, (...args: unknown[]) => unknown>();
     const configChanged = new EventEmitter<{ affectsConfiguration(section: string): boolean }>();
+    const diagnosticsChanged = new EventEmitter<{ uris: Uri[] }>();
+    let decorationTypes = 0;
 
     const world: FakeWorld = {
         vscode: undefined,
@@ -168,6 +205,25 @@ export function installFakeVscode(initial: Record<string, unknown>): { world: Fa
         quickPick: () => undefined,
         providers: new Map(),
         activeEditor: undefined,
+        panels: [],
+        shown: [],
+        opened: [],
+        visibleEditors: [],
+        addVisibleEditor(uri, lineCount) {
+            const parsed = Uri.parse(uri);
+            const editor: FakeEditor & { setDecorations(type: { id: number }, ranges: never[]): void } = {
+                document: { uri: parsed, languageId: 'cuda-cpp', fileName: parsed.fsPath, lineCount },
+                decorations: new Map(),
+                setDecorations(type, ranges) {
+                    editor.decorations.set(type.id, ranges);
+                },
+            };
+            world.visibleEditors.push(editor);
+            return editor;
+        },
+        fireDiagnostics(uris) {
+            diagnosticsChanged.fire({ uris: uris.map((u) => Uri.parse(u)) });
+        },
         setActiveEditor(uri, languageId, line, character) {
             const parsed = Uri.parse(uri);
             world.activeEditor = {
@@ -242,6 +298,7 @@ export function installFakeVscode(initial: Record<string, unknown>): { world: Fa
         EventEmitter,
         Uri,
         ThemeColor,
+        Range,
         StatusBarAlignment: { Left: 1, Right: 2 },
         ConfigurationTarget: { Global: 1, Workspace: 2, WorkspaceFolder: 3 },
         ProgressLocation: { SourceControl: 1, Window: 10, Notification: 15 },
@@ -272,7 +329,63 @@ export function installFakeVscode(initial: Record<string, unknown>): { world: Fa
             get activeTextEditor() {
                 return world.activeEditor;
             },
-            visibleTextEditors: [],
+            get visibleTextEditors() {
+                return world.visibleEditors;
+            },
+            onDidChangeActiveTextEditor: new EventEmitter<unknown>().event,
+            createTextEditorDecorationType() {
+                const id = decorationTypes++;
+                return { id, dispose: () => undefined };
+            },
+            createWebviewPanel(viewType: string, title: string, _column: unknown, options: Record<string, unknown>) {
+                const received = new EventEmitter<unknown>();
+                const disposed = new EventEmitter<void>();
+                let handled: Promise<unknown> = Promise.resolve();
+                const record: FakePanel = {
+                    viewType,
+                    title,
+                    options,
+                    html: '',
+                    disposed: false,
+                    async post(message: unknown) {
+                        received.fire(message); // the extension's listener sets `handled` while it runs
+                        await handled;
+                    },
+                };
+                world.panels.push(record);
+                const webview = {
+                    cspSource: 'vscode-webview://fake',
+                    get html() {
+                        return record.html;
+                    },
+                    set html(v: string) {
+                        record.html = v;
+                    },
+                    onDidReceiveMessage(listener: (message: unknown) => unknown) {
+                        return received.event((message) => {
+                            handled = Promise.resolve(listener(message));
+                        });
+                    },
+                    postMessage: () => Promise.resolve(true),
+                };
+                return {
+                    webview,
+                    get title() {
+                        return record.title;
+                    },
+                    set title(v: string) {
+                        record.title = v;
+                    },
+                    reveal: () => undefined,
+                    onDidDispose: disposed.event,
+                    dispose() {
+                        if (!record.disposed) {
+                            record.disposed = true;
+                            disposed.fire();
+                        }
+                    },
+                };
+            },
             createOutputChannel: outputChannel,
             createStatusBarItem() {
                 const item = { text: '', tooltip: '', command: '', visible: false, name: '', backgroundColor: undefined };
@@ -310,7 +423,10 @@ export function installFakeVscode(initial: Record<string, unknown>): { world: Fa
             showInformationMessage: message('info'),
             showQuickPick: (items: readonly { label: string }[]) => Promise.resolve(world.quickPick(items)),
             withProgress: (_opts: unknown, task: () => Promise<unknown>) => task(),
-            showTextDocument: () => Promise.resolve(undefined),
+            showTextDocument(document: { uri: Uri }, options: unknown) {
+                world.shown.push({ uri: document.uri.toString(), options });
+                return Promise.resolve(undefined);
+            },
         }),
         workspace: deepStub({
             workspaceFolders: undefined,
@@ -322,12 +438,19 @@ export function installFakeVscode(initial: Record<string, unknown>): { world: Fa
                 world.providers.set(scheme, provider);
                 return new Disposable(() => world.providers.delete(scheme));
             },
+            getWorkspaceFolder(uri: Uri) {
+                return uri.scheme === 'file' && uri.path.startsWith('/ws/') ? { uri: Uri.file('/ws'), name: 'ws', index: 0 } : undefined;
+            },
             openTextDocument(uri: Uri) {
+                if (uri.scheme === 'file') {
+                    world.opened.push(uri.toString());
+                    return Promise.resolve({ uri, lineCount: 50, languageId: 'cuda-cpp', fileName: uri.fsPath });
+                }
                 const provider = world.providers.get(uri.scheme);
                 return Promise.resolve({ uri, getText: () => provider?.provideTextDocumentContent(uri) ?? '' });
             },
         }),
-        languages: deepStub({ match: () => 0 }),
+        languages: deepStub({ match: () => 0, onDidChangeDiagnostics: diagnosticsChanged.event }),
     };
     const vscode = deepStub(api);
     world.vscode = vscode;

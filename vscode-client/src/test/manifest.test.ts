@@ -28,7 +28,12 @@ const properties = manifest.contributes.configuration.properties;
 
 describe('package.json', () => {
     it('contributes every setting, each with a description', () => {
-        const expected = [...SERVER_SETTING_KEYS.map((k) => `kerncast.${k}`), 'kerncast.server.command', 'kerncast.trace.server'];
+        const expected = [
+            ...SERVER_SETTING_KEYS.map((k) => `kerncast.${k}`),
+            'kerncast.server.command',
+            'kerncast.trace.server',
+            'kerncast.lineCosts.enabled',
+        ];
         assert.deepEqual(Object.keys(properties).sort(), [...expected].sort());
         for (const [id, schema] of Object.entries(properties)) {
             const text = schema.markdownDescription ?? schema.description ?? '';
@@ -52,7 +57,7 @@ describe('package.json', () => {
     it('contributes the commands and the PTX language', () => {
         assert.deepEqual(
             manifest.contributes.commands.map((c) => c.command).sort(),
-            ['kerncast.restartServer', 'kerncast.selectGpu', 'kerncast.showReport'],
+            ['kerncast.restartServer', 'kerncast.selectGpu', 'kerncast.showReport', 'kerncast.showReportPage'],
         );
         const ptx = manifest.contributes.languages.find((l) => l.id === 'ptx');
         if (!ptx) {
@@ -81,7 +86,7 @@ describe('package.json', () => {
 
 describe('pure modules', () => {
     it('do not load vscode', () => {
-        for (const name of ['config', 'serverCommand', 'gpus', 'report']) {
+        for (const name of ['config', 'serverCommand', 'gpus', 'report', 'webview', 'lineCosts']) {
             const js = fs.readFileSync(path.join(__dirname, '..', `${name}.js`), 'utf8');
             assert.doesNotMatch(js, /require\("vscode/, name);
         }
