@@ -48,6 +48,7 @@ MODEL = "trace"
 _FREE_SPACES = frozenset({"param", "const"})
 _BARRIERS = frozenset({"bar", "barrier"})
 _MEMORY_OPS = frozenset({"ld", "ldu", "st", "atom", "red", "tex", "cp"})
+_POSTED = frozenset({"st", "red"})
 _VECTOR_BYTES = 16  # the widest shared load a thread issues (LDS.128)
 _BANK_ROW_BYTES = 128  # one shared-memory wavefront: 32 banks x 4 bytes
 
@@ -165,10 +166,11 @@ def _camping(memory: MemoryAnalysis | None, profile: Any, block: tuple[int, int,
 
 def _ops(cfg: Cfg, profile: Any, graphs: KernelGraphs, replays: Mapping[int, float], sectors: Mapping[int, float],
          global_latency: float, dram_cycles_per_sector: float, load_latencies: Mapping[int, float],
-         vectors: list[VectorLoad]) -> dict[int, Op]:
+         vectors: list[VectorLoad], store_latency: float | None) -> dict[int, Op]:
     """Each reachable instruction's unit, hold time, latency and registers for the simulator;
     `load_latencies` overrides the global latency of loads that the cache model finds partly in L1; of
-    each group of `vectors`, the first issues the vector load and the others cost no unit."""
+    each group of `vectors`, the first issues the vector load and the others cost no unit; a global store
+    (or reduction, which returns nothing) is performed after `store_latency`, the L2's (None: as a load)."""
     body = cfg.function.body
     units = profile.units
     warp = profile.warp_size
@@ -182,6 +184,8 @@ def _ops(cfg: Cfg, profile: Any, graphs: KernelGraphs, replays: Mapping[int, flo
     for i, cls in classes.items():
         ins = body[i]
         lat = load_latencies.get(i, float(latency.get(cls.latency, latency.get("misc", 1.0))))
+        if store_latency is not None and ins.opcode in _POSTED and ins.space == "global":
+            lat = store_latency  # performed once the write-back L2 holds it; DRAM sees it at eviction
         if cls.latency == "param" or (cls.type == "misc" and ins.space in _FREE_SPACES):
             ops[i] = Op(None, 0.0, 0.0, ins.registers_read, ins.registers_written)
             continue
@@ -330,7 +334,7 @@ def predict_trace(cfg: Cfg, loops: LoopForest, profile: Any, symbolic: SymbolicR
     resolver = BranchResolver(cfg, loops, symbolic, params, block, grid, warp)
     vectors = vector_shared_loads(cfg, symbolic, resolver)
     ops = _ops(cfg, profile, graphs, replays, sectors, global_latency, share * sector / bytes_per_cycle_sm, own,
-               vectors)
+               vectors, l2_hit)
     spans = {b: issue_order(dag, ops, cfg.function.body) for b, dag in graphs.dags.items()}
     # the simulated blocks: two rounds' worth (the first round and one in the steady state that follows it)
     simulated = min(blocks_on_sm, 2 * resident)
