@@ -307,6 +307,8 @@ def apply_op(atoms: Atoms, name: str, args: tuple[Value, ...], extra: object) ->
         if d == ZERO and isinstance(extra, tuple) and len(extra) > 2:
             return const(int(extra[2] in ("eq", "le", "ge", "ls", "hs")))
     b = consts[1] if len(consts) > 1 else None
+    if name == "shr" and b is not None and _sign_of_an_index(atoms, a, b, extra):
+        return ZERO
     if name in ("shr", "div", "rem", "and"):
         k = b if name == "shr" else _pow2(b) if name in ("div", "rem") else _pow2(b + 1) if b is not None else None
         if k is not None and 0 <= k < _MAX_SHIFT:  # a shift past every PTX width is not simplified
@@ -323,7 +325,49 @@ def apply_op(atoms: Atoms, name: str, args: tuple[Value, ...], extra: object) ->
             return split
     if name == "and" and consts[0] is not None and len(args) == 2:  # mask first: swap
         return apply_op(atoms, "and", (args[1], args[0]), extra)
+    if name in ("div", "rem") and len(args) == 2 and b is None:
+        quotient = _division_by_a_symbol(atoms, name, a, args[1], extra)  # type: ignore[arg-type]
+        if quotient is not None:
+            return quotient
     return atoms.op(name, args, extra)
+
+
+def _division_by_a_symbol(atoms: Atoms, name: str, a: Poly, b: Poly, extra: object) -> Value:
+    """A division by a value known only as a symbol (a kernel parameter), in one form whoever wrote it:
+    `a % b` is `a - b * (a / b)` (C's truncated division makes that exact for every sign), and `(a / c) / b`
+    is `a / (c * b)` (exact for truncated division by non-zero integers). Then `i / S / N` and `i / N / S`
+    are one value, and `(i / N) * N + i % N` cancels to `i`: an index split into a row and a column by a
+    parameter and rebuilt is the index itself. None when neither form applies."""
+    if name == "rem":
+        q = apply_op(atoms, "div", (a, b), extra)
+        return sub(a, mul(b, q))
+    if len(a) == 1 and a[0][1] == 1 and len(a[0][0]) == 1:
+        key = atoms.keys[a[0][0][0]]
+        if key[0] == "op" and key[1] == "div" and key[3] == extra and len(key[2]) == 2:
+            inner, c = key[2]
+            both = mul(c, b)
+            if both is not None:
+                return apply_op(atoms, "div", (inner, both), extra)
+    return None
+
+
+#: symbols that are never negative: thread and block indices and sizes, and a loop's iteration number
+_NON_NEGATIVE = frozenset({"tid.x", "tid.y", "tid.z", "ctaid.x", "ctaid.y", "ctaid.z", "ntid.x", "ntid.y", "ntid.z",
+                           "nctaid.x", "nctaid.y", "nctaid.z", "laneid"})
+
+
+def _non_negative_atom(atoms: Atoms, a: int) -> bool:
+    key = atoms.keys[a]
+    return key[0] == "sym" and (key[1] in _NON_NEGATIVE or key[1][:1] == "K" and key[1][1:].isdigit())
+
+
+def _sign_of_an_index(atoms: Atoms, a: Poly, k: int, extra: object) -> bool:
+    """Whether `a >> k` is the sign of a signed `a` (k = bits - 1, arithmetic shift) and `a` is a sum of
+    non-negative multiples of thread and block indices and sizes and loop iteration numbers (`blockIdx.x *
+    blockDim.x + threadIdx.x + i * gridDim.x`): such an `int` index is non-negative unless it overflowed, which
+    C++ leaves undefined, so its sign is 0. nvcc reads that sign to round a signed `idx / 64` toward zero."""
+    bits, signed = op_type(extra)
+    return signed and k == bits - 1 and all(c > 0 and all(_non_negative_atom(atoms, x) for x in m) for m, c in a)
 
 
 #: bits a thread index needs at most: a block has at most 1024 threads in x and y and 64 in z, a warp 32 lanes
@@ -362,7 +406,7 @@ def low_zero_bits(atoms: Atoms, p: Poly) -> int:
 def value_bits(atoms: Atoms, p: Poly) -> int | None:
     """An upper bound on the bits a non-negative `p` needs (it lies in [0, 2**bits)), when one is known: a
     constant, a thread index (at most 1024 threads per block), an `and` with a non-negative constant mask,
-    a sum of such terms with non-negative coefficients; None otherwise."""
+    such a value shifted right by a constant, a sum of such terms with non-negative coefficients; None otherwise."""
     c = as_const(p)
     if c is not None:
         return c.bit_length() if c >= 0 else None
@@ -380,6 +424,9 @@ def value_bits(atoms: Atoms, p: Poly) -> int | None:
         elif key[0] == "op" and key[1] == "and" and len(key[2]) == 2:
             mask = as_const(key[2][1])
             bits = mask.bit_length() if mask is not None and mask >= 0 else None
+        elif key[0] == "op" and key[1] == "shr" and len(key[2]) == 2 and key[2][0] is not None:
+            inner, shift = value_bits(atoms, key[2][0]), as_const(key[2][1])  # `(t & 12) >> 2` needs 2 bits
+            bits = max(0, inner - shift) if inner is not None and shift is not None and shift >= 0 else None
         if bits is None:
             return None
         total += coef * ((1 << bits) - 1)

@@ -9,7 +9,7 @@ loop entry values (`values`) and induction variables (`induction`) are queries o
 from __future__ import annotations
 
 from kerncast.analysis.cfg import Cfg
-from kerncast.analysis.ptx.model import Addr, Function, Instruction, Reg
+from kerncast.analysis.ptx.model import Addr, Function, Instruction, Reg, Sym
 
 #: instructions whose result is a value read from memory or from another lane: an address built from one of
 #: them is an indirection (a gather), whatever arithmetic follows
@@ -30,6 +30,7 @@ class ReachingDefs:
 
     def __init__(self, fn: Function, cfg: Cfg, defs: dict[str, list[Instruction]]) -> None:
         self.fn, self.cfg = fn, cfg
+        self._params = frozenset(p.name for p in fn.params)
         self.mask = {reg: sum(1 << i.index for i in ins) for reg, ins in defs.items()}
         n = len(cfg.blocks)
         gen, kill = [0] * n, [0] * n
@@ -76,10 +77,16 @@ class ReachingDefs:
                 bits |= self.reach_out[p]
         return self._instructions(bits & self.mask.get(reg, 0))
 
+    def _kernel_parameter(self, load: Instruction) -> bool:
+        """Whether an `ld.param` reads one of the kernel's own parameters, not a called function's return
+        value (`ld.param.b32 r, [retval0+8]`, the quadrant `sin` hands back from its slow path: a call result)."""
+        addr = next((o for o in load.operands if isinstance(o, Addr)), None)
+        return addr is not None and isinstance(addr.base, Sym) and addr.base.name in self._params
+
     def loaded_into(self, ins: Instruction) -> bool:
         """Whether the address of memory instruction `ins` is computed from a loaded (or exchanged) value: the
-        backward slice of its address register over these definitions meets a load, atomic or shuffle (a
-        kernel parameter's load does not count). An unknown address without one is not a gather."""
+        backward slice of its address register over these definitions meets a load, atomic, shuffle or call
+        result (a kernel parameter's load does not count). An unknown address without one is not a gather."""
         addr = next((o for o in ins.operands if isinstance(o, Addr)), None)
         if addr is None or not isinstance(addr.base, Reg) or addr.base.is_special:
             return False
@@ -91,7 +98,7 @@ class ReachingDefs:
                 if d.index in seen:
                     continue
                 seen.add(d.index)
-                if d.opcode in LOADED and not (d.opcode == "ld" and d.space == "param"):
+                if d.opcode in LOADED and not (d.opcode == "ld" and d.space == "param" and self._kernel_parameter(d)):
                     return True
                 for src in d.srcs:
                     base = src.base if isinstance(src, Addr) else src

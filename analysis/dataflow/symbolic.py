@@ -48,6 +48,8 @@ class SymbolicResult:
     iteration_atom: dict[int, int] = field(default_factory=dict)  # loop id -> K atom
     params: dict[str, int] = field(default_factory=dict)  # param symbol name -> atom
     undefined: set[str] = field(default_factory=set)
+    #: a uniform join after a loop -> (loop id, the value leaving the loop, the value on the paths that skip it)
+    after_loop: dict[int, tuple[int, Value, Value]] = field(default_factory=dict)
 
     def recurrence(self, loop_id: int, reg: str) -> Recurrence | None:
         """How register `reg` evolves over the iterations of loop `loop_id`; None if the loop does not write it."""
@@ -163,10 +165,25 @@ class _Pass:
             if uniform_control is None:
                 uniform_control = self._control_uniform(b, preds)
             if uniform_control and all(v is not None and not atoms.is_lane(v) for v in vals):
-                out[k] = (((atoms.atom(("phi", b, k)),), 1),)
+                phi = atoms.atom(("phi", b, k))
+                out[k] = (((phi,), 1),)
+                self._note_after_loop(phi, b, preds, k)
             else:
                 out[k] = None
         return out
+
+    def _note_after_loop(self, phi: int, b: int, preds: list[int], reg: str) -> None:
+        """Where the join `b` meets a loop's only exit and paths that skip the loop, and those paths agree on
+        `reg`, record both values: with the loop's count known (the launch's sizes, which this pass does not
+        see), the memory analysis reads which one holds and at which iteration the loop left (a Blelloch scan's
+        down-sweep starts from the stride its up-sweep ended with)."""
+        found = _exited_loop(self, b, preds)
+        if found is None:
+            return
+        lp, exit_pred = found
+        skipped = [self.env_out[p].get(reg) for p in preds if p != exit_pred]
+        if skipped and all(v == skipped[0] for v in skipped[1:]):
+            self.res.after_loop[phi] = (lp.id, self.env_out[exit_pred].get(reg), skipped[0])
 
     def _control_uniform(self, b: int, preds: list[int]) -> bool:
         """Whether the branches that choose between the paths into `b` are warp-uniform."""
@@ -322,6 +339,7 @@ class _Pass:
             entry = [p for p in preds if p not in lp.blocks and p in self.env_out]
             back = [p for p in preds if p in lp.blocks and p in self.env_out]
             recs: dict[str, Recurrence] = {}
+            backs: dict[str, Value] = {}
             for r in sorted(self.written[lp.id]):
                 a = self.rec_atoms.get((lp.id, r))
                 if a is None:
@@ -329,6 +347,7 @@ class _Pass:
                 init = _agree([self.env_out[p].get(r) for p in entry], atoms, f"init:{lp.id}:{r}")
                 bval = _agree([self.env_out[p].get(r) for p in back], atoms, None)
                 recs[r] = classify(lp.id, r, a, init, bval, atoms)
+                backs[r] = bval
             invariant = {rc.atom for rc in recs.values() if rc.kind == "invariant"}
             loop_recs = {rc.atom for rc in recs.values()}
             for rc in recs.values():
@@ -336,6 +355,8 @@ class _Pass:
                     others = atoms.deep_atoms_of(rc.step) & loop_recs
                     if others - invariant:
                         rc.kind, rc.step = "unknown", None
+            _derived(atoms, recs, backs, k_atom)
+            for rc in recs.values():
                 res.recurrences[rc.atom] = rc
                 if rc.kind == "invariant":
                     res.resolution[rc.atom] = rc.init
@@ -367,14 +388,10 @@ class _LoopExit:
     def find(run: _Pass, b: int, preds: list[int]) -> _LoopExit | None:
         """The loop whose exit `b` joins with the paths that skip it, with its count read; else None."""
         cfg, atoms = run.cfg, run.res.atoms
-        candidates = [lp for lp in run.loops.loops if b not in lp.blocks
-                      and sum(p in lp.blocks for p in preds) == 1]
-        if len(candidates) != 1:
+        found = _exited_loop(run, b, preds)
+        if found is None:
             return None
-        lp = candidates[0]
-        if len(lp.exits) != 1:  # a break leaves elsewhere: the exit test read below is not the only way out
-            return None
-        exit_pred = next(p for p in preds if p in lp.blocks)
+        lp, exit_pred = found
         header_preds = cfg.blocks[lp.header].preds
         entry = [q for q in header_preds if q not in lp.blocks and q in run.env_out]
         back = [q for q in header_preds if q in lp.blocks and q in run.env_out]
@@ -444,6 +461,41 @@ class _LoopExit:
         if any(run.env_out[p].get(reg) != skipped for p in self.skip):
             return None
         return out
+
+
+def _derived(atoms: Atoms, recs: dict[str, Recurrence], backs: dict[str, Value], k_atom: int) -> None:
+    """Make affine the recurrences that each iteration recomputes from the loop's affine ones instead of from
+    themselves (nvcc's unrolled `col + 3 * blockDim.x`, rewritten as `col' + 3 * blockDim.x` after `col` moved):
+    the back-edge value, with the affine recurrences taken at the previous iteration, is the register at
+    iteration K >= 1; when it gives the start at K = 0 too and moves by a fixed step, it is the register's
+    closed form."""
+    moving = {rc.atom: rc for rc in recs.values() if rc.kind in ("affine", "invariant")}
+    k: Poly = (((k_atom,), 1),)
+    previous = {a: rc.init if rc.kind == "invariant" else E.add(rc.init, E.mul(rc.step, E.sub(k, E.const(1))))
+                for a, rc in moving.items()}
+    for r, rc in recs.items():
+        back = backs.get(r)
+        if rc.kind != "unknown" or back is None or rc.init is None:
+            continue
+        deep = atoms.deep_atoms_of(back)
+        if rc.atom in deep or not deep & set(previous) or deep & {x.atom for x in recs.values()} - set(previous):
+            continue
+        closed = E.evaluate(atoms, back, previous, {})
+        if closed is None or E.evaluate(atoms, closed, {k_atom: E.ZERO}, {}) != rc.init:
+            continue
+        step = E.sub(E.evaluate(atoms, closed, {k_atom: E.const(1)}, {}), rc.init)
+        if step is not None and E.add(rc.init, E.mul(step, k)) == closed:
+            rc.kind, rc.step = "affine", step
+
+
+def _exited_loop(run: _Pass, b: int, preds: list[int]) -> tuple[Loop, int] | None:
+    """(the loop, its exiting block) when the join `b` is entered from exactly one loop's only exit and from
+    paths outside it; None otherwise (a break leaves elsewhere: the exit test is not the only way out)."""
+    candidates = [lp for lp in run.loops.loops if b not in lp.blocks and sum(p in lp.blocks for p in preds) == 1]
+    if len(candidates) != 1 or len(candidates[0].exits) != 1:
+        return None
+    lp = candidates[0]
+    return lp, next(p for p in preds if p in lp.blocks)
 
 
 _WIDE = (64, True)
@@ -543,11 +595,31 @@ def instruction_value(atoms: Atoms, ins: Instruction, s: list[Value]) -> Value:
             if ins.dtype == "pred":
                 extra = (1, False)
             return E.apply_op(atoms, op, tuple(s), extra)
+    if op == "bfi" and len(s) == 4 and not is_float:
+        inserted = _bit_field_insert(atoms, s, bits)
+        if inserted is not None:
+            return inserted
     if op in ("selp", "slct") and len(s) == 3:
         if op == "selp":
             return E.apply_op(atoms, "sel", (s[2], s[0], s[1]), None)
         return atoms.op(f"{ins.full_opcode}", tuple(s), None)
     return atoms.op(ins.full_opcode, tuple(s), None)
+
+
+def _bit_field_insert(atoms: Atoms, s: list[Value], bits: int) -> Value:
+    """`bfi f, a, b, pos, len` (the low `len` bits of `a` put into `b` at bit `pos`) as a sum, for a constant
+    field: `(b & ~field) + ((a & (2**len - 1)) << pos)`; where the field reaches the top bit, the mask on `a` is
+    the wrap-around of the shift and is left out: `(b & (2**pos - 1)) + a * 2**pos`. nvcc writes `4 * y + (x & 3)`
+    that way. None for a field that is not constant."""
+    a, b, pos, length = s
+    p, n = E.as_const(pos), E.as_const(length)
+    if p is None or n is None or not (0 <= p < bits and n > 0):
+        return None
+    n = min(n, bits - p)
+    field = ((1 << n) - 1) << p
+    kept = E.apply_op(atoms, "and", (b, E.const(~field & ((1 << bits) - 1))), (bits, False))
+    part = a if p + n == bits else E.apply_op(atoms, "and", (a, E.const((1 << n) - 1)), (bits, False))
+    return E.add(kept, E.scale(part, 1 << p))
 
 
 def written_in_loops(cfg: Cfg, loops: LoopForest) -> dict[int, set[str]]:

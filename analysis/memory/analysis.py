@@ -266,6 +266,8 @@ class _Kernel:
         self._values: dict[Value, list[LaneConstants] | list[dict[int, Value]]] = {}
         self._where: dict[Value, list[set[int]]] = {}
         self._geo_cache: dict[int, list[int] | None] = {}
+        self._exits: dict[int, dict[int, Value]] | None = None
+        self._after_cache: dict[int, dict[int, Value]] = {}
         #: deterministic count of the warp-level work done (lane tables, reach masks, instances): what the
         #: time budget bounds, and what a test can check grows linearly with the kernel
         self.work = 0
@@ -390,9 +392,11 @@ class _Kernel:
     def _geo_of(self, loop_id: int) -> dict[int, Any]:
         return {g: rc for g, rc in self.sym.geo.items() if rc.loop == loop_id}
 
-    def _geo_sequence(self, g: int, n: int) -> list[int] | None:
+    def _geo_sequence(self, g: int, n: int, before: dict[int, Value] | None = None) -> list[int] | None:
+        """The first `n` values of geometric atom `g`, its start read under the launch's values and `before`
+        (what the loops ahead of its own left behind); None when the start is not a number."""
         rc = self.sym.geo[g]
-        init = E.as_const(E.evaluate(self.atoms, rc.init, self.base, {}))
+        init = E.as_const(E.evaluate(self.atoms, rc.init, {**self.base, **(before or {})}, {}))
         if init is None:
             return None
         vals, v = [], init
@@ -403,8 +407,88 @@ class _Kernel:
                 break
         return vals
 
+    def _loop_exits(self) -> dict[int, dict[int, Value]]:
+        """Per loop, the values its atoms hold once it has finished (see `_exit_of`), computed once, loops in
+        program order so that a loop's start may be what an earlier loop left."""
+        if self._exits is None:
+            self._exits = {}
+            rank = {b: i for i, b in enumerate(self.cfg.rpo)}
+            for lp in sorted(self.loops.loops, key=lambda lp: rank.get(lp.header, 0)):
+                found = self._exit_of(lp, self._after(lp.blocks))
+                if found:
+                    self._exits[lp.id] = found
+        return self._exits
+
+    def _after(self, blocks: frozenset[int] | set[int]) -> dict[int, Value]:
+        """The exit values of the finished loops that hold in code of `blocks`: those of every loop whose
+        exit values are known and which contains none of those blocks (it has finished before them)."""
+        out: dict[int, Value] = {}
+        for lid, values in (self._exits or {}).items():
+            if not any(b in self.loops.loops[lid].blocks for b in blocks):
+                out.update(values)
+        return out
+
+    def _exit_of(self, lp: Any, before: dict[int, Value]) -> dict[int, Value]:
+        """What loop `lp`'s iteration number and geometric atoms are once it has left, and which value each
+        join after it holds (`SymbolicResult.after_loop`): the loop leaves in the iteration `c` (n - 1 when
+        its test follows the body, n when it precedes it) where its only exit test is first true, both read
+        as numbers under the launch's values; empty when the count or that test is not known. Code after a
+        loop reads its variables at their last value this way: a Blelloch scan's down-sweep starts from the
+        stride its up-sweep ended with."""
+        n = self.trip(lp.id)
+        if n is None:
+            return {}
+        joins = [(phi, leaving, skipped) for phi, (lid, leaving, skipped) in self.sym.after_loop.items()
+                 if lid == lp.id]
+        if n == 0:
+            return {phi: skipped for phi, _, skipped in joins}
+        leave = self._leave_predicate(lp)
+        if leave is None:
+            return {}
+        seqs = {g: self._geo_sequence(g, n + 1, before) for g in self._geo_of(lp.id)}
+        k_atom = self.sym.iteration_atom[lp.id]
+
+        def at(c: int) -> dict[int, Value]:
+            own: dict[int, Value] = {k_atom: E.const(c)}
+            own.update({g: E.const(s[c]) for g, s in seqs.items() if s is not None and c < len(s)})
+            return own
+
+        def leaves(c: int) -> int | None:
+            return E.as_const(E.evaluate(self.atoms, leave, {**self.base, **before, **at(c)}, {}))
+
+        for c in (n - 1, n):
+            if c >= 0 and leaves(c) == 1 and (c == 0 or leaves(c - 1) == 0):
+                out = at(c)
+                subst = {**self.base, **before, **out}
+                for phi, leaving, _ in joins:
+                    value = E.evaluate(self.atoms, leaving, subst, {})
+                    if value is not None:
+                        out[phi] = value
+                return out
+        return {}
+
+    def _leave_predicate(self, lp: Any) -> Value:
+        """1 where loop `lp` leaves through its only exit, the guard of the branch that ends the exiting block
+        (negated when the branch stays); None for a loop with another way out or an exit that is no test."""
+        if len(lp.exits) != 1:
+            return None
+        inside, outside = lp.exits[0]
+        blk = self.cfg.blocks[inside]
+        last = self.fn.body[blk.end - 1] if blk.end > blk.start else None
+        if last is None or last.opcode != "bra" or last.guard is None or len(blk.succs) != 2:
+            return None
+        g = self.sym.guards.get(last.index)
+        target = self.fn.labels.get(last.branch_target or "")
+        taken = target is not None and self.cfg.blocks[outside].start == target
+        return g if taken else E.sub(E.const(1), g)
+
     def iteration_assignments(self, block: int) -> list[dict[int, Value]]:
-        """Substitutions for the enumerated iterations of the geometric loops around `block` (≥ one entry)."""
+        """Substitutions for the enumerated iterations of the geometric loops around `block` (≥ one entry), each
+        with the values the loops finished before `block` left behind (`_exit_of`)."""
+        after = self._after_cache.get(block)
+        if after is None:
+            self._loop_exits()
+            after = self._after_cache[block] = self._after({block})
         per_loop: list[list[dict[int, Value]]] = []
         for lp in self.loops.enclosing(block):
             geos = self._geo_of(lp.id)
@@ -413,17 +497,20 @@ class _Kernel:
             n = self.trip(lp.id)
             if n is None or n <= 0 or n > MAX_ENUMERATED_ITERATIONS:
                 continue
-            seqs = {g: self._geo_sequence(g, n) for g in geos}
-            if any(s is None or len(s) < n for s in seqs.values()):
+            # the atoms whose start is known are enumerated; one left unknown (a count down from an unknown
+            # blockDim.x beside a stride that doubles from 1) stays a symbol the warp shares
+            seqs = {g: s for g in geos if (s := self._geo_sequence(g, n, self._after(lp.blocks))) is not None
+                    and len(s) >= n}
+            if not seqs:
                 continue
             k_atom = self.sym.iteration_atom[lp.id]
-            per_loop.append([{k_atom: E.const(k), **{g: E.const(s[k]) for g, s in seqs.items()}}  # type: ignore[index]
+            per_loop.append([{k_atom: E.const(k), **{g: E.const(s[k]) for g, s in seqs.items()}}
                              for k in range(n)])
         if not per_loop:
-            return [{}]
+            return [dict(after)]
         combos: list[dict[int, Value]] = []
         for parts in product(*per_loop):
-            merged: dict[int, Value] = {}
+            merged: dict[int, Value] = dict(after)
             for p in parts:
                 merged.update(p)
             combos.append(merged)
@@ -455,7 +542,8 @@ class _Kernel:
         out: list[tuple[list[int], list[Value]]] = []
         atoms = self.atoms
         for assign in self.iteration_assignments(block):
-            key = tuple(sorted((a, E.as_const(v)) for a, v in assign.items()))
+            key = tuple(sorted((a, E.as_const(v) if E.as_const(v) is not None else v)
+                               for a, v in assign.items()))
             cached = self._stage1.get(key)
             if cached is None:
                 subst = dict(self.base)

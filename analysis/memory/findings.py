@@ -102,7 +102,7 @@ def build_findings(k: _Kernel, res: MemoryAnalysis, thresholds: Thresholds, cuda
                 put(f.code, (a.wavefronts - a.ideal_wavefronts) * a.executions, f)
         elif a.space in ("global", "shared") and not a.known and a.active_lanes:
             line, col, end, prefix = loc
-            why = ("through an address that depends on loaded data (a gather)" if a.gather else
+            why = ("through an address that depends on loaded data or a call's result (a gather)" if a.gather else
                    "through an address with no loaded value in it, but one Kerncast cannot compute lane by lane "
                    "(it needs the block size, or follows a data-dependent branch or loop)")
             f = Finding(Code.UNKNOWN_ACCESS, "information", line, col, line, end,
