@@ -17,7 +17,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from kerncast.analysis.assumed_loops import assumed_loops_stage
 from kerncast.analysis.cfg import build_cfg
 from kerncast.analysis.compile import (
     CompileOptions,
@@ -32,18 +31,25 @@ from kerncast.analysis.compile import (
     system_toolkit_nvcc,
 )
 from kerncast.analysis.compile_db import BuildFlags, flags_for
-from kerncast.analysis.compile_hints import STAND_IN_LABEL, explain, include_fix, replacement_fix
 from kerncast.analysis.context import KernelContext
 from kerncast.analysis.demangle import demangle
 from kerncast.analysis.finding import Finding
-from kerncast.analysis.findings_atomic import atomic_contention_stage
-from kerncast.analysis.findings_fp64 import fp64_stage
-from kerncast.analysis.findings_intdiv import slow_division_stage
-from kerncast.analysis.findings_launch import launch_configuration_stage
-from kerncast.analysis.findings_local import local_memory_stage
-from kerncast.analysis.findings_sync import barrier_divergence_stage
+from kerncast.analysis.findings.assumed_loops import assumed_loops_stage
+from kerncast.analysis.findings.atomic import atomic_contention_stage
+from kerncast.analysis.findings.barriers import barrier_divergence_stage
+from kerncast.analysis.findings.compile import (
+    compile_findings,
+    input_finding,
+    ptx_syntax_finding,
+    toolchain_finding,
+)
+from kerncast.analysis.findings.fp64 import fp64_stage
+from kerncast.analysis.findings.gpu_profile import load_gpu
+from kerncast.analysis.findings.integer_division import slow_division_stage
+from kerncast.analysis.findings.launch import launch_configuration_stage
+from kerncast.analysis.findings.local_memory import local_memory_stage
+from kerncast.analysis.findings.resources import resource_stage
 from kerncast.analysis.gpus import GpuProfile
-from kerncast.analysis.gpus.loading import load_gpu
 from kerncast.analysis.includes import find_includers
 from kerncast.analysis.input_files import InputTooLarge, read_regular_file
 from kerncast.analysis.kernel_cache import (
@@ -63,7 +69,6 @@ from kerncast.analysis.options import DEFAULT_MAX_FILE_BYTES, AnalysisOptions, P
 from kerncast.analysis.ptx import PtxSyntaxError, parse_ptx
 from kerncast.analysis.ptx.model import Function, Module, SourceLoc, line_in_file
 from kerncast.analysis.report import FileReport, KernelReport
-from kerncast.analysis.resource_findings import resource_stage
 from kerncast.analysis.rules import Code
 from kerncast.analysis.source_model import scan_file, scanned
 from kerncast.analysis.stages.gains import gain_stage
@@ -81,10 +86,6 @@ __all__ = ["DEFAULT_MAX_FILE_BYTES", "STAGES", "AnalysisOptions", "KernelContext
 Stage = Callable[[KernelContext], None]
 
 
-def _input_finding(message: str, code: str = Code.INPUT_ERROR) -> Finding:
-    return Finding(code, "error", 1, 1, 1, 1, message)
-
-
 def read_input(path: Path, text: str | bytes | None,
                max_bytes: int) -> tuple[str | None, Finding | None, str | None]:
     """Read the file (or take the editor's text, or the bytes of another version of it) and refuse empty,
@@ -100,31 +101,31 @@ def read_input(path: Path, text: str | bytes | None,
         except InputTooLarge as exc:
             raw, size = b"", exc.size
         except OSError as exc:  # InputRefused too: a device, a FIFO, a socket (also behind a link)
-            return None, _input_finding(f"cannot read {path}: {exc.strerror or exc}"), None
+            return None, input_finding(f"cannot read {path}: {exc.strerror or exc}"), None
         else:
             size = len(raw)
     else:
         raw = text if isinstance(text, bytes) else text.encode("utf-8", errors="surrogatepass")
         size = len(raw)
     if size > max_bytes:
-        return None, _input_finding(
+        return None, input_finding(
             f"{path.name} is {size / 1e6:.1f} MB, above the {max_bytes / 1e6:.1f} MB analysis limit "
             "(setting maxFileBytes); Kerncast skipped it"), None
     if b"\x00" in raw:
-        return None, _input_finding(f"{path.name} looks like a binary file (it contains NUL bytes); "
+        return None, input_finding(f"{path.name} looks like a binary file (it contains NUL bytes); "
                                     "Kerncast analyses CUDA C++ (.cu) and PTX (.ptx) text"), None
     note = None
     try:
         decoded = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         if path.suffix.lower() == ".ptx":
-            return None, _input_finding(f"{path.name} is not UTF-8 text (byte {exc.start}); Kerncast analyses "
+            return None, input_finding(f"{path.name} is not UTF-8 text (byte {exc.start}); Kerncast analyses "
                                         "CUDA C++ (.cu) and PTX (.ptx) text"), None
         decoded = raw.decode("cp1252", errors="replace")  # its five undefined bytes: one U+FFFD each
         note = (f"{path.name} is not UTF-8 text (byte {exc.start}): it was read as Windows-1252; a column on a "
                 "line with such a character may be off by its encoding")
     if not decoded.strip():
-        return None, _input_finding(f"{path.name} is empty: there is no kernel to analyse"), None
+        return None, input_finding(f"{path.name} is empty: there is no kernel to analyse"), None
     return decoded, None, note
 
 
@@ -217,7 +218,7 @@ def _analyze_cuda(report: FileReport, path: Path, source: str, options: Analysis
     try:
         result = compile_cuda(path, text=source, options=copts, with_resources=False)
     except ToolchainError as exc:
-        report.findings.append(_input_finding(str(exc), code=Code.TOOLCHAIN_MISSING))
+        report.findings.append(toolchain_finding(str(exc)))
         return report
     report.toolkit = result.toolkit
     report.compiler = _compiler_label(copts.nvcc_path)
@@ -235,23 +236,10 @@ def _analyze_cuda(report: FileReport, path: Path, source: str, options: Analysis
         assert included.ptx is not None
         return _analyze_ptx(report, included.ptx, options, cuda_source=source, cache=cache,
                             includer=(includer, includer.read_text(encoding="utf-8", errors="replace")))
-    lines = source.splitlines() if result.diagnostics else []
-    for d in result.diagnostics:
-        sev = "error" if d.severity == "error" else "warning"
-        code = Code.COMPILE_ERROR if sev == "error" else Code.COMPILE_WARNING
-        own_source = None if d.in_header else source  # the text that a hint may check and a fix may edit
-        at = (d.line, d.column)
-        answer = explain(d.message, own_source, path.parent, at) if sev == "error" or d.stood_in else None
-        message = f"{d.message} — {answer.hint}" if answer else d.message
-        if d.stood_in:
-            message += f" ({answer.label if answer else STAND_IN_LABEL})"
-        own_line = lines[d.line - 1] if not d.in_header and 1 <= d.line <= len(lines) else None
-        fix = (replacement_fix(code, d.message, own_line, d.line, d.column)
-               or include_fix(code, d.message, own_source, path.parent, at))
-        report.findings.append(Finding(code, sev, d.line, d.column, d.line, d.column + 1, message, fix=fix))
+    report.findings.extend(compile_findings(result.diagnostics, source, path.parent))
     if not result.ok or result.ptx is None:
         if not any(f.severity == "error" for f in report.findings):
-            report.findings.append(_input_finding("nvcc produced no PTX", code=Code.COMPILE_ERROR))
+            report.findings.append(input_finding("nvcc produced no PTX", code=Code.COMPILE_ERROR))
         return report
     return _analyze_ptx(report, result.ptx, options, cuda_source=source, cache=cache)
 
@@ -365,8 +353,7 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
         module = parse_ptx(ptx, report.file, reuse=cache.functions if cache is not None else None)
     except PtxSyntaxError as exc:
         line = exc.line if cuda_source is None else 1
-        report.findings.append(Finding(Code.PTX_SYNTAX_ERROR, "error", line, exc.column, line, exc.column + 1,
-                                       f"malformed PTX: {exc.message}"))
+        report.findings.append(ptx_syntax_finding(line, exc.column, f"malformed PTX: {exc.message}"))
         return report
     _report_function_errors(report, module, cuda_source is not None)
     if not module.kernels:
@@ -520,8 +507,8 @@ def _report_function_errors(report: FileReport, module: Module, from_cuda: bool)
         who = f"function {err.name}" if err.name else f"the function at PTX line {err.function_line}"
         line = 1 if from_cuda else err.line
         where = f" (PTX line {err.line})" if from_cuda else ""
-        report.findings.append(Finding(Code.PTX_SYNTAX_ERROR, "error", line, err.column, line, err.column + 1,
-                                       f"malformed PTX in {who}{where}: {err.message}; not analysed"))
+        report.findings.append(ptx_syntax_finding(line, err.column,
+                                                  f"malformed PTX in {who}{where}: {err.message}; not analysed"))
 
 
 def _locate_in_ptx(module: Module, path: str) -> None:

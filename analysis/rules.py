@@ -95,6 +95,8 @@ class Rule:
     ncu_rule: str | None = None
     ncu_metric: str | None = None
     fixes: tuple[FixSpec, ...] = ()
+    #: the module of `analysis/findings/` that builds the rule's findings and fixes (`findings/<family>.py`)
+    family: str = ""
 
     @property
     def anchor(self) -> str:
@@ -124,7 +126,8 @@ def _load_rules() -> tuple[Rule, ...]:
     return tuple(
         Rule(Code(r["code"]), r["severity"], r["title"], r["explanation"], r["example"], r["remedy"],
              r.get("ncu_rule"), r.get("ncu_metric"),
-             tuple(FixSpec(FixKind(f["kind"]), f["applicability"], f["summary"]) for f in r.get("fix", ())))
+             tuple(FixSpec(FixKind(f["kind"]), f["applicability"], f["summary"]) for f in r.get("fix", ())),
+             r["family"])
         for r in tomllib.loads(text)["rule"])
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from kerncast.analysis import pipeline as P
 from kerncast.analysis.compile import CompileOptions, compile_cuda
-from kerncast.analysis.gpus.loading import load_gpu
+from kerncast.analysis.findings.gpu_profile import load_gpu
 from kerncast.analysis.ptx import parse_ptx
 from kerncast.analysis.targets import resolve_target
 from kerncast.analysis.timing.estimate import TIME_MODELS

@@ -34,9 +34,11 @@ from kerncast.analysis.cfg import build_cfg
 from kerncast.analysis.compile import CompileOptions, compile_cuda
 from kerncast.analysis.dataflow import ODD_PTX_ERRORS, KernelDataflow
 from kerncast.analysis.demangle import demangle
+from kerncast.analysis.findings.memory import memory_findings
 from kerncast.analysis.launch import infer_launch
 from kerncast.analysis.loops import find_loops
 from kerncast.analysis.memory import AccessInfo, analyze_memory
+from kerncast.analysis.memory.analysis import DEFAULT_BUDGET_S
 from kerncast.analysis.options import Thresholds
 from kerncast.analysis.ptx import PtxSyntaxError, parse_ptx
 from kerncast.analysis.ptx.model import Function, Module
@@ -124,7 +126,7 @@ def analyse_kernel(module: Module, fn: Function, source: str, cu: Path, main: st
     for a in res.accesses:
         if a.space in ("global", "shared") and not a.known and a.active_lanes and a.line is not None:
             unknown.setdefault(a.line, []).append(a)
-    for f in res.findings:
+    for f in memory_findings(res, Thresholds(), source, None, DEFAULT_BUDGET_S):
         if f.code != Code.UNKNOWN_ACCESS:
             continue
         tally.lines += 1

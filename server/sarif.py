@@ -9,6 +9,7 @@ registry, so every code Kerncast can emit is named in every log.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -68,9 +69,7 @@ def _findings(report: FileReport) -> list[Finding]:
     out = list(report.findings)
     for k in report.all_kernels():
         for f in k.findings:
-            out.append(f if f.kernel is not None else Finding(
-                f.code, f.severity, f.line, f.column, f.end_line, f.end_column, f.message, f.detail, f.fix,
-                f.related, k.name, f.extra_fixes, f.file))
+            out.append(f if f.kernel is not None else replace(f, kernel=k.name))
     return out
 
 

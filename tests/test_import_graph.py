@@ -1,16 +1,21 @@
-"""The library's import structure: no import cycle, and no import hidden inside a function.
+"""The library's import structure: layers, no import cycle, and no import hidden inside a function.
 
-Every module of `kerncast.analysis` and `kerncast.server` is parsed with `ast`. Its module-level imports
-(those under `if TYPE_CHECKING:` are for annotations only and are not run) form the import graph, which must
-have no cycle: a cycle hidden by moving one import into a function is a cycle all the same, so a
-function-local import of a Kerncast or standard-library module is refused too. The exception is an import
-that is deliberately late because it loads a heavy optional dependency (XGBoost, LIME, the LSP library,
-NVML): it carries a `# lazy import: <why>` comment on its line or in the comment just above it.
+Every module of `kerncast.analysis` and `kerncast.server` is parsed with `ast`. Its module-level imports,
+those written for annotations only included (an import under `if TYPE_CHECKING:` is refused: a type a module
+names is a dependency all the same), form the import graph; importing `a.b.c` also runs the `__init__` of
+`a.b`. The graph must have no cycle, and no module may import one of a higher layer (`LAYERS`): the shared
+words at the bottom, then the source and toolchain, PTX, the models, the report and the stage contract, the
+findings wing, the stages, the pipeline and the server. A cycle hidden by moving one import into a function
+is a cycle all the same, so a function-local import of a Kerncast or standard-library module is refused too.
+The exception is an import that is deliberately late because it loads a heavy optional dependency (XGBoost,
+LIME, the LSP library, NVML) or a runtime the caller may not need: it carries a `# lazy import: <why>` comment
+on its line or in the comment just above it.
 """
 
 from __future__ import annotations
 
 import ast
+import fnmatch
 import sys
 from pathlib import Path
 
@@ -19,6 +24,27 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = {"kerncast.analysis": REPO / "analysis", "kerncast.server": REPO / "server"}
 MARKER = "# lazy import:"
+
+#: The layers, lowest first, as patterns of module names (relative to `kerncast.analysis`, or absolute): a
+#: module imports only from its own layer and those below. A name given exactly wins over a pattern, so that a
+#: module can stand apart from its folder (the power validation runs the whole pipeline).
+LAYERS: list[tuple[str, list[str]]] = [
+    ("shared words and data", ["kerncast.analysis", "rules", "finding", "json_form", "strict_json", "lru",
+                               "intops", "cfloat", "demangle", "input_files", "gpus", "gpus.*"]),
+    ("source and toolchain", ["cexpr", "csyntax", "source_model", "header_macros", "neighbours", "edits",
+                              "preflight", "includes", "compile_hints", "compile", "compile_db", "toolchain",
+                              "targets", "launch"]),
+    ("PTX and its dataflow", ["ptx", "ptx.*", "cfg", "loops", "deps", "isa", "matrix_ops", "sampling",
+                              "dataflow", "dataflow.*"]),
+    ("models", ["options", "tripcount", "kernel_homes", "occupancy", "assumed_loops", "memory", "memory.*",
+                "timing", "timing.*", "power", "power.*"]),
+    ("report and stage contract", ["report", "context"]),
+    ("findings wing", ["findings", "findings.*"]),
+    ("stages", ["stages", "stages.*"]),
+    ("pipeline", ["pipeline", "kernel_cache", "kernel_shift", "fixing", "power.validation", "power.public",
+                  "calibration", "calibration.*"]),
+    ("front ends", ["kerncast.server", "kerncast.server.*"]),
+]
 
 
 def _modules() -> dict[str, Path]:
@@ -34,12 +60,6 @@ def _modules() -> dict[str, Path]:
 
 
 MODULES = _modules()
-
-
-def _is_type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
 def _targets(node: ast.Import | ast.ImportFrom) -> list[str]:
@@ -59,14 +79,14 @@ def _with_packages(importer: str, target: str) -> list[str]:
 
 
 def _module_level_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
-    """Imports run when the module is imported: top level, and inside top-level `if`/`try` blocks."""
+    """Imports at module level: top level, and inside top-level `if`/`try` blocks (`if TYPE_CHECKING:` too)."""
     found: list[ast.Import | ast.ImportFrom] = []
     todo: list[ast.stmt] = list(tree.body)
     while todo:
         node = todo.pop()
         if isinstance(node, ast.Import | ast.ImportFrom):
             found.append(node)
-        elif isinstance(node, ast.If) and not _is_type_checking(node):
+        elif isinstance(node, ast.If):
             todo += node.body + node.orelse
         elif isinstance(node, ast.Try):
             todo += node.body + node.orelse + node.finalbody + [s for h in node.handlers for s in h.body]
@@ -149,6 +169,29 @@ def function_local_imports(paths: list[Path] | None = None) -> list[str]:
     return bad
 
 
+def layer_of(module: str) -> int | None:
+    """The index in `LAYERS` of a module's layer (None: it has none)."""
+    name = module.removeprefix("kerncast.analysis.")
+    for exact in (True, False):
+        for i, (_, patterns) in enumerate(LAYERS):
+            for pattern in patterns:
+                if (name == pattern or module == pattern) if exact else (
+                        fnmatch.fnmatchcase(name, pattern) or fnmatch.fnmatchcase(module, pattern)):
+                    return i
+    return None
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """`a (layer) -> b (layer)` for each import of a module from a higher layer."""
+    out = []
+    for a in sorted(graph):
+        for b in sorted(graph[a]):
+            la, lb = layer_of(a), layer_of(b)
+            if la is not None and lb is not None and lb > la:
+                out.append(f"{a} ({LAYERS[la][0]}) -> {b} ({LAYERS[lb][0]})")
+    return out
+
+
 def test_the_walker_finds_a_cycle_and_a_self_import() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"d"}, "e": {"a"}}
     assert cycles(graph) == [["a", "b", "c"], ["d"]]
@@ -159,6 +202,27 @@ def test_the_graph_sees_the_pipeline_import_its_stages() -> None:
     assert "kerncast.analysis.stages.launch" in graph["kerncast.analysis.pipeline"]
     assert "kerncast.analysis.stages.memory" in graph["kerncast.analysis.pipeline"]
     assert "kerncast.analysis.context" in graph["kerncast.analysis.stages.memory"]
+
+
+def test_every_module_has_a_layer() -> None:
+    assert not [m for m in MODULES if layer_of(m) is None]
+
+
+def test_the_layer_check_sees_an_upward_import() -> None:
+    graph = {"kerncast.analysis.finding": {"kerncast.analysis.report"},
+             "kerncast.server.hover": {"kerncast.analysis.report"}}
+    assert upward_imports(graph) == ["kerncast.analysis.finding (shared words and data) -> "
+                                     "kerncast.analysis.report (report and stage contract)"]
+
+
+def test_no_import_from_a_lower_layer_to_a_higher_one() -> None:
+    found = upward_imports(import_graph())
+    assert not found, "imports from a higher layer: " + "; ".join(found)
+
+
+def test_no_import_for_type_checking_only() -> None:
+    found = [name for name, path in MODULES.items() if "TYPE_CHECKING" in path.read_text(encoding="utf-8")]
+    assert not found, f"modules with imports for type checking only (import the type, or move it down): {found}"
 
 
 def test_no_import_cycle() -> None:

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 from kerncast.analysis.compile import KernelResources
+from kerncast.analysis.findings.resources import low_occupancy, register_spill
 from kerncast.analysis.occupancy import Occupancy
 from kerncast.analysis.options import AnalysisOptions, Thresholds
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import KernelReport
-from kerncast.analysis.resource_findings import low_occupancy, register_spill
 
 RESOURCES_CU = """\
 // kernels that waste resources

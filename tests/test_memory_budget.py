@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from kerncast.analysis.cfg import build_cfg
+from kerncast.analysis.findings.memory import memory_findings
 from kerncast.analysis.loops import find_loops
 from kerncast.analysis.memory import analyze_memory
 from kerncast.analysis.memory.analysis import DEFAULT_BUDGET_S
@@ -37,7 +38,8 @@ def _analyse(n: int, block=(256, 1, 1), budget_s: float | None = DEFAULT_BUDGET_
 def test_thousand_guarded_branches_within_the_default_budget(block) -> None:
     result = _analyse(1000, block)
     assert result.skipped == 0
-    assert not [f for f in result.findings if f.code == "analysis-budget"]
+    assert not [f for f in memory_findings(result, Thresholds(), None, None, DEFAULT_BUDGET_S)
+                if f.code == "analysis-budget"]
     assert len(result.branches) == 1000 and len(result.accesses) == 1000
     if block is not None:  # `tid >= k % 64` splits the first warps of a known 256-thread block
         assert any(b.divergent for b in result.branches)
@@ -52,7 +54,7 @@ def test_work_grows_linearly_with_branches(block) -> None:
 
 def test_past_the_budget_the_stage_stops_with_an_information_finding() -> None:
     result = _analyse(200, budget_s=0.0)
-    budget = [f for f in result.findings if f.code == "analysis-budget"]
+    budget = [f for f in memory_findings(result, Thresholds(), None, None, 0.0) if f.code == "analysis-budget"]
     assert len(budget) == 1 and budget[0].severity == "information"
     assert result.skipped == 400 - len(result.accesses) - len(result.branches) > 0
     assert f"{result.skipped} memory instruction(s)" in budget[0].message

@@ -6,8 +6,11 @@ from kerncast.analysis.cfg import build_cfg
 from kerncast.analysis.dataflow import expr as E
 from kerncast.analysis.dataflow.expr import Atoms
 from kerncast.analysis.dataflow.symbolic import analyze_symbolic
+from kerncast.analysis.finding import Finding
+from kerncast.analysis.findings.memory import memory_findings
 from kerncast.analysis.loops import find_loops
 from kerncast.analysis.memory import MemoryAnalysis, analyze_memory
+from kerncast.analysis.memory.analysis import DEFAULT_BUDGET_S
 from kerncast.analysis.memory.warp import MAX_SAMPLED_WARPS, global_cost, shared_cost, warp_lanes
 from kerncast.analysis.options import Thresholds
 from kerncast.analysis.ptx import parse_ptx
@@ -38,6 +41,11 @@ def kernel(body: str):
 def analyse(body: str, block=(256, 1, 1), params=None) -> MemoryAnalysis:
     module, fn, cfg, loops = kernel(body)
     return analyze_memory(module, fn, cfg, loops, block, params or {}, {}, Thresholds())
+
+
+def findings(res: MemoryAnalysis) -> list[Finding]:
+    """The findings the memory stage makes of an analysis (no source text, no kernel line)."""
+    return memory_findings(res, Thresholds(), None, None, DEFAULT_BUDGET_S)
 
 
 COMMON = """
@@ -71,12 +79,12 @@ def test_unit_stride_is_coalesced_and_stride_two_is_not() -> None:
                     "    ld.global.f32 %f1, [%rd4];\n")
     [a] = clean.accesses
     assert (a.sectors_per_request, a.ideal_sectors, a.lane_stride_bytes) == (4, 4, 4)
-    assert not clean.findings
+    assert not findings(clean)
     strided = analyse(COMMON + "    shl.b32 %r6, %r5, 1;\n    mul.wide.s32 %rd3, %r6, 4;\n"
                       "    add.s64 %rd4, %rd2, %rd3;\n    st.global.f32 [%rd4], %f1;\n")
     [a] = strided.accesses
     assert (a.sectors_per_request, a.ideal_sectors) == (8, 4)
-    assert [f.code for f in strided.findings] == ["uncoalesced-global"]
+    assert [f.code for f in findings(strided)] == ["uncoalesced-global"]
     assert strided.global_requests() == (0.0, 1.0)
     assert strided.average_sectors_per_request() == 8
     # what the time models read: sectors of the uncoalesced requests (MWP-CWP), traffic over the ideal (penalties)
@@ -90,9 +98,9 @@ def test_symbolic_stride_reports_the_condition_and_known_value_resolves_it() -> 
     res = analyse(body)
     [a] = res.accesses
     assert a.sectors_per_request == 32 and a.condition is not None and a.condition.endswith("== 1")
-    assert res.findings and "unless" in res.findings[0].message
+    assert findings(res) and "unless" in findings(res)[0].message
     one = analyse(body, params={"k_param_1": 1})
-    assert one.accesses[0].sectors_per_request == 4 and not one.findings
+    assert one.accesses[0].sectors_per_request == 4 and not findings(one)
 
 
 def test_masks_and_shifts_are_exact_once_lanes_are_numbers() -> None:
@@ -111,7 +119,7 @@ def test_masks_and_shifts_are_exact_once_lanes_are_numbers() -> None:
     a, b = res.accesses
     assert a.known and a.wavefronts == 1  # multicast: two lanes per word
     assert b.known and b.wavefronts == 1  # tid.x / 32 is the same word for the whole warp
-    assert not res.findings
+    assert not findings(res)
 
 
 def test_loaded_index_is_unknown_not_a_warning() -> None:
@@ -124,7 +132,7 @@ def test_loaded_index_is_unknown_not_a_warning() -> None:
     ld.global.f32 %f1, [%rd6];
 """)
     assert [a.known for a in res.accesses] == [True, False]
-    assert all(f.severity == "information" for f in res.findings)
+    assert all(f.severity == "information" for f in findings(res))
     coal, unc = res.global_requests()
     assert (coal, unc) == (2.0, 0.0) and res.unknown_requests() == 1.0
 
@@ -204,4 +212,4 @@ $L_b:
     parity, warp = res.branches
     assert parity.divergent and parity.depends_on == ["threadIdx.x"]
     assert not warp.divergent
-    assert [f.code for f in res.findings] == ["divergent-branch"]
+    assert [f.code for f in findings(res)] == ["divergent-branch"]

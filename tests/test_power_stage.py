@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from kerncast.analysis.findings.energy import energy_hotspots
 from kerncast.analysis.gpus import load_profile
 from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
-from kerncast.analysis.power.energy import energy_hotspots
 from kerncast.analysis.power.events import ARITHMETIC, GLOBAL, event_energy, load_constants
 from kerncast.analysis.ptx import parse_ptx
 from kerncast.analysis.stages.power import complete_lime

@@ -25,12 +25,10 @@ from kerncast.analysis.dataflow.expr import Atoms, Value
 from kerncast.analysis.dataflow.induction import geometric_step
 from kerncast.analysis.dataflow.reaching import LOADED
 from kerncast.analysis.dataflow.symbolic import SymbolicResult
-from kerncast.analysis.finding import Finding
 from kerncast.analysis.isa import MemoryTouch, memory_touch
 from kerncast.analysis.json_form import FieldsJson
 from kerncast.analysis.launch import LaunchOverrides, infer_launch
 from kerncast.analysis.loops import LoopForest
-from kerncast.analysis.memory.findings import build_findings
 from kerncast.analysis.memory.lanevec import VecPoly, any_nonzero, lane_varying, lane_vectors, op_has_lane
 from kerncast.analysis.memory.render import Renderer, kernel_param_names
 from kerncast.analysis.memory.warp import (
@@ -48,7 +46,6 @@ from kerncast.analysis.memory.warp import (
 )
 from kerncast.analysis.options import Thresholds
 from kerncast.analysis.ptx.model import Function, Imm, MatrixTile, Module, loc_in_file, matrix_tile
-from kerncast.analysis.rules import Code
 from kerncast.analysis.tripcount import trip_counts as ptx_trip_counts
 
 MAX_ENUMERATED_ITERATIONS = 64
@@ -130,13 +127,26 @@ class BranchInfo(FieldsJson):
     instances: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class WarpFacts:
+    """What the memory findings and their fixes read of one kernel's analysis besides its accesses and branches:
+    its name, the block shape it was analysed under, its symbolic register values (the accesses' addresses and
+    the loops' iteration atoms), the launch's known values substituted into them, and the lane index atoms."""
+
+    kernel: str
+    block: tuple[int, int, int] | None
+    sym: SymbolicResult
+    atoms: Atoms
+    base: dict[int, Value]
+    lane_atoms: dict[str, int]
+
+
 @dataclass(slots=True)
 class MemoryAnalysis:
     """The memory and divergence facts of one kernel, plus the summary the time models consume."""
 
     accesses: list[AccessInfo] = field(default_factory=list)
     branches: list[BranchInfo] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
     assumptions: list[str] = field(default_factory=list)
     block: tuple[int, int, int] | None = None
     uncoalesced_percent: float = 25.0
@@ -149,6 +159,8 @@ class MemoryAnalysis:
     work: int = 0
     #: memory instructions and branches left unanalysed because the time budget ran out
     skipped: int = 0
+    #: what the findings and their fixes read of the kernel's symbolic values (None: not analysed)
+    facts: WarpFacts | None = None
 
     def _global(self) -> list[AccessInfo]:
         return [a for a in self.accesses if a.space == "global"]
@@ -1060,7 +1072,7 @@ _MEMORY_OPCODES = ("ld", "ldu", "st", "atom", "red")
 def analyze_memory(module: Module, function: Function, cfg: Cfg, loops: LoopForest,
                    block: tuple[int, int, int] | None, params: dict[str, int], trip_counts: dict[int, int],
                    thresholds: Thresholds, main_file: str | None = None, *, cuda_source: str | None = None,
-                   kernel_line: int | None = None, budget_s: float | None = DEFAULT_BUDGET_S,
+                   budget_s: float | None = DEFAULT_BUDGET_S,
                    dataflow: KernelDataflow | None = None) -> MemoryAnalysis:
     """Analyse the global/shared accesses and conditional branches of one kernel.
 
@@ -1110,9 +1122,7 @@ def analyze_memory(module: Module, function: Function, cfg: Cfg, loops: LoopFore
     result.assumptions = k.assumptions
     _publish_addresses(k, result)
     result.work = k.work
-    result.findings = build_findings(k, result, thresholds, cuda_source, kernel_line)
-    if result.skipped:
-        result.findings.append(_budget_finding(function, result, budget_s, kernel_line))
+    result.facts = WarpFacts(function.display_name, k.block, k.sym, k.atoms, k.base, k.lane_atoms)
     return result
 
 
@@ -1152,17 +1162,3 @@ def _publish_addresses(k: _Kernel, result: MemoryAnalysis) -> None:
     result.atoms = k.atoms
     result.iteration_atoms = {lp.header: k.sym.iteration_atom[lp.id] for lp in k.loops.loops
                               if lp.id in k.sym.iteration_atom}
-
-
-def _budget_finding(function: Function, result: MemoryAnalysis, budget_s: float | None,
-                    kernel_line: int | None) -> Finding:
-    """The information finding of a memory analysis that ran out of time: what it skipped, what stands."""
-    done = len(result.accesses) + len(result.branches)
-    line = kernel_line or 1
-    return Finding(
-        Code.ANALYSIS_BUDGET, "information", line, 1, line, 2,
-        f"memory analysis stopped at its time budget of {budget_s:g} s: {result.skipped} memory "
-        f"instruction(s) and branch(es) of this kernel were not analysed for coalescing, bank conflicts or "
-        f"divergence ({done} analysed); the rest of the report is complete",
-        detail={"stage": "memory", "budget_s": budget_s, "skipped": result.skipped, "analysed": done},
-        kernel=function.display_name)

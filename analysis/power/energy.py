@@ -1,4 +1,5 @@
-"""A kernel's energy, two ways, and where in the source it goes (energy-hotspot findings).
+"""A kernel's energy, two ways, and where in the source it goes (its energy-hotspot findings are
+`findings/energy.py`'s).
 
 * Board energy: the shown power (the statistical or the event power model's, combine.py) x the predicted time,
   with an interval from the power interval and the time range (the roofline bounds around the scheduler's prediction).
@@ -6,24 +7,15 @@
   what places energy on source lines; its total is reported next to the board energy, so that a user sees
   where the two models disagree.
 
-A hotspot is the line with the largest share of the kernel's per-event dynamic energy; by default only that
-one line is reported (information), and only when it stands out (see `energy_hotspots`). The full per-line
-table is in the JSON (`energy.event_model.lines`), the hover and the report.
+The full per-line table is in the JSON (`energy.event_model.lines`), the hover and the report.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from kerncast.analysis.finding import Finding
-from kerncast.analysis.power.events import GLOBAL, SHARED, EventEnergy
+from kerncast.analysis.power.events import EventEnergy
 from kerncast.analysis.power.results import EnergyEstimate, PowerPrediction
-from kerncast.analysis.rules import Code
-
-#: A hotspot holds at least this many times the even share of its kernel's lines (a design choice, not a fit).
-HOTSPOT_OVER_EVEN = 2.0
-#: Energy-hotspot findings per kernel by default: the top line only.
-MAX_HOTSPOTS_PER_KERNEL = 1
 
 
 def time_range(time: Any) -> tuple[float, float]:
@@ -43,45 +35,3 @@ def estimate_energy(prediction: PowerPrediction, time: Any, event: EventEnergy |
     lo_w, hi_w = prediction.interval
     t_lo, t_hi = time_range(time)
     return EnergyEstimate(prediction.watts * float(time.us), (lo_w * t_lo, hi_w * t_hi), event, (t_lo, t_hi))
-
-
-def _reason(event: EventEnergy, line) -> str:
-    """The line's largest event category, with the request shape that drives it."""
-    category, uj = line.top_event()
-    text = f"{category}: {uj / line.uj:.0%} of the line"
-    if category in GLOBAL and line.sectors_per_request is not None:
-        text += f", {line.sectors_per_request:g} sectors/request"
-    elif category in SHARED and line.wavefronts_per_request is not None:
-        text += f", {line.wavefronts_per_request:g} wavefronts/request"
-    return text
-
-
-def energy_hotspots(event: EventEnergy, kernel: str, threshold_share: float = 0.2,
-                    max_findings: int = MAX_HOTSPOTS_PER_KERNEL) -> list[Finding]:
-    """`energy-hotspot` findings for the top `max_findings` lines of the per-event split.
-
-    A line qualifies when it holds at least `threshold_share` of the dynamic energy placed on the file's lines
-    and at least `HOTSPOT_OVER_EVEN` times the share every line would have if the energy were spread evenly:
-    in a three-line kernel every line holds a third, which makes none of them a hotspot. The range is the whole
-    line (the pipeline narrows it to the line's text).
-    """
-    total = event.line_dynamic_uj
-    if total <= 0 or not event.lines:
-        return []
-    even = 1.0 / len(event.lines)
-    out = []
-    for line in sorted(event.lines, key=lambda ln: -ln.uj)[:max_findings]:
-        share = line.uj / total
-        if share < max(threshold_share, HOTSPOT_OVER_EVEN * even):
-            break
-        category, _ = line.top_event()
-        reason = _reason(event, line)
-        out.append(Finding(
-            code=Code.ENERGY_HOTSPOT, severity="information", line=line.line, column=1, end_line=line.line,
-            end_column=1000, message=f"{reason}; the line takes {share:.0%} of the kernel's dynamic energy",
-            detail={"share": round(share, 4), "uj": line.uj, "reason": category,
-                    "events": {k: round(v / line.uj, 4) for k, v in line.events.items()},
-                    "sectors_per_request": line.sectors_per_request,
-                    "wavefronts_per_request": line.wavefronts_per_request},
-            kernel=kernel))
-    return out

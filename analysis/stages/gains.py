@@ -20,8 +20,8 @@ from typing import Any
 
 from kerncast.analysis.context import KernelContext
 from kerncast.analysis.finding import Finding
+from kerncast.analysis.findings.memory import unit_stride_sectors
 from kerncast.analysis.memory.analysis import AccessInfo, MemoryAnalysis
-from kerncast.analysis.memory.findings import unit_stride_sectors
 from kerncast.analysis.rules import Code
 from kerncast.analysis.stages.time import static_model, static_time
 from kerncast.analysis.timing.estimate import TIME_MODELS

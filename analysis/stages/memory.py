@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from kerncast.analysis.context import KernelContext
 from kerncast.analysis.dataflow import ODD_PTX_ERRORS
+from kerncast.analysis.findings.memory import memory_findings
 from kerncast.analysis.launch import Sourced
 from kerncast.analysis.memory.analysis import MemoryAnalysis, analyze_memory
 from kerncast.analysis.tripcount import trip_values
@@ -31,14 +32,14 @@ def memory_stage(ctx: KernelContext) -> None:
     try:
         result = analyze_memory(ctx.module, ctx.function, ctx.cfg, ctx.loops, block, params, _trips(ctx.trip_counts),
                                 ctx.options.thresholds, ctx.main_file, cuda_source=ctx.cuda_source,
-                                kernel_line=report.line, budget_s=ctx.options.budget_s, dataflow=ctx.dataflow)
+                                budget_s=ctx.options.budget_s, dataflow=ctx.dataflow)
+        findings = memory_findings(result, ctx.options.thresholds, ctx.cuda_source, report.line, ctx.options.budget_s)
     except ODD_PTX_ERRORS as exc:
         report.notes.append(f"memory analysis skipped: {type(exc).__name__}: {exc}")
         ctx.memory = MemoryAnalysis()
         return
     ctx.memory = result
-    for f in result.findings:
-        report.findings.append(f)
+    report.findings.extend(findings)
     for note in result.assumptions:
         text = f"memory analysis: {note}"
         if text not in report.notes:

@@ -16,12 +16,13 @@ import threading
 
 from kerncast.analysis.context import KernelContext
 from kerncast.analysis.finding import source_line_range, source_lines
+from kerncast.analysis.findings.energy import energy_hotspots
 from kerncast.analysis.gpus import GpuProfile
 from kerncast.analysis.launch import Launch
 from kerncast.analysis.loops import block_weights
 from kerncast.analysis.lru import BoundedLru
 from kerncast.analysis.power.combine import combine, events_only
-from kerncast.analysis.power.energy import energy_hotspots, estimate_energy
+from kerncast.analysis.power.energy import estimate_energy
 from kerncast.analysis.power.events import EnergyConstantsError, EventEnergy, event_energy, load_constants
 from kerncast.analysis.power.explain import lime_contributions
 from kerncast.analysis.power.features import LaunchShape, extract_features

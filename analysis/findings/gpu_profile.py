@@ -1,4 +1,5 @@
-"""Loading the analysis's GPU profile once per file, a bad profile becoming a finding rather than an error."""
+"""The `gpu-profile-error` finding: the analysis's GPU profile is loaded once per file, and a bad profile becomes a
+finding rather than an error."""
 
 from __future__ import annotations
 

@@ -9,18 +9,17 @@ speaks for them. Unknown addresses (gathers) are never warnings, only an informa
 from __future__ import annotations
 
 from math import ceil
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kerncast.analysis.dataflow import expr as E
 from kerncast.analysis.finding import Finding, Fix, Related, char_column, source_line_range
-from kerncast.analysis.memory import fixes as F
+from kerncast.analysis.findings import memory_fixes as F
+from kerncast.analysis.findings.budget import budget_finding
+from kerncast.analysis.memory.analysis import AccessInfo, BranchInfo, MemoryAnalysis, WarpFacts
 from kerncast.analysis.memory.render import cuda_symbol_name
 from kerncast.analysis.options import Thresholds
 from kerncast.analysis.rules import Code
 from kerncast.analysis.source_model import SourceFacts, scanned
-
-if TYPE_CHECKING:
-    from kerncast.analysis.memory.analysis import AccessInfo, BranchInfo, MemoryAnalysis, _Kernel
 
 #: a lane stride above this is a row of a matrix, not a struct, even when neighbouring fields are read too
 #: (an unrolled walk along a row reads at small offsets from the same lane stride)
@@ -49,7 +48,7 @@ class _Source:
         return source_line_range(self.lines, line, column)
 
 
-def _location(k: _Kernel, line: int | None, column: int, file: str | None, src: _Source,
+def _location(k: WarpFacts, line: int | None, column: int, file: str | None, src: _Source,
               kernel_line: int | None) -> tuple[int, int, int, str] | None:
     """(line, column, end column, prefix) for a finding; header lines go to the kernel's line."""
     if line is not None:
@@ -62,8 +61,23 @@ def _location(k: _Kernel, line: int | None, column: int, file: str | None, src: 
     return kernel_line, c, e, where
 
 
-def build_findings(k: _Kernel, res: MemoryAnalysis, thresholds: Thresholds, cuda_source: str | None,
+def memory_findings(res: MemoryAnalysis, thresholds: Thresholds, cuda_source: str | None, kernel_line: int | None,
+                    budget_s: float | None) -> list[Finding]:
+    """The findings of a kernel's memory analysis: its accesses' and branches' (`build_findings`), then the
+    note that it stopped at its time budget (`budget_s`), if it did."""
+    out = build_findings(res, thresholds, cuda_source, kernel_line)
+    if res.skipped:
+        out.append(budget_finding(res, budget_s, kernel_line))
+    return out
+
+
+def build_findings(res: MemoryAnalysis, thresholds: Thresholds, cuda_source: str | None,
                    kernel_line: int | None) -> list[Finding]:
+    """Uncoalesced global accesses, shared bank conflicts, unknown accesses and divergent branches, one finding
+    per source line and kind, from the analysis's accesses and branches."""
+    if res.facts is None:
+        return []
+    k = res.facts
     src = _Source(cuda_source)
     unc_pct = float(thresholds.uncoalesced_excess_percent)
     ways_min = float(thresholds.bank_conflict_ways)
@@ -109,7 +123,7 @@ def build_findings(k: _Kernel, res: MemoryAnalysis, thresholds: Thresholds, cuda
                         f"{prefix}{a.space} {a.kind} {why}: Kerncast cannot tell how the lanes of a warp spread "
                         "over memory",
                         detail={"space": a.space, "width_bytes": a.width_bytes, "assumed_block": shape},
-                        kernel=k.fn.display_name)
+                        kernel=k.kernel)
             put(f.code, 0.0, f)
     for b in res.branches:
         if not b.divergent:
@@ -134,7 +148,7 @@ def unit_stride_sectors(a: AccessInfo) -> float:
     return max(1.0, float(ceil(lanes * a.width_bytes / 32.0)))
 
 
-def _uncoalesced(k: _Kernel, a: AccessInfo, res: MemoryAnalysis, loc: tuple[int, int, int, str], shape: Any,
+def _uncoalesced(k: WarpFacts, a: AccessInfo, res: MemoryAnalysis, loc: tuple[int, int, int, str], shape: Any,
                  excess: float, src: _Source) -> Finding:
     line, col, end, prefix = loc
     msg = (f"{prefix}uncoalesced global {a.kind}: {_fmt(a.sectors_per_request)} sectors per request, ideal "
@@ -155,10 +169,10 @@ def _uncoalesced(k: _Kernel, a: AccessInfo, res: MemoryAnalysis, loc: tuple[int,
         detail["condition"] = a.condition
     fixes = _global_fixes(k, a, res, src, line if a.line is not None else None)
     return Finding(Code.UNCOALESCED_GLOBAL, "warning", line, col, line, end, msg, detail=detail,
-                   fix=fixes[0] if fixes else None, extra_fixes=fixes[1:], kernel=k.fn.display_name)
+                   fix=fixes[0] if fixes else None, extra_fixes=fixes[1:], kernel=k.kernel)
 
 
-def _lane_coeffs(k: _Kernel, index: int) -> dict[str, E.Value]:
+def _lane_coeffs(k: WarpFacts, index: int) -> dict[str, E.Value]:
     """Byte coefficients of threadIdx.x, threadIdx.y and the loop iterations in an access's address."""
     addr = k.sym.addresses.get(index)
     v = E.evaluate(k.atoms, addr, k.base, {})
@@ -177,12 +191,12 @@ def _lane_coeffs(k: _Kernel, index: int) -> dict[str, E.Value]:
     return out
 
 
-def _const_coeffs(k: _Kernel, index: int) -> F.LaneCoefficients:
+def _const_coeffs(k: WarpFacts, index: int) -> F.LaneCoefficients:
     co = _lane_coeffs(k, index)
     return F.LaneCoefficients(E.as_const(co["x"]) if "x" in co else 0, E.as_const(co["y"]) if "y" in co else 0)
 
 
-def _kernel_definition(k: _Kernel, src: _Source, line: int | None) -> Any:
+def _kernel_definition(k: WarpFacts, src: _Source, line: int | None) -> Any:
     """The definition of the kernel that makes an access on `line` (None: not in the analysed file)."""
     if src.facts is None or line is None:
         return None
@@ -192,7 +206,7 @@ def _kernel_definition(k: _Kernel, src: _Source, line: int | None) -> Any:
     return next((d for d in src.facts.kernels if d.name_offset == fn.name_offset), None)
 
 
-def _global_fixes(k: _Kernel, a: AccessInfo, res: MemoryAnalysis, src: _Source, line: int | None) -> list[Fix]:
+def _global_fixes(k: WarpFacts, a: AccessInfo, res: MemoryAnalysis, src: _Source, line: int | None) -> list[Fix]:
     """The fixes of an uncoalesced access: a rewrite or relabelling where one is known, else a snippet."""
     w = a.width_bytes
     co = _lane_coeffs(k, a.index)
@@ -226,7 +240,7 @@ def _global_fixes(k: _Kernel, a: AccessInfo, res: MemoryAnalysis, src: _Source, 
     return [F.stage_snippet(src.facts, snippet_line, array)]
 
 
-def _has_sibling_fields(k: _Kernel, a: AccessInfo, res: MemoryAnalysis) -> bool:
+def _has_sibling_fields(k: WarpFacts, a: AccessInfo, res: MemoryAnalysis) -> bool:
     """Other global accesses with the same lane stride at a small constant offset: fields of one struct."""
     base = k.sym.addresses.get(a.index)
     for o in res.accesses:
@@ -238,7 +252,7 @@ def _has_sibling_fields(k: _Kernel, a: AccessInfo, res: MemoryAnalysis) -> bool:
     return False
 
 
-def _bank_conflict(k: _Kernel, a: AccessInfo, res: MemoryAnalysis, loc: tuple[int, int, int, str], shape: Any,
+def _bank_conflict(k: WarpFacts, a: AccessInfo, res: MemoryAnalysis, loc: tuple[int, int, int, str], shape: Any,
                    ways: float, src: _Source, ways_min: float) -> Finding:
     line, col, end, prefix = loc
     name = cuda_symbol_name(a.arrays[0]) if a.arrays else None
@@ -269,10 +283,10 @@ def _bank_conflict(k: _Kernel, a: AccessInfo, res: MemoryAnalysis, loc: tuple[in
     if fix is None and facts is not None and a.line is not None:
         fix = F.sequential_snippet(facts, a.line, name)
     return Finding(Code.SHARED_BANK_CONFLICT, "warning", line, col, line, end, msg, detail=detail, fix=fix,
-                   related=related, kernel=k.fn.display_name)
+                   related=related, kernel=k.kernel)
 
 
-def _divergent(k: _Kernel, b: BranchInfo, loc: tuple[int, int, int, str], shape: Any) -> Finding:
+def _divergent(k: WarpFacts, b: BranchInfo, loc: tuple[int, int, int, str], shape: Any) -> Finding:
     line, col, end, prefix = loc
     dep = " and ".join(b.depends_on) or "per-lane data"
     share = (b.share or 0) * 100
@@ -284,4 +298,4 @@ def _divergent(k: _Kernel, b: BranchInfo, loc: tuple[int, int, int, str], shape:
               "executions": b.executions, "assumed_block": shape,
               "ncu_metric": "smsp__thread_inst_executed_per_inst_executed.ratio"}
     return Finding(Code.DIVERGENT_BRANCH, "warning", line, col, line, end, msg, detail=detail,
-                   kernel=k.fn.display_name)
+                   kernel=k.kernel)
