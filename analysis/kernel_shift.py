@@ -84,10 +84,12 @@ def shifted(value: Any, delta: int, ptx_delta: int = 0) -> Any:
         for name, is_line in names:
             old = getattr(value, name)
             object.__setattr__(out, name, _shift_lines(old, delta, ptx_delta) if is_line
-                               else shifted(old, delta, ptx_delta))
+                               else old if type(old) in _PLAIN else shifted(old, delta, ptx_delta))
         return out
     if isinstance(value, dict):
-        made = {k: (_shift_lines(v, delta, ptx_delta) if isinstance(k, str) and _is_line_name(k)
+        # most entries are numbers (instruction mixes, breakdowns, feature values): kept without a call
+        made = {k: (v if type(v) in _PLAIN and not (type(k) is str and _is_line_name(k))
+                    else _shift_lines(v, delta, ptx_delta) if isinstance(k, str) and _is_line_name(k)
                     else shifted(v, delta, ptx_delta)) for k, v in value.items()}
         if kind is dict:
             return made
@@ -96,9 +98,9 @@ def shifted(value: Any, delta: int, ptx_delta: int = 0) -> Any:
         out.update(made)
         return out
     if kind is list:
-        return [shifted(v, delta, ptx_delta) for v in value]
+        return [v if type(v) in _PLAIN else shifted(v, delta, ptx_delta) for v in value]
     if kind is tuple:
-        return tuple(shifted(v, delta, ptx_delta) for v in value)
+        return tuple(v if type(v) in _PLAIN else shifted(v, delta, ptx_delta) for v in value)
     return value
 
 
