@@ -84,3 +84,41 @@ def test_the_roofline_best_case_lets_ptxas_merge_scalar_accesses_into_vectors():
     assert merged_worst == pytest.approx(scalar_worst) and merged_worst >= 64.0
     wide_best, _ = roofline_range(RooflineInputs(**base, lsu_bytes_per_thread=64 * 16.0))
     assert wide_best == pytest.approx(64.0)  # 128-bit accesses already: nothing left to merge
+
+
+PHASES = """\
+__global__ void phases(const float *in, float *out, int n)
+{
+    __shared__ float buf[1024];
+    int t = threadIdx.x;
+    float a = 1.0f, b = 2.0f, c = 3.0f, d = 4.0f;
+    #pragma unroll 1
+    for (int p = 0; p < 16; ++p) {
+        if (t < n) buf[t] = in[p * n + t];
+        SYNC
+        float x = buf[t], y = buf[(t + 1) & 1023];
+        #pragma unroll
+        for (int k = 0; k < 16; ++k) { a = a * x + y; b = b * y + x; c = c * x + b; d = d * y + a; }
+        SYNC
+    }
+    out[blockIdx.x * blockDim.x + t] = a + b + c + d;
+}
+int main() { phases<<<80, 1024>>>(0, 0, 1024); return 0; }
+"""
+
+
+def test_barriers_make_a_blocks_warps_wait_for_each_others_issue(tmp_path, nvcc_available):
+    """Each iteration loads a tile (latency) and then computes on it (issue), with one 1024-thread block per SM
+    of a V100. With barriers between the two, every warp waits at each barrier for the others: the block pays
+    the load's latency and then the whole block's issue, every iteration, longer than either its chain or its
+    issue alone. Without barriers the warps drift apart and one's latency hides behind the others' issue."""
+    def detail(sync: str) -> dict:
+        src = tmp_path / f"phases{len(sync)}.cu"
+        src.write_text(PHASES.replace("SYNC", sync))
+        return _time(src, "v100", "80", "1024", ["n=1024"]).detail
+
+    clock = 1530.0  # V100 profile's core clock, MHz
+    held, free = detail("__syncthreads();"), detail("")
+    held_cycles, free_cycles = held["kerncast_compute_us"] * clock, free["kerncast_compute_us"] * clock
+    assert free_cycles == pytest.approx(max(free["cycles_per_block"], free["latency_chain_cycles"]))
+    assert held_cycles > 1.1 * max(held["cycles_per_block"], held["latency_chain_cycles"])

@@ -19,6 +19,11 @@ changes how the parts combine, each change a physical property of the hardware:
   so they add only their busiest resource's cycles, or, when that is shorter, their latency chain shared by
   the resident blocks (Little's law: `resident` blocks in flight per chain). Global loads wait the loaded
   latency the thesis measured against the threads launched (its Table 3.3 microbenchmark).
+* Barriers hold a block's warps together: each waits at a barrier until the block's other warps have issued
+  what comes before it, so a basic block a barrier follows takes the longer of its chain and the issue of
+  all the block's warps through it, and a block stays resident for the sum of those along its longest path
+  (basic blocks with no barrier after them add their chain only: their warps drift apart and hide each
+  other's latency). The Little's-law and whole-wave rules below take that stay for the chain.
 * Waves are whole: an SM runs at most `resident` blocks at once and none finishes before its chain, so
   ``blocks`` blocks take at least ``ceil(blocks / resident)`` chains (the tail effect of a last, partial wave;
   Little's law alone would let a partial wave cost a fraction of a chain).
@@ -171,6 +176,12 @@ def _block_cost(dag: DepGraph, body: Any, classes: Mapping[int, InstrClass], uni
     return _BlockCost(per_thread, count / warp, chain, max(chain, drained))
 
 
+def _block_issue(cost: _BlockCost, threads: int, warps: int, dispatch: float) -> float:
+    """Cycles the busiest unit of one SM (or its dispatch, counted as the model's busy line counts it) takes
+    to issue one basic block for the `threads` (`warps`) of a block."""
+    return max([x * threads for x in cost.per_thread.values()] + [cost.warp_instructions * warps / dispatch])
+
+
 def blocks_before_a_barrier(cfg: Cfg) -> set[int]:
     """Basic blocks from which a barrier or fence is reachable through their successors: the stores such a
     block issues must be performed before that barrier lets the warp go on."""
@@ -230,17 +241,22 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     chain = cfg_longest_path(cfg, loops, {b: c.drained if b in waits else c.chain for b, c in costs.items()}, trips)
     dispatch = float(units.get("dispatch_units") or units.get("warp_schedulers") or 1)
     warps_per_block = math.ceil(threads_per_block / warp)
+    # a barrier makes every warp of a block wait for the others: a basic block a barrier follows takes the
+    # longer of its chain and the issue of all the block's warps through it, one basic block after another
+    stay = max(chain, cfg_longest_path(
+        cfg, loops, {b: max(c.drained, _block_issue(c, warps_per_block * warp, warps_per_block, dispatch))
+                     if b in waits else c.chain for b, c in costs.items()}, trips))
     busy_per_block = {r: x * warps_per_block * warp for r, x in per_thread.items()}
     busy_per_block["dispatch"] = warp_insts * warps_per_block / dispatch
     per_block = max(busy_per_block.values(), default=0.0)
     blocks_on_sm = math.ceil(blocks / profile.sm_count)
     resident = max(1, min(blocks_per_sm, blocks_on_sm))
-    first = max(per_block * resident, chain)
-    # Little's law: a block's latency chain hides only behind the other resident blocks, so blocks retire
-    # at most `resident` per chain
-    later = max(per_block, chain / resident)
-    # ...and never less than whole waves of chains: a partial last wave still takes a full chain
-    compute_cycles = max(first + later * (blocks_on_sm - resident), math.ceil(blocks_on_sm / resident) * chain)
+    first = max(per_block * resident, stay)
+    # Little's law: a block's stay (its latency chain, and the issue its barriers wait for) hides only behind
+    # the other resident blocks, so blocks retire at most `resident` per stay
+    later = max(per_block, stay / resident)
+    # ...and never less than whole waves of stays: a partial last wave still takes a full one
+    compute_cycles = max(first + later * (blocks_on_sm - resident), math.ceil(blocks_on_sm / resident) * stay)
     clock = profile.core_clock_mhz
     compute_us = compute_cycles / clock
 
