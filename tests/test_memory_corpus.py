@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from kerncast.analysis.findings.memory import unit_stride_sectors
+from kerncast.analysis.findings.memory_access import unit_stride_sectors
 from kerncast.analysis.memory.analysis import AccessInfo
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport

@@ -20,7 +20,7 @@ from typing import Any
 
 from kerncast.analysis.context import KernelContext
 from kerncast.analysis.finding import Finding
-from kerncast.analysis.findings.memory import unit_stride_sectors
+from kerncast.analysis.findings.memory_access import unit_stride_sectors
 from kerncast.analysis.memory.analysis import AccessInfo, MemoryAnalysis
 from kerncast.analysis.rules import Code
 from kerncast.analysis.stages.time import static_model, static_time
