@@ -1,7 +1,8 @@
 """Per-kernel results kept between analyses, so a save re-analyses only the kernels that changed.
 
 A kernel's report depends on its PTX text, the rest of the module (globals, device functions it may call),
-its launch and loop trip counts, the GPU profile, the settings, and the source lines its findings point at.
+its launch (which, with its PTX, fixes its loops' trip counts), the GPU profile, the settings, and the source
+lines its findings point at.
 The key hashes exactly those; any change to one of them is a miss. The launch is part of the key because a
 `<<<>>>` site in host code can change without the kernel's PTX changing. A miss whose only change is where the
 kernel sits (an edit above it moved its lines) is recognised by its moved key and answered with its previous

@@ -11,7 +11,7 @@ Where a line number reaches a report: the `line`/`end_line`/`*_line` fields and 
 locations, fixes' edits, loops, launch values, per-line energy; the `line`/`lines` entries of findings' detail
 and fixes' data; and messages that say "line 12" or "lines 12, 14". A kernel's PTX text may move too (a kernel
 above it grew by an instruction): the "PTX line 40" of a message moves by that distance. A number the shifter
-does not recognise in an input (the launch, the trip counts) makes the moved key differ, so such a kernel is
+does not recognise in an input (the launch) makes the moved key differ, so such a kernel is
 analysed again rather than given a stale number.
 """
 

@@ -72,7 +72,7 @@ from kerncast.analysis.report import FileReport, KernelReport
 from kerncast.analysis.rules import Code
 from kerncast.analysis.source_model import scan_file, scanned
 from kerncast.analysis.stages.gains import gain_stage
-from kerncast.analysis.stages.launch import launch_stage
+from kerncast.analysis.stages.launch import launch_stage, trip_count_stage
 from kerncast.analysis.stages.memory import memory_stage
 from kerncast.analysis.stages.resources import resources_stage
 from kerncast.analysis.stages.structure import structure_stage
@@ -439,8 +439,9 @@ def _kernel_keys(ptx: str, module: Module, contexts: list[KernelContext], option
                  gpu: GpuProfile | None, cuda_source: str | None, file: str,
                  main_file: str | None) -> tuple[dict[int, str], dict[int, str]]:
     """Per kernel context (by id), the cache key: its PTX text and position, the rest of the module, its
-    launch and trip counts, the GPU profile, the settings and the source lines its findings may point at (in
-    the file that defines it, which for a kernel of an included header is the header).
+    launch (which with the PTX fixes the trip counts, worked out after the lookup), the GPU profile, the
+    settings and the source lines its findings may point at (in the file that defines it, which for a kernel of
+    an included header is the header).
 
     Also, for the kernels of a `.cu` file's own text, the moved key: the same parts with the analysed file's
     lines written relative to the kernel's first line (`kernel_shift`), equal for the kernel moved by an edit
@@ -466,14 +467,13 @@ def _kernel_keys(ptx: str, module: Module, contexts: list[KernelContext], option
         own = lines[first - 1:last]
         keys[id(ctx)] = digest(shared, first, last, own, ctx.function.display_name,
                                ctx.report.file, ctx.main_file, ctx.report.line, repr(ctx.report.launch),
-                               repr(ctx.trip_counts), used, text)
+                               used, text)
         base = ctx.report.line
         if index is not None and base is not None and ctx.report.file is None:
             moved[id(ctx)] = digest(
                 shared_moved, None if outside_base is None else outside_base - base, last - first,
                 relative_loc("\n".join(own), index, base), ctx.function.display_name, ctx.main_file,
-                repr(shifted(ctx.report.launch, -base, -first)), repr(shifted(ctx.trip_counts, -base, -first)),
-                [moved_line(ln, -base) for ln in used], text)
+                repr(shifted(ctx.report.launch, -base, -first)), [moved_line(ln, -base) for ln in used], text)
     return keys, moved
 
 
@@ -597,6 +597,7 @@ def finish_power(contexts: list[KernelContext], cache: KernelCache | None = None
 STAGES: list[Stage] = [
     structure_stage,
     launch_stage,
+    trip_count_stage,
     memory_stage,
     barrier_divergence_stage,
     resources_stage,

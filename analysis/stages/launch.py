@@ -1,8 +1,10 @@
-"""The pipeline's launch stage: the launch inferred once, and the loops' trip counts under it.
+"""The pipeline's launch stages: the launch inferred once, then the loops' trip counts under it.
 
 The launch (flags, settings, annotations, `<<<>>>` sites, `.reqntid`, defaults; see `launch.infer_launch`)
 is the one value memory, time and power read: every field says whether it is known or assumed. The trip
-counts are read from the PTX under that launch (`tripcount`) and shown on the report's loops.
+counts are read from the PTX under that launch (`tripcount`) and shown on the report's loops. They are a stage
+of their own because they follow from the kernel's PTX and its launch alone, both in the kernel cache's key:
+a save works them out only for the kernels it analyses again, not for the ones it takes from the cache.
 """
 
 from __future__ import annotations
@@ -53,12 +55,18 @@ def launch_stage(ctx: KernelContext) -> None:
     if ctx.launch_source is not None and path not in (None, ctx.source_path) and _from_source(launch):
         ctx.report.notes.append(f"launched from {Path(path).name}: the lines its launch's details name are that "
                                 "file's")
-    ctx.trip_counts = trip_counts(ctx.function, ctx.cfg, ctx.loops, launch, ctx.dataflow, ctx.main_file)
+    if ctx.gpu is None:
+        ctx.report.notes.append(f"no time prediction: the GPU profile {ctx.options.gpu!r} could not be loaded")
+
+
+def trip_count_stage(ctx: KernelContext) -> None:
+    """The loops' trip counts under the launch, into the context and the report's loops."""
+    assert ctx.report.launch is not None, "the launch stage runs first"
+    ctx.trip_counts = trip_counts(ctx.function, ctx.cfg, ctx.loops, ctx.report.launch, ctx.dataflow,
+                                  ctx.main_file)
     for lp, info in zip(ctx.loops.loops, ctx.report.loops, strict=False):
         count = ctx.trip_counts.get(lp.header)
         if count is not None:
             info.trip_count = count.value
             info.trip_source = count.source
             info.trip_detail = count.detail or None
-    if ctx.gpu is None:
-        ctx.report.notes.append(f"no time prediction: the GPU profile {ctx.options.gpu!r} could not be loaded")
