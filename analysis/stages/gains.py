@@ -1,13 +1,22 @@
 """The estimated gain of a performance finding, as Nsight Compute attaches one to each of its rules: the
 kernel's time predicted again with that finding's cost removed, divided into the time predicted as it is.
 
-Only findings whose cost the time models read from one place get a gain, so that the number is the model's and
-not a guess: an uncoalesced global access (its sectors per request set to what a unit-stride access of its
-width moves, the same bar the finding is raised against), and a shared-memory bank conflict (its wavefronts set
-to the ideal). The memory analysis is not run again: the accesses of the finding's line are copied with those
-fields changed and handed to the time model, one extra run of it per finding: of that model alone
-(`stages.static_time`), the same static model as the kernel's time (kerncast's when the trace model is chosen),
-and the gain compares it with that model's point for the unchanged kernel.
+A gain is the model's only where the time model charges the finding's cost in one place that can be set to
+what the fixed code would cost, physically:
+
+* an uncoalesced global access: its sectors per request set to what a unit-stride access of its width moves
+  (the same bar the finding is raised against); a shared-memory bank conflict: its wavefronts set to the ideal.
+  The memory analysis is not run again: the accesses of the finding's line are copied with those fields
+  changed and handed to the time model;
+* a slow integer division: each run-time `div`/`rem` of the line charged as the shift (`shr`) or mask (`and`)
+  that a power-of-two divisor compiles to;
+* FP64 in a float kernel: each FP64 instruction of the finding's lines charged as its FP32 twin, and the
+  conversions between float and double, which the float code does not have, as nothing;
+* a local-memory array: its `ld.local`/`st.local` charged as register moves (the array kept in registers).
+
+Each takes one extra run of the kernel's static time model (`stages.static_time`: kerncast's when the trace
+model is chosen) and compares it with that model's point for the unchanged kernel. The other performance
+findings (`data/gains.toml` [unknown]) say "gain unknown" and why instead of a number no model computed.
 """
 
 from __future__ import annotations
@@ -20,18 +29,39 @@ from typing import Any
 
 from kerncast.analysis.context import KernelContext
 from kerncast.analysis.finding import Finding
+from kerncast.analysis.findings.fp64 import fp64_instructions
+from kerncast.analysis.findings.integer_division import is_runtime_division
+from kerncast.analysis.findings.local_memory import local_accesses
 from kerncast.analysis.findings.memory_access import unit_stride_sectors
+from kerncast.analysis.isa import InstrClass, classify
 from kerncast.analysis.memory.analysis import AccessInfo, MemoryAnalysis
+from kerncast.analysis.ptx.model import Instruction, line_in_file
 from kerncast.analysis.rules import Code
-from kerncast.analysis.stages.time import static_model, static_time
-from kerncast.analysis.timing.estimate import TIME_MODELS
+from kerncast.analysis.stages.time import static_model, static_time, time_graphs
+from kerncast.analysis.timing.estimate import TIME_MODELS, KernelGraphs
+
+#: the class of an instruction the fixed code does not have: the time models charge it nothing (as a parameter
+#: read, `pipelined._is_free`)
+_FREE = InstrClass("misc", "SP", "param")
+#: the findings whose gain is an access's memory cost made ideal
+_MEMORY_CODES = (Code.UNCOALESCED_GLOBAL, Code.SHARED_BANK_CONFLICT)
 
 
 @cache
+def _gains_data() -> dict[str, Any]:
+    text = resources.files("kerncast.analysis").joinpath("data/gains.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
 def _little() -> float:
     """Below this ratio a finding is said to buy little (`data/gains.toml`)."""
-    text = resources.files("kerncast.analysis").joinpath("data/gains.toml").read_text(encoding="utf-8")
-    return float(tomllib.loads(text)["little"])
+    return float(_gains_data()["little"])
+
+
+def unknown_reason(code: str) -> str | None:
+    """Why a performance finding of this code has no gain (`data/gains.toml` [unknown]); None for the others."""
+    reason = _gains_data()["unknown"].get(str(code))
+    return str(reason) if reason is not None else None
 
 
 def ideal_access(a: AccessInfo, code: str) -> AccessInfo | None:
@@ -68,27 +98,89 @@ def gain_text(speedup: float) -> str:
     return f"fixing this: about {speedup:.{digits}f}x faster (model)"
 
 
+def _twin(ins: Instruction, opcode: str, modifiers: tuple[str, ...]) -> InstrClass:
+    """The class of `ins` written with another opcode and modifiers (its cached derived facts dropped)."""
+    return classify(replace(ins, opcode=opcode, modifiers=modifiers, register_use=None, derived=None))
+
+
+def _on_lines(ctx: KernelContext, ins: Instruction, lines: set[int]) -> bool:
+    return line_in_file(ins.loc, ctx.main_file) in lines
+
+
+def cheaper_classes(ctx: KernelContext, finding: Finding) -> dict[int, InstrClass]:
+    """Instruction index -> the class the fixed code charges it, for the findings whose cost is instructions;
+    empty when the finding's instructions are not found."""
+    out: dict[int, InstrClass] = {}
+    if finding.code == Code.SLOW_INTEGER_DIVISION:
+        for ins in ctx.function.body:
+            if is_runtime_division(ins) and _on_lines(ctx, ins, {finding.line}):
+                kind = next(m for m in ins.modifiers if m[0] in "su" and m[1:].isdigit())
+                bits = kind[1:]
+                out[ins.index] = (_twin(ins, "shr", (kind,)) if ins.opcode == "div"
+                                  else _twin(ins, "and", (f"b{bits}",)))
+    elif finding.code == Code.FP64_IN_FP32:
+        lines = {int(n) for n in finding.detail.get("lines", [finding.line])}
+        for ins in fp64_instructions(ctx):
+            if not _on_lines(ctx, ins, lines):
+                continue
+            if ins.opcode == "cvt" and "f32" in ins.modifiers:
+                out[ins.index] = _FREE  # float <-> double: the float code has no conversion
+            else:
+                out[ins.index] = _twin(ins, ins.opcode, tuple("f32" if m == "f64" else m for m in ins.modifiers))
+    elif finding.code == Code.LOCAL_MEMORY:
+        loads, stores = local_accesses(ctx)
+        for ins in loads + stores:
+            out[ins.index] = _twin(ins, "mov", (ins.modifiers[-1],))  # the element kept in a register
+    return out
+
+
+def _after(ctx: KernelContext, finding: Finding) -> float | None:
+    """The static model's time with the finding's cost removed; None where nothing of the kernel carries it."""
+    memory = ctx.memory
+    if finding.code in _MEMORY_CODES:
+        ideal = without_cost(memory, finding, ctx.report.line) if memory is not None else None
+        return static_time(ctx, ideal) if ideal is not None else None
+    classes = cheaper_classes(ctx, finding)
+    if not classes:
+        return None
+    graphs = time_graphs(ctx)
+    return static_time(ctx, memory, graphs=KernelGraphs(graphs.dags, {**graphs.classes, **classes}))
+
+
 def finding_gain(ctx: KernelContext, finding: Finding) -> dict[str, Any] | None:
     """The finding's gain, {"speedup", "time_us_before", "time_us_after", "model"}, or None without one."""
-    est, memory = ctx.report.time, ctx.memory
-    if est is None or memory is None:
+    est = ctx.report.time
+    if est is None or ctx.memory is None:
         return None
-    ideal = without_cost(memory, finding, ctx.report.line)
     model = static_model(ctx)
     before = est.models.get(model)
-    if ideal is None or not before:
+    if not before:
         return None
-    after = static_time(ctx, ideal)
+    after = _after(ctx, finding)
     if not after or after <= 0:
         return None
     return {"speedup": round(before / after, 3), "time_us_before": before, "time_us_after": after,
             "model": TIME_MODELS[model]}
 
 
+#: the findings a re-prediction can price
+GAINED = frozenset({*_MEMORY_CODES, Code.SLOW_INTEGER_DIVISION, Code.FP64_IN_FP32, Code.LOCAL_MEMORY})
+
+
 def gain_stage(ctx: KernelContext) -> None:
-    """Attach a gain to each performance finding of the kernel that has one, in its detail and its message."""
+    """Attach a gain to each performance finding of the kernel that has one, in its detail and its message; a
+    performance finding no re-prediction prices says "gain unknown" and why."""
+    if ctx.report.time is None:
+        return  # no time, nothing to compare with (a launch that cannot run says so itself)
     for f in ctx.report.findings:
-        if f.code not in (Code.UNCOALESCED_GLOBAL, Code.SHARED_BANK_CONFLICT) or "gain" in f.detail:
+        if "gain" in f.detail or "gain_unknown" in f.detail or f.severity == "error":
+            continue
+        reason = unknown_reason(f.code)
+        if reason is not None:
+            f.detail["gain_unknown"] = reason
+            f.message += f"; gain unknown: {reason}"
+            continue
+        if f.code not in GAINED:
             continue
         gain = finding_gain(ctx, f)
         if gain is None:

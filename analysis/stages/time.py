@@ -80,10 +80,11 @@ def static_model(ctx: KernelContext) -> str:
 
 
 def repredict(ctx: KernelContext, memory: MemoryAnalysis | None, notes: list[str] | None = None,
-              assumed_factor: float = 1.0) -> TimeEstimate:
+              assumed_factor: float = 1.0, graphs: KernelGraphs | None = None) -> TimeEstimate:
     """`predict_time` on the kernel's launch and occupancy with `memory` as its memory analysis: the time stage
     passes the kernel's own, `static_time` (gains, assumed loop counts) a changed copy. `assumed_factor` scales
-    the trip counts that are a guess (the time range's bounds for them). Call only where the time stage
+    the trip counts that are a guess (the time range's bounds for them); `graphs` replaces the kernel's own
+    instruction classes (a gain that charges an instruction as a cheaper one). Call only where the time stage
     predicted a time (a profile, a runnable launch)."""
     launch, occ = ctx.report.launch, ctx.report.occupancy
     assert ctx.gpu is not None and launch is not None and launch.blocks and launch.threads_per_block
@@ -93,24 +94,25 @@ def repredict(ctx: KernelContext, memory: MemoryAnalysis | None, notes: list[str
                         occupancy=occupancy,
                         registers=ctx.report.registers, shared_bytes=ctx.report.shared_bytes or 0,
                         memory=memory, assumptions=notes, model=static_model(ctx),
-                        grid=launch.grid_dims(), block=launch.block_dims(), graphs=time_graphs(ctx))
+                        grid=launch.grid_dims(), block=launch.block_dims(), graphs=graphs or time_graphs(ctx))
 
 
-def static_time(ctx: KernelContext, memory: MemoryAnalysis | None, assumed_factor: float = 1.0) -> float:
+def static_time(ctx: KernelContext, memory: MemoryAnalysis | None, assumed_factor: float = 1.0,
+                graphs: KernelGraphs | None = None) -> float:
     """The time of the kernel's static model alone, as `repredict(...).models[static_model(ctx)]` gives it: a
     re-prediction that is compared with that model's own time (a gain, the bounds of assumed loop counts) needs
     no other model, and the kerncast model, the usual one, runs without the thesis scheduler, MWP-CWP and the
     roofline."""
     model = static_model(ctx)
     if model != DEFAULT_TIME_MODEL:
-        return repredict(ctx, memory, [], assumed_factor).models[model]
+        return repredict(ctx, memory, [], assumed_factor, graphs).models[model]
     launch, occ = ctx.report.launch, ctx.report.occupancy
     assert ctx.gpu is not None and launch is not None and launch.blocks and launch.threads_per_block
     return kerncast_us(ctx.cfg, ctx.loops, ctx.gpu, blocks=launch.blocks, threads_per_block=launch.threads_per_block,
                        trips=scaled_trips(ctx.trip_counts, assumed_factor),
                        blocks_per_sm=occ.active_blocks_per_sm if occ is not None else None,
                        registers=ctx.report.registers, shared_bytes=ctx.report.shared_bytes or 0, memory=memory,
-                       grid=launch.grid_dims(), block=launch.block_dims(), graphs=time_graphs(ctx))
+                       grid=launch.grid_dims(), block=launch.block_dims(), graphs=graphs or time_graphs(ctx))
 
 
 def time_graphs(ctx: KernelContext) -> KernelGraphs:

@@ -52,6 +52,18 @@ __global__ void rotateFloat(const float *x, float *y, int n, float theta)
     y[i] = u;
 }
 
+// kerncast: block=256
+__global__ void dampedSeries(const float *x, float *y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float v = x[i];
+#pragma unroll 1
+    for (int k = 0; k < 256; ++k) {
+        v = v * 0.999 + 0.5;  // expect: fp64-in-fp32
+    }
+    y[i] = v;
+}
+
 int main()
 {
     float *a, *b;
@@ -68,6 +80,7 @@ int main()
     doubleData<<<n / 256, 256>>>(c, d, n);
     doubleParam<<<n / 256, 256>>>(a, b, n, 0.25);
     rotateFloat<<<n / 512, 256>>>(a, b, n / 2, 0.3f);
+    dampedSeries<<<n / 256, 256>>>(a, b, n);
     cudaDeviceSynchronize();
     return 0;
 }
