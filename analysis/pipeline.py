@@ -366,6 +366,7 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
         _locate_in_ptx(module, report.file)
     main_file = _main_file(module, report.file) if cuda_source is not None else None
     gpu, gpu_problem = load_gpu(options.gpu)
+    report.gpu_name = gpu.name if gpu is not None else None
     if gpu_problem is not None:
         report.findings.append(gpu_problem)
     for fn in module.kernels:

@@ -15,6 +15,7 @@ from kerncast.analysis.finding import Finding
 from kerncast.analysis.json_form import JsonReportable
 from kerncast.analysis.launch import GUESSED_SOURCES, Launch
 from kerncast.analysis.occupancy import Occupancy
+from kerncast.analysis.places import Places
 from kerncast.analysis.power.results import EnergyEstimate, PowerPrediction
 from kerncast.analysis.timing.estimate import TimeEstimate
 
@@ -114,6 +115,11 @@ class FileReport:
     #: `file`, and its lines and findings are that file's (see `KernelReport`), so they are kept apart from
     #: `kernels`, whose lines are this file's
     included_kernels: list[KernelReport] = field(default_factory=list)
+    #: the GPU profile's display name ("Tesla V100-SXM2-16GB"); None when no profile loaded
+    gpu_name: str | None = None
+    #: where the kernels, launches and findings are written in the analysed text, once asked for
+    #: (`locate.places_of`); not part of the JSON form
+    places: Places | None = None
 
     @property
     def ok(self) -> bool:

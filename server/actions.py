@@ -1,5 +1,10 @@
 """Code actions: the findings' fixes as versioned `WorkspaceEdit`s, plus launch annotation and GPU switch.
 
+A finding's fixes are found through the diagnostic the client sends back in the request's context: each
+diagnostic carries its finding's id in `data` (LSP asks clients to keep `data` unchanged; VS Code and Neovim
+0.7 do), so an action does not depend on where the client has moved the diagnostic since it was published.
+Only a request that carries no id asks by its range (`_asked_findings`).
+
 The fixes are built in the library by the rule that found the problem, as concrete text edits; this module
 only converts them. They are made for the analysed text: `textmap.View` carries each one into the document's
 current text, checking that the text it replaces is still there, and a fix that cannot be carried whole is
@@ -10,23 +15,21 @@ fix of its finding.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import InitVar, dataclass, field
 from typing import Any
 
-from kerncast.analysis.edits import launch_annotation_edit
-from kerncast.analysis.finding import Fix, TextEdit
-from kerncast.analysis.launch import Launch
+from kerncast.analysis.finding import Finding, Fix, TextEdit
 from kerncast.analysis.report import FileReport
 from kerncast.server.convert import (
     SOURCE,
     all_findings,
-    base_name,
-    finding_range,
-    fmt_dim,
-    kernel_anchor,
+    finding_place,
+    findings_by_id,
     launch_known,
-    source_model,
+    places,
     to_diagnostic,
+    to_range,
 )
 from kerncast.server.positions import UTF16
 from kerncast.server.textmap import View
@@ -58,6 +61,16 @@ class Doc:
                                        self.versioned)
 
 
+def to_lsp_edit(e: TextEdit) -> lsp.TextEdit:
+    """A library edit (1-based, end exclusive) as an LSP edit (0-based)."""
+    return lsp.TextEdit(range=lsp.Range(lsp.Position(e.line - 1, e.column - 1),
+                                        lsp.Position(e.end_line - 1, e.end_column - 1)), new_text=e.new_text)
+
+
+def _kind(kind: Any) -> str:
+    return str(getattr(kind, "value", kind) or "")
+
+
 def _diagnostic_out(doc: Doc, diag: lsp.Diagnostic) -> lsp.Diagnostic | None:
     """The finding's diagnostic in the current text (its related locations in this file too), or None."""
     rng = doc.view.range_out(diag.range)
@@ -76,28 +89,15 @@ def _diagnostic_out(doc: Doc, diag: lsp.Diagnostic) -> lsp.Diagnostic | None:
     return diag
 
 
-def to_lsp_edit(e: TextEdit) -> lsp.TextEdit:
-    """A library edit (1-based, end exclusive) as an LSP edit (0-based)."""
-    return lsp.TextEdit(range=lsp.Range(lsp.Position(e.line - 1, e.column - 1),
-                                        lsp.Position(e.end_line - 1, e.end_column - 1)), new_text=e.new_text)
-
-
-def annotation_text(launch: Launch | None, data: dict[str, Any] | None = None) -> tuple[str, str]:
-    """(grid, block) texts for a `// kerncast:` annotation: the launch's values, else the defaults."""
-    data = data or {}
-    grid = data.get("grid") or (launch.grid.value if launch is not None else None) or [1024]
-    block = data.get("block") or (launch.block.value if launch is not None else None) or [256]
-    g = fmt_dim(grid) if isinstance(grid, list | tuple) else str(grid)
-    b = fmt_dim(block) if isinstance(block, list | tuple) else str(block)
-    return g.replace("x", ","), b.replace("x", ",")
-
-
-def _kind(kind: Any) -> str:
-    return str(getattr(kind, "value", kind) or "")
-
-
 def _lines_overlap(a: lsp.Range, b: lsp.Range) -> bool:
     return a.start.line <= b.end.line and b.start.line <= a.end.line
+
+
+def sent_finding_id(diag: lsp.Diagnostic) -> str | None:
+    """The finding id a diagnostic sent back by the client carries in `data` (see `convert.finding_id`)."""
+    data = diag.data
+    found = data.get("id") if isinstance(data, dict) else None
+    return found if isinstance(found, str) else None
 
 
 def _fix_action(doc: Doc, fix: Fix, diag: lsp.Diagnostic | None, preferred: bool) -> lsp.CodeAction | None:
@@ -113,32 +113,52 @@ def _fix_action(doc: Doc, fix: Fix, diag: lsp.Diagnostic | None, preferred: bool
                           is_preferred=preferred or None)
 
 
-def code_actions(report: FileReport, doc: Doc, rng: lsp.Range, gpus: list[str], current_gpu: str,
-                 only: list[str] | None = None) -> list[lsp.CodeAction]:
-    """The actions for the findings and kernels on the lines of `rng`, a range of the analysed text."""
-    out: list[lsp.CodeAction] = []
-    kernels = {k.name: k for k in report.kernels}
+def _asked_findings(report: FileReport, doc: Doc, rng: lsp.Range, diagnostics: Sequence[lsp.Diagnostic],
+                    found: Mapping[str, Finding]) -> list[tuple[Finding, lsp.Diagnostic | None]]:
+    """The findings a request asks for, each with the diagnostic its actions name: those whose id the sent
+    diagnostics carry (with the diagnostic as the client sent it). A request that carries no id at all asks
+    for the findings on its range instead (with their diagnostics moved into the current text): Neovim 0.7
+    keeps `data` but leaves its diagnostics where they were published while unsaved lines are typed above
+    them, so at a finding's new line it sends none."""
+    asked: dict[str, lsp.Diagnostic] = {}  # each finding once, with the first diagnostic that names it
+    for d in diagnostics:
+        if (fid := sent_finding_id(d)) is not None:
+            asked.setdefault(fid, d)
+    if asked:
+        return [(found[fid], d) for fid, d in asked.items() if fid in found]
+    out: list[tuple[Finding, lsp.Diagnostic | None]] = []
     for f in all_findings(report):
+        place = finding_place(report, doc.lines, f)
+        if _lines_overlap(to_range(place.span), rng):
+            out.append((f, _diagnostic_out(doc, to_diagnostic(f, doc.uri, place))))
+    return out
+
+
+def code_actions(report: FileReport, doc: Doc, rng: lsp.Range, diagnostics: Sequence[lsp.Diagnostic],
+                 gpus: list[str], current_gpu: str, only: list[str] | None = None,
+                 by_id: Mapping[str, Finding] | None = None) -> list[lsp.CodeAction]:
+    """The fixes of the findings behind `diagnostics` (the request's context: the client's diagnostics on the
+    range, each with its finding's id in `data`; see `_asked_findings`), then the actions of a kernel whose
+    name is on the lines of `rng`, a range of the analysed text. `by_id`: the report's findings by id, when
+    the caller keeps them."""
+    out: list[lsp.CodeAction] = []
+    found = by_id if by_id is not None else findings_by_id(report)
+    kernels = {k.name: k for k in report.kernels}
+    for f, diag in _asked_findings(report, doc, rng, diagnostics, found):
         fixes = [x for x in f.fixes() if x.edits]
-        if not fixes or not _lines_overlap(finding_range(f, doc.lines), rng):
-            continue
-        diag = _diagnostic_out(doc, to_diagnostic(f, doc.uri, doc.lines))
         safe = [x for x in fixes if x.applicability == "safe"]
         for fix in fixes:
             action = _fix_action(doc, fix, diag, preferred=len(safe) == 1 and fix is safe[0])
             if action is not None:
                 out.append(action)
     # on a kernel's name: add a launch annotation when the launch is not known, and switch GPU
-    facts = source_model(doc.lines)
+    kernel_places = places(report, doc.lines).kernels
     for name, k in kernels.items():
-        anchor = kernel_anchor(doc.lines, k)
-        if anchor is None or not rng.start.line <= anchor.line <= rng.end.line:
+        place = kernel_places.get(k.mangled)
+        if place is None or not rng.start.line <= place.name.line - 1 <= rng.end.line:
             continue
-        launch = k.launch
-        if not launch_known(launch) and facts is not None:
-            grid, block = annotation_text(launch)
-            edit = launch_annotation_edit(facts, base_name(name), grid, block)
-            carried = doc.view.workspace_edit([to_lsp_edit(edit)]) if edit is not None else None
+        if not launch_known(k.launch) and place.annotation is not None:
+            carried = doc.view.workspace_edit([to_lsp_edit(place.annotation)])
             if carried is not None:
                 out.append(lsp.CodeAction(title=f"Kerncast: add a // kerncast: launch annotation for {name}",
                                           kind=lsp.CodeActionKind.QuickFix, edit=carried))

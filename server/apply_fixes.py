@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from kerncast.analysis.fixing import FixOutcome, fix_text, trial_analysis
 from kerncast.analysis.input_files import read_regular_file
+from kerncast.analysis.locate import split_lines
 from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.report import FileReport
 
@@ -113,16 +113,15 @@ def _write_in_place(real: Path, before: bytes, data: bytes) -> bool:
     return True
 
 
-_LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\n|\r)|[^\r\n]+\Z")
-
-
 def _lines(text: str) -> list[tuple[str, str]]:
     """(body, ending) of each line; the ending is "\r\n", "\n", "\r" or "" (a last line without one)."""
     out = []
-    for m in _LINE_RE.finditer(text):
-        line = m.group()
-        body = line.rstrip("\r\n")
-        out.append((body, line[len(body):]))
+    start = 0
+    for body in split_lines(text) if text else []:
+        end = start + len(body)
+        ending = "\r\n" if text.startswith("\r\n", end) else text[end:end + 1]
+        out.append((body, ending))
+        start = end + len(ending)
     return out
 
 

@@ -280,11 +280,11 @@ def resources_section(k: KernelReport) -> list[str]:
 
 
 def kernel_markdown(k: KernelReport, gpu: str, arch: str | None, full: bool = False,
-                    compiler: str | None = None, file_notes: Sequence[str] = ()) -> str:
+                    compiler: str | None = None, file_notes: Sequence[str] = (), gpu_name: str | None = None) -> str:
     """Hover (and, with `full`, the report) of one kernel; `compiler` names the nvcc that produced its PTX, and
     `file_notes` say how the file was compiled (its target, its build flags, relocatable code), which every
     kernel's numbers depend on."""
-    title = f"### {k.name} — on {gpu_label(gpu)}" + (f" ({arch})" if arch else "")
+    title = f"### {k.name} — on {gpu_label(gpu, gpu_name)}" + (f" ({arch})" if arch else "")
     where = f"{os.path.basename(k.file)} " if k.file else ""  # a kernel of an included header: its lines are there
     parts = [title, ""] + ([f"Defined in `{k.file}`", ""] if k.file else [])
     parts += time_section(k) + [""]
@@ -340,7 +340,7 @@ def finding_markdown(f: Finding) -> str:
 def file_markdown(report: FileReport) -> str:
     """Every kernel's full report, for a file without a kernel under the cursor."""
     parts = [kernel_markdown(k, report.gpu or "?", report.arch, full=True, compiler=report.compiler,
-                             file_notes=report.notes)
+                             file_notes=report.notes, gpu_name=report.gpu_name)
              for k in report.kernels]
     return "\n---\n".join(parts) if parts else "No kernel in this file.\n"
 

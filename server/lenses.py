@@ -1,6 +1,6 @@
 """Code lenses above each kernel and inlay hints after its parameter list: the same short numbers.
 
-Where a kernel's name and signature are comes from the library's source model (see `convert.kernel_anchor`)."""
+Where a kernel's name and signature are comes from the library, which read the text (`convert.places`)."""
 
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ def code_lenses(report: FileReport, uri: str, lines: list[str],
     """One lens per kernel; `change(name)` is the kernel's change since the last save, appended where known."""
     out = []
     for k in report.kernels:
-        anchor = kernel_anchor(lines, k)
+        anchor = kernel_anchor(report, lines, k)
         if anchor is None:
             continue
         rng = lsp.Range(lsp.Position(anchor.line, anchor.start), lsp.Position(anchor.line, anchor.end))
-        title = kernel_summary(k, report.gpu or "?")
+        title = kernel_summary(k, report.gpu or "?", report.gpu_name)
         since = change(k.name) if change is not None else None
         if since:
             title += f" · {since}"
@@ -34,13 +34,10 @@ def code_lenses(report: FileReport, uri: str, lines: list[str],
 def inlay_hints(report: FileReport, lines: list[str], rng: lsp.Range) -> list[lsp.InlayHint]:
     out = []
     for k in report.kernels:
-        anchor = kernel_anchor(lines, k)
-        if anchor is None:
+        pos = signature_end(report, lines, k)
+        if pos is None or not rng.start.line <= pos.line <= rng.end.line:
             continue
-        pos = signature_end(lines, k, anchor)
-        if not rng.start.line <= pos.line <= rng.end.line:
-            continue
-        summary = kernel_summary(k, report.gpu or "?")
+        summary = kernel_summary(k, report.gpu or "?", report.gpu_name)
         out.append(lsp.InlayHint(position=pos, label=summary, padding_left=True,
                                  tooltip=f"Kerncast prediction for {k.name}; hover the name for details"))
     return out

@@ -10,33 +10,20 @@ against the text of the line it is on.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
+from kerncast.analysis.locate import split_lines as split_lines  # LSP's lines, as the library splits them
 from lsprotocol import types as lsp
 
 UTF8 = "utf-8"
 UTF16 = "utf-16"
 UTF32 = "utf-32"
 
-#: LSP's line breaks (and only these: `str.splitlines` also breaks at form feeds and U+2028, which editors
-#: and compilers do not count as new lines)
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-
-
 def encoding_name(kind: object) -> str:
     """The encoding as its LSP string (`PositionEncodingKind` members and plain strings alike); UTF-16 when
     the client said nothing."""
     value = getattr(kind, "value", kind)
     return value if value in (UTF8, UTF16, UTF32) else UTF16
-
-
-def split_lines(text: str) -> list[str]:
-    """The text's lines as LSP numbers them, without their line breaks (a final break ends the last line)."""
-    lines = _LINE_BREAK.split(text)
-    if len(lines) > 1 and lines[-1] == "":
-        lines.pop()
-    return lines
 
 
 def _units(ch: str, encoding: str) -> int:

@@ -33,8 +33,9 @@ from urllib.parse import unquote
 from kerncast.analysis.gpus import list_profiles, load_profile
 from kerncast.analysis.input_files import read_regular_text
 from kerncast.analysis.kernel_cache import KernelCache
+from kerncast.analysis.launch import split_kernel_name
 from kerncast.analysis.pipeline import analyze_file
-from kerncast.analysis.report import FileReport, KernelReport
+from kerncast.analysis.report import FileReport, Finding, KernelReport
 from kerncast.analysis.toolchain import shown
 from kerncast.server import actions, config, convert, editor_views, hover, last_save, lenses
 from kerncast.server.cmd_report import build_page
@@ -76,6 +77,11 @@ class Result:
     key: str
     report: FileReport  # typed: JSON is made only for command results (the CLI makes its own)
     lines: list[str]  # the analysed text's lines (`positions.split_lines`)
+
+    @functools.cached_property
+    def findings_by_id(self) -> dict[str, Finding]:
+        """The findings behind the published diagnostics, by the id each diagnostic carries in `data`."""
+        return convert.findings_by_id(self.report)
 
 
 class KerncastProtocol(LanguageServerProtocol):
@@ -314,10 +320,9 @@ class KerncastServer(LanguageServer):
         return cache
 
     def forget(self, key: str) -> None:
-        """Drop everything kept for a closed document: results, views, kernel cache, source models."""
-        for result in (*self.cache.pop(key, {}).values(), self.published.pop(key, None)):
-            if result is not None:
-                convert.forget_model(result.lines)
+        """Drop everything kept for a closed document: results, views, kernel cache."""
+        self.cache.pop(key, None)
+        self.published.pop(key, None)
         self.views.pop(key, None)
         self.kernel_caches.pop(key, None)
         self.refused.pop(key, None)
@@ -557,16 +562,15 @@ def did_close(ls: KerncastServer, params: lsp.DidCloseTextDocumentParams) -> Non
 def _hovered_kernel(result: Result, pos: lsp.Position) -> KernelReport | None:
     """The kernel whose name or `<<<>>>` launch is under the cursor."""
     kernels, lines = result.report.kernels, result.lines
-    # a launch may be of a kernel that a header defines (the header shows its name's hover and lens)
-    by_name = {convert.base_name(k.name): k for k in (*result.report.included_kernels, *kernels)}
+    report = result.report
     for k in kernels:
-        anchor = convert.kernel_anchor(lines, k)
+        anchor = convert.kernel_anchor(report, lines, k)
         if anchor and anchor.line == pos.line and anchor.start <= pos.character <= anchor.end:
             return k
-    if 0 <= pos.line < len(lines):
-        for name, start, end in convert.launch_calls(lines, pos.line):
-            if start <= pos.character <= end + 1 and name in by_name:
-                return by_name[name]
+    # a launch may be of a kernel that a header defines (the header shows its name's hover and lens)
+    for mangled, start, end in convert.launch_calls(report, lines, pos.line):
+        if start <= pos.character <= end + 1:
+            return report.kernel(mangled)
     return None
 
 
@@ -600,11 +604,12 @@ def _hover_markdown(result: Result, pos: lsp.Position, k: KernelReport | None,
     report, lines = result.report, result.lines
     if k is not None:
         return last_save.with_change(hover.kernel_markdown(k, report.gpu or "?", report.arch,
-                                                           compiler=report.compiler, file_notes=report.notes),
+                                                           compiler=report.compiler, file_notes=report.notes,
+                                                           gpu_name=report.gpu_name),
                                      since)
     found = []
     for f in convert.all_findings(report):
-        rng = convert.finding_range(f, lines)
+        rng = convert.finding_range(report, lines, f)
         if rng.start.line <= pos.line <= rng.end.line:
             found.append(hover.finding_markdown(f))
     return "\n---\n".join(found) if found else None
@@ -686,8 +691,8 @@ def on_code_action(ls: KerncastServer, params: lsp.CodeActionParams) -> list[lsp
         rng = doc.view.range_in(params.range)
         if rng is None:  # only lines typed or changed since the analysis: no fix was made for them
             return []
-        return actions.code_actions(result.report, doc, rng, list_profiles(), ls.settings.options.gpu,
-                                    params.context.only)
+        return actions.code_actions(result.report, doc, rng, params.context.diagnostics, list_profiles(),
+                                    ls.settings.options.gpu, params.context.only, result.findings_by_id)
     except Exception:  # noqa: BLE001
         log.exception("code actions failed")
         return []
@@ -700,12 +705,12 @@ def _kernel_at(result: Result, target: Any, view: View | None = None) -> KernelR
     """The kernel a command names: by name, or by a `{line}` of the current text (`view` maps it)."""
     kernels = result.report.kernels
     if isinstance(target, str):
-        return next((k for k in kernels if target in (k.name, k.mangled, convert.base_name(k.name))), None)
+        return next((k for k in kernels if target in (k.name, k.mangled, split_kernel_name(k.name)[0])), None)
     if isinstance(target, dict) and isinstance(target.get("line"), int):
         line = target["line"] if view is None else view.map.to_old_at_or_above(target["line"])
         if line is None:
             return kernels[0] if kernels else None
-        anchors = [(convert.kernel_anchor(result.lines, k), k) for k in kernels]
+        anchors = [(convert.kernel_anchor(result.report, result.lines, k), k) for k in kernels]
         # the kernel whose definition starts last at or before the cursor line
         before = [(a.line, k) for a, k in anchors if a is not None and a.line <= line]
         if before:
@@ -736,7 +741,8 @@ async def show_report(ls: KerncastServer, *args: Any) -> dict[str, Any] | None:
         return {"markdown": hover.file_markdown(report)}
     k = await with_lime(ls, result, k)
     return {"markdown": hover.kernel_markdown(k, report.gpu or "?", report.arch, full=True,
-                                              compiler=report.compiler, file_notes=report.notes),
+                                              compiler=report.compiler, file_notes=report.notes,
+                                              gpu_name=report.gpu_name),
             "kernel": k.name}
 
 

@@ -18,6 +18,7 @@ from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport
 from kerncast.server import actions
+from kerncast.server.convert import to_diagnostics
 from lsprotocol import types as lsp
 from test_fixes_apply import apply_edits
 
@@ -177,7 +178,8 @@ def test_the_rename_of_a_removed_function_keeps_its_promise(nvcc_available, tmp_
     doc = actions.Doc(uri=path.as_uri(), version=1, lines=LEGACY_FILE.splitlines(), versioned=False)
     whole = lsp.Range(lsp.Position(0, 0), lsp.Position(len(doc.lines), 0))
     offered = [(f, a) for f in before.findings
-               for a in actions.code_actions(FileReport(before.file, before.gpu, findings=[f]), doc, whole, [], "h100")
+               for one in [FileReport(before.file, before.gpu, findings=[f])]
+               for a in actions.code_actions(one, doc, whole, to_diagnostics(one, doc.uri, doc.lines), [], "h100")
                if a.edit is not None]
     # the fields and texture references have no one-line replacement: only the rename is offered
     assert [(f.line, a.title, a.kind, a.is_preferred) for f, a in offered] == [

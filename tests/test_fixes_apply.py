@@ -17,6 +17,7 @@ from kerncast.analysis.finding import Finding
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport
 from kerncast.server import actions
+from kerncast.server.convert import to_diagnostics
 from lsprotocol import types as lsp
 
 REPO = Path(__file__).resolve().parent.parent
@@ -45,7 +46,8 @@ def _offered(report: FileReport, text: str, uri: str) -> list[tuple[Finding, lsp
     whole = lsp.Range(lsp.Position(0, 0), lsp.Position(len(doc.lines), 0))
     out = []
     for f in report.all_findings():
-        for a in actions.code_actions(FileReport(report.file, report.gpu, findings=[f]), doc, whole, [], "v100"):
+        one = FileReport(report.file, report.gpu, findings=[f])
+        for a in actions.code_actions(one, doc, whole, to_diagnostics(one, uri, doc.lines), [], "v100"):
             if a.edit is not None:
                 out.append((f, a))
     return out

@@ -38,7 +38,7 @@ LAYERS: list[tuple[str, list[str]]] = [
                               "dataflow", "dataflow.*"]),
     ("models", ["options", "tripcount", "kernel_homes", "occupancy", "assumed_loops", "memory", "memory.*",
                 "timing", "timing.*", "power", "power.*"]),
-    ("report and stage contract", ["report", "context"]),
+    ("report and stage contract", ["report", "context", "places", "locate"]),
     ("findings wing", ["findings", "findings.*"]),
     ("stages", ["stages", "stages.*"]),
     ("pipeline", ["pipeline", "kernel_cache", "kernel_shift", "fixing", "power.validation", "power.public",

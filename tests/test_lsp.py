@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import pytest_lsp
 from kerncast.analysis.compile import ToolchainError, find_toolchain
@@ -484,6 +485,36 @@ async def test_pad_shared_array_action(s: Session) -> None:
     s.change(uri, (EXAMPLES / "transpose.cu").read_text())
     s.save(uri)
     await s.diagnostics(uri)
+
+
+async def test_code_actions_are_keyed_by_diagnostic_data(s: Session) -> None:
+    """Every diagnostic carries its finding's id in `data`; a code action request that sends one back gets
+    that finding's fix wherever the request's range is, and the same diagnostic without its `data` (away from
+    the finding), or with the id of no finding (on it), gets none: the fix is found through the diagnostic."""
+    uri = s.open("transpose.cu")
+    diags = await s.diagnostics(uri)
+    ids = [d.data.get("id") if isinstance(d.data, dict) else None for d in diags]
+    assert all(isinstance(i, str) and i for i in ids) and len(set(ids)) == len(ids), ids
+    conflict = s.line_of(uri, "= tile[threadIdx.x][threadIdx.y + j]")
+    bank = next(d for d in diags if d.code == "shared-bank-conflict" and d.range.start.line == conflict)
+
+    async def pads(sent: lsp.Diagnostic, line: int) -> list[lsp.CodeAction]:
+        got = await s.client.text_document_code_action_async(lsp.CodeActionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri),
+            range=lsp.Range(lsp.Position(line, 0), lsp.Position(line, 0)),
+            context=lsp.CodeActionContext(diagnostics=[sent])))
+        return [a for a in map(_as_action, got or []) if "pad the last dimension" in a.title]
+
+    far = s.line_of(uri, "#define TILE_DIM")  # no finding there
+    for line in (conflict, far):
+        [pad] = await pads(bank, line)
+        assert list(pad.diagnostics or []) == [bank]
+        declared = s.line_of(uri, "__shared__ float tile[TILE_DIM][TILE_DIM];")
+        new = apply_workspace_edit(s.text(uri), pad.edit, uri, s.version(uri))
+        assert new.splitlines()[declared] == "    __shared__ float tile[TILE_DIM][TILE_DIM + 1];"
+    assert not await pads(attrs.evolve(bank, data=None), far)
+    assert not await pads(attrs.evolve(bank, data={"id": "0" * 16}), conflict)
+    s.close(uri)
 
 
 async def test_tiled_transpose_action(s: Session) -> None:

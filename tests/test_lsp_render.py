@@ -103,8 +103,9 @@ def test_actions_are_versioned_only_for_clients_that_take_it() -> None:
                         [TextEdit(3, 31, 3, 33, "33")]))
     report = FileReport(file="/t.cu", gpu="v100", kernels=[KernelReport("k", "_Z1kv", 1, findings=[f])])
     rng = lsp.Range(lsp.Position(3, 0), lsp.Position(3, 0))
-    versioned = actions.code_actions(report, _doc(text, True), rng, [], "v100")
-    plain = actions.code_actions(report, _doc(text, False), rng, [], "v100")
+    sent = convert.to_diagnostics(report, "file:///t.cu", text.splitlines())
+    versioned = actions.code_actions(report, _doc(text, True), rng, sent, [], "v100")
+    plain = actions.code_actions(report, _doc(text, False), rng, sent, [], "v100")
     assert versioned[0].edit.document_changes[0].text_document.version == 3
     assert versioned[0].edit.changes is None
     assert plain[0].edit.document_changes is None and list(plain[0].edit.changes) == ["file:///t.cu"]

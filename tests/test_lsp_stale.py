@@ -93,11 +93,24 @@ def s(client: LanguageClient) -> Session:
     return Session(client, client.workdir)
 
 
-async def _actions_at(s: Session, uri: str, line: int) -> list[lsp.CodeAction]:
+def _moved(diag: lsp.Diagnostic, lines: int) -> lsp.Diagnostic:
+    """The diagnostic as an editor shows it after `lines` lines were typed above it (its `data` kept)."""
+    r = diag.range
+    return lsp.Diagnostic(range=lsp.Range(lsp.Position(r.start.line + lines, r.start.character),
+                                          lsp.Position(r.end.line + lines, r.end.character)),
+                          message=diag.message, severity=diag.severity, code=diag.code, source=diag.source,
+                          data=diag.data)
+
+
+async def _actions_at(s: Session, uri: str, line: int, typed_above: int = 0) -> list[lsp.CodeAction]:
+    """The actions at a line of the current text, asked with the diagnostics the editor holds on it: the
+    published ones, moved down by the `typed_above` lines typed since above every finding."""
+    held = [_moved(d, typed_above) for d in s.client.diagnostics.get(uri, [])]
     got = await s.client.text_document_code_action_async(lsp.CodeActionParams(
         text_document=lsp.TextDocumentIdentifier(uri=uri),
         range=lsp.Range(lsp.Position(line, 0), lsp.Position(line, 0)),
-        context=lsp.CodeActionContext(diagnostics=[])))
+        context=lsp.CodeActionContext(diagnostics=[d for d in held
+                                                   if d.range.start.line <= line <= d.range.end.line])))
     return [_as_action(a) for a in got or []]
 
 
@@ -126,15 +139,15 @@ async def test_actions_follow_unsaved_lines_above(s: Session) -> None:
     expected[old_decl] = PADDED
     expected = ["#include <cstdio>", *TYPED, *expected]
 
-    for a in _pads(await _actions_at(s, uri, old_read)):  # the stale line: now another line of the kernel
+    for a in _pads(await _actions_at(s, uri, old_read, shift)):  # the stale line: now another line of the kernel
         assert _apply(s, uri, a).splitlines() == expected
-    pads = _pads(await _actions_at(s, uri, old_read + shift))
+    pads = _pads(await _actions_at(s, uri, old_read + shift, shift))
     assert len(pads) == 1
     assert _apply(s, uri, pads[0]).splitlines() == expected
     if s.client.versioned:
         assert pads[0].edit.document_changes[0].text_document.version == s.version(uri)
     assert pads[0].diagnostics and pads[0].diagnostics[0].range.start.line == old_read + shift
-    assert not await _actions_at(s, uri, 3)  # a typed line: nothing was analysed there
+    assert not await _actions_at(s, uri, 3, shift)  # a typed line: nothing was analysed there
     s.close(uri)
 
 
@@ -195,7 +208,7 @@ async def test_emoji_line_gets_the_right_edit(s: Session) -> None:
         if typed:
             s.change(uri, "#include <cstdio>\n" + s.text(uri))
             read, decl = read + 1, decl + 1
-        pads = _pads(await _actions_at(s, uri, read))
+        pads = _pads(await _actions_at(s, uri, read, int(typed)))
         assert len(pads) == 1
         new = _apply(s, uri, pads[0]).splitlines()
         assert new[decl] == "    /* 😀 */ __shared__ float tile[TILE_DIM][TILE_DIM + 1];"

@@ -20,6 +20,7 @@ from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport
 from kerncast.analysis.rules import Code
 from kerncast.server import actions
+from kerncast.server.convert import to_diagnostics
 from lsprotocol import types as lsp
 from test_fixes_apply import apply_edits
 
@@ -240,7 +241,8 @@ def test_adding_each_include_keeps_its_promise(nvcc_available, tmp_path) -> None
         doc = actions.Doc(uri=path.as_uri(), version=1, lines=text.splitlines(), versioned=False)
         whole = lsp.Range(lsp.Position(0, 0), lsp.Position(len(doc.lines), 0))
         offered = [a for f in before.findings
-                   for a in actions.code_actions(FileReport(before.file, before.gpu, findings=[f]), doc, whole, [],
+                   for one in [FileReport(before.file, before.gpu, findings=[f])]
+                   for a in actions.code_actions(one, doc, whole, to_diagnostics(one, doc.uri, doc.lines), [],
                                                  "h100") if a.edit is not None]
         titles = sorted({(a.title, a.kind, a.is_preferred) for a in offered})
         assert (f"Kerncast: Add #include <{header}>", lsp.CodeActionKind.QuickFix, True) in titles, titles
@@ -310,7 +312,8 @@ def test_unqualified_names_compile_with_their_headers_and_the_fix_keeps_its_prom
     text = UNQUALIFIED
     for title in ("Kerncast: Add #include <vector>", "Kerncast: Add #include <iostream>"):
         action = next(a for f in before.findings
-                      for a in actions.code_actions(FileReport(before.file, before.gpu, findings=[f]), doc, whole, [],
+                      for one in [FileReport(before.file, before.gpu, findings=[f])]
+                      for a in actions.code_actions(one, doc, whole, to_diagnostics(one, doc.uri, doc.lines), [],
                                                     "h100") if a.title == title)
         text = apply_edits(text, action.edit.changes[path.as_uri()])  # both insert after line 1
     assert text.startswith("#include <cstdio>\n#include <")
