@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -71,17 +70,18 @@ DATA_SETTINGS = frozenset({"launch", "loops", "timeModel", "powerModel", "thresh
                            "timeoutSeconds", "maxFileBytes", "compileMemoryMB", "trace.server"})
 
 
-@dataclass
+@dataclass(frozen=True)
 class Settings:
-    """What the server was told: the analysis options plus when to analyse."""
+    """What the server was told, typed: the analysis options plus when to analyse. Parsed once from the
+    client's JSON (`parse_settings`); a change of one value is a `replace` (`with_gpu`), not a new parse."""
 
     options: AnalysisOptions = field(default_factory=AnalysisOptions)
     analyze_on_change: bool = True
-    raw: dict[str, Any] = field(default_factory=dict)
 
     def fingerprint(self) -> str:
-        """A key that changes whenever a setting that affects the analysis changes (for the result cache)."""
-        return repr(sorted(self.raw.items(), key=lambda kv: kv[0]))
+        """A key that changes whenever a setting that affects the analysis changes (for the result cache): the
+        options' own form, every field of which is a setting's value."""
+        return repr(self.options)
 
 
 def unwrap(data: Any) -> Any:
@@ -232,7 +232,13 @@ def _valid_power_model(text: str) -> bool:
 
 
 def _valid_arch(text: str) -> bool:
-    return re.fullmatch(r"(sm|compute)_\d+[a-z]?", text) is not None
+    """`sm_NN` or `compute_NN`, with an optional lower-case letter (`sm_90a`)."""
+    kind, sep, number = text.partition("_")
+    if kind not in ("sm", "compute") or not sep:
+        return False
+    if number[-1:] in tuple("abcdefghijklmnopqrstuvwxyz"):
+        number = number[:-1]
+    return number.isascii() and number.isdigit()
 
 
 def _known_gpu(text: str) -> bool:
@@ -309,10 +315,7 @@ def parse_settings(data: Any) -> tuple[Settings, list[str]]:
         kernel_settings=kernels, loops=loops, thresholds=thresholds, time_model=time_model, power_model=power_model,
         lime=False,  # LIME weights are added when a hover or report asks for them (KerncastServer.with_lime)
     )
-    settings = Settings(options=options, analyze_on_change=r.boolean("analyzeOnChange"),
-                        raw={k: data[k] for k in known if k in data})
-    settings.raw["gpu"] = gpu
-    return settings, warnings
+    return Settings(options=options, analyze_on_change=r.boolean("analyzeOnChange")), warnings
 
 
 def for_folder(settings: Settings, folder: str | None) -> Settings:
@@ -351,7 +354,5 @@ def build_stamp(settings: Settings, path: str | None) -> str:
 
 
 def with_gpu(settings: Settings, gpu: str) -> Settings:
-    """The same settings for another GPU profile."""
-    raw = dict(settings.raw, gpu=gpu)
-    new, _ = parse_settings(raw)
-    return new
+    """The same settings for another GPU profile (an id the caller checked)."""
+    return replace(settings, options=replace(settings.options, gpu=gpu))
