@@ -67,6 +67,13 @@ const STOP_TIMEOUT_MS = 5000;
 /** Commands the extension implements; the server may advertise the same ids (code lenses use them). */
 const CLIENT_COMMANDS: ReadonlySet<string> = new Set([CMD_SELECT_GPU, CMD_SHOW_REPORT, CMD_RESTART, CMD_SHOW_REPORT_PAGE]);
 
+/** The GPU id a command was given: `"h100"` or `{ id: "h100" }` as the first argument; undefined without one. */
+function gpuIdArgument(args: unknown[]): string | undefined {
+    const first = args[0];
+    const id = typeof first === 'object' && first !== null ? (first as { id?: unknown }).id : first;
+    return typeof id === 'string' && id.trim() !== '' ? id.trim() : undefined;
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Settings
 
@@ -265,7 +272,7 @@ class Kerncast implements vscode.Disposable {
             this.status,
             this.reports,
             vscode.workspace.registerTextDocumentContentProvider(REPORT_SCHEME, this.reports),
-            vscode.commands.registerCommand(CMD_SELECT_GPU, () => this.selectGpu()),
+            vscode.commands.registerCommand(CMD_SELECT_GPU, (...args: unknown[]) => this.selectGpu(args)),
             vscode.commands.registerCommand(CMD_SHOW_REPORT, (...args: unknown[]) => this.showReport(args)),
             vscode.commands.registerCommand(CMD_RESTART, () => this.restart('restart requested')),
             vscode.workspace.onDidChangeConfiguration((e) => this.onConfigurationChanged(e)),
@@ -567,8 +574,20 @@ class Kerncast implements vscode.Disposable {
         return undefined;
     }
 
-    private async selectGpu(): Promise<void> {
+    /**
+     * `kerncast.selectGpu`: the extension owns it (the server's command of that id is not advertised to VS
+     * Code). With a GPU id as its argument (the server's "predict for GPU X" code action) it switches to that
+     * GPU; without one it asks with a picker.
+     */
+    private async selectGpu(args: unknown[] = []): Promise<void> {
         const current = currentGpu();
+        const named = gpuIdArgument(args);
+        if (named !== undefined) {
+            if (named !== current) {
+                await this.setGpu(named);
+            }
+            return;
+        }
         let gpus: GpuInfo[] | undefined;
         let fromServer = false;
         const client = this.client;
@@ -599,13 +618,18 @@ class Kerncast implements vscode.Disposable {
         if (!picked || picked.gpuId === current) {
             return;
         }
+        await this.setGpu(picked.gpuId);
+    }
+
+    /** Writes the GPU setting where it is set (the workspace's, else the user's); the server follows it. */
+    private async setGpu(gpuId: string): Promise<void> {
         const config = vscode.workspace.getConfiguration(SECTION);
         const inspected = config.inspect('gpu');
         const target =
             inspected?.workspaceValue !== undefined
                 ? vscode.ConfigurationTarget.Workspace
                 : vscode.ConfigurationTarget.Global;
-        await config.update('gpu', picked.gpuId, target);
+        await config.update('gpu', gpuId, target);
     }
 
     private activeEditorInfo(client: KerncastLanguageClient | undefined) {

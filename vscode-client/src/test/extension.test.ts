@@ -117,6 +117,25 @@ describe('extension with a fake VS Code and a fake server', () => {
         assert.equal((settings.kerncast.thresholds as Record<string, unknown>).lowOccupancy, 0.3);
     });
 
+    it('switches to the GPU a "predict for GPU" code action names, without the picker', async () => {
+        let picked = false;
+        world.quickPick = (items) => {
+            picked = true;
+            return items[0];
+        };
+        const before = received('workspace/didChangeConfiguration').length;
+        await run('kerncast.selectGpu', 'a100');
+        assert.equal(picked, false);
+        assert.equal(world.settings.get('kerncast.gpu'), 'a100');
+        await waitFor('didChangeConfiguration', () => received('workspace/didChangeConfiguration').length > before);
+        const change = received('workspace/didChangeConfiguration')[before];
+        assert.equal((change.params?.settings as { kerncast: Record<string, unknown> }).kerncast.gpu, 'a100');
+        await run('kerncast.selectGpu', { id: 'h100' }); // back, in the object form a GPU list item has
+        assert.equal(picked, false);
+        assert.equal(world.settings.get('kerncast.gpu'), 'h100');
+        await waitFor('didChangeConfiguration', () => received('workspace/didChangeConfiguration').length > before + 1);
+    });
+
     it('shows the report of a code lens kernel in a markdown preview', async () => {
         await run('kerncast.showReport', 'file:///ws/a.cu', 'saxpy');
         const call = received('workspace/executeCommand').find((r) => r.params?.command === 'kerncast.showReport');
