@@ -62,9 +62,11 @@ CACHE_PER_DOCUMENT = 4
 #: long enough that its garbage is better collected as it goes
 GC_PAUSE_MAX_CHARS = 1 << 20
 
-SHOW_REPORT = "kerncast.showReport"
+SHOW_REPORT = lenses.SHOW_REPORT  # the command a kernel's lens runs
 LIST_GPUS = "kerncast.listGpus"
-SELECT_GPU = "kerncast.selectGpu"
+#: the command the "predict for GPU X" action runs with X: clients without one of their own run this one (VS
+#: Code's extension has its own, which takes the id too)
+SELECT_GPU = actions.SELECT_GPU
 REPORT_PAGE = "kerncast.reportPage"
 LINE_COSTS = "kerncast.lineCosts"
 
