@@ -1,8 +1,10 @@
 """A report's `Places` in the text it was made from: read once, by the library, for every consumer.
 
-Made when first asked for (`places_of`), not during the analysis: a CLI run never needs them, and an editor
-asks after the result is published, so the save does not wait for them. They are made for one report and one
-text and never kept with the cached kernel reports, whose kernels may have moved in a later text.
+Made when first asked for, not during the analysis (a CLI run never needs them): the findings' places when
+the diagnostics are published (`places_of`), the kernels' and launches' when a lens, hint, hover or action
+first asks (`kernel_places`), as they need the source model of the text, which the diagnostics need not wait
+for. They are made for one report and one text and never kept with the cached kernel reports, whose kernels
+may have moved in a later text.
 """
 
 from __future__ import annotations
@@ -27,27 +29,29 @@ def split_lines(text: str) -> list[str]:
 
 
 def places_of(report: FileReport, lines: Sequence[str]) -> Places:
-    """The report's places in `lines` (the text it was made from, as `split_lines` splits it): made on the
-    first call and kept on the report, which later calls answer from (a report has one text)."""
+    """The report's places in `lines` (the text it was made from, as `split_lines` splits it), its findings'
+    at least: made on the first call and kept on the report, which later calls answer from (a report has one
+    text)."""
     if report.places is None:
-        report.places = locate(report, lines)
+        report.places = Places(lines, {id(f): finding_place(f, lines) for f in report.all_findings()})
     return report.places
 
 
-def locate(report: FileReport, lines: Sequence[str]) -> Places:
-    """Where the report's kernels, launches and findings are written in `lines`."""
-    kept = tuple(lines)
-    facts = scanned("\n".join(kept))
-    places = Places(kept)
-    entries = None if facts is not None else [(n, text) for n, text in enumerate(kept, 1) if ".entry" in text]
-    for k in report.kernels:
-        place = _kernel_place(kept, facts, entries, k)
-        if place is not None:
-            places.kernels[k.mangled] = place
-    if facts is not None:
-        places.launches = _launch_places(kept, facts, report)
-    for f in report.all_findings():
-        places.findings[id(f)] = FindingPlace(finding_span(f, kept), tuple(finding_span(r, kept) for r in f.related))
+def kernel_places(report: FileReport, lines: Sequence[str]) -> Places:
+    """`places_of` with the kernels' and launches' places too (read from the source model on the first call)."""
+    places = places_of(report, lines)
+    if places.kernels is None:
+        lines = places.lines
+        # PTX has no C++ definition or launch to find: its kernels are named on their `.entry` lines
+        facts = None if report.file.lower().endswith(".ptx") else scanned("\n".join(lines))
+        entries = None if facts is not None else [(n, text) for n, text in enumerate(lines, 1) if ".entry" in text]
+        kernels = {}
+        for k in report.kernels:
+            place = _kernel_place(lines, facts, entries, k)
+            if place is not None:
+                kernels[k.mangled] = place
+        places.launches = _launch_places(lines, facts, report) if facts is not None else ()
+        places.kernels = kernels
     return places
 
 
@@ -66,7 +70,7 @@ def kernel_definition(facts: SourceFacts, k: KernelReport) -> KernelDefinition |
     return next((d for d in named if d.is_definition), named[0] if named else None)
 
 
-def _kernel_place(lines: tuple[str, ...], facts: SourceFacts | None, entries: list[tuple[int, str]] | None,
+def _kernel_place(lines: Sequence[str], facts: SourceFacts | None, entries: list[tuple[int, str]] | None,
                   k: KernelReport) -> KernelPlace | None:
     kdef = kernel_definition(facts, k) if facts is not None else None
     if facts is not None and kdef is not None:
@@ -99,7 +103,7 @@ def _entry_name(entries: list[tuple[int, str]], k: KernelReport) -> Span | None:
     return None
 
 
-def _reported_line(lines: tuple[str, ...], k: KernelReport) -> Span | None:
+def _reported_line(lines: Sequence[str], k: KernelReport) -> Span | None:
     """The text of the kernel's reported line (clamped to the text)."""
     reported = k.line
     if not isinstance(reported, int) or reported < 1 or not lines:
@@ -142,7 +146,7 @@ def _dims(dim: Sequence[int]) -> str:
 # ------------------------------------------------------------------------------------------------ launches
 
 
-def _launch_places(lines: tuple[str, ...], facts: SourceFacts, report: FileReport) -> tuple[LaunchPlace, ...]:
+def _launch_places(lines: Sequence[str], facts: SourceFacts, report: FileReport) -> tuple[LaunchPlace, ...]:
     """The launch sites of reported kernels (a header's kernel too: the header shows its name's lens)."""
     by_name = {split_kernel_name(k.name)[0]: k for k in (*report.included_kernels, *report.kernels)}
     out = []
@@ -157,6 +161,11 @@ def _launch_places(lines: tuple[str, ...], facts: SourceFacts, report: FileRepor
 
 
 # ------------------------------------------------------------------------------------------------ findings
+
+
+def finding_place(f: Finding, lines: Sequence[str]) -> FindingPlace:
+    """Where an editor shows a finding and its related locations (see `finding_span`)."""
+    return FindingPlace(finding_span(f, lines), tuple(finding_span(r, lines) for r in f.related))
 
 
 def finding_span(f: Finding | Related, lines: Sequence[str]) -> Span:

@@ -8,6 +8,7 @@ and columns are 1-based, columns count characters, and ends are exclusive, as fi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from kerncast.analysis.finding import Span, TextEdit
@@ -45,13 +46,15 @@ class FindingPlace:
 class Places:
     """A report's places in the text it was made from (`lines`, split at LSP's line breaks)."""
 
-    lines: tuple[str, ...]
-    #: the file's own kernels (`FileReport.kernels`) by mangled name
-    kernels: dict[str, KernelPlace] = field(default_factory=dict)
-    launches: tuple[LaunchPlace, ...] = ()
+    lines: Sequence[str]
     #: by the identity of the report's `Finding` objects (the report keeps them alive, so no id is reused)
     findings: dict[int, FindingPlace] = field(default_factory=dict)
+    #: the file's own kernels (`FileReport.kernels`) by mangled name, and the launches of reported kernels;
+    #: None until asked for (`locate.kernel_places`): they need the source model of the text, which the
+    #: diagnostics of a save do not wait for
+    kernels: dict[str, KernelPlace] | None = None
+    launches: tuple[LaunchPlace, ...] | None = None
 
     def launches_on(self, line: int) -> list[LaunchPlace]:
         """The launches that start on a line."""
-        return [site for site in self.launches if site.span.line == line]
+        return [site for site in self.launches or () if site.span.line == line]

@@ -24,10 +24,10 @@ from kerncast.analysis.report import FileReport
 from kerncast.server.convert import (
     SOURCE,
     all_findings,
-    finding_place,
     findings_by_id,
+    kernel_place,
     launch_known,
-    places,
+    placed,
     to_diagnostic,
     to_range,
 )
@@ -128,7 +128,7 @@ def _asked_findings(report: FileReport, doc: Doc, rng: lsp.Range, diagnostics: S
         return [(found[fid], d) for fid, d in asked.items() if fid in found]
     out: list[tuple[Finding, lsp.Diagnostic | None]] = []
     for f in all_findings(report):
-        place = finding_place(report, doc.lines, f)
+        place = placed(report, doc.lines, f)
         if _lines_overlap(to_range(place.span), rng):
             out.append((f, _diagnostic_out(doc, to_diagnostic(f, doc.uri, place))))
     return out
@@ -152,9 +152,8 @@ def code_actions(report: FileReport, doc: Doc, rng: lsp.Range, diagnostics: Sequ
             if action is not None:
                 out.append(action)
     # on a kernel's name: add a launch annotation when the launch is not known, and switch GPU
-    kernel_places = places(report, doc.lines).kernels
     for name, k in kernels.items():
-        place = kernel_places.get(k.mangled)
+        place = kernel_place(report, doc.lines, k)
         if place is None or not rng.start.line <= place.name.line - 1 <= rng.end.line:
             continue
         if not launch_known(k.launch) and place.annotation is not None:

@@ -13,8 +13,8 @@ from typing import Any
 from kerncast.analysis.finding import Finding, Span
 from kerncast.analysis.gpus import load_profile
 from kerncast.analysis.launch import Launch
-from kerncast.analysis.locate import finding_span, places_of
-from kerncast.analysis.places import FindingPlace, Places
+from kerncast.analysis.locate import finding_place, kernel_places, places_of
+from kerncast.analysis.places import FindingPlace, KernelPlace
 from kerncast.analysis.power.results import EnergyEstimate
 from kerncast.analysis.report import FileReport, KernelReport
 from kerncast.analysis.rules import rule
@@ -132,15 +132,15 @@ class Anchor:
     end: int
 
 
-def places(report: FileReport, lines: list[str]) -> Places:
-    """Where the report's kernels, launches and findings are in its text (`lines`), read by the library."""
-    return places_of(report, lines)
+def kernel_place(report: FileReport, lines: list[str], k: KernelReport) -> KernelPlace | None:
+    """Where one of the report's kernels is written in its text (`lines`), as the library read it."""
+    return (kernel_places(report, lines).kernels or {}).get(k.mangled)
 
 
 def kernel_anchor(report: FileReport, lines: list[str], k: KernelReport) -> Anchor | None:
     """Where the kernel's name is written: its definition, else (PTX) the `.entry` line that names it, else
     its reported line; None when the text has none of them."""
-    place = places(report, lines).kernels.get(k.mangled)
+    place = kernel_place(report, lines, k)
     if place is None:
         return None
     return Anchor(place.name.line - 1, place.name.column - 1, place.name.end_column - 1)
@@ -148,7 +148,7 @@ def kernel_anchor(report: FileReport, lines: list[str], k: KernelReport) -> Anch
 
 def signature_end(report: FileReport, lines: list[str], k: KernelReport) -> lsp.Position | None:
     """After the `)` that closes the kernel's parameter list (the end of its name's line without one)."""
-    place = places(report, lines).kernels.get(k.mangled)
+    place = kernel_place(report, lines, k)
     if place is None:
         return None
     line, column = place.signature_end
@@ -158,7 +158,7 @@ def signature_end(report: FileReport, lines: list[str], k: KernelReport) -> lsp.
 def launch_calls(report: FileReport, lines: list[str], line0: int) -> list[tuple[str, int, int]]:
     """The launches on a line: (mangled name of the kernel, start of its name, end of `<<<`), 0-based."""
     return [(site.kernel, site.span.column - 1, site.span.end_column - 1)
-            for site in places(report, lines).launches_on(line0 + 1)]
+            for site in kernel_places(report, lines).launches_on(line0 + 1)]
 
 
 def to_range(span: Span) -> lsp.Range:
@@ -166,17 +166,15 @@ def to_range(span: Span) -> lsp.Range:
     return lsp.Range(lsp.Position(span.line - 1, span.column - 1), lsp.Position(span.end_line - 1, span.end_column - 1))
 
 
-def finding_place(report: FileReport, lines: list[str], f: Finding) -> FindingPlace:
+def placed(report: FileReport, lines: list[str], f: Finding) -> FindingPlace:
     """Where the editor shows one of the report's findings and its related locations."""
-    place = places(report, lines).findings.get(id(f))
-    if place is None:  # not one of the report's own objects: placed on its own
-        place = FindingPlace(finding_span(f, lines), tuple(finding_span(r, lines) for r in f.related))
-    return place
+    place = places_of(report, lines).findings.get(id(f))
+    return place if place is not None else finding_place(f, lines)  # not one of the report's own objects
 
 
 def finding_range(report: FileReport, lines: list[str], f: Finding) -> lsp.Range:
     """0-based range of one of the report's findings in its text."""
-    return to_range(finding_place(report, lines, f).span)
+    return to_range(placed(report, lines, f).span)
 
 
 def _related_uri(file: str | None, uri: str) -> str:
@@ -231,7 +229,7 @@ def encoded_diagnostic(report: FileReport, f: Finding, uri: str, lines: list[str
                        encoding: str = UTF16) -> lsp.Diagnostic:
     """One of the report's findings as a diagnostic of its text `lines` (the file `uri`), its columns in the
     client's unit."""
-    diag = to_diagnostic(f, uri, finding_place(report, lines, f))
+    diag = to_diagnostic(f, uri, placed(report, lines, f))
     diag.range = range_to_client(lines, diag.range, encoding)
     for r in diag.related_information or []:
         if r.location.uri == uri:
