@@ -3,8 +3,8 @@
 Each kernel's address is built in a way nvcc writes often and that once left it unknown: a loop that starts
 from what an earlier loop left (a Blelloch scan's down-sweep), a counter an unrolled loop recomputes from
 another (`col + 3 * blockDim.x`), a signed index divided by 64 (rounded with its sign bit) and a bit-field
-insert (`4 * row + (x & 3)`), an index split by parameters and rebuilt; and one that stays unknown is called
-a gather when a call's result is in it.
+insert (`4 * row + (x & 3)`), an index split by parameters and rebuilt, an index divided by a parameter; and one
+that stays unknown is called a gather when a call's result is in it.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ KERNELS = Path(__file__).resolve().parent / "kernels" / "after_loops.cu"
 @pytest.fixture(scope="module")
 def report(nvcc_available) -> FileReport:
     rep = analyze_file(KERNELS)
-    assert rep.ok and len(rep.kernels) == 6, [f.message for f in rep.findings]
+    assert rep.ok and len(rep.kernels) == 7, [f.message for f in rep.findings]
     return rep
 
 
@@ -67,6 +67,12 @@ def test_an_index_split_by_parameters_and_rebuilt_is_the_index(report):
     # (i / S / N) * S * N + (i / N % S) * N + i % N is i whatever S and N are: 32 consecutive floats (nvcc
     # divides by S then N for one part and by N then S for the other)
     findings = _findings(report, "out[i * S * N + j * N + k] = a / (1.0f + expf(-g));")
+    assert not {"unknown-access", "uncoalesced-global"} & {f.code for f in findings}, [f.message for f in findings]
+
+
+def test_an_index_divided_by_a_parameter_reads_contiguous_elements(report):
+    # i / cols for 32 consecutive i: the same or the next element whatever cols is, at most a run of 32 floats
+    findings = _findings(report, "out[i] = in[i] * scale[i / cols];")
     assert not {"unknown-access", "uncoalesced-global"} & {f.code for f in findings}, [f.message for f in findings]
 
 

@@ -37,6 +37,7 @@ from kerncast.analysis.memory.warp import (
     LaneConstants,
     RequestCost,
     branch_outcome,
+    divided_index_cost,
     first_warps_lanes,
     global_cost,
     lane_ints,
@@ -900,6 +901,8 @@ def _access(k: _Kernel, ins: Any) -> AccessInfo | None:
         lanes_active.append(len(active))
         if space == "global":
             c = global_cost(atoms, vals, info.width_bytes, k.align_of)
+            if c is None and not isinstance(vals, LaneConstants):
+                c = divided_index_cost(atoms, vals, info.width_bytes, k.align_of)
         else:
             c = shared_cost(atoms, active, vals, info.width_bytes)
         if c is None:

@@ -210,6 +210,57 @@ def global_cost(atoms: Atoms, addrs: Sequence[Value], width: int, align_of: dict
     return RequestCost(float(actual), float(min(ideal, actual)), symbolic=len(groups) > 1)
 
 
+def divided_index_cost(atoms: Atoms, addrs: Sequence[Value], width: int,
+                       align_of: dict[int, int]) -> RequestCost | None:
+    """The request of lanes whose addresses differ only in a quotient by a value known as a symbol alone,
+    `base + c * (x / d)` with `x` a few apart between lanes (`betas[tid / num_neighbors]`, a row's value read
+    by each of its elements): for any divisor of magnitude >= 1 the quotients of lanes `x` at most `s` apart
+    are at most `s` apart and fill the range between them, so the lanes read contiguous elements of `c`
+    bytes, no more of them than a run over that range. The run's sectors are the cost (an upper bound: a
+    larger divisor leaves fewer elements) and the ideal too, for contiguous elements are as coalesced as
+    their bytes allow. None for any other shape."""
+    if len(addrs) < 2 or any(v is None for v in addrs) or width <= 0:
+        return None
+    parts = [_quotient_term(atoms, v) for v in addrs]  # type: ignore[arg-type]
+    if any(p is None for p in parts):
+        return None
+    rest, coefficient, x0, divisor, extra = parts[0]  # type: ignore[misc]
+    offsets = [0]
+    for other in parts[1:]:
+        r, c, x, d, ex = other  # type: ignore[misc]
+        delta = E.as_const(E.sub(x, x0))
+        if (r, c, d, ex) != (rest, coefficient, divisor, extra) or delta is None:
+            return None
+        offsets.append(delta)
+    span = max(offsets) - min(offsets)
+    if span > 4 * WARP or coefficient <= 0:
+        return None
+    start = addrs[0]
+    run = [E.add(start, E.const(coefficient * k)) for k in range(span + 1)]
+    cost = global_cost(atoms, run, min(width, coefficient), align_of)
+    return RequestCost(cost.actual, cost.actual, symbolic=False) if cost is not None else None
+
+
+def _quotient_term(atoms: Atoms, v: Poly) -> tuple[Poly, int, Poly, Poly, object] | None:
+    """(the rest, c, x, d, the division's type) when `v` is `rest + c * (x / d)` with `d` not a number and
+    no other division in it; None otherwise."""
+    found = None
+    for n, (mono, c) in enumerate(v):
+        keys = [atoms.keys[a] for a in mono]
+        if any(k[0] == "op" and k[1] in ("div", "rem") for k in keys):
+            if found is not None or len(mono) != 1:
+                return None
+            key = keys[0]
+            if key[1] != "div" or len(key[2]) != 2 or key[2][0] is None or key[2][1] is None \
+                    or E.as_const(key[2][1]) is not None or atoms.is_lane(key[2][1]):
+                return None
+            found = (n, c, key[2][0], key[2][1], key[3])
+    if found is None:
+        return None
+    n, c, x, d, extra = found
+    return tuple(t for i, t in enumerate(v) if i != n), c, x, d, extra
+
+
 def _fewest_sectors(residues: range, offsets: list[int], width: int) -> int:
     """The fewest sectors the lanes touch over the possible base alignments (`residues` of the base address
     modulo 128), all alignments and lanes at once: each lane's access spans its first and last sector."""

@@ -1,5 +1,6 @@
 // Addresses built from what an earlier loop left behind, from an unrolled loop's derived counter, from a signed
-// index divided by a power of two, from a bit-field insert and from an index split by parameters and rebuilt. Every kernel is launched from main with a
+// index divided by a power of two, from a bit-field insert, from an index split by parameters and rebuilt and
+// from an index divided by a parameter. Every kernel is launched from main with a
 // known block, so every address can be placed lane by lane.
 
 // A Blelloch scan of 2 * 256 elements: the down-sweep's stride starts where the up-sweep's ended.
@@ -74,6 +75,13 @@ __global__ void splitIndex(const float *in, float *out, int M, int S, int N)
     out[i * S * N + j * N + k] = a / (1.0f + expf(-g));
 }
 
+// Each element scaled by its row's factor: lanes read the same or the next factor, whatever the row length.
+__global__ void rowScale(const float *in, const float *scale, float *out, int cols)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    out[i] = in[i] * scale[i / cols];
+}
+
 // sin of a double reads its coefficient table at the quadrant its slow path returns: a call's result.
 __global__ void sines(double *out, double step)
 {
@@ -92,6 +100,7 @@ int main(int argc, char **argv)
     quads<<<dim3(64, 64), 64>>>(h, h, 1024);
     int s = argc + 1, n = 2 * argc;  // known only when it runs
     splitIndex<<<4096, 256>>>(f, f, s, s, n);
+    rowScale<<<4096, 256>>>(f, f, f, n);
     double *d = 0;
     sines<<<4096, 256>>>(d, 0.5);
     return 0;
