@@ -36,9 +36,11 @@ from typing import Any
 from kerncast.analysis.cexpr import Unknown
 from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.dataflow import ODD_PTX_ERRORS, KernelDataflow
+from kerncast.analysis.dataflow import expr as E
 from kerncast.analysis.dataflow.expr import int_type
 from kerncast.analysis.dataflow.induction import ADDITIVE as _ADDITIVE
 from kerncast.analysis.dataflow.induction import (
+    Recurrence,
     after_update,
     carried_update,
     check_once_per_iteration,
@@ -68,6 +70,10 @@ WARP = 32
 #: for one that differs between blocks (an eighth of them when it differs between threads too)
 MAX_SAMPLED_WARPS = 8
 MAX_SAMPLED_BLOCKS = 64
+#: warps sampled where each lane's exit test is read from the PTX (a count neither affine nor repeated by warp)
+PER_LANE_WARPS = 4
+#: iterations a loop no closed form reads is stepped through before it is left unknown
+MAX_STEPPED_ITERATIONS = 1024
 #: iterations of an enclosing loop at which a count that moves with it is read
 MAX_SAMPLED_ITERATIONS = 16
 
@@ -87,6 +93,7 @@ class ExitTest:
     signed: bool
     line: int | None
     inputs: tuple[str, ...] = ()  # the parameter values read, e.g. "wA = 1024 from the launch-site"
+    guarded: bool = False  # a branch ahead of the loop skips it to where it exits (nvcc's zero-trip guard)
 
 
 def trip_counts(function: Function, cfg: Cfg, loops: LoopForest | Iterable[Loop],
@@ -118,7 +125,9 @@ def trip_counts(function: Function, cfg: Cfg, loops: LoopForest | Iterable[Loop]
             continue
         except Unknown as exc:
             if loop.parent is None or "enclosing loop" not in exc.reason:
-                out[loop.header] = _fallback(fallback, exc.reason, line)
+                stepped = _stepped_through(dataflow, loop, launch)
+                out[loop.header] = (Sourced(stepped[0], "ptx", line, stepped[1]) if stepped is not None else
+                                    _fallback(fallback, exc.reason, line))
                 continue
             try:
                 count, detail = _count_over_outer(dataflow, loop, loop_list, launch, out, main_file)
@@ -198,7 +207,7 @@ def _count_per_warp(read: _ReadOnce, launch: Launch | None) -> tuple[int, str]:
     blocks = evenly_spread(model.blocks, MAX_SAMPLED_BLOCKS if not model.by_thread else MAX_SAMPLED_BLOCKS // 8)
     if not model.by_block:
         blocks = [0]
-    warps = evenly_spread(-(-model.threads // WARP), MAX_SAMPLED_WARPS) if model.by_thread else [0]
+    warps = evenly_spread(-(-model.threads // WARP), model.sampled_warps) if model.by_thread else [0]
     warp_max: list[int] = []
     per_thread: list[int] = []
     for b in blocks:
@@ -246,6 +255,8 @@ class _IndexModel:
         self.by_block = any(any(s) for s in self.slopes[:3])
         self.by_thread = any(any(s) for s in self.slopes[3:])
         self._lanes: list[ExitTest] | None = None
+        #: how many warps to sample: fewer where every lane's test is read from the PTX
+        self.sampled_warps = MAX_SAMPLED_WARPS
         last_b, last_t = _unflatten(self.blocks - 1, self.grid_dims), _unflatten(self.threads - 1, self.block_dims)
         mid_b = _unflatten(self.blocks // 2, self.grid_dims)
         mid_t = _unflatten(self.threads // 2 + WARP // 2 - 1, self.block_dims)
@@ -255,11 +266,16 @@ class _IndexModel:
         # not affine: the first warp's own tests, when the other warps and blocks repeat them
         lanes = [self._read((0, 0, 0), _unflatten(t, self.block_dims)) for t in range(min(WARP, self.threads))]
         self._lanes, self.by_block, self.by_thread = lanes, False, True
+        if any(not _same_test(self._read(b, t), self._read((0, 0, 0), t)) for b, t in probes):
+            raise Unknown("the count differs between threads in a way that is neither affine in the indices "
+                          "nor the same in every block")
         for b, t in probes:
             lane = (t[0] + self.block_dims[0] * (t[1] + self.block_dims[1] * t[2])) % WARP
             if not _same_test(self._read(b, t), lanes[lane]):
-                raise Unknown("the count differs between threads in a way that is neither affine in the "
-                              "indices nor the same in every warp")
+                # the same in every block but not in every warp (a remainder loop that starts where a loop
+                # unrolled by hand left each thread): the sampled warps' lanes are read one by one
+                self._lanes, self.sampled_warps = None, PER_LANE_WARPS
+                break
 
     def _affine(self, block: tuple[int, int, int], thread: tuple[int, int, int]) -> ExitTest:
         b = self.base
@@ -267,12 +283,15 @@ class _IndexModel:
         for x, (d_init, d_bound, d_step) in zip(block + thread, self.slopes, strict=True):
             init, bound, step = init + d_init * x, bound + d_bound * x, step + d_step * x
         # built field by field: this runs for every sampled lane, where `dataclasses.replace` costs most
-        return ExitTest(b.iv, b.cmp, bound, init, b.op, step, b.after_update, b.bits, b.signed, b.line, b.inputs)
+        return ExitTest(b.iv, b.cmp, bound, init, b.op, step, b.after_update, b.bits, b.signed, b.line, b.inputs,
+                        b.guarded)
 
     def test(self, block: int, thread: int) -> ExitTest:
         """The exit test at a linear block and thread index."""
         if self._lanes is not None:
             return self._lanes[thread % WARP]
+        if self.sampled_warps < MAX_SAMPLED_WARPS:  # read lane by lane, the same in every block
+            return self._read((0, 0, 0), _unflatten(thread, self.block_dims))
         return self._affine(_unflatten(block, self.grid_dims), _unflatten(thread, self.block_dims))
 
 
@@ -380,7 +399,7 @@ def _exit_test(dataflow: KernelDataflow, loop: Loop, all_loops: list[Loop], laun
         if not isinstance(iv_op, Reg) or iv_op.is_special:
             continue
         iv, update = iv_op.name, update_in_loop(defs, cfg, iv_op.name, in_loop)
-        after, recurrence, offset = None, None, 0
+        after, recurrence, offset, recomputed = None, None, 0, None
         if update is None:
             carried = carried_update(defs, cfg, iv_op.name, in_loop)
             derived = offset_induction(defs, cfg, iv_op.name, in_loop) if carried is None else None
@@ -398,7 +417,10 @@ def _exit_test(dataflow: KernelDataflow, loop: Loop, all_loops: list[Loop], laun
                 recurrence = dataflow.symbolic.recurrence(loop.id, iv_op.name)
                 update = copied_back(defs, cfg, iv_op.name, in_loop, recurrence)
                 if update is None:
-                    continue
+                    update, recomputed = _recomputed(dataflow, loop, iv_op.name, recurrence, reader)
+                    recurrence = None
+                    if update is None:
+                        continue
             else:
                 # `t = s << 1; test t; s = t`: the test sees the carried variable's next value
                 iv, update, after = carried[0], carried[1], True
@@ -411,13 +433,100 @@ def _exit_test(dataflow: KernelDataflow, loop: Loop, all_loops: list[Loop], laun
         bits, signed = int_type(setp)
         if recurrence is not None:  # moved by a copy `s = t` (t = s / 2**k, s >> 1, ...): the recurrence steps it
             op, amount = str(recurrence.op), recurrence.factor
+        elif recomputed is not None:
+            op, amount = "add", recomputed
         else:
             op, amount = step(update, iv, reader.invariant)
         init = reader.outside(iv)
         bound = reader.invariant(bound_op) - offset
         return ExitTest(iv, rel, bound, init, op, amount, after, bits, signed, setp.loc.line if setp.loc else None,
-                        tuple(dict.fromkeys(reader.inputs)))
+                        tuple(dict.fromkeys(reader.inputs)), _zero_trip_guard(dataflow, loop))
     raise Unknown("the exit test does not compare an induction variable updated once per iteration")
+
+
+def _stepped_through(dataflow: KernelDataflow, loop: Loop, launch: Launch | None) -> tuple[int, str] | None:
+    """(count, detail) of a loop the same in every thread whose exit test no closed form reads (a step that
+    changes, `j += len` with `len = n - j` on the last chunk), by stepping its registers' symbolic values
+    iteration by iteration under the launch's sizes and parameters until the exit test holds; None when a
+    value is not a number there (it depends on the thread, on data or on an unknown size) or the loop runs
+    past MAX_STEPPED_ITERATIONS."""
+    sym = dataflow.symbolic
+    atoms = sym.atoms
+    leave = _leave_value(dataflow, loop)
+    if leave is None:
+        return None
+    reader = EntryValues(dataflow.function, dataflow.cfg, dataflow.definitions, dataflow.reaching, loop, launch)
+    known: dict[int, E.Value] = {}
+    for a, key in enumerate(atoms.keys):
+        if key[0] == "sym" and (key[1].startswith("param:") or key[1].split(".")[0] in ("ntid", "nctaid")):
+            try:
+                known[a] = E.const(reader.polynomial(atoms, (((a,), 1),)))
+            except Unknown:
+                continue
+    recs = [rc for rc in sym.recurrences.values() if rc.loop == loop.id]
+    state = {rc.atom: E.evaluate(atoms, rc.init, known, {}) for rc in recs}
+    for iteration in range(MAX_STEPPED_ITERATIONS):
+        subst = {**known, **{a: v for a, v in state.items() if E.as_const(v) is not None}}
+        verdict = E.as_const(E.evaluate(atoms, leave, subst, {}))
+        if verdict is None:
+            return None
+        if verdict:
+            inputs = "".join(f"; {i}" for i in dict.fromkeys(reader.inputs))
+            return iteration + 1, (f"stepped through its registers' values: the exit test holds in iteration "
+                                   f"{iteration + 1}, in every block and thread{inputs}")
+        state = {rc.atom: E.evaluate(atoms, rc.back, subst, {}) for rc in recs}
+    return None
+
+
+def _leave_value(dataflow: KernelDataflow, loop: Loop) -> E.Value:
+    """1 where the loop leaves through its only exit: the guard of the exiting branch, negated when the branch
+    stays in the loop; None for another shape."""
+    if len(loop.exits) != 1:
+        return None
+    inside, outside = loop.exits[0]
+    blk = dataflow.cfg.blocks[inside]
+    last = dataflow.function.body[blk.end - 1] if blk.end > blk.start else None
+    if last is None or last.opcode != "bra" or last.guard is None or len(blk.succs) != 2:
+        return None
+    guard = dataflow.symbolic.guards.get(last.index)
+    return guard if _block_of_label(dataflow.function, dataflow.cfg, last.branch_target) == outside else \
+        E.sub(E.const(1), guard)
+
+
+def _zero_trip_guard(dataflow: KernelDataflow, loop: Loop) -> bool:
+    """Whether a conditional branch ahead of a bottom-tested loop jumps past it to where it exits: nvcc
+    rotates `for (; i < n; i += s)` into a test after the body and guards the entry with the same test, so a
+    thread whose start fails the test runs it zero times, not once. Looked for on the chain of single
+    predecessors above the loop's only entry."""
+    cfg, body = dataflow.cfg, dataflow.function.body
+    if len(loop.exits) != 1:
+        return False
+    target = loop.exits[0][1]
+    entry = [p for p in cfg.blocks[loop.header].preds if p not in loop.blocks]
+    block = entry[0] if len(entry) == 1 else None
+    for _ in range(4):
+        if block is None:
+            return False
+        blk = cfg.blocks[block]
+        last = body[blk.end - 1] if blk.end > blk.start else None
+        if last is not None and last.opcode == "bra" and last.guard is not None and target in blk.succs:
+            return True
+        block = blk.preds[0] if len(blk.preds) == 1 else None
+    return False
+
+
+def _recomputed(dataflow: KernelDataflow, loop: Loop, reg: str, recurrence: Recurrence | None,
+                reader: EntryValues) -> tuple[Instruction | None, int | None]:
+    """(its one definition in the loop, its step) for a compared register each iteration recomputes from
+    another counter rather than from itself, as the source's `col + 3 * blockDim.x < n` of a loop unrolled by
+    hand (`col += 4 * blockDim.x`): its symbolic recurrence is affine with a step the launch gives; (None, None)
+    otherwise."""
+    if recurrence is None or recurrence.kind != "affine" or recurrence.step is None:
+        return None, None
+    inside = [d for d in dataflow.definitions.get(reg, []) if dataflow.cfg.block_of[d.index] in loop.blocks]
+    if len(inside) != 1 or inside[0].guard is not None:
+        return None, None
+    return inside[0], reader.polynomial(dataflow.symbolic.atoms, recurrence.step)
 
 
 def _after_loop(dataflow: KernelDataflow, all_loops: list[Loop], launch: Launch | None,
@@ -429,15 +538,22 @@ def _after_loop(dataflow: KernelDataflow, all_loops: list[Loop], launch: Launch 
         if loop.header in active:
             raise Unknown(f"{reg} changes in an enclosing loop")
         count = _count(_exit_test(dataflow, loop, all_loops, launch, index, active))
-        update = _moved_once(dataflow, all_loops, loop, reg,
-                             f"{reg} is not moved once per iteration of the loop before this one")
         reader = EntryValues(dataflow.function, dataflow.cfg, dataflow.definitions, dataflow.reaching, loop,
                              launch, index, _after_loop(dataflow, all_loops, launch, active | {loop.header}),
                              all_loops)
+        try:
+            update = _moved_once(dataflow, all_loops, loop, reg,
+                                 f"{reg} is not moved once per iteration of the loop before this one")
+            moved = step(update, reg, reader.invariant)
+        except Unknown:  # recomputed from another counter (a loop unrolled by hand): its recurrence steps it
+            recomputed = _recomputed(dataflow, loop, reg, dataflow.symbolic.recurrence(loop.id, reg), reader)[1]
+            if recomputed is None:
+                raise
+            moved = ("add", recomputed)
         entry = reader.outside(reg)
         bottom_tested = all(block in loop.latches for block, _ in loop.exits)
         runs = count if bottom_tested or count == 0 else count - 1
-        return entry, _stepped(entry, step(update, reg, reader.invariant), runs)
+        return entry, _stepped(entry, moved, runs)
 
     return after
 
@@ -586,6 +702,8 @@ def _count(t: ExitTest) -> int:
     shift = 1 if t.after_update else 0
     if t.cmp == "ne" and t.op in _ADDITIVE and t.after_update and t.init == t.bound:
         return 0  # starts at its exit value: nvcc's zero-trip guard in front of the loop skips it
+    if t.guarded and t.op in _ADDITIVE and t.after_update and not _holds(t.cmp, wrap(t.init, t.bits, signed), bound):
+        return 0  # the test fails at the start: the guard that skips the loop holds (`for (; col < n; ...)`)
 
     def value(i: int) -> int:
         return wrap(_advance(t, t.init, i + shift), t.bits, signed)

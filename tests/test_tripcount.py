@@ -109,6 +109,16 @@ __global__ void quadratic(float *a)
     a[threadIdx.x] = s;
 }
 
+__global__ void quadraticPerBlock(float *a)
+{
+    float s = 0.0f;
+#pragma unroll 1
+    for (int k = 0; k < (int)(threadIdx.x * threadIdx.x + blockIdx.x * blockIdx.x); ++k) {
+        s += a[k];
+    }
+    a[threadIdx.x] = s;
+}
+
 __global__ void triangle(float *a, int n)
 {
     float s = 0.0f;
@@ -267,7 +277,9 @@ def test_a_failure_of_the_symbolic_values_leaves_the_count_unknown(small_kernels
 
 
 def test_a_shift_that_is_not_a_rounded_division_is_not_counted(small_kernels, small_kernels_ptx):
-    # the same loop with the rounding bias taken from the wrong bit no longer divides by 2: its count is unknown
+    # the same loop with the rounding bias taken from the wrong bit no longer divides by 2 for every sign: the
+    # closed form does not take it for a halving; stepping its values (offsets 16, 8, 4, 2, 1, all positive,
+    # where the wrong bit is 0 as well) finds the 5 iterations it runs
     module, source = small_kernels
     fn = next(f for f in module.kernels if "warpShuffleSum" in f.name)
     bias = next(i for i in fn.body if i.opcode == "shr" and i.dtype == "u32")
@@ -277,7 +289,9 @@ def test_a_shift_that_is_not_a_rounded_division_is_not_counted(small_kernels, sm
     mutated = next(f for f in parse_ptx("\n".join(lines)).kernels if "warpShuffleSum" in f.name)
     cfg = build_cfg(mutated)
     counts = trip_counts(mutated, cfg, find_loops(cfg), infer_launch("warpShuffleSum", source))
-    assert [c.source for c in counts.values()] == ["default"]
+    (count,) = counts.values()
+    assert "stepped through" in count.detail and "/2" not in count.detail, count.detail
+    assert (count.value, count.source) == (5, "ptx")
 
 
 def test_nested_loops_are_counted_per_entry(small_kernels):
@@ -357,10 +371,21 @@ def test_block_dependent_bounds_that_differ_are_averaged_over_the_blocks(small_k
     assert "block-dependent" in count.detail and "37 to 100" in count.detail
 
 
-def test_thread_dependent_bounds_that_are_not_affine_stay_unknown(small_kernels):
-    # k < tid * tid: neither affine in the thread index nor the same in every warp
+def test_thread_dependent_bounds_that_are_not_affine_are_read_lane_by_lane(small_kernels):
+    # k < tid * tid: neither affine in the thread index nor the same in every warp, but the same in every
+    # block: each sampled lane's test is read, a warp runs its last lane's count (31^2, 63^2, 95^2, 127^2:
+    # 7521 on average) and a thread tid^2 (5397.5 on average)
     module, source = small_kernels
     counts, _ = _counts(module, "quadratic", source, LaunchOverrides(block=(128, 1, 1)))
+    (count,) = counts.values()
+    assert (count.value, count.source) == (7521, "ptx")
+    assert "961 to 16129" in count.detail and "5397.5 per thread" in count.detail
+
+
+def test_thread_dependent_bounds_that_also_differ_between_blocks_stay_unknown(small_kernels):
+    # k < tid * tid + blockIdx.x * blockIdx.x: not affine, and not the same in every block either
+    module, source = small_kernels
+    counts, _ = _counts(module, "quadraticPerBlock", source, LaunchOverrides(block=(128, 1, 1), grid=(64, 1, 1)))
     (count,) = counts.values()
     assert count.source == "default"
     assert "neither affine" in count.detail

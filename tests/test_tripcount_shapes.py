@@ -1,8 +1,8 @@
 """Trip counts of the loop shapes of current CUDA code, on nvcc's own output of `tests/loops/shapes.cu`.
 
 Every kernel there is launched from `main` with known sizes, so every count follows from the launch: lanes,
-blocks or the grid striding over an array, a loop nvcc unrolls by 4 with a remainder loop, a 64-bit counter,
-a vectorised tile loader nested in a K loop, and a WMMA main loop.
+blocks or the grid striding over an array, a loop nvcc unrolls by 4 with a remainder loop, one unrolled by hand
+with its remainder, a 64-bit counter, a vectorised tile loader nested in a K loop, and a WMMA main loop.
 """
 
 from __future__ import annotations
@@ -115,13 +115,35 @@ def test_a_bound_that_moves_with_the_enclosing_loop_is_averaged_over_its_iterati
     assert "232 to 256" in inner.trip_detail
 
 
+def test_a_loop_unrolled_by_hand_and_its_remainder(shapes):
+    # n = 1000 over 64 threads, four columns 64 apart a step while col + 192 < 1000: threads 0..39 take 4 steps,
+    # 40..63 take 3 (3.6 per thread); the remainder starts where each thread stopped, so threads 0..39 (col >=
+    # 1024) skip it behind nvcc's guard and 40..63 run 3 more: 0 in warp 0, 3 in warp 1
+    unrolled, remainder = _loops(shapes, "handUnrolled")
+    assert [unrolled.trip_source, remainder.trip_source] == ["ptx", "ptx"], [unrolled.trip_detail,
+                                                                              remainder.trip_detail]
+    assert unrolled.trip_count == 4 and "3.6 per thread" in unrolled.trip_detail
+    assert remainder.trip_count == 2 and "0 to 3" in remainder.trip_detail
+    assert "1.1 per thread" in remainder.trip_detail
+
+
+def test_a_loop_whose_step_shrinks_on_the_last_chunk_is_stepped_through(nvcc_available):
+    # j += len with len = n - j on the last chunk: 1000 elements in chunks of 256 take 4 iterations
+    report = analyze_file(CARRY_FREE)
+    (loop,) = _loops(report, "chunkedStage")
+    assert (loop.trip_count, loop.trip_source) == (4, "ptx"), loop.trip_detail
+
+
 ROOT = Path(__file__).resolve().parent.parent
-COUNTED = sorted([*ROOT.glob("examples/*.cu"), *ROOT.glob("tests/loops/*.cu"), *ROOT.glob("validation/ladders/*/*.cu")])
+CARRY_FREE = ROOT / "tests" / "kernels" / "carry_free.cu"
+COUNTED = sorted([*ROOT.glob("examples/*.cu"), *ROOT.glob("tests/loops/*.cu"), *ROOT.glob("tests/kernels/*.cu"),
+                  *ROOT.glob("validation/ladders/*/*.cu")])
 
 
 @pytest.mark.parametrize("path", COUNTED, ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_loop_falls_back_to_the_default_count_when_the_launch_is_known(nvcc_available, path: Path):
-    # every kernel of the examples, these loop shapes and the ladder suite whose grid and block are known
+    # every kernel of the examples, these loop shapes, the memory corpus and the ladder suite whose grid and block
+    # are known
     # (launch site, annotation) has every loop counted from the PTX, or from a stated annotation (on an H100,
     # whose sm_90 compiles every ladder version, __reduce_add_sync included)
     report = analyze_file(path, options=AnalysisOptions(gpu="h100"))

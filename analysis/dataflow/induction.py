@@ -176,11 +176,12 @@ class Recurrence:
     step: Value = None  # affine: added per iteration
     op: str | None = None  # geometric: "mul", "shl", "shr", "div"
     factor: int = 0
+    back: Value = None  # the value the back edges carry, in the header's atoms (a loop can be stepped with it)
 
 
 def classify(loop: int, reg: str, a: int, init: Value, back: Value, atoms: Atoms) -> Recurrence:
     """The recurrence of register `reg` (header atom `a`) from its entry value and its back-edge value."""
-    rc = Recurrence(loop, reg, a, init, "unknown")
+    rc = Recurrence(loop, reg, a, init, "unknown", back=back)
     if back is None:
         return rc
     me: Poly = (((a,), 1),)

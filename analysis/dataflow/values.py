@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from kerncast.analysis.cexpr import Unknown
 from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.dataflow import expr as E
-from kerncast.analysis.dataflow.expr import Atoms
+from kerncast.analysis.dataflow.expr import Atoms, Poly
 from kerncast.analysis.dataflow.reaching import ReachingDefs
 from kerncast.analysis.dataflow.symbolic import instruction_value
 from kerncast.analysis.launch import Launch, Sourced
@@ -181,6 +181,21 @@ class EntryValues:
         if result is None:
             raise Unknown(f"{ins.full_opcode} at PTX line {ins.ptx_line} is not folded")
         return result
+
+    def polynomial(self, atoms: Atoms, p: Poly) -> int:
+        """The value of a symbolic value over launch sizes and parameters (a recurrence's step `4 * blockDim.x`);
+        Unknown for any other atom."""
+        total = 0
+        for mono, coefficient in p:
+            term = coefficient
+            for a in mono:
+                key = atoms.keys[a]
+                if key[0] != "sym":
+                    raise Unknown("the step is not a polynomial in the launch's sizes and parameters")
+                name = str(key[1])
+                term *= self.param(Addr(Sym(name[6:]))) if name.startswith("param:") else self.special(f"%{name}")
+            total += term
+        return total
 
     def param(self, addr: Operand | None) -> int:
         """A kernel parameter's value, when the launch knows it."""

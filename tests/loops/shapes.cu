@@ -127,6 +127,18 @@ __global__ void chunkedDot(const float *a, const float *v, float *out, int n)
     out[blockIdx.x * blockDim.x + threadIdx.x] = s;
 }
 
+// A loop unrolled by hand, four columns a step, then the columns left one at a time: the unrolled loop's test
+// reads a counter recomputed from the moved one (col + 3 * blockDim.x), and the remainder starts where it stopped.
+__global__ void handUnrolled(const float *in, float *out, int n)
+{
+    float s = 0.0f;
+    int col = threadIdx.x;
+    for (; col + 3 * blockDim.x < n; col += 4 * blockDim.x)
+        s += in[col] + in[col + blockDim.x] + in[col + 2 * blockDim.x] + in[col + 3 * blockDim.x];
+    for (; col < n; col += blockDim.x) s += in[col];
+    out[threadIdx.x] = s;
+}
+
 int main()
 {
     const int C = 50257, rows = 1024, n = 1 << 20, K = 1027;
@@ -144,6 +156,7 @@ int main()
     maskedSum<<<n / 256, 256>>>(x, y, y, 7, n);
     intOverSizeT<<<1024, 256>>>((int *)x, (int *)y, (size_t)n);
     chunkedDot<<<1, 256>>>(x, x, y, 1000);
+    handUnrolled<<<1, 64>>>(x, y, 1000);
     wmmaGemm<<<dim3(4096 / 64, 4096 / 16), dim3(128, 1)>>>(h, h, y, 4096, 4096, 4096);
     cudaFree(x);
     cudaFree(y);
