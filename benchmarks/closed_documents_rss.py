@@ -4,8 +4,10 @@ Nine PTX documents of about `--mb` megabytes each (nvcc's PTX of the repository'
 under names of their own, so no document reuses another's cached kernels) are opened in the real server over
 stdio and closed `--close-after` seconds later, while their analyses run. The server must drop what those
 analyses produce and give the memory back: once it is idle again its RSS should be within 50 MB of where it
-started. "start" is read after initialize; "warm" after one small document was opened, analysed and closed (the
-modules an analysis loads, the power model among them, stay loaded: they are not a per-document cost).
+started. An analysis still waiting for a worker when its document closes does not start (the server's CPU
+seconds for the documents are reported). "start" is read after initialize; "warm" after one small document
+was opened, analysed and closed (the modules an analysis loads, the power model among them, stay loaded: they
+are not a per-document cost).
 
     .venv/bin/python benchmarks/closed_documents_rss.py [--mb 3] [--documents 9] [--close-after 1.0] [--rounds 2]
 
@@ -113,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
                     and m["params"]["uri"] == warm_uri, 600)
         close_doc(server, warm_uri)
         wait_idle(pid)
-        warm = rss_mb(pid)
+        warm, warm_cpu = rss_mb(pid), cpu_s(pid)
         for i, text in enumerate(texts):
             uri = f"file:///tmp/kerncast-rss-{i}.ptx"
             open_doc(server, uri, text)
@@ -126,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
                 idle_s = wait_idle(pid)
                 time.sleep(2)
                 after_rounds.append(round(rss_mb(pid)))
-        after = rss_mb(pid)
+        after, documents_cpu = rss_mb(pid), cpu_s(pid) - warm_cpu
         late = [i for i in range(len(texts)) if published(server, f"file:///tmp/kerncast-rss-{i}.ptx")]
     finally:
         server.close()
@@ -134,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         "documents": len(texts), "mb_each": round(len(base) / 1e6, 1), "kernels_each": base.count(".entry"),
         "close_after_s": args.close_after, "closes": rows,
         "published_after_close": late, "idle_wait_s": round(idle_s, 1),
+        "server_cpu_s_for_the_documents": round(documents_cpu, 1),
         "rss_mb_start": round(start), "rss_mb_warm": round(warm), "rss_mb_after_each_round": after_rounds,
         "rss_mb_after": round(after),
         "growth_from_start_mb": round(after - start), "growth_from_warm_mb": round(after - warm),

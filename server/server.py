@@ -19,9 +19,11 @@ import ctypes
 import functools
 import gc
 import hashlib
+import itertools
 import logging
 import os
 import sys
+import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -112,7 +114,12 @@ class KerncastServer(LanguageServer):
         self.pending_warnings: list[str] = []
         self.executor = ThreadPoolExecutor(max_workers=max(1, min(2, os.cpu_count() or 1)),
                                            thread_name_prefix="kerncast-analysis")
+        #: open document key -> the number of its latest analysis request; numbers come from one server-wide
+        #: count, so that a closed document's entry can go (nothing per closed document stays behind) and a
+        #: reopened one never meets the number of a request made before it was closed
         self.generation: dict[str, int] = {}
+        self._requests = itertools.count(1)
+        #: document key -> the lock that runs its analyses one at a time (dropped once it is closed and idle)
         self.locks: dict[str, asyncio.Lock] = {}
         self.cache: dict[str, OrderedDict[str, Result]] = {}
         self.published: dict[str, Result] = {}
@@ -122,6 +129,10 @@ class KerncastServer(LanguageServer):
         #: that closing a document gives all of it back (a shared bounded cache would hold closed documents'
         #: kernels, hundreds of MB for large PTX, until other analyses pushed them out)
         self.kernel_caches: dict[str, KernelCache] = {}
+        #: per open document with an analysis asked for, the signal that it was closed: an analysis still
+        #: waiting for a worker when it is set does not start (minutes of CPU and hundreds of MB for a large
+        #: PTX that nobody will see, and its text kept alive until then)
+        self.close_signals: dict[str, threading.Event] = {}
         #: document key -> the URI exactly as the client sent it (see `key`)
         self.client_uris: dict[str, str] = {}
         #: findings of kernels defined in headers the documents include, published under those headers
@@ -213,8 +224,7 @@ class KerncastServer(LanguageServer):
         return (path or "untitled") + suffix
 
     def schedule(self, uri: str, delay: float = 0.0) -> None:
-        generation = self.generation.get(uri, 0) + 1
-        self.generation[uri] = generation
+        generation = self.generation[uri] = next(self._requests)
         task = asyncio.get_running_loop().create_task(self.analyse(uri, generation, delay))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
@@ -228,6 +238,15 @@ class KerncastServer(LanguageServer):
         if not self.current(uri, generation):
             return
         lock = self.locks.setdefault(uri, asyncio.Lock())
+        try:
+            await self._analyse_locked(uri, generation, lock)
+        finally:
+            if self.document(uri) is None and self.locks.get(uri) is lock and not lock.locked():
+                del self.locks[uri]  # closed: a request still waiting holds the lock itself, and is stale
+
+    async def _analyse_locked(self, uri: str, generation: int, lock: asyncio.Lock) -> None:
+        """`analyse` once the request's delay is over: the analysis and publication, under the document's
+        lock."""
         async with lock:
             if not self.current(uri, generation):
                 return
@@ -260,6 +279,8 @@ class KerncastServer(LanguageServer):
                         if self.current(uri, generation):
                             self.publish_error(uri, version, f"{type(exc).__name__}: {exc}")
                         return
+                    if result is None:  # closed before the analysis started
+                        return
                     if self.document(uri) is None:  # closed meanwhile: nobody will ask for this result
                         del result  # before the release below, which must find the report unreferenced
                         self.executor.submit(release_memory)  # the close released before this finished
@@ -288,25 +309,29 @@ class KerncastServer(LanguageServer):
                 if self.current(uri, generation):
                     self.publish_error(uri, version, f"{type(exc).__name__}: {exc}")
                 return
-            if self.document(uri) is None:
+            if result is None or self.document(uri) is None:
                 return
             self.refused[uri] = (limit, result)
         if self.current(uri, generation) and self.document(uri) is not None:
             self.publish(uri, result)
 
     async def run_analysis(self, uri: str, path: str, text: str, version: int | None, key: str,
-                           settings: config.Settings, whole_lines: bool = True) -> Result:
+                           settings: config.Settings, whole_lines: bool = True) -> Result | None:
         """The analysis off the event loop; the result keeps the text's lines (only the first one when not
-        `whole_lines`: a refused file's one finding is there, and splitting 200 MB would cost a second)."""
+        `whole_lines`: a refused file's one finding is there, and splitting 200 MB would cost a second).
+        None when the document was closed before a worker took the analysis up."""
         loop = asyncio.get_running_loop()
+        doc = self.key(uri)
         # the analysis starts before the progress report, which waits for the client's answer
         job = loop.run_in_executor(self.executor, _analyse_blocking, path, text, settings,
-                                   self.kernel_cache_for(self.key(uri)))
+                                   self.kernel_cache_for(doc), self.close_signal(doc))
         token = await self.begin_progress(os.path.basename(path))
         try:
             report = await job
         finally:
             self.end_progress(token)
+        if report is None:
+            return None
         if not whole_lines:
             end = text.find("\n")
             text = text if end < 0 else text[:end]
@@ -321,8 +346,21 @@ class KerncastServer(LanguageServer):
             cache = self.kernel_caches[key] = KernelCache()
         return cache
 
+    def close_signal(self, key: str) -> threading.Event | None:
+        """The signal that an open document was closed; None for one that is not open (nobody closes it)."""
+        if self.document(key) is None:
+            return None
+        signal = self.close_signals.get(key)
+        if signal is None:
+            signal = self.close_signals[key] = threading.Event()
+        return signal
+
     def forget(self, key: str) -> None:
-        """Drop everything kept for a closed document: results, views, kernel cache."""
+        """Drop everything kept for a closed document: results, views, kernel cache; and tell its analyses
+        that have not started yet not to."""
+        signal = self.close_signals.pop(key, None)
+        if signal is not None:
+            signal.set()
         self.cache.pop(key, None)
         self.published.pop(key, None)
         self.views.pop(key, None)
@@ -465,9 +503,12 @@ def release_memory() -> None:
             ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
-def _analyse_blocking(path: str, text: str, settings: config.Settings,
-                      cache: KernelCache | None = None) -> FileReport:
-    """The analysis, off the event loop in an executor job."""
+def _analyse_blocking(path: str, text: str, settings: config.Settings, cache: KernelCache | None = None,
+                      closed: threading.Event | None = None) -> FileReport | None:
+    """The analysis, off the event loop in an executor job; None, at once, when the document was closed
+    while the job waited for a worker."""
+    if closed is not None and closed.is_set():
+        return None
     return analyze_file(path, text=text, options=settings.options, cache=cache)
 
 
@@ -550,7 +591,7 @@ def did_change(ls: KerncastServer, params: lsp.DidChangeTextDocumentParams) -> N
 def did_close(ls: KerncastServer, params: lsp.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
     key = ls.key(uri)
-    ls.generation[key] = ls.generation.get(key, 0) + 1  # drops any analysis in flight
+    ls.generation.pop(key, None)  # drops any analysis in flight: no request of it is current any more
     ls.forget(key)  # the results of a closed document are memory nobody will ask for again
     ls.client_uris.pop(key, None)
     lock = ls.locks.get(key)
@@ -737,6 +778,8 @@ async def show_report(ls: KerncastServer, *args: Any) -> dict[str, Any] | None:
         if text is None:
             return None
         result = await ls.run_analysis(uri, path, text, None, "", ls.settings)
+        if result is None:  # opened and closed again while it waited for a worker
+            return None
     report = result.report
     k = _kernel_at(result, target, ls.view_for(uri, result) if ls.result_for(uri) is result else None)
     if k is None:
