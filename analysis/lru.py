@@ -5,6 +5,11 @@ predictions between analyses, and analyses two documents at a time in threads th
 caches must stay bounded (an editor session runs for hours) and must not lose an entry to a race, so they all
 hold their entries here: a lookup marks an entry as recently used, and a store drops the least recently used
 entries beyond the limit.
+
+Kept rather than `cachetools.LRUCache` for one missing feature: cachetools' caches are not thread-safe (its
+documentation asks every shared cache to be guarded by the caller), and every cache here is shared by the
+analysis threads, so each use would need its own lock beside it; this map is that lock and the
+`OrderedDict` bookkeeping in one place, with no dependency.
 """
 
 from __future__ import annotations

@@ -164,6 +164,16 @@ def test_dump_round_trips_through_load(profile_id, tmp_path):
     assert again.path == str(path.resolve())
 
 
+@pytest.mark.parametrize("profile_id", SHIPPED)
+def test_dump_writes_each_array_on_its_keys_line(profile_id):
+    """Why the writer is Kerncast's own: a dumped profile reads like the hand-written one, arrays inline."""
+    profile = load_profile(profile_id)
+    text = dump_profile(profile)
+    assert tomllib.loads(text) == profile.to_toml_dict()
+    assert "= [\n" not in text and not any(line.strip() in ("[", "]", "],") for line in text.splitlines())
+    assert f"compute_capability = {list(profile.compute_capability)}" in text
+
+
 def test_a_calibrated_profile_written_by_code_reads_back(tmp_path):
     """What `kerncast calibrate` does: change measured values, mark them measured, write, load."""
     base = load_profile("h100")
