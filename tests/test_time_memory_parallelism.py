@@ -124,3 +124,35 @@ def test_barriers_make_a_blocks_warps_wait_for_each_others_issue(tmp_path, nvcc_
     held_cycles, free_cycles = held["kerncast_compute_us"] * clock, free["kerncast_compute_us"] * clock
     assert free_cycles == pytest.approx(max(free["cycles_per_block"], free["latency_chain_cycles"]))
     assert held_cycles > 1.1 * max(held["cycles_per_block"], held["latency_chain_cycles"])
+
+
+MIX = """\
+__global__ void mix(float *out, int n)
+{
+    __shared__ float buf[256];
+    buf[threadIdx.x] = threadIdx.x;
+    __syncthreads();
+    float a = 1.0f, b = 2.0f, c = 3.0f, d = 4.0f, e = 5.0f, f = 6.0f, g = 7.0f, h = 8.0f;
+    for (int k = 0; k < n; ++k) {
+        float s = buf[(threadIdx.x + k) & 255];
+        a = a * s + 1.0f; b = b * s + 2.0f; c = c * s + 3.0f; d = d * s + 4.0f;
+        e = e * s + 5.0f; f = f * s + 6.0f; g = g * s + 7.0f; h = h * s + 8.0f;
+    }
+    out[blockIdx.x * blockDim.x + threadIdx.x] = a + b + c + d + e + f + g + h;
+}
+int main() { mix<<<4096, 256>>>(0, 1024); return 0; }
+"""
+
+
+def test_an_sm_issues_at_most_one_warp_instruction_per_scheduler_per_clock(tmp_path, nvcc_available):
+    """Eight FMAs and a shared load per iteration: on an RTX 3080 (128 FP32 lanes, 4 schedulers per SM) the FP32
+    lanes take a warp's FMA in a quarter clock each, as fast as the schedulers issue, so the load, the index
+    arithmetic and the branch make issue the limit; a V100's 64 FP32 lanes stay the limit there."""
+    src = tmp_path / "mix.cu"
+    src.write_text(MIX)
+    ampere = analyze_file(src, options=AnalysisOptions(gpu="rtx3080", lime=False)).kernels[0].time
+    volta = analyze_file(src, options=AnalysisOptions(gpu="v100", lime=False)).kernels[0].time
+    assert ampere.bottleneck == "compute (dispatch)", ampere.bottleneck
+    assert volta.bottleneck == "compute (SP)", volta.bottleneck
+    # one block: 8 warps x (at least 9 instructions per iteration) x 1024 iterations / 4 schedulers
+    assert ampere.detail["cycles_per_block"] >= 8 * 9 * 1024 / 4

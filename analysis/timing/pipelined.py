@@ -180,7 +180,7 @@ def _block_cost(dag: DepGraph, body: Any, classes: Mapping[int, InstrClass], uni
         # a store has no result to wait for: the warp goes on once it is issued
         chain = max(chain, start + 1.0 if ins.opcode in _STORES else ready[v])
         drained = max(drained, ready[v])
-    return _BlockCost(per_thread, count / warp, chain, max(chain, drained))
+    return _BlockCost(per_thread, count, chain, max(chain, drained))
 
 
 def _block_issue(cost: _BlockCost, threads: int, warps: int, dispatch: float) -> float:
