@@ -48,6 +48,7 @@ class Code(StrEnum):
     FP64_IN_FP32 = "fp64-in-fp32"
     SLOW_INTEGER_DIVISION = "slow-integer-division"
     ATOMIC_CONTENTION = "atomic-contention"
+    MISSING_RESTRICT = "missing-restrict"
     ANALYSIS_BUDGET = "analysis-budget"
     ASSUMED_TRIP_COUNT = "assumed-trip-count"
 
@@ -67,6 +68,7 @@ class FixKind(StrEnum):
     FLOAT_LITERALS = "float-literals"
     ANNOTATE_LOOP_COUNT = "annotate-loop-count"
     WARP_AGGREGATION = "warp-aggregation"
+    ADD_RESTRICT = "add-restrict"
 
 
 @dataclass(frozen=True, slots=True)

@@ -104,8 +104,11 @@ def test_every_offered_action_keeps_its_promise(offered, tmp_path) -> None:
             key = (f.kernel, str(f.code))
             assert _counts(after)[key] == expected[key] - 1, (what, "the finding is still there")
             expected[key] -= 1
-        assert _counts(after) == +expected, (what, "other findings changed", _counts(after) - expected,
-                                              expected - _counts(after))
+        # nothing new; another finding may go away with it (a pointer declared __restrict__ lets nvcc keep a
+        # local array in registers), as `fixing.broken_promises` allows
+        assert _counts(after) - expected == Counter(), (what, "new findings", _counts(after) - expected)
+        if expected - _counts(after):
+            print(f"{what}: also gone: {dict(expected - _counts(after))}")
         checked += 1
     print(f"{checked} actions applied, recompiled and re-analysed")
     assert checked >= 6

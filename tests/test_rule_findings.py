@@ -19,7 +19,8 @@ KERNELS = Path(__file__).resolve().parent / "kernels"
 #: the codes these files check, and the corpus file of each
 FILES = {"launch-configuration": "launch_config.cu", "barrier-divergence": "barriers.cu",
          "local-memory": "local_arrays.cu", "fp64-in-fp32": "fp64_promotion.cu",
-         "slow-integer-division": "int_division.cu", "atomic-contention": "atomics.cu"}
+         "slow-integer-division": "int_division.cu", "atomic-contention": "atomics.cu",
+         "missing-restrict": "restrict.cu"}
 CODES = set(FILES)
 
 
@@ -28,14 +29,25 @@ def reports(nvcc_available) -> dict[str, FileReport]:
     return {name: analyze_file(KERNELS / name, options=AnalysisOptions(gpu="h100")) for name in set(FILES.values())}
 
 
-def _found(report: FileReport) -> set[tuple[int, str]]:
-    return {(f.line, f.code) for f in report.all_findings() if f.code in CODES}
+#: codes that hold on most kernels of the other files too (their input pointers are only read and not declared
+#: __restrict__), so they are checked in their own file only
+OWN_FILE_ONLY = {"missing-restrict"}
+
+
+def _codes(name: str) -> set[str]:
+    """The codes checked in a corpus file: every code of the set, but those of `OWN_FILE_ONLY` in their own."""
+    return {c for c in CODES if c not in OWN_FILE_ONLY or FILES[c] == name}
+
+
+def _found(report: FileReport, codes: set[str]) -> set[tuple[int, str]]:
+    return {(f.line, f.code) for f in report.all_findings() if f.code in codes}
 
 
 @pytest.mark.parametrize("name", sorted(set(FILES.values())))
 def test_rule_findings_exactly(reports: dict[str, FileReport], name: str) -> None:
-    expected = {(n, c) for n, c in expected_findings(KERNELS / name, None) if c in CODES}
-    found = _found(reports[name])
+    codes = _codes(name)
+    expected = {(n, c) for n, c in expected_findings(KERNELS / name, None) if c in codes}
+    found = _found(reports[name], codes)
     assert expected - found == set(), f"missed in {name}"
     assert found - expected == set(), f"false findings in {name}"
 

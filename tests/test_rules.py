@@ -88,4 +88,4 @@ def test_sarif_validates_against_the_schema_and_names_every_code(nvcc_available,
         assert ids[res["ruleIndex"]] == res["ruleId"]
     if source.endswith("transpose.cu"):  # the fixes travel as SARIF fixes
         fixed = [r for r in run["results"] if r.get("fixes")]
-        assert {r["ruleId"] for r in fixed} == {"uncoalesced-global", "shared-bank-conflict"}
+        assert {r["ruleId"] for r in fixed} == {"uncoalesced-global", "shared-bank-conflict", "missing-restrict"}
