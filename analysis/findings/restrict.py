@@ -5,7 +5,8 @@ the loads in order with the stores and does not send them through the read-only 
 what `__ldg` asks for). The PTX shows both facts: each global access is traced back to the kernel parameter
 its address is computed from (a register holding `param + offset` keeps the parameter's name through moves,
 conversions and 64-bit arithmetic), and a parameter is reported when it is loaded with plain `ld.global` and
-never stored through, atomically updated, or handed on as a value (stored, passed to a call), and its
+never stored through, atomically updated, read as volatile, or handed on as a value (stored, passed to a
+call), and its
 declaration in the source has no `__restrict__` yet. A loaded pointer (an array of pointers) belongs to no
 parameter. The fix adds `__restrict__` after the declaration's `*`: nvcc then emits `ld.global.nc` for those
 loads. It is a promise that no other pointer of the launch reaches the same memory, which the compiler does
@@ -29,6 +30,8 @@ _PARAM_RE = re.compile(r"_param_(\d+)$")
 _WRITES = frozenset({"st", "atom", "red", "cp", "prefetchu"})
 #: how a parameter's `__restrict__` may be spelled in the source
 _RESTRICT = frozenset({"__restrict__", "__restrict", "restrict"})
+#: loads that must see another agent's writes (a volatile pointer, a memory-ordered load)
+_SHARED_WITH_OTHERS = frozenset({"volatile", "relaxed", "acquire"})
 #: 64-bit types: a register of one of them can hold a pointer
 _WIDE = frozenset({"u64", "s64", "b64"})
 
@@ -104,7 +107,10 @@ def pointer_uses(function: Function) -> dict[int, PointerUse]:
         addr = _address(ins)
         through = origin.get(addr.base.name, frozenset()) if addr is not None and isinstance(addr.base, Reg) \
             else frozenset()
-        if ins.opcode == "ld" and ins.space == "global":
+        if ins.opcode == "ld" and ins.space == "global" and _SHARED_WITH_OTHERS & set(ins.modifiers):
+            for p in through:  # another thread or the host writes it while the kernel runs: never read-only
+                use(p).written = True
+        elif ins.opcode == "ld" and ins.space == "global":
             for p in through:
                 if "nc" in ins.modifiers:
                     use(p).nc_loads += 1
@@ -165,7 +171,7 @@ def missing_restrict(ctx: KernelContext) -> Finding | None:
         if use.written or not use.plain_loads or index >= len(params):
             continue
         tokens = params[index]
-        if any(t.text in _RESTRICT for t in tokens) or not any(t.text == "*" for t in tokens):
+        if any(t.text in _RESTRICT or t.text == "volatile" for t in tokens) or not any(t.text == "*" for t in tokens):
             continue
         found.append((index, use, tokens))
     if not found:

@@ -1,6 +1,6 @@
 // Pointers the kernel only reads, loaded on the ordinary path because nothing says they do not alias its
-// writes; a pointer already __restrict__, written through, updated atomically, read with __ldg, or handed on as a
-// value is not reported, nor the rows a pointer array points to.
+// writes; a pointer already __restrict__, written through, updated atomically, read with __ldg or as
+// volatile, or handed on as a value is not reported, nor the rows a pointer array points to.
 #include <cuda_runtime.h>
 
 // kerncast: block=256
@@ -76,6 +76,13 @@ __global__ void handOn(const float *in, const float **slots, float *out, int n)
     }
 }
 
+// kerncast: block=256
+__global__ void pollFlag(volatile int *flag, float *out)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    out[i] = flag[0] ? 1.0f : 0.0f;  // a volatile read: another agent writes the flag
+}
+
 int main()
 {
     int n = 1 << 20;
@@ -94,6 +101,7 @@ int main()
     readOnlyCache<<<n / 256, 256>>>(a, b, n);
     gatherRows<<<n / 256, 256>>>(rows, b, n);
     handOn<<<n / 256, 256>>>(a, rows, b, n);
+    pollFlag<<<n / 256, 256>>>((int *)c, b);
     cudaDeviceSynchronize();
     return 0;
 }
