@@ -16,7 +16,7 @@ from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.deps import DepGraph, block_dependences
 from kerncast.analysis.isa import InstrClass, classify
 from kerncast.analysis.memory.analysis import MemoryAnalysis
-from kerncast.analysis.timing.cache_model import l1_hit_latency, l1_reuse, wave_rereads
+from kerncast.analysis.timing.cache_model import L1Reuse, l1_hit_latency, l1_reuse
 from kerncast.analysis.timing.constants import timing_constants
 from kerncast.analysis.timing.counts import dynamic_counts
 from kerncast.analysis.timing.footprint import Footprint, footprint, wave_extent
@@ -299,15 +299,15 @@ def _kerncast(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per_bl
     """The kerncast model's prediction, with the global traffic it was made from (footprint, requested bytes,
     replays), which the roofline reads too. `resident` is the blocks per SM of one wave."""
     warps = blocks * -(-threads_per_block // profile.warp_size)
+    fp, requested, replays = global_traffic(memory, cfg, block, grid, resident * profile.sm_count, trip_map,
+                                            warps, profile)
     reuse = (l1_reuse(memory, cfg, loops, int(profile.sector_bytes or 32))
              if isinstance(memory, MemoryAnalysis) else [])
-    # the loads the L1 serves never reach the L2: they are no re-reads of it (GPUs whose L1 caches global loads)
-    l1_served = {r.index: r.share for r in reuse} if l1_hit_latency(profile) is not None else {}
-    fp, requested, replays = global_traffic(memory, cfg, block, grid, resident * profile.sm_count, trip_map,
-                                            warps, profile, loops, l1_served)
     kc = predict_pipelined(cfg, loops, profile, dags=graphs.dags, classes=graphs.classes, trips=trip_map,
                            blocks=blocks, threads_per_block=threads_per_block, blocks_per_sm=resident, grid=grid,
-                           replays=replays, footprint=fp, requested=requested, l1=reuse)
+                           replays=replays, footprint=fp, requested=requested, l1=reuse,
+                           l1_hit_bytes=l1_hit_bytes(memory, reuse, fp, warps, int(profile.sector_bytes or 32))
+                           if fp is not None and l1_hit_latency(profile) is not None else 0.0)
     return kc, fp, requested, replays
 
 
@@ -331,13 +331,10 @@ def kerncast_us(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per_
 
 
 def global_traffic(memory: RequestCounts | None, cfg: Cfg, block: tuple[int, int, int], grid: tuple[int, int, int],
-                   wave_blocks: int, trips: Mapping[int, float], warps: int, profile: Any, loops: Any = None,
-                   l1_served: Mapping[int, float] | None = None
+                   wave_blocks: int, trips: Mapping[int, float], warps: int, profile: Any
                    ) -> tuple[Footprint | None, tuple[float, float] | None, dict[int, float]]:
-    """From the memory analysis: the distinct-bytes footprint (with one wave's re-reads and their reuse distances
-    when `loops` is given; `l1_served` maps a load to the share of its requests the L1 serves, which are no
-    re-reads of the L2), the bytes requested with no reuse (of accesses with and without a footprint) and each
-    access's unit passes per warp (replays). Nones without one."""
+    """From the memory analysis: the distinct-bytes footprint, the bytes requested with no reuse (of accesses
+    with and without a footprint) and each access's unit passes per warp (replays). Nones without one."""
     if not isinstance(memory, MemoryAnalysis) or not memory.accesses:
         return None, None, {}
     accesses = memory.accesses
@@ -348,21 +345,23 @@ def global_traffic(memory: RequestCounts | None, cfg: Cfg, block: tuple[int, int
         fp.camping = camping_factor(memory, block, wave_extent(grid, wave_blocks), *layout, sector=sector,
                                     launch_grid=grid)
     covered = uncovered = 0.0
-    per_access: dict[int, float] = {}
     for a in accesses:
         if a.space == "global":
             moved = requested_sectors(a, sector) * sector * a.executions * warps
             if fp.covered is not None and a.index in fp.covered:
                 covered += moved
-                l2 = moved * (1.0 - (l1_served or {}).get(a.index, 0.0))
-                per_access[a.index] = per_access.get(a.index, 0.0) + l2
             else:
                 uncovered += moved
-    if loops is not None and per_access:
-        waves = max(1, -(-grid[0] * grid[1] * grid[2] // max(1, wave_blocks)))
-        fp.rereads = wave_rereads(memory, cfg, loops, block, grid, wave_blocks, trips,
-                                  {i: b / waves for i, b in per_access.items()}, fp.per_wave, sector)
     return fp, (covered, uncovered), unit_replays(memory)
+
+
+def l1_hit_bytes(memory: MemoryAnalysis, reuse: list[L1Reuse], fp: Footprint, warps: int, sector: int) -> float:
+    """The requested bytes of accesses in the footprint that the L1 serves: each reused load's requested sectors
+    times the share of its executions that find their sector there (`cache_model.l1_reuse`)."""
+    share = {r.index: r.share for r in reuse}
+    return sum(requested_sectors(a, sector) * sector * a.executions * warps * share[a.index]
+               for a in memory.accesses
+               if a.index in share and fp.covered is not None and a.index in fp.covered)
 
 
 def requested_sectors(access: Any, sector: int) -> float:

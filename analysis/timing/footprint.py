@@ -22,7 +22,7 @@ written bytes reach DRAM during the kernel only when they are evicted.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from math import gcd, prod
 from typing import Any
 
@@ -48,7 +48,6 @@ class Footprint:
     camping: float = 1.0  # DRAM time multiplier from partition camping (`partitions.py`)
     complete: bool = True
     covered: set[int] | None = None  # instruction indices whose footprint is in the totals
-    rereads: list[Any] = field(default_factory=list)  # one wave's re-reads and their reuse distances (cache_model)
 
 
 #: integer operations on a varying index that the footprint reads as a new index of known extent: a quotient
@@ -366,7 +365,5 @@ def footprint(memory: MemoryAnalysis, block: tuple[int, int, int], grid: tuple[i
     out.distinct = _merged(launch, sector)
     out.written = _merged(launch, sector, keep="written")
     out.total = _merged(launch, sector, keep="read") + out.written
-    # the wave's extents are whole rows of blocks; its share of the blocks they hold scales them to the wave
-    in_extents = wave_grid[0] * wave_grid[1] * wave_grid[2]
-    out.per_wave = _merged(wave, sector) * min(1.0, max(1, min(wave_blocks, prod(grid))) / in_extents)
+    out.per_wave = _merged(wave, sector)
     return out

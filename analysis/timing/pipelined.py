@@ -32,11 +32,11 @@ changes how the parts combine, each change a physical property of the hardware:
   functions), so a block from which a barrier or fence is reachable ends, for the chain, when its stores are
   performed (their latency), not when they are issued. Elsewhere a store costs its issue only.
 * A memory floor: DRAM bytes / achievable bandwidth. The bytes are the distinct bytes the launch touches
-  (`footprint.py`) and the re-reads the L2 no longer holds, judged by their reuse distance (`cache_model.py`);
-  a load the L1 serves is no re-read of the L2. Never more than the requested sectors (no reuse at all).
-  Each SM draws at most its even share of the bandwidth (Hong & Kim's per-SM memory queue), so a launch with
-  fewer blocks than SMs pulls ``busy SMs / SMs`` of it: one SM's requests leave it one after another, and an
-  idle SM issues none.
+  (`footprint.py`) when a wave's working set fits in L2; when it does not, the share of the wave's re-reads
+  that the L2 cannot hold goes to DRAM too; a load the L1 serves (`cache_model.py`) is no re-read of the L2.
+  Never more than the requested sectors (no reuse at all). Each SM draws at most its even share of the
+  bandwidth (Hong & Kim's per-SM memory queue), so a launch with fewer blocks than SMs pulls
+  ``busy SMs / SMs`` of it: one SM's requests leave it one after another, and an idle SM issues none.
 * The launch: its fixed cost is paid once (`launch_cost.py`: the GPU's launch latency and the host's launch
   time that a short kernel cannot hide, or the thesis's event-timed intercept on its GPUs); its per-thread
   part (block dispatch) overlaps the kernel, so the time is ``fixed + max(kernel, dispatch)``.
@@ -57,14 +57,7 @@ from kerncast.analysis.isa import InstrClass
 from kerncast.analysis.loops import block_weights, cfg_longest_path
 from kerncast.analysis.matrix_ops import matrix_op, tensor_cycles
 from kerncast.analysis.ptx.model import Instruction
-from kerncast.analysis.timing.cache_model import (
-    L1Reuse,
-    dram_traffic,
-    l1_hit_latency,
-    l2_load_latency,
-    load_latency,
-    reuse_note,
-)
+from kerncast.analysis.timing.cache_model import L1Reuse, l1_hit_latency, load_latency, reuse_note
 from kerncast.analysis.timing.constants import gpu_error_band, time_error_band, timing_constants
 from kerncast.analysis.timing.footprint import Footprint
 from kerncast.analysis.timing.launch_cost import launch_cost, overhead_us
@@ -212,23 +205,24 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
                       classes: Mapping[int, InstrClass], trips: Mapping[int, float], blocks: int,
                       threads_per_block: int, blocks_per_sm: int, grid: tuple[int, int, int],
                       replays: Mapping[int, float], footprint: Footprint | None,
-                      requested: tuple[float, float] | None, l1: list[L1Reuse] | None = None) -> PipelinedResult:
+                      requested: tuple[float, float] | None, l1: list[L1Reuse] | None = None,
+                      l1_hit_bytes: float = 0.0) -> PipelinedResult:
     """Predict one launch with the kerncast model (see the module docstring).
 
     `replays` maps an instruction index to its unit passes per warp (1 when ideal); `requested` is the bytes
-    the launch's global requests move with no reuse at all: (of accesses in `footprint`, of the others).
+    the launch's global requests move with no reuse at all: (of accesses in `footprint`, of the others), and
+    `l1_hit_bytes` the part of the first that the L1 serves (`cache_model.py`), which never reaches the L2.
     """
+    const = timing_constants()["kerncast"]
     warp = profile.warp_size
     units = profile.units
     latency = native_latencies(profile)
     # global loads wait the loaded latency the thesis measured against threads launched (Table 3.3 and its
     # rescaled copies in the profiles), not the unloaded pointer-chase figure
     latency["global"] = latency["memory"] = float(profile.global_latency(blocks * threads_per_block))
-    traffic = dram_traffic(profile, footprint, requested, blocks,
-                           max(1, min(blocks_per_sm, math.ceil(blocks / profile.sm_count))))
-    l2_hit = l2_load_latency(profile, traffic, latency["global"])
+    l2_hit = _l2_hit_latency(profile, footprint, requested, const)
     if l2_hit is not None:
-        # the share of the requested bytes the caches serve waits the L2 hit latency, the rest DRAM's
+        # the loads' inputs are warm in the L2 (see _warm_dram_bytes): they wait the L2 hit latency
         latency["global"] = latency["memory"] = l2_hit
     l1_hit = l1_hit_latency(profile) if l1 else None
     own = load_latency(l1 or [], l1_hit, latency["global"]) if l1_hit is not None else {}
@@ -267,7 +261,7 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     compute_us = compute_cycles / clock
 
     bw, bw_note = achievable_bandwidth_gbs(profile)
-    dram, cold, mem_notes = traffic.warm, traffic.cold, traffic.notes
+    dram, cold, mem_notes = _dram_bytes(profile, footprint, requested, blocks, resident, const, l1_hit_bytes)
     camping = footprint.camping if footprint is not None else 1.0
     busy_sms = min(profile.sm_count, blocks)
     # an SM's memory pipeline draws at most its even share of the DRAM bandwidth (Hong & Kim's per-SM DRAM
@@ -307,9 +301,9 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
         "stores before it are performed",
         cost.note,
         f"DRAM floor: {dram / 1e6:.3g} MB at {bw:.4g} GB/s ({bw_note})",
-        *([f"global loads wait {l2_hit:.0f} cycles: the L2 hit latency ({profile.arch} row of data/timing.toml "
-           "[kerncast.l2_hit_latency], averaged with the far partition's where the L2 has two) for the "
-           f"{traffic.served:.0%} of requested bytes the caches serve, the loaded DRAM latency for the rest"]
+        *([f"global loads hit the warm L2: {l2_hit:g}-cycle L2 hit latency ({profile.arch} row of "
+           "data/timing.toml [kerncast.l2_hit_latency], averaged with the far partition's where the L2 has two) "
+           "instead of the loaded DRAM latency"]
           if l2_hit is not None else []),
         *([reuse_note(l1 or [], l1_hit, latency["global"], profile)] if own and l1_hit is not None else []),
         *mem_notes,
@@ -336,3 +330,103 @@ def _widened(us: float, low: float, high: float, basis: str, profile_id: str) ->
     return (min(low, us * float(band["low_ratio"])), max(high, us * float(band["high_ratio"])),
             f"{basis}; widened to the model's measured error spread (measured/predicted {band['low_ratio']:g} to "
             f"{band['high_ratio']:g}, 10th-90th percentile over {where})")
+
+
+def _dram_bytes(profile: Any, fp: Footprint | None, requested: tuple[float, float] | None, blocks: int,
+                resident: int, const: Mapping[str, Any], l1_hit_bytes: float = 0.0) -> tuple[float, float, list[str]]:
+    """(DRAM bytes with a warm L2, with a cold one, notes) from the footprint and the requested sectors.
+
+    A wave's re-reads that the L2 cannot hold go to DRAM, but only those that reach the L2: the requests the L1
+    serves (`l1_hit_bytes`, a thread's next element in the sector its previous iteration brought in) are not
+    re-reads of the L2 at all."""
+    if fp is None or requested is None:
+        return 0.0, 0.0, ["no memory analysis: no DRAM floor"]
+    covered, uncovered = requested
+    waves = max(1, math.ceil(blocks / max(1, resident * profile.sm_count)))
+    req_wave = max(0.0, covered - l1_hit_bytes) / waves
+    ws = max(fp.per_wave, 1.0)
+    l2 = warm_l2_bytes(profile)
+    per_wave = ws if ws <= l2 else ws + max(0.0, req_wave - ws) * (1.0 - l2 / ws)
+    cold = min(covered, max(fp.total, per_wave * waves)) + uncovered
+    warm_l2 = bool(const.get("warm_l2", False))
+    warm = _warm_dram_bytes(fp, uncovered, cold, l2) if warm_l2 else cold
+    split = ("" if l2 >= float(profile.l2_bytes) else
+             f", the share of a {float(profile.l2_bytes) / 1e6:.3g} MB L2 in {l2_partitions(profile)[0]} partitions "
+             "that holds what every SM reads (data/timing.toml [kerncast.l2_partitions])")
+    notes = [f"distinct global bytes {fp.distinct / 1e6:.3g} MB, {fp.total / 1e6:.3g} MB of DRAM traffic with no "
+             f"reuse beyond them (working set per wave {ws / 1e6:.3g} MB against {l2 / 1e6:.3g} MB of L2{split}); "
+             f"requested with no reuse {(covered + uncovered) / 1e6:.3g} MB"]
+    if warm_l2:
+        notes.append("cache state: warm (inputs written or read just before the launch): inputs that fit in the "
+                     "L2 are found there, inputs larger than the L2 are streamed from DRAM again (an LRU cache "
+                     "keeps nothing of a cyclic sweep larger than itself); the L2 is write-back, so written bytes "
+                     "stay there when the footprint fits and all reach DRAM when it does not (the dirty lines a "
+                     f"launch leaves are evicted by the next) ({fp.written / 1e6:.3g} MB written); the cold-cache "
+                     "time is the top of the range")
+    if uncovered:
+        notes.append("some global addresses are not affine (or are tensor-core tiles): their requests count as "
+                     "DRAM traffic in full")
+    return warm, cold, notes
+
+
+def _warm_dram_bytes(fp: Footprint, uncovered: float, cold: float, l2: float) -> float:
+    """DRAM bytes during the kernel with the inputs warm in a write-back L2.
+
+    Reads: an input set that fits in the L2 was left there by whatever wrote or read it last; a larger one is
+    swept through an LRU cache that keeps none of it, so it costs its cold traffic. Writes: the L2 is
+    write-back (the CUDA programming guide's L2 is the point where all DRAM traffic is cached; dirty lines go
+    to DRAM when evicted). A footprint that fits keeps its written lines there, and a launch that runs again
+    rewrites them in place: no DRAM writes. A larger footprint evicts every line it wrote but the last `l2`
+    bytes' share, and those, left dirty, are evicted by the next launch's sweep: in the steady state of
+    repeated launches (how kernels run and are timed) each launch pays for as many written bytes as it
+    writes. On an H100, counting only the share evicted within the launch put streaming kernels 10-20% further
+    below their measured times than counting them all.
+    """
+    reads = fp.total - fp.written + uncovered
+    read_dram = 0.0 if reads <= l2 else max(0.0, cold - fp.written)
+    touched = fp.distinct + uncovered
+    write_dram = fp.written if touched > l2 else 0.0
+    return min(cold, read_dram + write_dram)
+
+
+def l2_partitions(profile: Any) -> tuple[int, float | None]:
+    """(L2 partitions, far-partition hit latency in cycles) of the GPU: (1, None) for a unified L2."""
+    table = timing_constants()["kerncast"].get("l2_partitions", {})
+    count = table.get("count", {}).get(profile.cc)
+    far = table.get("far_latency", {}).get(profile.cc)
+    if not isinstance(count, int) or count < 2:
+        return 1, None
+    return count, float(far) if isinstance(far, int | float) else None
+
+
+def warm_l2_bytes(profile: Any) -> float:
+    """The bytes of a launch's data the L2 holds between launches: all of it, or on a partitioned L2, whose
+    halves each cache what their own SMs use, one partition's share (data every SM reads is held twice)."""
+    count, _ = l2_partitions(profile)
+    return float(profile.l2_bytes) / count
+
+
+def _l2_hit_latency(profile: Any, fp: Footprint | None, requested: tuple[float, float] | None,
+                    const: Mapping[str, Any]) -> float | None:
+    """The L2 hit latency (cycles) when the launch's loads find their inputs warm in the L2, else None.
+
+    Under the warm-cache assumption an input set that fits in the L2 is found there, so a global load waits
+    the L2's hit latency, not DRAM's (pointer-chase microbenchmarks per architecture, `data/timing.toml`). On
+    a partitioned L2 the line is as often in the far half as in the near one: the mean of the two latencies.
+    """
+    hit = l2_hit_cycles(profile)
+    if not const.get("warm_l2", False) or fp is None or requested is None or hit is None:
+        return None
+    reads = fp.total - fp.written + requested[1]
+    return hit if reads <= warm_l2_bytes(profile) else None
+
+
+def l2_hit_cycles(profile: Any) -> float | None:
+    """The mean load-to-use latency (cycles) of an L2 hit: the architecture's pointer-chase figure
+    (`data/timing.toml` [kerncast.l2_hit_latency]), on a partitioned L2 averaged with the far partition's, where
+    a line is as often as in the near one; None where the data lists no figure."""
+    row = timing_constants()["kerncast"].get("l2_hit_latency", {}).get(profile.arch)
+    if not isinstance(row, int | float):
+        return None
+    _, far = l2_partitions(profile)
+    return float(row) if far is None else (float(row) + far) / 2.0
