@@ -8,11 +8,13 @@ result types themselves live beside the model that computes them and are named h
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.dataflow import KernelDataflow
+from kerncast.analysis.finding import Finding
 from kerncast.analysis.gpus import GpuProfile
 from kerncast.analysis.launch import Sourced
 from kerncast.analysis.loops import LoopForest
@@ -62,6 +64,16 @@ class KernelContext:
 
     def __post_init__(self) -> None:
         self.dataflow = KernelDataflow(self.function, self.cfg, self.loops)
+
+
+def add_findings(ctx: KernelContext, rule: Callable[[KernelContext], Finding | list[Finding] | None]) -> None:
+    """Run a rule's check on a kernel this file reports (`reported_here`) and add what it found, one finding, a
+    list or none: the one place a rule's pipeline stage spells the included-kernel guard and the adding."""
+    if not reported_here(ctx):
+        return
+    found = rule(ctx)
+    if found is not None:
+        ctx.report.findings.extend(found if isinstance(found, list) else [found])
 
 
 def reported_here(ctx: KernelContext) -> bool:

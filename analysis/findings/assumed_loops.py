@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from kerncast.analysis.assumed_loops import ASSUMED_SCALES, assumed_counts
-from kerncast.analysis.context import KernelContext, reported_here
+from kerncast.analysis.context import KernelContext, add_findings
 from kerncast.analysis.edits import insert_lines_above
 from kerncast.analysis.finding import Finding, Fix, line_range
 from kerncast.analysis.launch import Sourced, split_kernel_name
@@ -70,6 +70,4 @@ def assumed_loop_findings(ctx: KernelContext) -> list[Finding]:
 
 def assumed_loops_stage(ctx: KernelContext) -> None:
     """Pipeline stage: add the kernel's `assumed-trip-count` findings."""
-    if not reported_here(ctx):
-        return
-    ctx.report.findings.extend(assumed_loop_findings(ctx))
+    add_findings(ctx, assumed_loop_findings)

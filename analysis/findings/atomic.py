@@ -17,7 +17,7 @@ import tomllib
 from functools import cache
 from importlib import resources
 
-from kerncast.analysis.context import KernelContext, reported_here
+from kerncast.analysis.context import KernelContext, add_findings
 from kerncast.analysis.csyntax import matching_bracket, split_top
 from kerncast.analysis.finding import Finding, Fix, TextEdit, line_range, source_lines
 from kerncast.analysis.memory.analysis import AccessInfo
@@ -131,6 +131,4 @@ def atomic_contention(ctx: KernelContext) -> list[Finding]:
 
 def atomic_contention_stage(ctx: KernelContext) -> None:
     """Pipeline stage: add the kernel's `atomic-contention` findings."""
-    if not reported_here(ctx):
-        return
-    ctx.report.findings.extend(atomic_contention(ctx))
+    add_findings(ctx, atomic_contention)

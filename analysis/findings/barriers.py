@@ -14,7 +14,7 @@ reporting it would bury real cases), nor a condition the analysis could not read
 from __future__ import annotations
 
 from kerncast.analysis.cfg import Cfg
-from kerncast.analysis.context import KernelContext, reported_here
+from kerncast.analysis.context import KernelContext, add_findings
 from kerncast.analysis.finding import Finding, line_range, line_related
 from kerncast.analysis.memory.analysis import BranchInfo
 from kerncast.analysis.ptx.model import Imm, Instruction, line_in_file
@@ -156,6 +156,4 @@ def barrier_divergence(ctx: KernelContext) -> list[Finding]:
 
 def barrier_divergence_stage(ctx: KernelContext) -> None:
     """Pipeline stage (after the memory analysis): add the kernel's `barrier-divergence` findings."""
-    if not reported_here(ctx):
-        return
-    ctx.report.findings.extend(barrier_divergence(ctx))
+    add_findings(ctx, barrier_divergence)

@@ -14,7 +14,7 @@ as unsafe.
 from __future__ import annotations
 
 from kerncast.analysis.cexpr import Token
-from kerncast.analysis.context import KernelContext, reported_here
+from kerncast.analysis.context import KernelContext, add_findings
 from kerncast.analysis.finding import Finding, Fix, TextEdit, line_range, line_related, source_lines
 from kerncast.analysis.ptx.model import Instruction, line_in_file
 from kerncast.analysis.rules import Code, FixKind, rule
@@ -170,8 +170,4 @@ def fp64_in_fp32(ctx: KernelContext) -> Finding | None:
 
 def fp64_stage(ctx: KernelContext) -> None:
     """Pipeline stage: add the kernel's `fp64-in-fp32` finding."""
-    if not reported_here(ctx):
-        return
-    finding = fp64_in_fp32(ctx)
-    if finding is not None:
-        ctx.report.findings.append(finding)
+    add_findings(ctx, fp64_in_fp32)

@@ -13,7 +13,7 @@ import tomllib
 from functools import cache
 from importlib import resources
 
-from kerncast.analysis.context import KernelContext, reported_here
+from kerncast.analysis.context import KernelContext, add_findings
 from kerncast.analysis.finding import Finding, line_range
 from kerncast.analysis.ptx.model import Instruction, Reg, line_in_file
 from kerncast.analysis.rules import Code
@@ -78,6 +78,4 @@ def slow_divisions(ctx: KernelContext) -> list[Finding]:
 
 def slow_division_stage(ctx: KernelContext) -> None:
     """Pipeline stage: add the kernel's `slow-integer-division` findings."""
-    if not reported_here(ctx):
-        return
-    ctx.report.findings.extend(slow_divisions(ctx))
+    add_findings(ctx, slow_divisions)

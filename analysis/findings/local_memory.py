@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from kerncast.analysis.context import KernelContext, reported_here
+from kerncast.analysis.context import KernelContext, add_findings
 from kerncast.analysis.finding import Finding, line_range, line_related
 from kerncast.analysis.ptx.model import Instruction, line_in_file
 from kerncast.analysis.rules import Code
@@ -84,8 +84,4 @@ def local_memory(ctx: KernelContext) -> Finding | None:
 
 def local_memory_stage(ctx: KernelContext) -> None:
     """Pipeline stage (after ptxas's resources): add the kernel's `local-memory` finding."""
-    if not reported_here(ctx):
-        return
-    finding = local_memory(ctx)
-    if finding is not None:
-        ctx.report.findings.append(finding)
+    add_findings(ctx, local_memory)

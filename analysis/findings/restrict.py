@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from kerncast.analysis.context import KernelContext, reported_here
+from kerncast.analysis.context import KernelContext, add_findings
 from kerncast.analysis.csyntax import split_parameters
 from kerncast.analysis.finding import Finding, Fix, TextEdit, line_related
 from kerncast.analysis.ptx.model import Addr, Function, Instruction, Reg, Sym, Vec, line_in_file
@@ -204,8 +204,4 @@ def missing_restrict(ctx: KernelContext) -> Finding | None:
 
 def missing_restrict_stage(ctx: KernelContext) -> None:
     """Pipeline stage: add the kernel's `missing-restrict` finding."""
-    if not reported_here(ctx):
-        return
-    finding = missing_restrict(ctx)
-    if finding is not None:
-        ctx.report.findings.append(finding)
+    add_findings(ctx, missing_restrict)
