@@ -55,8 +55,9 @@ DEFAULTS: dict[str, Any] = {
     "compileMemoryMB": _OPTIONS.compile_memory_mb,  # None: min(4096, half the machine's memory)
 }
 
-#: keys of the client's own (the VS Code extension's server command and trace level), not the server's
-CLIENT_ONLY = frozenset({"server", "trace"})
+#: keys of the client's own (the VS Code extension's server command, trace level and per-line cost decoration),
+#: not the server's
+CLIENT_ONLY = frozenset({"server", "trace", "lineCosts"})
 
 #: Settings whose value reaches a command line (nvcc's or the server's own) or names a file that is read.
 #: A cloned repository must not be able to set them: the VS Code manifest restricts each one in untrusted
@@ -67,7 +68,8 @@ COMMAND_LINE_SETTINGS = frozenset({"nvccPath", "includeDirs", "defines", "arch",
 EXECUTABLE_SETTINGS = frozenset({"nvccPath", "server.command"})
 #: Settings that are numbers, switches or launch data and reach no command line.
 DATA_SETTINGS = frozenset({"launch", "loops", "timeModel", "powerModel", "thresholds", "analyzeOnChange",
-                           "timeoutSeconds", "maxFileBytes", "compileMemoryMB", "trace.server"})
+                           "timeoutSeconds", "maxFileBytes", "compileMemoryMB", "trace.server",
+                           "lineCosts.enabled"})
 
 
 @dataclass(frozen=True)
