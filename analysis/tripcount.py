@@ -452,7 +452,7 @@ def _stepped_through(dataflow: KernelDataflow, loop: Loop, launch: Launch | None
     past MAX_STEPPED_ITERATIONS."""
     sym = dataflow.symbolic
     atoms = sym.atoms
-    leave = _leave_value(dataflow, loop)
+    leave = leave_value(dataflow, loop)
     if leave is None:
         return None
     reader = EntryValues(dataflow.function, dataflow.cfg, dataflow.definitions, dataflow.reaching, loop, launch)
@@ -478,9 +478,10 @@ def _stepped_through(dataflow: KernelDataflow, loop: Loop, launch: Launch | None
     return None
 
 
-def _leave_value(dataflow: KernelDataflow, loop: Loop) -> E.Value:
+def leave_value(dataflow: KernelDataflow, loop: Loop) -> E.Value:
     """1 where the loop leaves through its only exit: the guard of the exiting branch, negated when the branch
-    stays in the loop; None for another shape."""
+    stays in the loop; None for another shape (the trip counts and the memory analysis's values after a loop
+    both read it)."""
     if len(loop.exits) != 1:
         return None
     inside, outside = loop.exits[0]

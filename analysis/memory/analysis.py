@@ -47,6 +47,7 @@ from kerncast.analysis.memory.warp import (
 )
 from kerncast.analysis.options import Thresholds
 from kerncast.analysis.ptx.model import Function, Imm, MatrixTile, Module, loc_in_file, matrix_tile
+from kerncast.analysis.tripcount import leave_value
 from kerncast.analysis.tripcount import trip_counts as ptx_trip_counts
 
 MAX_ENUMERATED_ITERATIONS = 64
@@ -455,7 +456,7 @@ class _Kernel:
                  if lid == lp.id]
         if n == 0:
             return {phi: skipped for phi, _, skipped in joins}
-        leave = self._leave_predicate(lp)
+        leave = leave_value(self.dataflow, lp)
         if leave is None:
             return {}
         seqs = {g: self._geo_sequence(g, n + 1, before) for g in self._geo_of(lp.id)}
@@ -479,21 +480,6 @@ class _Kernel:
                         out[phi] = value
                 return out
         return {}
-
-    def _leave_predicate(self, lp: Any) -> Value:
-        """1 where loop `lp` leaves through its only exit, the guard of the branch that ends the exiting block
-        (negated when the branch stays); None for a loop with another way out or an exit that is no test."""
-        if len(lp.exits) != 1:
-            return None
-        inside, outside = lp.exits[0]
-        blk = self.cfg.blocks[inside]
-        last = self.fn.body[blk.end - 1] if blk.end > blk.start else None
-        if last is None or last.opcode != "bra" or last.guard is None or len(blk.succs) != 2:
-            return None
-        g = self.sym.guards.get(last.index)
-        target = self.fn.labels.get(last.branch_target or "")
-        taken = target is not None and self.cfg.blocks[outside].start == target
-        return g if taken else E.sub(E.const(1), g)
 
     def iteration_assignments(self, block: int) -> list[dict[int, Value]]:
         """Substitutions for the enumerated iterations of the geometric loops around `block` (≥ one entry), each
