@@ -290,7 +290,7 @@ def compile_share_mb(budget_mb: int) -> int:
 
 def run_tool(args: list[str], timeout_s: float, cwd: str | Path | None = None,
              env: dict[str, str] | None = None, temp_dir: str | Path | None = None,
-             memory_mb: int | None = None) -> ToolRun:
+             memory_mb: int | None = None, bound_memory: bool = True) -> ToolRun:
     """Run a command (argument list, no shell) under a memory limit, and kill its whole process group if it
     overruns its time.
 
@@ -302,17 +302,21 @@ def run_tool(args: list[str], timeout_s: float, cwd: str | Path | None = None,
     limit as address space (RLIMIT_AS, inherited by its children): an input that makes the preprocessor
     allocate without end fails with "out of memory" instead of taking the machine. nvcc runs its stages one
     after another, so one run's peak is about one stage's, and the process tree's stays under the limit.
+    `bound_memory=False` is for a built GPU program (the calibration harness): the CUDA driver reserves virtual
+    address space for the whole of the GPU's and the host's memory when it creates a context, so under any
+    compile-sized RLIMIT_AS its first CUDA call fails with "out of memory".
     """
     budget_mb = default_compile_memory_mb() if memory_mb is None else memory_mb
     with _slots:
-        return _run_in_slot(args, timeout_s, cwd, env, temp_dir, budget_mb)
+        return _run_in_slot(args, timeout_s, cwd, env, temp_dir, budget_mb, bound_memory)
 
 
 def _run_in_slot(args: list[str], timeout_s: float, cwd: str | Path | None, env: dict[str, str] | None,
-                 temp_dir: str | Path | None, budget_mb: int) -> ToolRun:
+                 temp_dir: str | Path | None, budget_mb: int, bound_memory: bool = True) -> ToolRun:
     """`run_tool`'s work, once it holds a slot."""
     share_mb = compile_share_mb(budget_mb)
-    memory_mb: int | None = share_mb if resource is not None else None  # no address-space limit on Windows
+    bounded = bound_memory and resource is not None  # no address-space limit on Windows
+    memory_mb: int | None = share_mb if bounded else None
     timeout_s = min(max(timeout_s, 0.001), MAX_TIMEOUT_S) if math.isfinite(timeout_s) else MAX_TIMEOUT_S
     if temp_dir is not None:
         env = dict(os.environ if env is None else env, TMPDIR=str(temp_dir), TMP=str(temp_dir),
@@ -320,7 +324,7 @@ def _run_in_slot(args: list[str], timeout_s: float, cwd: str | Path | None, env:
     popen_kwargs: dict[str, object] = {}
     if os.name == "posix":
         popen_kwargs["start_new_session"] = True
-    if resource is not None:
+    if bounded:
         # in the child between fork and exec, the address-space limit it and every process it starts inherit; a
         # C function bound to its arguments, so that no Python code runs there
         limit = share_mb << 20

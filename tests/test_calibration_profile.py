@@ -5,12 +5,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import resource
+import sys
 
 import numpy as np
 import pytest
 from kerncast.analysis.calibration.analyze import analyze, peak_warps
 from kerncast.analysis.calibration.errors import CalibrationError, NoGpuError
-from kerncast.analysis.calibration.harness import check_run, parse_output
+from kerncast.analysis.calibration.harness import check_run, parse_output, run_harness
 from kerncast.analysis.calibration.profile_writer import PowerReadings, build_profile, profile_id, write_profile
 from kerncast.analysis.gpus import latency_rows, load_profile
 
@@ -160,6 +162,19 @@ def test_harness_exit_status_maps_to_errors() -> None:
     with pytest.raises(CalibrationError, match="no 'done' record"):
         check_run(0, parse_output('{"kind":"device"}\n'), "")
     check_run(0, parse_output('{"kind":"done"}\n'), "")
+
+
+def test_harness_runs_without_the_compile_address_space_limit(tmp_path) -> None:
+    """The harness is a GPU program: the CUDA driver reserves address space for all of the GPU's and the host's
+    memory at context creation, and under the compiles' RLIMIT_AS its first CUDA call failed with "out of
+    memory" (read by Kerncast as "no NVIDIA GPU/driver found"). A stand-in harness reports the limit it got."""
+    fake = tmp_path / "kerncast_calibrate"
+    fake.write_text(f"#!{sys.executable}\nimport json, resource\n"
+                    "print(json.dumps({'kind': 'limit', 'as': resource.getrlimit(resource.RLIMIT_AS)[0]}))\n"
+                    "print(json.dumps({'kind': 'done'}))\n", encoding="utf-8")
+    fake.chmod(0o755)
+    got = run_harness(fake).of("limit")[0]["as"]
+    assert got == resource.getrlimit(resource.RLIMIT_AS)[0]
 
 
 def test_analysis_reports_missing_records() -> None:
