@@ -25,6 +25,7 @@ rows already in measurements.csv; `--max-minutes` stops measuring in time for a 
 command carries on. `--dry-run` does everything but the GPU steps (it builds the calibration harness and the
 measurement harnesses, checks every case's kernel in its source, predicts every case and writes the plan and an
 empty report) into `--out-root`, so a machine without a GPU checks the whole campaign before one is available.
+`--report-only` runs step 4 alone on the rows already measured (no GPU): the report after a model changed.
 No constant of any model is fitted to these measurements.
 """
 
@@ -530,6 +531,8 @@ def main(argv: list[str] | None = None) -> int:
                                    "`kerncast calibrate`); a dry run predicts with it (default h100)")
     ap.add_argument("--device", type=int, default=0, help="CUDA device index")
     ap.add_argument("--dry-run", action="store_true", help="everything but the GPU steps, into --out-root")
+    ap.add_argument("--report-only", action="store_true",
+                    help="only step 4: predict the rows already in measurements.csv and write REPORT.md (no GPU)")
     ap.add_argument("--out-root", type=Path, help="where analysis/gpus and validation/ are written (default: the "
                                                   "repository; a dry run needs one)")
     ap.add_argument("--only", help="cases whose file, kernel or class contains this")
@@ -548,6 +551,10 @@ def main(argv: list[str] | None = None) -> int:
     out.folder.mkdir(parents=True, exist_ok=True)
     out.profile.parent.mkdir(parents=True, exist_ok=True)
     cases = all_cases(args.only, args.limit)
+    if args.report_only:
+        # no GPU needed: the models changed since the measurements, or the report is wanted on another machine
+        measured = measured_keys(out.measurements)
+        return 1 if report_step(out, [c for c in cases if c.key() in measured], args) else 0
     every = all_cases()
     problems = check_sources(cases)
     for p in problems:
@@ -603,7 +610,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"no GPU: {exc}")
             return 2
         print(f"measured {measured} cases ({failed} failed) in {(time.monotonic() - start) / 60:.1f} min")
-    # 4. predictions and report
+    missing = report_step(out, cases, args)
+    return 0 if finished and not problems and not broken and not missing else 1
+
+
+def report_step(out: Outputs, cases: list[CampaignCase], args: argparse.Namespace) -> list[CampaignCase]:
+    """4. every measured row predicted with the GPU's profile, REPORT.md and the power rows; the cases that got
+    no prediction."""
     gpu = str(out.profile) if out.profile.is_file() else (args.base or "h100")
     predictions = predict(cases, gpu, args.jobs)
     missing = [c for c in cases if c.key() not in predictions]
@@ -613,7 +626,7 @@ def main(argv: list[str] | None = None) -> int:
     write_report(out, cases, predictions, args.dry_run, shown)
     rows = write_power_rows(out, cases)
     print(f"wrote {out.report} and {out.power_rows} ({rows} power rows); predictions with the {gpu} profile")
-    return 0 if finished and not problems and not broken and not missing else 1
+    return missing
 
 
 if __name__ == "__main__":

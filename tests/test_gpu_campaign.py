@@ -106,3 +106,18 @@ def test_report_and_resumption_from_measured_rows(tmp_path):
     assert "inside the shown kerncast range: 3 of 3 rows" in text
     assert (out.folder / "predicted_vs_measured_kerncast.png").stat().st_size > 1000
     assert CAMPAIGN["write_power_rows"](out, cases) == len(cases)
+
+
+def test_report_only_predicts_the_measured_rows_without_a_gpu(nvcc_available, tmp_path):
+    out = CAMPAIGN["Outputs"](tmp_path, "testgpu")
+    case = next(c for c in CAMPAIGN["coverage_cases"]() if c.kernel == "copyF32")
+    CAMPAIGN["append_row"](out.measurements, case, _measurement(case, 10.0, 200.0))
+    # its own process, as a user runs it (the predictions run in a process pool)
+    run = subprocess.run([sys.executable, str(REPO / "benchmarks" / "gpu_campaign.py"), "--gpu-id", "testgpu",
+                          "--report-only", "--out-root", str(tmp_path), "--jobs", "1", "--base", "h100"],
+                         capture_output=True, text=True, timeout=900, check=False)
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = out.report.read_text()
+    assert "1 measured and predicted with the profile `h100`" in report and "Dry run" not in report
+    assert "| all | 1 |" in report
+    assert not (tmp_path / "build").exists()  # nothing was built: no harness, no calibration
