@@ -324,17 +324,18 @@ def _run_in_slot(args: list[str], timeout_s: float, cwd: str | Path | None, env:
     popen_kwargs: dict[str, object] = {}
     if os.name == "posix":
         popen_kwargs["start_new_session"] = True
+    command = args
     if bounded:
-        # in the child between fork and exec, the address-space limit it and every process it starts inherit; a
-        # C function bound to its arguments, so that no Python code runs there
         limit = share_mb << 20
         hard = resource.getrlimit(resource.RLIMIT_AS)[1]
         if hard != resource.RLIM_INFINITY:  # a limit may only be lowered
             limit = min(limit, hard)
-        popen_kwargs["preexec_fn"] = functools.partial(resource.setrlimit, resource.RLIMIT_AS, (limit, limit))
+        command, preexec = _limited(args, limit)
+        if preexec is not None:
+            popen_kwargs["preexec_fn"] = preexec
     _check_stop()
     try:
-        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 stdin=subprocess.DEVNULL, cwd=cwd, env=env, text=True, errors="replace",
                                 **popen_kwargs)
     except OSError as exc:
@@ -354,7 +355,40 @@ def _run_in_slot(args: list[str], timeout_s: float, cwd: str | Path | None, env:
     finally:
         _RUNNING.discard(proc)
     _check_stop()  # killed by a stop request: its output says nothing about the input
+    if command is not args and proc.returncode in _EXEC_FAILED and err.startswith(_PRLIMIT_EXEC_FAILED):
+        # the wrapper could not start the tool, where Popen itself would have raised
+        why = err.strip().splitlines()[0].rpartition(": ")[2]
+        raise ToolchainError(f"cannot run {args[0]}: {why}; {INSTALL_HINT}")
     return ToolRun(proc.returncode, out, err, timed_out=False, memory_mb=memory_mb, budget_mb=budget_mb)
+
+
+#: util-linux's exit statuses for a command it could not execute (found but not runnable, not found)
+_EXEC_FAILED = (126, 127)
+#: how util-linux's `prlimit` begins the message of a command it could not execute
+_PRLIMIT_EXEC_FAILED = "prlimit: failed to execute"
+
+
+@functools.cache
+def limit_wrapper() -> str | None:
+    """util-linux's `prlimit`, which sets a limit on itself and then executes the command in its place (same
+    process, so the same process group and pid); None where it is not installed."""
+    return shutil.which("prlimit") if sys.platform.startswith("linux") else None
+
+
+def _limited(args: list[str], limit: int) -> tuple[list[str], functools.partial | None]:
+    """The command line that runs `args` under an address-space limit of `limit` bytes, and the function to run
+    between fork and exec where that is how the limit is set.
+
+    Python cannot use vfork for a child that runs a function before exec, and a plain fork of the language
+    server (a few hundred MB of Python objects) copies its page tables and makes the child wait for a CPU
+    before it can exec: on a loaded 2-core machine that was 20 ms per nvcc or ptxas start, against 1.5 ms with
+    vfork (benchmarks/spawn_cost.py). `prlimit --as` sets the same RLIMIT_AS in the child and executes the
+    tool, which every process it starts inherits, so the limit holds as before. Without `prlimit`, the limit is
+    set by a C function bound to its arguments, so that no Python code runs in the forked child."""
+    wrapper = limit_wrapper()
+    if wrapper is not None:
+        return [wrapper, f"--as={limit}:{limit}", "--", *args], None
+    return args, functools.partial(resource.setrlimit, resource.RLIMIT_AS, (limit, limit))
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

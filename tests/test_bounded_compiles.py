@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from kerncast.analysis import toolchain
 from kerncast.analysis.compile import CompileOptions, clear_cache, compile_cuda
 from kerncast.analysis.input_files import InputRefused, InputTooLarge, read_regular_file
 from kerncast.analysis.kernel_cache import KernelCache
@@ -197,6 +198,28 @@ def test_the_memory_limit_reaches_the_tool_s_children() -> None:
     """RLIMIT_AS is set in the child before exec, so every process the tool starts inherits it."""
     run = run_tool(["/bin/sh", "-c", "ulimit -v"], 10, memory_mb=600)
     assert run.returncode == 0 and run.stdout.strip() == str(600 // COMPILE_SLOTS * 1024)
+
+
+def test_the_memory_limit_holds_without_prlimit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where util-linux's `prlimit` is missing, the limit is set between fork and exec instead."""
+    monkeypatch.setattr(toolchain, "limit_wrapper", lambda: None)
+    run = run_tool(["/bin/sh", "-c", "ulimit -v"], 10, memory_mb=600)
+    assert run.returncode == 0 and run.stdout.strip() == str(600 // COMPILE_SLOTS * 1024)
+
+
+@pytest.mark.parametrize("wrapped", [True, False], ids=["prlimit", "preexec"])
+def test_a_tool_that_cannot_start_is_a_toolchain_error(wrapped: bool, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A missing or non-executable tool is "cannot run ...", whether or not `prlimit` starts it."""
+    if not wrapped:
+        monkeypatch.setattr(toolchain, "limit_wrapper", lambda: None)
+    elif toolchain.limit_wrapper() is None:
+        pytest.skip("util-linux's prlimit is not installed here")
+    plain = tmp_path / "not-executable"
+    plain.write_text("#!/bin/sh\n")
+    for tool, why in ((str(tmp_path / "missing-tool"), "No such file"), (str(plain), "Permission denied")):
+        with pytest.raises(ToolchainError, match=f"cannot run {tool}: {why}"):
+            run_tool([tool], 10, memory_mb=600)
 
 
 def test_no_more_tools_run_at_once_than_their_shares_of_the_limit_allow(tmp_path: Path) -> None:
