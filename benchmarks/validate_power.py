@@ -1,9 +1,10 @@
-"""Both power models against measured board power: the H100 launches of `validation/h100/` at the exact launches
-`benchmarks/measure_gpu.py` ran (its parameters and buffer sizes), scored per model by
+"""Both power models against measured board power: the launches of `validation/<gpu>/measurements.csv` at the
+exact launches measured (for the H100 file, the cases of `benchmarks/measure_gpu.py`, its parameters and buffer
+sizes; for a GPU campaign's file, e.g. `validation/h200/`, each row's own `params` column), scored per model by
 `kerncast.analysis.power.validation` (MAPE, MAPE over benchmarks, share within 15%, interval coverage, median
 interval width / (TDP - idle)). A benchmark here is one kernel (each measured at a small and a large launch).
 
-    .venv/bin/python benchmarks/validate_power.py [--gpu h100] [--format json] [--rows]
+    .venv/bin/python benchmarks/validate_power.py [--gpu h100|h200] [--format json] [--rows]
 
 `--rows` adds a line per launch: measured and predicted power, the event model's idle, static (of it the idle
 SMs') and dynamic parts, its drivers, and the measured beside the predicted time (dynamic power is the events'
@@ -22,24 +23,40 @@ import json
 import runpy
 from pathlib import Path
 
+from kerncast.analysis.launch import LaunchOverrides
 from kerncast.analysis.power.validation import MeasuredLaunch, evaluate_launches, format_rows, format_text
 
 _VALIDATE = runpy.run_path(str(Path(__file__).with_name("validate_measured.py")))
 ROOT: Path = _VALIDATE["ROOT"]
 
 
-def h100_launches(gpu: str) -> list[MeasuredLaunch]:
-    """The measured launches of `validation/<gpu>/measurements.csv`, each at its measured case's launch."""
+def measured_launches(gpu: str) -> list[MeasuredLaunch]:
+    """The measured launches of `validation/<gpu>/measurements.csv` that have a power reading. A row of a GPU
+    campaign (benchmarks/gpu_campaign.py) carries its scalar parameters (`params`, ';'-separated); a row of the
+    earlier H100 file is looked up among measure_gpu.py's cases. A benchmark is one kernel of one file."""
     out = []
     with (ROOT / "validation" / gpu / "measurements.csv").open(encoding="utf-8") as fh:
         for rec in csv.DictReader(fh):
-            found = _VALIDATE["_case_for"](rec)
-            if found is None or not rec.get("power_w"):
+            if not rec.get("power_w"):
                 continue
-            case, _ = found
-            out.append(MeasuredLaunch(ROOT / case.file, case.kernel, case.overrides(), float(rec["power_w"]),
-                                      case.kernel, float(rec["time_us"]) if rec.get("time_us") else None))
+            launch = _campaign_launch(rec) if "params" in rec else _case_launch(rec)
+            if launch is None:
+                continue
+            out.append(MeasuredLaunch(ROOT / rec["source_file"], rec["kernel"], launch, float(rec["power_w"]),
+                                      f"{rec['source_file']}:{rec['kernel']}",
+                                      float(rec["time_us"]) if rec.get("time_us") else None))
     return out
+
+
+def _case_launch(rec: dict[str, str]) -> LaunchOverrides | None:
+    found = _VALIDATE["_case_for"](rec)
+    return found[0].overrides() if found is not None else None
+
+
+def _campaign_launch(rec: dict[str, str]) -> LaunchOverrides:
+    smem = int(rec["dynamic_shared_bytes"]) if rec.get("dynamic_shared_bytes") not in (None, "", "0") else None
+    return LaunchOverrides.from_strings(grid=rec["grid"].replace("x", ","), block=rec["block"].replace("x", ","),
+                                        params=[p for p in (rec.get("params") or "").split(";") if p], smem=smem)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--format", choices=("text", "json"), default="text")
     ap.add_argument("--rows", action="store_true", help="with text: also a line per launch")
     args = ap.parse_args(argv)
-    result = evaluate_launches(h100_launches(args.gpu), args.gpu)
+    result = evaluate_launches(measured_launches(args.gpu), args.gpu)
     if args.format == "json":
         print(json.dumps(result, indent=1))
     else:

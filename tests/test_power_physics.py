@@ -19,7 +19,7 @@ from kerncast.analysis.power import model as power_model
 from kerncast.analysis.power import public
 from kerncast.analysis.power.combine import chosen_model
 from kerncast.analysis.power.events import EventEnergy, load_constants
-from kerncast.analysis.power.physics import busy_sms, event_power, static_table
+from kerncast.analysis.power.physics import busy_sms, event_power, static_table, uncertainty
 from kerncast.analysis.power.validation import MeasuredLaunch, read_launches, score_launch
 from kerncast.analysis.timing.estimate import TimeEstimate
 from kerncast.server.config import parse_settings
@@ -135,6 +135,42 @@ def test_static_power_follows_busy_sms_launch_overhead_and_unit_class():
     memory = event_power(_event(1.0, "global loads"), h100, _time(100.0), blocks=132, blocks_per_sm=1,
                          warps_per_block=8)
     assert memory.unit_class == "memory_only" and memory.static_w != full.static_w
+
+
+def test_interval_low_end_is_the_launch_waited_for_on_its_own():
+    # launched one at a time, the GPU idles between launches for a few microseconds of host time: a board
+    # reading over many launches of a 2 us kernel shows well under half of its power above idle, one of a 10 ms
+    # kernel all but the same
+    h100 = load_profile("h100")
+    gap = uncertainty().launch_gap_us
+    assert 4.0 < gap < 10.0  # two host launch calls (data/timing.toml's 2.76 us)
+    lows = {}
+    for us in (2.0, 10_000.0):
+        p = event_power(_event(200.0 * us), h100, _time(us), blocks=132, blocks_per_sm=1,  # 200 W of events
+                        warps_per_block=8)
+        k = uncertainty().energy_factor
+        undiluted = h100.idle_w + p.static_w / k + p.dynamic_w / k
+        lows[us] = (p.interval[0] - h100.idle_w) / (undiluted - h100.idle_w)
+    assert lows[2.0] == pytest.approx(2.0 / (2.0 + gap))
+    assert lows[10_000.0] > 0.99
+
+
+def test_interval_time_no_shorter_than_the_dram_traffic_at_peak_bandwidth():
+    # 1 GB of DRAM traffic on a 3350 GB/s H100 takes at least 299 us: a time range reaching down to 100 us
+    # cannot raise the dynamic power's upper bound beyond what that floor allows
+    h100 = load_profile("h100")
+    wide = replace(_time(400.0), range_us=(100.0, 400.0))
+    free = event_power(_event(40_000.0), h100, wide, blocks=132, blocks_per_sm=1, warps_per_block=8)
+    floored = event_power(_event(40_000.0), h100, wide, blocks=132, blocks_per_sm=1, warps_per_block=8,
+                          dram_bytes=1e9)
+    floor_us = 1e9 / (h100.mem_bandwidth_gbs * 1e3)
+    k = uncertainty().energy_factor
+    dram_uj = 1e9 / 32 * load_constants("Hopper").pj["dram_sector"] * 1e-6  # the timing stage's bytes replace the count
+    assert free.interval[1] == pytest.approx(min(h100.tdp_w, h100.idle_w * (1 + uncertainty().idle_spread)
+                                                 + free.static_w * k + 40_000.0 * k / 100.0))
+    assert floored.interval[1] == pytest.approx(min(h100.tdp_w, h100.idle_w * (1 + uncertainty().idle_spread)
+                                                    + floored.static_w * k + (40_000.0 + dram_uj) * k / floor_us))
+    assert any("DRAM traffic at peak bandwidth" in a for a in floored.assumptions)
 
 
 def test_sms_left_idle_while_a_kernel_runs_draw_the_idle_sm_power():

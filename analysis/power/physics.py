@@ -19,10 +19,23 @@
   time grows by the ratio of the demanded to the available power above idle (the energy of the work is taken
   as unchanged).
 
-The interval: the per-event energies and the static power are uncalibrated, each taken within a factor of
-`[uncertainty] uncalibrated_factor` of the table, the time within the time model's range, and the idle power up to
-`idle_spread` above the profile's (boards of one model differ by that much); every bound stays inside
-[idle, TDP].
+The interval spans the unknowns the model states, each over its own range from `data/energy.toml`
+([uncertainty]), all at their low ends for the lower bound and at their high ends for the upper one:
+
+* energy per event: uncalibrated, within a factor `uncalibrated_factor` of the table;
+* static power: within `reference_static_factor` on the generation AccelWattch measured (only the voltage at
+  the GPU's clock is unknown there) and within `uncalibrated_factor` on the others (scaled by an inferred node
+  factor);
+* time: the time model's range, its short end no shorter than the timing stage's DRAM bytes at the GPU's peak
+  bandwidth (a kernel cannot move its DRAM traffic faster, so its dynamic power has that ceiling);
+* idle power: up to `idle_spread` above the profile's (boards of one model differ by that much);
+* how the launch is run: launched one at a time, each waited for, the GPU idles between launches for the
+  host's launch call and its wait (`launch_gap_host_calls` x the host's launch time of data/timing.toml), so a
+  board reading over many launches is the kernel's power diluted by t / (t + gap): what a measurement of a
+  microsecond kernel shows is mostly that gap. The lower bound takes this dilution; the point does not (it is
+  the power while the kernel runs).
+
+Every bound stays inside [idle, TDP].
 """
 
 from __future__ import annotations
@@ -33,6 +46,7 @@ from functools import cache
 from typing import Any
 
 from kerncast.analysis.power.events import SECTOR_BYTES, EventEnergy, energy_table
+from kerncast.analysis.timing.constants import timing_constants
 
 #: unit classes in order of precedence: a kernel that uses tensor cores is priced as the tensor class, etc.
 _CLASSES = (("tensor-core MMA", "int_fp_tensor"), ("FP64 arithmetic", "int_fp_dp"),
@@ -48,22 +62,47 @@ class StaticTable:
     idle_sm_w: float  # one reference SM left without work while a kernel runs
     sm_count: int
     node_scale: float
-    uncertainty: float
-    idle_spread: float
+    generation: str  # the generation whose GPU AccelWattch measured
     source: str
+
+
+@dataclass(frozen=True)
+class Uncertainty:
+    """How far each unknown of the event model may be off ([uncertainty] of data/energy.toml)."""
+
+    energy_factor: float  # per-event energies, and static power away from the reference generation
+    reference_static_factor: float  # static power on the generation AccelWattch measured
+    idle_spread: float  # board-to-board idle power, above the profile's
+    launch_gap_host_calls: float  # host launch times the GPU idles between two launches waited for one by one
+    host_launch_us: float  # the host's time in one launch call (data/timing.toml)
+
+    def static_factor(self, generation: str) -> float:
+        return self.reference_static_factor if generation == static_table().generation else self.energy_factor
+
+    @property
+    def launch_gap_us(self) -> float:
+        return self.launch_gap_host_calls * self.host_launch_us
 
 
 @cache
 def static_table() -> StaticTable:
-    """[static_power] and [uncertainty] of data/energy.toml."""
+    """[static_power] of data/energy.toml."""
     table = energy_table()
     st = table["static_power"]
     ref = table["generations"][st["reference_generation"]]
     watts = {k: float(v[0]) + (WARP - 1) * float(v[1]) for k, v in st.items()
              if isinstance(v, list) and len(v) == 2}
     return StaticTable(watts, float(st["idle_sm"]), int(st["reference_sm_count"]), float(ref["node_scale"]),
-                       float(table["uncertainty"]["uncalibrated_factor"]), float(table["uncertainty"]["idle_spread"]),
-                       st["source"])
+                       str(st["reference_generation"]), st["source"])
+
+
+@cache
+def uncertainty() -> Uncertainty:
+    """[uncertainty] of data/energy.toml, with the host's launch time of data/timing.toml."""
+    u = energy_table()["uncertainty"]
+    host = float(timing_constants()["kerncast"]["launch"]["host_us"])
+    return Uncertainty(float(u["uncalibrated_factor"]), float(u["reference_static_factor"]),
+                       float(u["idle_spread"]), float(u["launch_gap_host_calls"]), host)
 
 
 def unit_class(event: EventEnergy) -> str:
@@ -165,6 +204,18 @@ def dram_adjusted(event: EventEnergy, dram_bytes: float | None) -> tuple[float, 
     return max(0.0, event.dynamic_uj - counted + moved), by_driver
 
 
+def time_range(time: Any, dram_bytes: float | None, gpu: Any) -> tuple[float, float, float]:
+    """(shortest, longest, DRAM floor) µs of the time, for the interval: the time model's range around its
+    point, its short end no shorter than the DRAM bytes at the GPU's peak bandwidth (the floor, 0 when the
+    traffic or the bandwidth is unknown)."""
+    us = float(time.us)
+    t_lo, t_hi = (float(time.range_us[0]), float(time.range_us[1])) if time.range_us else (us, us)
+    t_lo, t_hi = min(t_lo, us), max(t_hi, us)
+    bandwidth = float(getattr(gpu, "mem_bandwidth_gbs", 0.0) or 0.0)
+    floor_us = dram_bytes / (bandwidth * 1e3) if dram_bytes and bandwidth > 0 else 0.0
+    return max(t_lo, min(floor_us, us)), t_hi, floor_us
+
+
 def event_power(event: EventEnergy, gpu: Any, time: Any, blocks: int, blocks_per_sm: int,
                 warps_per_block: int, dram_bytes: float | None = None) -> EventPower:
     """The event model's power for one launch (`time`: the timing stage's estimate, its range and breakdown;
@@ -182,11 +233,12 @@ def event_power(event: EventEnergy, gpu: Any, time: Any, blocks: int, blocks_per
     static = per_sm * sms * partitions * share + idle_sms
     dynamic = dynamic_uj / us if us > 0 else 0.0
     watts, factor = _capped(idle, tdp, static, dynamic)
-    k, spread = static_table().uncertainty, static_table().idle_spread
-    t_lo, t_hi = (float(time.range_us[0]), float(time.range_us[1])) if time.range_us else (us, us)
-    t_lo, t_hi = min(t_lo, us), max(t_hi, us)
-    lo, _ = _capped(idle, tdp, static / k, dynamic_uj / k / t_hi if t_hi > 0 else 0.0)
-    hi, _ = _capped(idle * (1 + spread), tdp, static * k, dynamic_uj * k / t_lo if t_lo > 0 else 0.0)
+    u = uncertainty()
+    k, k_static = u.energy_factor, u.static_factor(event.constants.generation)
+    t_lo, t_hi, floor_us = time_range(time, dram_bytes, gpu)
+    duty = t_hi / (t_hi + u.launch_gap_us)
+    lo, _ = _capped(idle, tdp, (static / k_static + dynamic_uj / k / t_hi) * duty, 0.0)
+    hi, _ = _capped(idle * (1 + u.idle_spread), tdp, static * k_static, dynamic_uj * k / t_lo)
     result = EventPower(watts, (max(idle, min(lo, watts)), min(tdp, max(hi, watts))), idle, static, dynamic,
                         idle + static + dynamic, factor, sms, unit_class(event), idle_sms, drivers(by_driver))
     result.assumptions += [
@@ -198,8 +250,12 @@ def event_power(event: EventEnergy, gpu: Any, time: Any, blocks: int, blocks_per
         f"dynamic: {dynamic_uj:.3g} µJ of events over the predicted {us:.3g} µs"
         + (f" (DRAM: the timing stage's {dram_bytes / 1e6:.3g} MB, with L2 reuse)" if dram_bytes is not None else
            " (DRAM: every loaded sector, no memory analysis)"),
-        f"energies and static power uncalibrated: interval takes each within a factor {k:g}, the time over "
-        f"{t_lo:.3g}-{t_hi:.3g} µs and the idle power up to {spread:.0%} above the profile's (boards differ)",
+        f"interval: energies per event within a factor {k:g} (uncalibrated), static power within {k_static:g}, "
+        f"the time over {t_lo:.3g}-{t_hi:.3g} µs"
+        + (f" (no shorter than the DRAM traffic at peak bandwidth, {floor_us:.3g} µs)" if floor_us > 0 else "")
+        + f", the idle power up to {u.idle_spread:.0%} above the profile's (boards differ), and at its low end "
+        f"the launch waited for on its own: the GPU idles {u.launch_gap_us:.3g} µs between launches, so a "
+        f"reading over many launches shows {duty:.0%} of the power above idle",
     ]
     if factor > 1.0:
         result.assumptions.append(f"the demand of {result.demand_w:.0f} W exceeds the {tdp:g} W TDP: the clock "
