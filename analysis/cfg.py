@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kerncast.analysis.ptx.model import Function, Instruction, Sym
+from kerncast.analysis.ptx.model import Function, Imm, Instruction, Reg, Sym
 
 
 @dataclass(slots=True)
@@ -39,12 +39,19 @@ class Cfg:
     idom: list[int] = field(default_factory=list)
     rpo: list[int] = field(default_factory=list)
     unreachable: set[int] = field(default_factory=set)
+    #: blocks of the CUDA math library's out-of-line slow paths, which typical data never runs (see
+    #: `library_slow_paths`): the time models leave them out as they leave unreachable blocks out
+    cold: frozenset[int] = frozenset()
     #: dominator-tree numbering (block -> (preorder, last preorder below it)), built on the first query
     _dom_span: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def entry(self) -> int:
         return 0
+
+    def never_runs(self, block_id: int) -> bool:
+        """Whether a block is left out of the time models: unreachable, or a library slow path."""
+        return block_id in self.unreachable or block_id in self.cold
 
     def instructions(self, block_id: int) -> list[Instruction]:
         """The instructions of one block."""
@@ -153,7 +160,62 @@ def build_cfg(fn: Function) -> Cfg:
             blocks[s].preds.append(b.id)
     cfg = Cfg(fn, blocks, block_of)
     _compute_dominators(cfg)
+    cfg.cold = library_slow_paths(cfg)
     return cfg
+
+
+#: the argument bound of the CUDA math library's single-precision sinf, cosf, tanf and sincosf, 105615.0f
+#: (`0f47CE4780` in PTX): a larger argument is reduced by the Payne-Hanek method, an out-of-line path of
+#: about 60 instructions with a local-memory buffer, where a smaller one takes a few fused multiply-adds
+#: (CUDA Math API, "Single Precision Mathematical Functions": the functions' slow path for large arguments)
+TRIG_REDUCTION_BOUND = 105615.0
+_BELOW = frozenset({"lt", "ltu", "le", "leu"})
+_ABOVE = frozenset({"gt", "gtu", "ge", "geu"})
+
+
+def library_slow_paths(cfg: Cfg) -> frozenset[int]:
+    """Blocks only the math library's large-argument trig reduction runs.
+
+    The path starts at the successor of a branch on `|x| < 105615.0f` (a `setp` on an `abs.f32` value against
+    that constant, in the branch's block) that the argument takes when it is at least the bound; its blocks are
+    those that successor dominates (the join after it is reached from the fast side too). Typical kernel data
+    (angles, phases, normalised values) stays far below the bound, so counting both sides, as every other
+    data-dependent branch is counted, made a sinf loop several times slower than measured."""
+    cold: set[int] = set()
+    for b in cfg.blocks:
+        slow = _slow_successor(cfg, b)
+        if slow is not None and slow not in cfg.unreachable and len(cfg.blocks[slow].preds) == 1:
+            cold.update(d for d in range(len(cfg.blocks)) if cfg.dominates(slow, d))
+    return frozenset(cold)
+
+
+def _slow_successor(cfg: Cfg, b: BasicBlock) -> int | None:
+    """The successor a trig-reduction guard ending block `b` sends large arguments to, or None."""
+    body = cfg.function.body
+    last = body[b.end - 1]
+    if last.opcode != "bra" or last.guard is None or len(b.succs) != 2:
+        return None
+    setp = next((ins for ins in reversed(body[b.start:b.end - 1]) if ins.opcode == "setp"
+                 and ins.operands and isinstance(ins.operands[0], Reg) and ins.operands[0].name == last.guard.reg),
+                None)
+    if setp is None or len(setp.operands) < 3 or not setp.modifiers or setp.modifiers[-1] != "f32":
+        return None
+    bound = setp.operands[2]
+    if not (isinstance(bound, Imm) and bound.value == TRIG_REDUCTION_BOUND and _is_abs(body[b.start:b.end], setp)):
+        return None
+    cmp = setp.modifiers[0]
+    if cmp not in _BELOW and cmp not in _ABOVE:
+        return None
+    taken_when_large = (cmp in _ABOVE) != last.guard.negated
+    target = b.succs[0]  # the branch target comes first in `succs`, the fall-through second
+    return target if taken_when_large else b.succs[1]
+
+
+def _is_abs(block: list[Instruction], setp: Instruction) -> bool:
+    """Whether the compared register is written by an `abs.f32` in the same block."""
+    src = setp.operands[1]
+    return isinstance(src, Reg) and any(ins.opcode == "abs" and ins.operands and isinstance(ins.operands[0], Reg)
+                                        and ins.operands[0].name == src.name for ins in block)
 
 
 def _reverse_postorder(blocks: list[BasicBlock]) -> list[int]:

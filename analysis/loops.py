@@ -126,7 +126,7 @@ def block_weights(cfg: Cfg, loops: LoopForest, trips: Mapping[int, float]) -> di
     """
     out: dict[int, float] = {}
     for b in cfg.blocks:
-        if b.id in cfg.unreachable:
+        if cfg.never_runs(b.id):
             continue
         w = 1.0
         for lp in loops.enclosing(b.id):

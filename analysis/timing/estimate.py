@@ -97,7 +97,7 @@ class KernelGraphs:
 
 def kernel_graphs(cfg: Cfg) -> KernelGraphs:
     """The kernel's dependence DAGs and instruction classes (see `KernelGraphs`)."""
-    return KernelGraphs({b.id: block_dependences(cfg, b.id) for b in cfg.blocks if b.id not in cfg.unreachable},
+    return KernelGraphs({b.id: block_dependences(cfg, b.id) for b in cfg.blocks if not cfg.never_runs(b.id)},
                         {i: classify(ins) for i, ins in enumerate(cfg.function.body)})
 
 
@@ -265,6 +265,10 @@ def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per
         notes.append(f"{profile.name}: instruction latencies are estimated, not measured on this GPU")
     notes.append("branches: the thesis's longest path through the CFG; memory instruction counts include "
                  "both sides of every branch")
+    if cfg.cold:
+        left = sum(cfg.blocks[b].size for b in cfg.cold)
+        notes.append(f"the math library's slow path for trig arguments of magnitude 105615 or more (Payne-Hanek "
+                     f"reduction, {left} instructions) is assumed not to run: typical arguments stay below it")
     detail = {
         "d_kernel_cycles": d_kernel, "n_global_per_thread": first.global_count,
         "n_shared_per_thread": first.shared_count, "blocks_per_sm": plan.blocks_per_wave,

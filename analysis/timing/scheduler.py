@@ -239,7 +239,7 @@ def schedule_cfg(cfg: Cfg, loops: Any, n_threads: int, trips: Mapping[int, float
     body = cfg.function.body
     scheds: dict[int, BlockSchedule] = {}
     for b in cfg.blocks:
-        if b.id in cfg.unreachable:
+        if cfg.never_runs(b.id):
             continue
         dag = dags[b.id] if dags is not None else block_dependences(cfg, b.id)
         plan = plans.get(b.id) if plans is not None else None
