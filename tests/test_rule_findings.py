@@ -186,3 +186,13 @@ def test_atomic_contention_snippet_fits_the_call(reports: dict[str, FileReport],
     patched.write_text(_apply(source, counter.edits + _atomic(reports, "globalMax").fix.edits))
     again = analyze_file(patched, options=AnalysisOptions(gpu="h100"))
     assert not [f for f in again.all_findings() if f.code in ("compile-error", "compile-warning")]
+
+
+def test_an_assumed_loop_count_sits_on_its_loop_statement(reports: dict[str, FileReport]) -> None:
+    """A device function defined above the kernel and inlined into the loop has the loop's first line in the
+    file; the `assumed-trip-count` finding is still placed on the loop's `for`."""
+    name = "int_division.cu"
+    expected = {n for n, c in expected_findings(KERNELS / name, None) if c == "assumed-trip-count"}
+    found = {f.line for f in reports[name].all_findings()
+             if f.code == "assumed-trip-count" and f.kernel.startswith("blendRows")}
+    assert expected and found == expected

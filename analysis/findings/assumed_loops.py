@@ -7,15 +7,21 @@ them into findings.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from kerncast.analysis.assumed_loops import ASSUMED_SCALES, assumed_counts
 from kerncast.analysis.context import KernelContext, add_findings
 from kerncast.analysis.edits import insert_lines_above
-from kerncast.analysis.finding import Finding, Fix, line_range
+from kerncast.analysis.finding import Finding, Fix, line_range, source_lines
 from kerncast.analysis.launch import Sourced, split_kernel_name
+from kerncast.analysis.loops import Loop
+from kerncast.analysis.ptx.model import line_in_file
 from kerncast.analysis.rules import Code, FixKind, rule
 from kerncast.analysis.source_model import scanned
+
+#: a statement that opens a loop
+_LOOP_KEYWORD_RE = re.compile(r"\b(?:for|while|do)\b")
 
 
 def annotation_fix(cuda_source: str, kernel: str, count: Any) -> Fix | None:
@@ -32,13 +38,37 @@ def annotation_fix(cuda_source: str, kernel: str, count: Any) -> Fix | None:
                {"placeholder": count}, [edit], spec.applicability)
 
 
+def _names_loop(text: tuple[str, ...], line: int) -> bool:
+    return 1 <= line <= len(text) and _LOOP_KEYWORD_RE.search(text[line - 1]) is not None
+
+
+def _loop_line(ctx: KernelContext, lp: Loop, text: tuple[str, ...]) -> int | None:
+    """The source line of one loop's `for`/`while`/`do`: the line of a branch that closes its back edge or leaves
+    it (the loop's test), where that line names a loop; else the first line of the loop naming one; else its
+    first line. Its first line alone can be another statement: a value nvcc recomputes inside the loop
+    (`bx = blockIdx.x`) or the body of a device function defined above the kernel and inlined into the loop."""
+    span = lp.source_lines(ctx.cfg, ctx.main_file)
+    if span is None:
+        return None
+    tests = {lp.header, *lp.latches, *(inside for inside, _ in lp.exits)}
+    branch_lines = sorted({n for b in tests for ins in ctx.cfg.instructions(b)[-1:] if ins.opcode == "bra"
+                           and (n := line_in_file(ins.loc, ctx.main_file)) is not None})
+    named = [n for n in branch_lines if _names_loop(text, n)]
+    if named:
+        return named[0]
+    every = sorted({n for b in lp.blocks for ins in ctx.cfg.instructions(b)
+                    if (n := line_in_file(ins.loc, ctx.main_file)) is not None})
+    return next((n for n in every if _names_loop(text, n)), span[0])
+
+
 def _first_lines(ctx: KernelContext) -> dict[int, int]:
-    """Each loop's first source line (its `for`/`while`), by header; the header's line is the loop's test."""
+    """Each loop's source line (its `for`/`while`, see `_loop_line`), by header."""
+    text = source_lines(ctx.cuda_source) if ctx.cuda_source else ()
     out = {}
     for lp in ctx.loops.loops:
-        lines = lp.source_lines(ctx.cfg, ctx.main_file)
-        if lines is not None:
-            out[lp.header] = lines[0]
+        line = _loop_line(ctx, lp, text)
+        if line is not None:
+            out[lp.header] = line
     return out
 
 

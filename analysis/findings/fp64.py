@@ -5,7 +5,8 @@ the double overload (`sqrt(x)`, `exp(x)`). nvcc then converts (`cvt.f64.f32`), c
 back, on units that run at a fraction of the FP32 rate (1/2 on an H100, 1/64 on consumer GPUs; the ratio is
 the GPU profile's DPU:SP units). Reported when the kernel computes in `f64` but reads and writes no `f64` data
 (global, shared, local or a parameter): then the doubles are an accident of the source, not its data; and
-only on lines that show the cause (FP64 on a plain `sinf` line is the library's slow path). A
+only on lines that show the cause (FP64 on a plain `sinf` line is the library's slow path). A kernel whose FP64
+lines name `double` (a double local, a cast) asks for the precision on purpose and is not reported. A
 quick fix is attached where every line with FP64 work shows its cause: the literal gets its `f` suffix and
 the math call its float name (`sqrtf`); the result changes in its last bits (FP32 rounding), so it is offered
 as unsafe.
@@ -138,6 +139,8 @@ def fp64_in_fp32(ctx: KernelContext) -> Finding | None:
         return None
     lines = sorted({n for i in f64 if (n := line_in_file(i.loc, ctx.main_file)) is not None})
     facts = scanned(ctx.cuda_source)
+    if facts is not None and any(_has_token(facts, n, "id", "double") for n in lines):
+        return None  # a double local or cast on an FP64 line: the kernel asks for doubles on purpose
     if ctx.cuda_source:
         count = len(source_lines(ctx.cuda_source))
         macros = double_macros(facts) if facts is not None else frozenset()

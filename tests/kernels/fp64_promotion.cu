@@ -64,6 +64,17 @@ __global__ void dampedSeries(const float *x, float *y, int n)
     y[i] = v;
 }
 
+// Doubles asked for by name: a double local and a cast on float data are the author's choice, not an accident.
+// kerncast: block=256
+__global__ void widenOnPurpose(const float *x, float *y, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        double wide = static_cast<double>(x[i]) * x[i];
+        y[i] = (float)(wide / (1.0 + wide));
+    }
+}
+
 int main()
 {
     float *a, *b;
@@ -81,6 +92,7 @@ int main()
     doubleParam<<<n / 256, 256>>>(a, b, n, 0.25);
     rotateFloat<<<n / 512, 256>>>(a, b, n / 2, 0.3f);
     dampedSeries<<<n / 256, 256>>>(a, b, n);
+    widenOnPurpose<<<n / 256, 256>>>(a, b, n);
     cudaDeviceSynchronize();
     return 0;
 }

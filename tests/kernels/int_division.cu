@@ -54,6 +54,24 @@ __global__ void shiftInLoop(const int *idx, int *rows, int count, int shift)
     }
 }
 
+// A device function defined above its caller, inlined into a loop whose count is a parameter: its line comes
+// first in the file, yet the loop's assumed count is reported at the loop's own statement.
+__device__ float blend(float acc, float x)
+{
+    return acc * 0.75f + x;
+}
+
+// kerncast: block=256
+__global__ void blendRows(const float *in, float *out, int len, int stride)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float acc = 0.0f;
+    for (int k = 0; k < len; ++k) {  // expect: assumed-trip-count
+        acc = blend(acc, in[k * stride + i]);
+    }
+    out[i] = acc;
+}
+
 int main()
 {
     float *a, *b;
