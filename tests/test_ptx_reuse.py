@@ -3,6 +3,8 @@ module is the one a fresh parse gives (functions, instructions with their lines 
 
 from __future__ import annotations
 
+import re
+
 from kerncast.analysis.ptx import parse_ptx
 from kerncast.analysis.ptx.reuse import FunctionReuse
 
@@ -66,3 +68,53 @@ def test_a_broken_function_does_not_hide_the_reused_ones(compile_example) -> Non
     module = parse_ptx(broken, "t.cu", reuse=reuse)
     assert reuse.reused == 2 and len(module.errors) == 1 and len(module.kernels) == 2
     _fresh_equal(module, broken, "t.cu")
+
+
+def _moved_lines(ptx: str, by: int, below: int = 0) -> str:
+    """The PTX nvcc writes after `by` lines were added to transpose.cu above its line `below`: the same text,
+    every `.loc`/`inlined_at` line of that file past `below` moved by `by`."""
+    index = re.search(r'^\s*\.file\s+(\d+)\s+"[^"]*transpose\.cu"', ptx, re.MULTILINE).group(1)
+    loc = re.compile(rf"((?:^[ \t]*\.loc|inlined_at)[ \t]+{index}[ \t]+)(\d+)", re.MULTILINE)
+    return loc.sub(lambda m: m.group(1) + str(int(m.group(2)) + (by if int(m.group(2)) > below else 0)), ptx)
+
+
+def _source_lines(module) -> list[list[int]]:
+    return [[i.loc.line if i.loc else 0 for i in fn.body] for fn in module.functions]
+
+
+def test_functions_that_only_moved_in_the_source_are_copied_with_their_lines_moved(compile_example) -> None:
+    """An edit above a kernel changes only the source lines of its `.loc` directives: the function is not parsed
+    again but copied from the earlier parse with its lines moved, and equals a fresh parse."""
+    ptx = compile_example("transpose").ptx
+    reuse = FunctionReuse()
+    first = parse_ptx(ptx, "t.cu", reuse=reuse)
+    moved = _moved_lines(ptx, 3)
+    assert moved != ptx
+    module = parse_ptx(moved, "t.cu", reuse=reuse)
+    assert (reuse.reused, reuse.parsed, reuse.moved) == (3, 3, 3)
+    assert _source_lines(module) == [[ln + 3 if ln else 0 for ln in fn] for fn in _source_lines(first)]
+    _fresh_equal(module, moved, "t.cu")
+    # an edit between the kernels: the first stays where it was (taken as it is), the others move again
+    below = max(i.loc.line for i in module.functions[0].body if i.loc)
+    again = _moved_lines(moved, 2, below)
+    module = parse_ptx(again, "t.cu", reuse=reuse)
+    assert (reuse.reused, reuse.parsed, reuse.moved) == (6, 3, 5)
+    _fresh_equal(module, again, "t.cu")
+
+
+def test_a_function_whose_lines_moved_apart_or_are_written_otherwise_is_parsed_again(compile_example) -> None:
+    """A line added inside a kernel moves only part of its lines: that is a change, parsed again; so is a `.loc`
+    whose numbers are not written as nvcc writes them (the moved key does not read them)."""
+    ptx = compile_example("transpose").ptx
+    reuse = FunctionReuse()
+    first = parse_ptx(ptx, "t.cu", reuse=reuse)
+    lines = sorted({i.loc.line for i in first.functions[0].body if i.loc})
+    inside = _moved_lines(ptx, 1, lines[len(lines) // 2])  # the first kernel's second half, and those below
+    module = parse_ptx(inside, "t.cu", reuse=reuse)
+    assert reuse.parsed == 4 and reuse.moved == 2
+    _fresh_equal(module, inside, "t.cu")
+    octal = re.sub(r"^(\s*\.loc\s+\d+\s+)(\d+)", lambda m: f"{m.group(1)}0{int(m.group(2)):o}",
+                   _moved_lines(inside, 1), count=1, flags=re.MULTILINE)  # the same line, in octal
+    module = parse_ptx(octal, "t.cu", reuse=reuse)
+    assert reuse.parsed == 5 and reuse.moved == 4
+    _fresh_equal(module, octal, "t.cu")

@@ -49,7 +49,7 @@ from kerncast.analysis.ptx.model import (
     VarDecl,
     Vec,
 )
-from kerncast.analysis.ptx.reuse import FunctionReuse, Span, function_spans
+from kerncast.analysis.ptx.reuse import FunctionReuse, Span, function_spans, moved_function, moved_key
 
 #: the commas (and blanks) between the items of a `{a, b}` operand of an instruction line
 _ITEM_SPLIT_RE = re.compile(r"[ \t\r\f\v]*,[ \t\r\f\v]*")
@@ -80,11 +80,12 @@ class _Parser:
         #: the earlier functions that stand in for the text the lexer skipped, and the functions parsed now
         self.kept: dict[str, Function] = {}
         self.fresh: list[tuple[str, Function]] = []
+        #: per function's first line, its moved key and files' first lines (see reuse.py), made when needed
+        self.moved_keys: dict[int, tuple[str, dict[str, int]] | None] = {}
+        #: of `kept`, the functions copied from an earlier one that had only moved in the source
+        self.moved: list[tuple[str, Function]] = []
         if reuse is not None:
-            for span in self.spans.values():
-                fn = reuse.get(span.key)
-                if fn is not None:
-                    self.kept[span.key] = fn
+            self.take_reused(reuse, text, path)
         skip = {s.first: (s.last, s.key) for s in self.spans.values() if s.key in self.kept}
         self.toks: list[Token] = tokenize(text, skip, instructions=True)
         self.i = 0
@@ -100,6 +101,31 @@ class _Parser:
         #: `line_operand`)
         self.shared: dict[str, Operand] = {}
         self.guards: dict[str, Guard] = {}
+
+    def take_reused(self, reuse: FunctionReuse, text: str, path: str | None) -> None:
+        """The functions whose text was parsed before (`kept`), and those whose text differs from an earlier one
+        only by the source lines of its `.loc` directives, copied with their lines moved (`moved`)."""
+        names: dict[str, str] | None = None
+        for span in self.spans.values():
+            fn = reuse.get(span.key)
+            if fn is None:
+                found = self.moved_key(span, path)
+                earlier = reuse.get_moved(found[0]) if found is not None else None
+                if found is not None and earlier is not None:
+                    names = _file_names(text) if names is None else names
+                    deltas = _deltas_by_name(earlier[1], found[1], names)
+                    if deltas is not None:
+                        fn = moved_function(earlier[0], deltas)
+                        self.moved.append((span.key, fn))
+            if fn is not None:
+                self.kept[span.key] = fn
+
+    def moved_key(self, span: Span, path: str | None) -> tuple[str, dict[str, int]] | None:
+        """The moved key of the function at `span` and its files' first lines (reuse.py), made once."""
+        if span.first not in self.moved_keys:
+            body = "\n".join(self.lines[span.first - 1:span.last])
+            self.moved_keys[span.first] = moved_key(path, span.files, span.first, body)
+        return self.moved_keys[span.first]
 
     # ------------------------------------------------------------------ token helpers
     def seek(self, i: int) -> None:
@@ -820,11 +846,50 @@ def parse_ptx(text: str, path: str | None = None, reuse: FunctionReuse | None = 
     _resolve_locs(module, list(parser.kept.values()))
     module.source_path = path
     if reuse is not None:
-        for key, fn in parser.fresh:
-            reuse.put(key, fn)
-        reuse.reused += len(parser.kept)
-        reuse.parsed += len(parser.fresh)
+        _keep(reuse, parser, path)
     return module
+
+
+def _keep(reuse: FunctionReuse, parser: _Parser, path: str | None) -> None:
+    """Store the functions parsed or moved now, by key and by moved key, for the next parse."""
+    firsts = {span.key: span for span in parser.spans.values()}
+    for key, fn in [*parser.fresh, *parser.moved]:
+        reuse.put(key, fn)
+        found = parser.moved_key(firsts[key], path)
+        if found is not None:
+            reuse.put_moved(found[0], fn, found[1])
+    reuse.reused += len(parser.kept)
+    reuse.parsed += len(parser.fresh)
+    reuse.moved += len(parser.moved)
+
+
+_FILE_LINE_RE = re.compile(r'^[ \t]*\.file[ \t]+([0-9]\w*)[ \t]+("(?:[^"\\\n]|\\.)*")', re.MULTILINE)
+
+
+def _file_names(text: str) -> dict[str, str]:
+    """The `.file` table: index (as a `SourceLoc` holds it before its name is known) -> file name, read as the
+    parser reads `.file` directives."""
+    names = {}
+    for m in _FILE_LINE_RE.finditer(text):
+        try:
+            names[str(_int_value(m.group(1)))] = _unquote(m.group(2))
+        except ValueError:
+            continue
+    return names
+
+
+def _deltas_by_name(old: dict[str, int], new: dict[str, int], names: dict[str, str]) -> dict[str, int] | None:
+    """How far each file's lines moved, by the file name a resolved `SourceLoc` holds; None when two indices
+    name one file and moved apart (never in nvcc's output), or the files differ."""
+    if old.keys() != new.keys():
+        return None
+    deltas: dict[str, int] = {}
+    for index, line in new.items():
+        name = names.get(index, index)
+        delta = line - old[index]
+        if deltas.setdefault(name, delta) != delta:
+            return None
+    return deltas
 
 
 def _raise_when_nothing_parsed(module: Module, errors: list[FunctionError]) -> None:

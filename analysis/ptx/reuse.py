@@ -9,16 +9,24 @@ scanned text are kept, so a scan that reads a function differently from the pars
 
 The kept objects are shared by the analyses that reuse them; the pipeline treats a parsed function as
 read-only apart from setting the same demangled name and, for `.ptx` input, the same PTX positions again.
+
+An edit above a kernel in the `.cu` file changes no PTX instruction, only the source lines in the kernel's
+`.loc` directives. Such a function is found by its *moved key*: the key with each `.loc`/`inlined_at` line
+written relative to the first line of its file in the function (`moved_key`). It is not parsed again either:
+the earlier function is copied with its instructions' source lines moved by each file's distance
+(`moved_function`), which costs a fraction of a parse.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import operator
 import re
 from dataclasses import dataclass
 
 from kerncast.analysis.lru import BoundedLru
-from kerncast.analysis.ptx.model import Function
+from kerncast.analysis.ptx.model import Function, Instruction, SourceLoc
 
 #: functions kept (a few tens of KB each)
 DEFAULT_MAX_FUNCTIONS = 256
@@ -35,6 +43,17 @@ class FunctionReuse(BoundedLru[str, Function]):
         super().__init__(max_functions)
         self.reused = 0
         self.parsed = 0
+        #: of the reused functions, those that had only moved in the source (copied with moved lines)
+        self.moved = 0
+        #: by moved key, the latest function parsed or moved with it and its files' first lines
+        self._by_moved_key: BoundedLru[str, tuple[Function, dict[str, int]]] = BoundedLru(max_functions)
+
+    def get_moved(self, key: str) -> tuple[Function, dict[str, int]] | None:
+        """The function last seen with this moved key, and the first line of each file index in it."""
+        return self._by_moved_key.get(key)
+
+    def put_moved(self, key: str, fn: Function, bases: dict[str, int]) -> None:
+        self._by_moved_key.put(key, (fn, bases))
 
 
 @dataclass(frozen=True)
@@ -44,6 +63,8 @@ class Span:
     first: int
     last: int
     key: str
+    #: the hash of the module's `.file` table, part of the key
+    files: str = ""
 
 
 def function_spans(text: str, lines: list[str], path: str | None) -> dict[int, Span]:
@@ -54,7 +75,7 @@ def function_spans(text: str, lines: list[str], path: str | None) -> dict[int, S
         last = span_end(lines, first)
         body = "\n".join(lines[first - 1:last])
         key = hashlib.sha256(f"{path}\0{files}\0{first}\0{body}".encode("utf-8", "surrogatepass")).hexdigest()
-        out[first] = Span(first, last, key)
+        out[first] = Span(first, last, key, files)
     return out
 
 
@@ -86,3 +107,62 @@ def span_end(lines: list[str], first: int) -> int:
         if (seen and depth <= 0) or (not seen and code.rstrip().endswith(";")):
             return i + 1
     return len(lines)
+
+
+#: a `.loc` or `inlined_at`, with its file index and line where nvcc's form (decimal, no leading zero) follows
+_LOC_RE = re.compile(r"(?:^[ \t]*\.loc|\binlined_at)\b[ \t]*(?:([1-9][0-9]*|0)[ \t]+([1-9][0-9]*|0)(?![\w.]))?",
+                     re.MULTILINE)
+
+
+def moved_key(path: str | None, files: str, first: int, body: str) -> tuple[str, dict[str, int]] | None:
+    """A function's moved key (path, `.file` table, position and text with each file's `.loc` lines relative to
+    that file's first line in it) and those first lines by file index; None when a `.loc` is written in a form
+    this does not read."""
+    found = list(_LOC_RE.finditer(body))
+    bases: dict[str, int] = {}
+    for m in found:
+        if m.group(2) is None:
+            return None
+        line = int(m.group(2))
+        if line and line < bases.get(m.group(1), line + 1):
+            bases[m.group(1)] = line
+    parts, at = [], 0
+    for m in found:
+        line = int(m.group(2))
+        if line:
+            parts += [body[at:m.start(2)], "@", str(line - bases[m.group(1)])]
+            at = m.end(2)
+    parts.append(body[at:])
+    text = "".join(parts)
+    key = hashlib.sha256(f"{path}\0{files}\0{first}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()
+    return key, bases
+
+
+def moved_function(fn: Function, deltas: dict[str, int]) -> Function:
+    """A copy of `fn` whose instructions' source lines in each file (by name) are moved by that file's delta;
+    everything else, which a `.loc` line does not change, is shared with `fn`."""
+    moved: dict[int, SourceLoc] = {}  # the instructions after one `.loc` share its SourceLoc, and the copy
+
+    def move(loc: SourceLoc) -> SourceLoc:
+        out = moved.get(id(loc))
+        if out is None:
+            at = None if loc.inlined_at is None else move(loc.inlined_at)
+            delta = deltas.get(loc.file, 0)
+            out = moved[id(loc)] = SourceLoc(loc.file, loc.line + delta if loc.line else 0, loc.column, at)
+        return out
+
+    body = [_with_loc(ins, None if ins.loc is None else move(ins.loc)) for ins in fn.body]
+    return dataclasses.replace(fn, body=body)
+
+
+def _with_loc(ins: Instruction, loc: SourceLoc | None) -> Instruction:
+    """A copy of an instruction at another source location, keeping what was worked out from its text."""
+    values = list(_INSTRUCTION_VALUES(ins))
+    values[_LOC_AT] = loc
+    return Instruction(*values)
+
+
+_INSTRUCTION_FIELDS = [f.name for f in dataclasses.fields(Instruction)]
+#: every field of an instruction, in the order its constructor takes them (all are constructor arguments)
+_INSTRUCTION_VALUES = operator.attrgetter(*_INSTRUCTION_FIELDS)
+_LOC_AT = _INSTRUCTION_FIELDS.index("loc")
