@@ -54,7 +54,15 @@ def moved_line(line: int, delta: int) -> int:
 
 def _is_line_name(name: str) -> bool:
     """A field or key that holds a source line (or, `lines`, several): not a PTX position."""
-    return not name.startswith("ptx") and (name in ("line", "lines") or name.endswith(("_line", "_lines")))
+    known = _LINE_NAMES.get(name)
+    if known is None:
+        known = _LINE_NAMES[name] = not name.startswith("ptx") and (name in ("line", "lines")
+                                                                    or name.endswith(("_line", "_lines")))
+    return known
+
+
+#: `_is_line_name` of the field names and dict keys seen (a report has a few dozen distinct ones)
+_LINE_NAMES: dict[str, bool] = {}
 
 
 def _shift_lines(value: Any, delta: int, ptx_delta: int) -> Any:
@@ -72,7 +80,9 @@ def shifted(value: Any, delta: int, ptx_delta: int = 0) -> Any:
     every PTX line it names by `ptx_delta`).
 
     Dataclasses, lists, tuples and dicts are copied (the original, which a cache and earlier results share,
-    is never changed); strings have their "line N" phrases moved; other values are shared as they are."""
+    is never changed); strings have their "line N" phrases moved; other values are shared as they are. A save
+    that moved every kernel shifts every report, so the common leaves (numbers, strings without "line") are
+    decided here without a call."""
     kind = type(value)
     if kind in _PLAIN:
         return value
@@ -84,13 +94,12 @@ def shifted(value: Any, delta: int, ptx_delta: int = 0) -> Any:
         for name, is_line in names:
             old = getattr(value, name)
             object.__setattr__(out, name, _shift_lines(old, delta, ptx_delta) if is_line
-                               else old if type(old) in _PLAIN else shifted(old, delta, ptx_delta))
+                               else old if _unchanged(old) else shifted(old, delta, ptx_delta))
         return out
     if isinstance(value, dict):
         # most entries are numbers (instruction mixes, breakdowns, feature values): kept without a call
-        made = {k: (v if type(v) in _PLAIN and not (type(k) is str and _is_line_name(k))
-                    else _shift_lines(v, delta, ptx_delta) if isinstance(k, str) and _is_line_name(k)
-                    else shifted(v, delta, ptx_delta)) for k, v in value.items()}
+        made = {k: (_shift_lines(v, delta, ptx_delta) if type(k) is str and _is_line_name(k)
+                    else v if _unchanged(v) else shifted(v, delta, ptx_delta)) for k, v in value.items()}
         if kind is dict:
             return made
         out = copy.copy(value)  # a defaultdict keeps its factory
@@ -98,10 +107,16 @@ def shifted(value: Any, delta: int, ptx_delta: int = 0) -> Any:
         out.update(made)
         return out
     if kind is list:
-        return [v if type(v) in _PLAIN else shifted(v, delta, ptx_delta) for v in value]
+        return [v if _unchanged(v) else shifted(v, delta, ptx_delta) for v in value]
     if kind is tuple:
-        return tuple(v if type(v) in _PLAIN else shifted(v, delta, ptx_delta) for v in value)
+        return tuple(v if _unchanged(v) else shifted(v, delta, ptx_delta) for v in value)
     return value
+
+
+def _unchanged(value: Any) -> bool:
+    """A value that holds no line: a number, None, or a string that names none."""
+    kind = type(value)
+    return kind in _PLAIN or (kind is str and "line" not in value)
 
 
 #: values with no line in them, shared as they are
