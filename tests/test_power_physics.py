@@ -155,6 +155,20 @@ def test_interval_low_end_is_the_launch_waited_for_on_its_own():
     assert lows[10_000.0] > 0.99
 
 
+def test_interval_low_end_takes_the_time_range_end_that_dilutes_most():
+    # a launch waited for on its own averages (static x t + dynamic energy) over t + gap: a kernel drawing
+    # mostly static power shows least at the short end of its time range (most gap per microsecond of work),
+    # one drawing mostly dynamic power at the long end (its energy spread thinnest)
+    h100 = load_profile("h100")
+    gap, k = uncertainty().launch_gap_us, uncertainty().energy_factor
+    ranged = replace(_time(2.0), range_us=(1.0, 4.0))
+    for dynamic_uj, lowest in ((0.001, 1.0), (400.0, 4.0)):
+        p = event_power(_event(dynamic_uj), h100, ranged, blocks=132, blocks_per_sm=1, warps_per_block=8)
+        at = {t: (p.static_w / k * t + dynamic_uj / k) / (t + gap) for t in (1.0, 4.0)}
+        assert min(at, key=at.get) == lowest
+        assert p.interval[0] - h100.idle_w == pytest.approx(at[lowest])
+
+
 def test_interval_time_no_shorter_than_the_dram_traffic_at_peak_bandwidth():
     # 1 GB of DRAM traffic on a 3350 GB/s H100 takes at least 299 us: a time range reaching down to 100 us
     # cannot raise the dynamic power's upper bound beyond what that floor allows

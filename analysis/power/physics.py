@@ -216,6 +216,14 @@ def time_range(time: Any, dram_bytes: float | None, gpu: Any) -> tuple[float, fl
     return max(t_lo, min(floor_us, us)), t_hi, floor_us
 
 
+def _diluted_low(static_w: float, dynamic_uj: float, t_lo: float, t_hi: float, gap_us: float) -> tuple[float, float]:
+    """(W above idle, share of the time busy) of a launch waited for on its own, at whichever end of the time
+    range gives the least: over one launch and the gap after it, (static x t + dynamic energy) / (t + gap),
+    which is monotonic in t, so one of the two ends is the lowest."""
+    ends = [((static_w * t + dynamic_uj) / (t + gap_us), t / (t + gap_us)) for t in (t_lo, t_hi) if t > 0]
+    return min(ends) if ends else (0.0, 0.0)
+
+
 def event_power(event: EventEnergy, gpu: Any, time: Any, blocks: int, blocks_per_sm: int,
                 warps_per_block: int, dram_bytes: float | None = None) -> EventPower:
     """The event model's power for one launch (`time`: the timing stage's estimate, its range and breakdown;
@@ -236,8 +244,8 @@ def event_power(event: EventEnergy, gpu: Any, time: Any, blocks: int, blocks_per
     u = uncertainty()
     k, k_static = u.energy_factor, u.static_factor(event.constants.generation)
     t_lo, t_hi, floor_us = time_range(time, dram_bytes, gpu)
-    duty = t_hi / (t_hi + u.launch_gap_us)
-    lo, _ = _capped(idle, tdp, (static / k_static + dynamic_uj / k / t_hi) * duty, 0.0)
+    lo_above, duty = _diluted_low(static / k_static, dynamic_uj / k, t_lo, t_hi, u.launch_gap_us)
+    lo, _ = _capped(idle, tdp, lo_above, 0.0)
     hi, _ = _capped(idle * (1 + u.idle_spread), tdp, static * k_static, dynamic_uj * k / t_lo)
     result = EventPower(watts, (max(idle, min(lo, watts)), min(tdp, max(hi, watts))), idle, static, dynamic,
                         idle + static + dynamic, factor, sms, unit_class(event), idle_sms, drivers(by_driver))
