@@ -5,6 +5,10 @@ Where the three other models are closed-form, this one follows each warp of one 
 through its own sequence of basic blocks (`trace_paths.py`) and simulates the round on one SM event by
 event (`trace_sim.py`); the kernel's time is one round's time x the rounds of the busiest SM (the last,
 partial round simulated on its own), plus the launch's fixed cost (`launch_cost.py`, as the kerncast model).
+The SM's work ends with its last warp's retirement, or later where its busiest resource (a unit, the issue
+slots, its DRAM share) is still serving the accesses: the stores still in flight at the end drain in the
+launch's completion, which every launch pays, an empty kernel's too, so the fixed cost (an event-timed empty
+kernel, or graph launches of a tiny one) already holds that drain.
 
 Built on what the pipeline has already worked out, not a second copy of it: the CFG and loop nest, the
 trip counts, the dataflow layer's symbolic branch predicates, the memory analysis's sectors and wavefronts
@@ -274,16 +278,19 @@ def _sm_traces(resolver: BranchResolver, cfg: Cfg, loops: LoopForest, trips: Map
     return out, len(shared)
 
 
-def sm_cycles(retired: list[float], end: float, *, resident: int, blocks_on_sm: int) -> tuple[float, float]:
-    """The busiest SM's cycles from a simulation of its first blocks: where it ran them all, the simulated
-    end; else the blocks beyond them retire at the pace of the simulated blocks after the first round (the
-    steady state, slots refilled as blocks retire), and the end keeps the simulation's drain after its last
-    retirement (the last stores being performed). Also that pace, cycles per block (0 when not needed)."""
+def sm_cycles(retired: list[float], end: float, busy: float, *, resident: int, blocks_on_sm: int
+              ) -> tuple[float, float]:
+    """The busiest SM's cycles from a simulation of its first blocks, `end` being its last retirement and
+    `busy` the cycles its busiest resource was held: where it ran them all, the later of the two (the work
+    that posted stores leave behind still holds the DRAM share); else the blocks beyond them retire at the
+    pace of the simulated blocks after the first round (the steady state, slots refilled as blocks retire),
+    never faster than the busiest resource serves a block (`busy` per simulated block). Also that pace,
+    cycles per block (0 when not needed)."""
     simulated = len(retired)
     if blocks_on_sm <= simulated or simulated <= resident:
-        return end, 0.0
+        return max(end, busy), 0.0
     done = sorted(retired)
-    pace = (done[-1] - done[resident - 1]) / (simulated - resident)
+    pace = max((done[-1] - done[resident - 1]) / (simulated - resident), busy / simulated)
     return end + pace * (blocks_on_sm - simulated), pace
 
 
@@ -344,8 +351,8 @@ def predict_trace(cfg: Cfg, loops: LoopForest, profile: Any, symbolic: SymbolicR
     most = int(const["window"]["simulated_warps"])
     sim = simulate_round(warp_groups(traces, most, math.ceil(simulated / resident)), ops, spans,
                          dispatch=dispatch, window=window, slots=resident)
-    cycles, pace = sm_cycles(sim.retired, sim.cycles, resident=resident, blocks_on_sm=blocks_on_sm)
-    first_round = sorted(sim.retired)[min(resident, len(sim.retired)) - 1] if sim.retired else sim.cycles
+    cycles, pace = sm_cycles(sim.retired, sim.last_retire, sim.busy, resident=resident, blocks_on_sm=blocks_on_sm)
+    first_round = sorted(sim.retired)[min(resident, len(sim.retired)) - 1] if sim.retired else sim.last_retire
     rounds = math.ceil(blocks_on_sm / resident)
     by_rounds = sim.extrapolated > 0 and blocks_on_sm > resident
     if by_rounds:
@@ -355,16 +362,21 @@ def predict_trace(cfg: Cfg, loops: LoopForest, profile: Any, symbolic: SymbolicR
         full, tail_blocks = divmod(blocks_on_sm, resident)
         one = simulate_round(warp_groups(first, most), ops, spans, dispatch=dispatch, window=window)
         tail = simulate_round(warp_groups([(r, t) for r, t in first if r < tail_blocks], most), ops, spans,
-                              dispatch=dispatch, window=window).cycles if tail_blocks else 0.0
-        cycles, pace, first_round = one.cycles * full + tail, 0.0, one.cycles
+                              dispatch=dispatch, window=window) if tail_blocks else None
+        per_round = max(one.last_retire, one.busy)
+        cycles = per_round * full + (max(tail.last_retire, tail.busy) if tail is not None else 0.0)
+        pace, first_round = 0.0, per_round
     cost = launch_cost(profile, cycles / clock)
     divergent = len({i for _, t in traces for i, d in t.decisions.items() if d == DIVERGENT})
     assumed = len({i for _, t in traces for i, d in t.decisions.items() if d == ASSUMED})
     notes = [
         f"trace model: the busiest SM's first {simulated} of {blocks_on_sm} blocks ({resident} resident at a "
         f"time, a retiring block's slot refilled at once; {len(traces)} warps, {distinct} distinct trace(s)) "
-        f"simulated event by event" + (f", the other {blocks_on_sm - simulated} retiring at the pace of the "
-                                       f"simulated blocks after the first round ({pace:.0f} cycles per block)"
+        f"simulated event by event, the SM's work ending at its last retirement (the stores still in flight drain "
+        "in the launch's completion, which the launch's fixed cost holds) or once its busiest unit or DRAM share "
+        "has served every access" + (f", the other {blocks_on_sm - simulated} retiring at the pace of the "
+                                       f"simulated blocks after the first round, no faster than that resource "
+                                       f"serves them ({pace:.0f} cycles per block)"
                                        if blocks_on_sm > simulated and not by_rounds else "")
         + (f"; its loops being fast-forwarded, the time is one round's ({first_round:.0f} cycles) x {rounds} "
            "round(s), the last one as many blocks as are left" if by_rounds else "")

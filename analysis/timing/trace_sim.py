@@ -18,7 +18,9 @@ Kerncast's abstract SM:
   rounds overlap as they do on the hardware instead of waiting for the whole round to end;
 * a warp retires once it has issued its last instruction and its loaded registers are written; a store
   writes no register and holds no slot (stores are posted: the SM hands the data to the memory system and
-  goes on), so the last store's latency counts once, at the end of the SM's work, not once per block;
+  goes on), so a store's latency holds no block; the SM's work ends at its last retirement (`last_retire`;
+  `cycles` adds the drain of the stores still in flight) or when its busiest resource has served every
+  access (`busy`: posted stores go on holding the DRAM share after their warp retired);
 * a loop visit simulates at most `window` iterations; when the loop runs more, the warp measures the
   time of its iterations after the first (the steady state, with the other warps contending) and is then
   held for the remaining iterations at that pace, so the cost is O(window) whatever the trip count.
@@ -62,12 +64,17 @@ class _Mark:
 @dataclass(slots=True)
 class SimResult:
     """The simulated cycles until the last access is performed, the instructions issued, loop iterations
-    fast-forwarded, and each simulated block's retire time (the cycle its slot freed), in block order."""
+    fast-forwarded, each simulated block's retire time (the cycle its slot freed), in block order, and the
+    last warp's retirement (`cycles` less the drain of the stores still in flight then), and the cycles the
+    busiest resource (a unit, the issue slots or the DRAM share) was held in all: posted stores hold the DRAM
+    share after their warp retired, so the retirements alone can run ahead of the work they leave behind."""
 
     cycles: float
     issued: int
     extrapolated: float
     retired: list[float] = field(default_factory=list)
+    last_retire: float = 0.0
+    busy: float = 0.0
 
 
 def _expand(items: Sequence[Item], blocks: Mapping[int, Sequence[int]], window: tuple[int, int],
@@ -108,6 +115,7 @@ def simulate_round(traces: Sequence[tuple[int, Sequence[Item], int]], ops: Mappi
     marks: list[dict[int, float]] = [{} for _ in range(n)]
     current: list[int | None] = [None] * n
     unit_free: dict[str, float] = {}
+    held: dict[str, float] = {}  # cycles each resource was held in all ("issue", "dram", the units)
     dram_free = 0.0
     issue_free = 0.0
     issue_step = 1.0 / max(dispatch, 1e-9)
@@ -192,8 +200,11 @@ def simulate_round(traces: Sequence[tuple[int, Sequence[Item], int]], ops: Mappi
             k = mult[w]
             unit_free[op.unit] = start + op.hold * k
             issue_free = start + issue_step * k
+            held[op.unit] = held.get(op.unit, 0.0) + op.hold * k
+            held["issue"] = held.get("issue", 0.0) + issue_step * k
             if op.dram_hold:
                 dram_free = start + op.dram_hold * k
+                held["dram"] = held.get("dram", 0.0) + op.dram_hold * k
         done = start + op.latency
         for r in op.writes:
             regs[w][r] = done
@@ -201,4 +212,5 @@ def simulate_round(traces: Sequence[tuple[int, Sequence[Item], int]], ops: Mappi
             mem_done[w] = max(mem_done[w], done)
         issued += 1
         advance(w, start + mult[w])
-    return SimResult(max(end, default=0.0), issued, extrapolated, [retired[b] for b in sorted(retired)])
+    return SimResult(max(end, default=0.0), issued, extrapolated, [retired[b] for b in sorted(retired)],
+                     max(retire, default=0.0), max(held.values(), default=0.0))
