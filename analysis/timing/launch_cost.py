@@ -49,6 +49,14 @@ def overhead_us(profile: Any, value: float) -> float:
     return value * (1e3 if unit.startswith("ms") else 1e-3 if unit.startswith("ns") else 1.0)
 
 
+def block_dispatch_us(profile: Any, threads: int) -> float:
+    """What the launch-overhead line adds over an empty launch for `threads` threads (thesis section 3.4: the
+    line grows with the threads launched): the dispatch of the launch's blocks, in microseconds. The dispatch
+    runs beside the kernel's work, so a model's kernel time is at least this, never this on top of its work."""
+    lo = profile.launch_overhead
+    return overhead_us(profile, max(0.0, lo(threads) - float(lo.intercept)))
+
+
 def device_launch_us(profile: Any) -> float | None:
     """The GPU's own launch latency in microseconds (graph launches), None where `timing.toml` lists none."""
     table = timing_constants()["kerncast"].get("launch", {}).get("device_us", {})

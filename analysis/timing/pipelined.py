@@ -60,7 +60,7 @@ from kerncast.analysis.ptx.model import Instruction
 from kerncast.analysis.timing.cache_model import L1Reuse, l1_hit_latency, load_latency, reuse_note
 from kerncast.analysis.timing.constants import gpu_error_band, time_error_band, timing_constants
 from kerncast.analysis.timing.footprint import Footprint
-from kerncast.analysis.timing.launch_cost import launch_cost, overhead_us
+from kerncast.analysis.timing.launch_cost import block_dispatch_us, launch_cost
 
 MODEL = "kerncast"
 _FREE_SPACES = frozenset({"param", "const"})
@@ -277,8 +277,7 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
                          f"{camping:.2f}x the even share (data/timing.toml [kerncast.partitions]), so the DRAM "
                          "time grows by that factor")
 
-    lo = profile.launch_overhead
-    dispatch_us = overhead_us(profile, max(0.0, lo(blocks * threads_per_block) - float(lo.intercept)))
+    dispatch_us = block_dispatch_us(profile, blocks * threads_per_block)
     kernel = max(compute_us, memory_us, dispatch_us)
     cost = launch_cost(profile, kernel)
     fixed = cost.fixed_us

@@ -42,7 +42,7 @@ from kerncast.analysis.memory.analysis import MemoryAnalysis
 from kerncast.analysis.timing.cache_model import l1_hit_latency, l1_reuse, load_latency, reuse_note
 from kerncast.analysis.timing.estimate import KernelGraphs, loop_trips, requested_sectors, unit_replays
 from kerncast.analysis.timing.footprint import wave_extent
-from kerncast.analysis.timing.launch_cost import launch_cost
+from kerncast.analysis.timing.launch_cost import block_dispatch_us, launch_cost
 from kerncast.analysis.timing.partitions import camping_factor, dram_partitions
 from kerncast.analysis.timing.pipelined import achievable_bandwidth_gbs, l2_hit_cycles, native_latencies, tensor_slots
 from kerncast.analysis.timing.trace_paths import ASSUMED, DIVERGENT, BranchResolver, Item, WarpTrace, build_trace
@@ -366,7 +366,9 @@ def predict_trace(cfg: Cfg, loops: LoopForest, profile: Any, symbolic: SymbolicR
         per_round = max(one.last_retire, one.busy)
         cycles = per_round * full + (max(tail.last_retire, tail.busy) if tail is not None else 0.0)
         pace, first_round = 0.0, per_round
-    cost = launch_cost(profile, cycles / clock)
+    dispatch_us = block_dispatch_us(profile, blocks * threads_per_block)
+    kernel_us = max(cycles / clock, dispatch_us)
+    cost = launch_cost(profile, kernel_us)
     divergent = len({i for _, t in traces for i, d in t.decisions.items() if d == DIVERGENT})
     assumed = len({i for _, t in traces for i, d in t.decisions.items() if d == ASSUMED})
     notes = [
@@ -395,7 +397,10 @@ def predict_trace(cfg: Cfg, loops: LoopForest, profile: Any, symbolic: SymbolicR
            f"{len(vectors)} vector loads (consecutive aligned addresses in one block, merged as ptxas does)"]
           if vectors else []),
         cost.note,
+        *([f"trace model launch: the blocks' dispatch ({dispatch_us:.3g} us, the launch-overhead line's growth with "
+           f"the threads launched) outlasts the simulated SM's {cycles / clock:.3g} us and sets the kernel's time"]
+          if dispatch_us > cycles / clock else []),
     ]
-    return TraceResult(us=cost.fixed_us + cycles / clock, round_cycles=first_round, rounds=rounds,
+    return TraceResult(us=cost.fixed_us + kernel_us, round_cycles=first_round, rounds=rounds,
                        block_pace_cycles=pace, warps=len(traces), distinct_traces=distinct,
                        divergent_branches=divergent, assumed_branches=assumed, issued=sim.issued, notes=notes)

@@ -105,7 +105,7 @@ def simulate_round(traces: Sequence[tuple[int, Sequence[Item], int]], ops: Mappi
     order of their ids, at most `slots` at a time (None: all at once, one round); a block retiring starts the
     next. `blocks` gives each basic block's instructions in issue order. An entry of multiplicity k stands
     for k alike warps of one block issuing in lockstep: each instruction holds its unit, the issue slots and
-    the DRAM share k times as long (one warp with k independent copies of its work)."""
+    the DRAM share k times as long (one warp with k independent copies of its work, issued back to back)."""
     n = len(traces)
     gens = [_expand(items, blocks, window, [0]) for _, items, _ in traces]
     mult = [float(k) for _, _, k in traces]
@@ -193,11 +193,15 @@ def simulate_round(traces: Sequence[tuple[int, Sequence[Item], int]], ops: Mappi
             heapq.heappush(heap, (ready, w))
             continue
         start = t
+        # an entry of k alike warps issues its k copies back to back, k issue slots (k / dispatch cycles, as k
+        # warps of their own would issue them); the entry's next instruction follows no sooner than that, and
+        # no sooner than one cycle (a warp issues at most one instruction per cycle)
+        k = mult[w]
+        spread = (k - 1.0) * issue_step
         if op.unit is not None:
             # reserve the unit and an issue slot now, first come first served among the warps ready by now:
             # a warp that finds them busy issues when they free up, without polling for them
             start = max(t, unit_free.get(op.unit, 0.0), issue_free, dram_free if op.dram_hold else 0.0)
-            k = mult[w]
             unit_free[op.unit] = start + op.hold * k
             issue_free = start + issue_step * k
             held[op.unit] = held.get(op.unit, 0.0) + op.hold * k
@@ -205,12 +209,12 @@ def simulate_round(traces: Sequence[tuple[int, Sequence[Item], int]], ops: Mappi
             if op.dram_hold:
                 dram_free = start + op.dram_hold * k
                 held["dram"] = held.get("dram", 0.0) + op.dram_hold * k
-        done = start + op.latency
+        done = start + spread + op.latency  # the last copy's result
         for r in op.writes:
             regs[w][r] = done
         if op.memory:
             mem_done[w] = max(mem_done[w], done)
         issued += 1
-        advance(w, start + mult[w])
+        advance(w, start + max(1.0, k * issue_step))
     return SimResult(max(end, default=0.0), issued, extrapolated, [retired[b] for b in sorted(retired)],
                      max(retire, default=0.0), max(held.values(), default=0.0))
