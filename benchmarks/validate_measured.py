@@ -1,11 +1,11 @@
 """Compare Kerncast's predictions with the times and powers measured on a real GPU (`validation/<gpu>/`).
 
-Reads `validation/<gpu>/measurements.csv` (written by `benchmarks/measure_gpu.py`), predicts every row at its
-launch with the GPU's profile, and prints, for each time model and for the power model, the MAPE and the share
-of rows within 25 % of the measurement, per kernel family and per launch size (each kernel is measured at a
-small launch, where latency and launch overhead dominate, and a large one), plus how often the measurement lies
-inside the shown time range and the power interval. `--write` also writes the tables to
-`validation/<gpu>/REPORT.md`. No constant is fitted to these rows.
+Reads `validation/<gpu>/measurements.csv` (written by `benchmarks/measure_gpu.py`, or by `gpu_campaign.py`, whose
+rows carry their own params), predicts every row at its launch with the GPU's profile, and prints, for each
+time model and for the power model, the MAPE and the share of rows within 25 % of the measurement, per kernel
+family and per launch size (each kernel is measured at a small launch, where latency and launch overhead
+dominate, and a large one), plus how often the measurement lies inside the shown time range and the power
+interval. `--write` also writes the tables to `validation/<gpu>/REPORT.md`. No constant is fitted to these rows.
 
     .venv/bin/python benchmarks/validate_measured.py --gpu h100 [--write] [--write-error-band] [--with-trace]
 
@@ -66,10 +66,12 @@ class Row:
     time_range: tuple[float, float]
     power_pred: float | None
     power_interval: tuple[float, float] | None
+    family: str = ""  # the CSV's class column, where it has one (else FAMILIES)
 
 
 def _case_for(rec: dict[str, str]) -> tuple[Case, str] | None:
-    """The measured case of a CSV row (its params and buffer sizes live in `measure_gpu.CASES`)."""
+    """The measured case of a CSV row: a case of `measure_gpu.CASES` (its params and buffer sizes live there), or,
+    in a GPU campaign's file, whose rows carry their own params and launch size, the row itself."""
     src = Path(rec["source_file"])
     rel = src.relative_to(ROOT).as_posix() if src.is_absolute() and src.is_relative_to(ROOT) else src.as_posix()
     dims = {"grid": rec["grid"], "block": rec["block"]}
@@ -77,7 +79,12 @@ def _case_for(rec: dict[str, str]) -> tuple[Case, str] | None:
     for i, c in enumerate(same):
         if all(launch_dims(getattr(c, k)) == launch_dims(v) for k, v in dims.items()):
             return c, "small" if i == 0 and len(same) > 1 else "large" if len(same) > 1 else "single"
-    return None
+    if rec.get("params") is None:
+        return None
+    grid, block = (",".join(map(str, launch_dims(rec[k]))) for k in ("grid", "block"))
+    params = tuple(p for p in rec["params"].split(";") if p)
+    return Case(rel, rec["kernel"], grid, block, params, int(rec.get("dynamic_shared_bytes") or 0)), \
+        rec.get("size") or "single"
 
 
 def launch_dims(text: str) -> tuple[int, int, int]:
@@ -105,7 +112,8 @@ def collect(gpu: str) -> list[Row]:
         for rec in csv.DictReader(fh):
             found = _case_for(rec)
             if found is None:
-                print(f"  skipped: {rec['kernel']} <<<{rec['grid']}, {rec['block']}>>> is not a case of measure_gpu.py")
+                print(f"  skipped: {rec['kernel']} <<<{rec['grid']}, {rec['block']}>>> is not a case of measure_gpu.py "
+                      "and the file gives no params")
                 continue
             case, size = found
             pred = _predict(case, gpu)
@@ -114,7 +122,7 @@ def collect(gpu: str) -> list[Row]:
                 continue
             models, rng, pw, piv = pred
             power = float(rec["power_w"]) if rec.get("power_w") else None
-            rows.append(Row(case, size, float(rec["time_us"]), power, models, rng, pw, piv))
+            rows.append(Row(case, size, float(rec["time_us"]), power, models, rng, pw, piv, rec.get("class") or ""))
     return rows
 
 
@@ -162,7 +170,8 @@ def mape_table(rows: Sequence[Scored], group_of: Callable[[Scored], str], size_o
 
 def tables(rows: list[Row]) -> list[str]:
     """The report's Markdown tables: time per model and power, overall, per family and per launch size."""
-    out = mape_table(rows, lambda r: FAMILIES.get(r.case.kernel, "other"), lambda r: r.size, TIME_MODELS)
+    out = mape_table(rows, lambda r: r.family or FAMILIES.get(r.case.kernel, "other"), lambda r: r.size,
+                     TIME_MODELS)
     inside = sum(r.time_range[0] <= r.time_us <= r.time_range[1] for r in rows)
     covered = [r for r in rows if r.power_interval and r.power_w]
     pin = sum(r.power_interval[0] <= r.power_w <= r.power_interval[1] for r in covered)
