@@ -21,42 +21,43 @@ import argparse
 import csv
 import json
 import runpy
+from dataclasses import replace
 from pathlib import Path
 
-from kerncast.analysis.launch import LaunchOverrides
-from kerncast.analysis.power.validation import MeasuredLaunch, evaluate_launches, format_rows, format_text
+from kerncast.analysis.power.validation import (
+    MeasuredLaunch,
+    evaluate_launches,
+    format_rows,
+    format_text,
+    read_launches,
+)
 
 _VALIDATE = runpy.run_path(str(Path(__file__).with_name("validate_measured.py")))
 ROOT: Path = _VALIDATE["ROOT"]
 
 
 def measured_launches(gpu: str) -> list[MeasuredLaunch]:
-    """The measured launches of `validation/<gpu>/measurements.csv` that have a power reading. A row of a GPU
-    campaign (benchmarks/gpu_campaign.py) carries its scalar parameters (`params`, ';'-separated); a row of the
-    earlier H100 file is looked up among measure_gpu.py's cases. A benchmark is one kernel of one file."""
+    """The measured launches of `validation/<gpu>/measurements.csv` that have a power reading. A GPU campaign's
+    file (benchmarks/gpu_campaign.py) carries each row's scalar parameters (`params`) and is read as `kerncast
+    power evaluate --measured` reads a CSV; a row of the earlier H100 file is looked up among measure_gpu.py's
+    cases. A benchmark is one kernel of one file."""
+    path = ROOT / "validation" / gpu / "measurements.csv"
+    with path.open(encoding="utf-8") as fh:
+        campaign = "params" in (next(csv.reader(fh), None) or [])
+    if campaign:
+        return [replace(m, benchmark=f"{m.file.relative_to(ROOT).as_posix()}:{m.kernel}")
+                for m in read_launches(path, root=ROOT)]
     out = []
-    with (ROOT / "validation" / gpu / "measurements.csv").open(encoding="utf-8") as fh:
+    with path.open(encoding="utf-8") as fh:
         for rec in csv.DictReader(fh):
-            if not rec.get("power_w"):
+            found = _VALIDATE["_case_for"](rec)
+            if found is None or not rec.get("power_w"):
                 continue
-            launch = _campaign_launch(rec) if "params" in rec else _case_launch(rec)
-            if launch is None:
-                continue
-            out.append(MeasuredLaunch(ROOT / rec["source_file"], rec["kernel"], launch, float(rec["power_w"]),
-                                      f"{rec['source_file']}:{rec['kernel']}",
+            case, _ = found
+            out.append(MeasuredLaunch(ROOT / case.file, case.kernel, case.overrides(), float(rec["power_w"]),
+                                      f"{case.file}:{case.kernel}",
                                       float(rec["time_us"]) if rec.get("time_us") else None))
     return out
-
-
-def _case_launch(rec: dict[str, str]) -> LaunchOverrides | None:
-    found = _VALIDATE["_case_for"](rec)
-    return found[0].overrides() if found is not None else None
-
-
-def _campaign_launch(rec: dict[str, str]) -> LaunchOverrides:
-    smem = int(rec["dynamic_shared_bytes"]) if rec.get("dynamic_shared_bytes") not in (None, "", "0") else None
-    return LaunchOverrides.from_strings(grid=rec["grid"].replace("x", ","), block=rec["block"].replace("x", ","),
-                                        params=[p for p in (rec.get("params") or "").split(";") if p], smem=smem)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -271,6 +271,17 @@ def test_a_scored_launch_row_carries_the_event_models_parts_and_both_times(nvcc_
     assert row["drivers"] and row["drivers"][0][0] == ev["drivers"][0]["driver"]
 
 
+def test_read_launches_takes_a_campaigns_semicolon_separated_parameters(tmp_path):
+    # benchmarks/gpu_campaign.py writes a launch's scalar parameters as "n=4096;iters=64"
+    csv_path = tmp_path / "measurements.csv"
+    csv_path.write_text("gpu,kernel,source_file,grid,block,dynamic_shared_bytes,time_us,power_w,params\n"
+                        "H200,ffma,bench/fp32.cu,64x1x1,256x1x1,0,5.5,130.5,n=16384;iters=64\n"
+                        "H200,ffma,bench/fp32.cu,64x1x1,256x1x1,0,5.5,,n=16384;iters=64\n", encoding="utf-8")
+    (launch,) = read_launches(csv_path, root=ROOT)
+    assert launch.launch.params == {"n": 16384, "iters": 64}
+    assert launch.file == ROOT / "bench" / "fp32.cu" and launch.power_w == 130.5 and launch.launch.smem == 0
+
+
 def test_a_measured_launch_of_a_header_defined_kernel_is_scored(nvcc_available):
     # main.cu launches strided_gather, which gather.cuh defines: the report keeps it among the included kernels
     main = ROOT / "tests" / "header_kernels" / "main.cu"

@@ -17,6 +17,7 @@ measurement; the share inside the model's interval; the median interval width as
 from __future__ import annotations
 
 import csv
+import re
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable
@@ -146,8 +147,8 @@ def evaluate_launches(launches: list[MeasuredLaunch], gpu: str) -> dict[str, Any
 
 def read_launches(path: Path, root: Path | None = None) -> list[MeasuredLaunch]:
     """Measured launches from a CSV with columns source_file, kernel, grid, block, power_w and optionally
-    dynamic_shared_bytes, params ("NAME=VALUE NAME=VALUE"), benchmark (default: the source file's name) and
-    time_us (the measured time, shown beside the predicted one).
+    dynamic_shared_bytes, params ("NAME=VALUE NAME=VALUE", or ';'-separated as a GPU campaign writes them),
+    benchmark (default: the source file's name) and time_us (the measured time, shown beside the predicted one).
     Relative source paths are taken from `root` (default: the CSV's folder)."""
     base = root or path.parent
     out = []
@@ -159,13 +160,18 @@ def read_launches(path: Path, root: Path | None = None) -> list[MeasuredLaunch]:
             smem = rec.get("dynamic_shared_bytes") or None
             launch = LaunchOverrides.from_strings(grid=rec["grid"].replace("x", ","),
                                                   block=rec["block"].replace("x", ","),
-                                                  params=(rec.get("params") or "").split(),
+                                                  params=_params(rec.get("params") or ""),
                                                   smem=int(smem) if smem is not None else None)
             time_us = rec.get("time_us") or None
             out.append(MeasuredLaunch(src if src.is_absolute() else base / src, rec["kernel"], launch,
                                       float(rec["power_w"]), rec.get("benchmark") or src.stem,
                                       float(time_us) if time_us is not None else None))
     return out
+
+
+def _params(text: str) -> list[str]:
+    """NAME=VALUE items separated by blanks or semicolons."""
+    return [item for item in re.split(r"[;\s]+", text) if item]
 
 
 def format_rows(result: dict[str, Any]) -> str:
