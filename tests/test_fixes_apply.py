@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from kerncast.analysis.finding import Finding
+from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport
 from kerncast.server import actions
@@ -22,6 +23,9 @@ from lsprotocol import types as lsp
 
 REPO = Path(__file__).resolve().parent.parent
 FILES = sorted((REPO / "tests" / "kernels").glob("*.cu")) + sorted((REPO / "examples").glob("*.cu"))
+#: as the server analyses a saved file: without LIME weights, which only a hover or a report asks for (they are
+#: seconds per file, and no finding or fix depends on them)
+OPTIONS = AnalysisOptions(lime=False)
 
 
 def apply_edits(text: str, edits: list[lsp.TextEdit]) -> str:
@@ -68,7 +72,7 @@ def _warnings(report: FileReport) -> Counter[str]:
 def offered(nvcc_available, tmp_path_factory) -> list[tuple[Path, FileReport, Finding, lsp.CodeAction]]:
     out = []
     for path in FILES:
-        report = analyze_file(path)
+        report = analyze_file(path, options=OPTIONS)
         assert report.ok, (path.name, [f.message for f in report.findings])
         uri = path.as_uri()
         for f, a in _offered(report, path.read_text(), uri):
@@ -95,7 +99,7 @@ def test_every_offered_action_keeps_its_promise(offered, tmp_path) -> None:
         fixed = tmp_path / str(i) / path.name
         fixed.parent.mkdir()
         fixed.write_text(new_text)
-        after = analyze_file(fixed)
+        after = analyze_file(fixed, options=OPTIONS)
         what = f"{path.name}: {a.title}"
         assert after.ok, (what, [x.message for x in after.findings])
         assert _warnings(after) - _warnings(before) == Counter(), (what, "new nvcc warning")
