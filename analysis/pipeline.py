@@ -50,6 +50,7 @@ from kerncast.analysis.findings.launch import launch_configuration_stage
 from kerncast.analysis.findings.local_memory import local_memory_stage
 from kerncast.analysis.findings.resources import resource_stage
 from kerncast.analysis.findings.restrict import missing_restrict_stage
+from kerncast.analysis.findings.tiling import shared_tiling_stage
 from kerncast.analysis.gpus import GpuProfile
 from kerncast.analysis.includes import find_includers
 from kerncast.analysis.input_files import InputTooLarge, read_regular_file
@@ -613,6 +614,7 @@ STAGES: list[Stage] = [
     slow_division_stage,
     atomic_contention_stage,
     missing_restrict_stage,
+    shared_tiling_stage,
     assumed_loops_stage,
     gain_stage,  # last: it reads the time and the findings of every stage before it
 ]

@@ -49,6 +49,7 @@ class Code(StrEnum):
     SLOW_INTEGER_DIVISION = "slow-integer-division"
     ATOMIC_CONTENTION = "atomic-contention"
     MISSING_RESTRICT = "missing-restrict"
+    SHARED_TILING = "shared-tiling"
     ANALYSIS_BUDGET = "analysis-budget"
     ASSUMED_TRIP_COUNT = "assumed-trip-count"
 
@@ -69,6 +70,9 @@ class FixKind(StrEnum):
     ANNOTATE_LOOP_COUNT = "annotate-loop-count"
     WARP_AGGREGATION = "warp-aggregation"
     ADD_RESTRICT = "add-restrict"
+    TILED_MATMUL = "tiled-matmul"
+    TILED_STENCIL = "tiled-stencil"
+    SHARED_TILE = "shared-tile"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,12 +1,14 @@
 """A quick fix is a promise: every code action Kerncast offers on the corpus and the examples is applied as the
 server sends it, the file is compiled again with the real nvcc and analysed again. A quick fix must remove its
 finding, add no nvcc warning and no other finding; a snippet must add neither a warning nor a finding.
-The tiled transpose rewrite is also run on the host (an emulation of the kernel body over a small grid) and
-must write every output element from the same input element as the naive kernel.
+The tiled transpose, matrix multiply and stencil rewrites are also run on the host (an emulation of the kernel
+body over a small grid): each must write every output element as the naive kernel does, also for sizes that
+are not multiples of the tile.
 """
 
 from __future__ import annotations
 
+import random
 import re
 import textwrap
 from collections import Counter
@@ -19,6 +21,8 @@ from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport
 from kerncast.server import actions
 from kerncast.server.convert import to_diagnostics
+from kernel_emulator import Strict
+from kernel_emulator import run as emulate
 from lsprotocol import types as lsp
 
 REPO = Path(__file__).resolve().parent.parent
@@ -205,7 +209,8 @@ def _run(body: list[str], consts: dict[str, int], grid: tuple[int, int], block: 
     return out
 
 
-@pytest.mark.parametrize("path", [REPO / "tests" / "kernels" / "transpose.cu", REPO / "examples" / "transpose.cu"],
+@pytest.mark.parametrize("path", [REPO / "tests" / "kernels" / "transpose.cu", REPO / "examples" / "transpose.cu",
+                                  REPO / "tests" / "kernels" / "transpose_indexed.cu"],
                          ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_tiled_transpose_rewrite_keeps_the_mapping(offered, path: Path) -> None:
     rewrite = [a for p, _, f, a in offered if p == path and f.fix is not None and f.fix.kind == "tiled-transpose"]
@@ -221,3 +226,45 @@ def test_tiled_transpose_rewrite_keeps_the_mapping(offered, path: Path) -> None:
     tiled = _run(tiled_body, consts, (2, 2), (tile, rows), width, height)
     assert None not in naive and naive == [(i % height) * width + i // height for i in range(width * height)]
     assert tiled == naive
+
+
+def _rewrite(offered, path: Path, kind: str) -> str:
+    """The text of `path` with its one offered fix of `kind` applied as the server sends it."""
+    [action] = [a for p, _, f, a in offered if p == path and f.fix is not None and f.fix.kind == kind]
+    return apply_edits(path.read_text(), action.edit.changes[path.as_uri()])
+
+
+def test_tiled_matmul_rewrite_computes_the_same_products(offered) -> None:
+    """The naive and the tiled multiply, run on the host for sizes below, at and above a 32 tile (5 and 33 are
+    not multiples of it), write the same numbers into every element of C."""
+    path = REPO / "examples" / "matmul.cu"
+    naive, tiled = path.read_text(), _rewrite(offered, path, "tiled-matmul")
+    rng = random.Random(7)
+    for n in (5, 32, 33):
+        a = Strict(rng.randint(-8, 8) / 4 for _ in range(n * n))
+        b = Strict(rng.randint(-8, 8) / 2 for _ in range(n * n))
+        grid = (-(-n // 32),) * 2
+        results = []
+        for text in (naive, tiled):
+            c = Strict([None] * (n * n))
+            emulate(text, "matmulNaive", {}, grid, (32, 32), [a, b, c, n])
+            results.append(c)
+        assert None not in results[0] and results[1] == results[0], n
+
+
+def test_tiled_stencil_rewrite_computes_the_same_sums(offered) -> None:
+    """The naive and the tiled stencil, run on the host for sizes within one block, of several blocks and not a
+    multiple of the 256-thread block, write the same sums and leave the same elements untouched."""
+    path = REPO / "examples" / "stencil.cu"
+    naive, tiled = path.read_text(), _rewrite(offered, path, "tiled-stencil")
+    consts = _defines(naive)
+    rng = random.Random(11)
+    for n in (20, 300, 513):
+        x = Strict(rng.randint(-8, 8) / 4 for _ in range(n))
+        results = []
+        for text in (naive, tiled):
+            out = Strict([None] * n)
+            emulate(text, "stencil1d", consts, (-(-n // 256), 1), (256, 1), [x, out, n])
+            results.append(out)
+        assert results[1] == results[0], n
+        assert sum(v is not None for v in results[0]) == max(0, n - 2 * consts["RADIUS"])

@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -152,3 +153,47 @@ def test_neovim_change_since_the_last_save(nvim: str, nvcc_available: object, tm
     assert re.search(r"\d+(\.\d+)?x faster than the last save", naive), naive
     assert "last save" not in tiled, tiled
     assert any(re.search(r"faster than the last save", line) for line in result["hover"]), result["hover"]
+
+
+#: the rewriting quick fixes the editor test applies: (file, kernel, the finding's code, words of the fix's title)
+REWRITES = [
+    (EXAMPLES / "matmul.cu", "matmulNaive", "shared-tiling", "as a tiled matrix multiply"),
+    (EXAMPLES / "stencil.cu", "stencil1d", "shared-tiling", "as a tiled stencil"),
+    (HERE / "kernels" / "transpose_indexed.cu", "transposeNaive", "uncoalesced-global", "as a tiled transpose"),
+]
+_LENS_TIME = re.compile(r"^≈ (\d+(?:\.\d+)?) (ns|µs|ms|s) ")
+_SECONDS = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def _lens_seconds(title: str | None) -> float:
+    m = _LENS_TIME.match(title or "")
+    assert m, f"no predicted time in the lens {title!r}"
+    return float(m.group(1)) * _SECONDS[m.group(2)]
+
+
+@pytest.mark.nvcc
+def test_neovim_applies_the_tiling_rewrites(nvim: str, nvcc_available: object, tmp_path: Path) -> None:
+    """In one Neovim session: the naive matrix multiply and the stencil get the `shared-tiling` rewrite, NVIDIA's
+    indexed naive transpose the tiled transpose; each is offered at its finding, applied through Neovim's
+    code-action menu and saved. After the save's analysis the finding is gone, no other finding and no nvcc
+    message appeared, the saved file is the tiled kernel, and the kernel's lens shows a lower predicted time."""
+    cases = []
+    for src, kernel, code, title in REWRITES:
+        copy = tmp_path / src.name
+        shutil.copy(src, copy)
+        cases.append({"file": str(copy), "kernel": kernel, "code": code, "title": title})
+    result = _drive(nvim, tmp_path, "fixes.lua", tmp_path, CASES=json.dumps(cases))
+    assert len(result["cases"]) == len(REWRITES)
+    for case, (src, kernel, code, _) in zip(result["cases"], REWRITES, strict=True):
+        before = Counter(d["code"] for d in case["before"])
+        after = Counter(d["code"] for d in case["after"])
+        was, now = _lens_seconds(case["lens_before"]), _lens_seconds(case["lens_after"])
+        print(f"{src.name}: {case['picked']!r}; {kernel} {was * 1e6:.1f} µs -> {now * 1e6:.1f} µs; "
+              f"findings {dict(before)} -> {dict(after)}")
+        assert before[code] == 1 and after[code] == 0, (src.name, case["after"])
+        assert not any(c.startswith("compile-") for c in after), (src.name, case["after"])
+        assert after - before == Counter(), (src.name, "new findings", after - before)
+        saved = Path(case["file"]).read_text()
+        assert not case["modified"] and saved != src.read_text()
+        assert "__shared__" in saved and "__syncthreads();" in saved
+        assert now < was, (src.name, case["lens_before"], case["lens_after"])

@@ -20,7 +20,7 @@ KERNELS = Path(__file__).resolve().parent / "kernels"
 FILES = {"launch-configuration": "launch_config.cu", "barrier-divergence": "barriers.cu",
          "local-memory": "local_arrays.cu", "fp64-in-fp32": "fp64_promotion.cu",
          "slow-integer-division": "int_division.cu", "atomic-contention": "atomics.cu",
-         "missing-restrict": "restrict.cu"}
+         "missing-restrict": "restrict.cu", "shared-tiling": "shared_tiling.cu"}
 CODES = set(FILES)
 #: an H100, without LIME weights (as the server analyses a saved file): no finding depends on them
 H100 = AnalysisOptions(gpu="h100", lime=False)

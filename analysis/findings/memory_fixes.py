@@ -136,9 +136,18 @@ _NAIVE_TRANSPOSE = re.compile(
     r"for \( int (?P<j>\w+) = 0 ; (?P=j) < (?P=t) ; (?P=j) \+= (?P<r>\w+) \) (?P<brace>\{ )?"
     r"(?P<out>\w+) \[ (?P=x) \* (?P<h>\w+) \+ \( (?P=y) \+ (?P=j) \) \] = "
     r"(?P<inp>\w+) \[ \( (?P=y) \+ (?P=j) \) \* (?P<w>\w+) \+ (?P=x) \] ; (?(brace)\} )\}$")
+#: the same transpose with its two indices named first, as NVIDIA's `transposeNaive` sample writes it
+_INDEXED_TRANSPOSE = re.compile(
+    r"^\{ int (?P<x>\w+) = blockIdx \. x \* (?P<t>\w+) \+ threadIdx \. x ; "
+    r"int (?P<y>\w+) = blockIdx \. y \* (?P=t) \+ threadIdx \. y ; "
+    r"int (?P<iin>\w+) = (?P=x) \+ (?P<w>\w+) \* (?P=y) ; "
+    r"int (?P<iout>\w+) = (?P=y) \+ (?P<h>\w+) \* (?P=x) ; "
+    r"for \( int (?P<j>\w+) = 0 ; (?P=j) < (?P=t) ; (?P=j) \+= (?P<r>\w+) \) (?P<brace>\{ )?"
+    r"(?P<out>\w+) \[ (?P=iout) \+ (?P=j) \] = (?P<inp>\w+) \[ (?P=iin) \+ (?P=j) \* (?P=w) \] ; "
+    r"(?(brace)\} )\}$")
 
 
-def _element_type(facts: SourceFacts, kdef: KernelDefinition, param: str) -> str | None:
+def element_type(facts: SourceFacts, kdef: KernelDefinition, param: str) -> str | None:
     """`float` for a parameter declared `const float *param` in the kernel's signature."""
     toks = [t for t in facts.env.tokens if kdef.name_offset < t.offset < kdef.params_end_offset]
     for i, t in enumerate(toks):
@@ -150,13 +159,15 @@ def _element_type(facts: SourceFacts, kdef: KernelDefinition, param: str) -> str
 
 def tiled_transpose(facts: SourceFacts, kdef: KernelDefinition,
                     block: tuple[int, int, int] | None) -> Fix | None:
-    """Rewrite a naive transpose body (`out[x * h + (y + j)] = in[(y + j) * w + x]` over a T x R block) as
+    """Rewrite a naive transpose body (`out[x * h + (y + j)] = in[(y + j) * w + x]` over a T x R block, or the
+    same with `index_in = x + w * y` and `index_out = y + h * x` named first: `out[index_out + j] =
+    in[index_in + j * w]`) as
     the tiled one: coalesced loads into a padded T x (T + 1) shared tile, `__syncthreads()`, coalesced
     stores of the transposed tile. Same element mapping, same block and grid; None for any other body."""
     if kdef.body_start is None or kdef.body_end is None or kdef.file is not None:
         return None
     body = " ".join(t.text for t in facts.env.tokens if kdef.body_start <= t.offset <= kdef.body_end)
-    m = _NAIVE_TRANSPOSE.match(body)
+    m = _NAIVE_TRANSPOSE.match(body) or _INDEXED_TRANSPOSE.match(body)
     if m is None:
         return None
     g = m.groupdict()
@@ -164,8 +175,8 @@ def tiled_transpose(facts: SourceFacts, kdef: KernelDefinition,
     rows = facts.env.fold(g["r"], kdef.body_start).as_int()
     if tile_size is None or rows is None or block is None or (block[0], block[1]) != (tile_size, rows):
         return None
-    elem = _element_type(facts, kdef, g["out"])
-    if elem is None or elem != _element_type(facts, kdef, g["inp"]):
+    elem = element_type(facts, kdef, g["out"])
+    if elem is None or elem != element_type(facts, kdef, g["inp"]):
         return None
     used = {t.text for t in facts.env.tokens if kdef.name_offset <= t.offset <= kdef.body_end}
     tile = next(n for n in ("tile", "transpose_tile", "kc_tile") if n not in used)

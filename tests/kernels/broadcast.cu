@@ -21,7 +21,7 @@ __global__ void rowDot(const float *a, const float *b, float *c, int n)
     int y = blockIdx.y * 16 + threadIdx.y;
     float s = 0.0f;
     for (int k = 0; k < n; ++k)
-        s += a[y * n + k] * b[k * n + x];
+        s += a[y * n + k] * b[k * n + x];  // expect: shared-tiling
     c[y * n + x] = s;
 }
 

@@ -11,8 +11,8 @@ __global__ void rowDots(const float *a, const float *b, const float *x, float *y
     int row = blockIdx.x * blockDim.x + threadIdx.x;
     if (row < n) {
         for (int j = 0; j < n; j++) {
-            ya[row] += a[row * COLS + j] * x[j];  // expect: uncoalesced-global
-            yb[row] += b[row * COLS + j] * x[j];  // expect: uncoalesced-global
+            ya[row] += a[row * COLS + j] * x[j];  // expect: uncoalesced-global, shared-tiling
+            yb[row] += b[row * COLS + j] * x[j];  // expect: uncoalesced-global, shared-tiling
         }
     }
 }

@@ -24,7 +24,7 @@ __global__ void windowSum(const float *in, float *out, int n, int width)  // exp
     const float *p = in + i;
     float s = 0.0f;
     for (int k = 0; k < width; ++k) {
-        s += p[k];
+        s += p[k];  // expect: shared-tiling
     }
     if (i < n) out[i] = s;
 }
