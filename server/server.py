@@ -36,6 +36,7 @@ from kerncast.analysis.gpus import list_profiles, load_profile
 from kerncast.analysis.input_files import read_regular_text
 from kerncast.analysis.kernel_cache import KernelCache
 from kerncast.analysis.launch import split_kernel_name
+from kerncast.analysis.locate import kernel_places
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport, Finding, KernelReport
 from kerncast.analysis.toolchain import shown
@@ -290,6 +291,7 @@ class KerncastServer(LanguageServer):
                     return
                 self.publish(uri, result)
                 self.last_saves.note(uri, settings.fingerprint(), result.key, result.report)
+                asyncio.get_running_loop().call_soon(self.prepare_views, uri, result)
 
     async def refuse_large(self, uri: str, generation: int, text: str, version: int | None,
                            language: str | None, settings: config.Settings) -> None:
@@ -390,6 +392,20 @@ class KerncastServer(LanguageServer):
             lsp.PublishDiagnosticsParams(uri=client_uri, version=result.version, diagnostics=diagnostics))
         self.headers.publish(self, uri, result.report)
         self.refresh_views()
+
+    def prepare_views(self, uri: str, result: Result) -> None:
+        """Make what the lenses, hints and hover of a just-published result read from its text (the kernels' and
+        launches' places: a scan of the source) and the change since the last save, once its diagnostics are
+        out. Made on the first lens request instead, they would be made at the next save: Neovim asks for lenses
+        when a buffer is written, and that request held the event loop while the save's compile was starting."""
+        if self.published.get(uri) is not result:  # superseded or closed meanwhile
+            return
+        try:
+            kernel_places(result.report, result.lines)
+            for k in result.report.kernels:
+                self.last_saves.change(uri, result.report, k.name)
+        except Exception:  # noqa: BLE001 - a lens request makes them again and reports its own failure
+            log.exception("preparing the views of %s failed", uri)
 
     def publish_error(self, uri: str, version: int | None, message: str) -> None:
         self.published.pop(uri, None)

@@ -1,0 +1,36 @@
+"""Once a save's diagnostics are published, the server makes what the lenses, hints and hover of that result
+read from its text (kernel and launch places, the change since the last save), so that the lens request an editor
+sends at the next save (Neovim, on BufWritePost) finds them made instead of scanning the source then, while that
+save's compile is starting. Real nvcc on the repository's matmul example, the server's own objects."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kerncast.analysis.kernel_cache import KernelCache
+from kerncast.analysis.options import AnalysisOptions
+from kerncast.analysis.pipeline import analyze_file
+from kerncast.server.positions import split_lines
+from kerncast.server.server import KerncastServer, Result
+
+ROOT = Path(__file__).resolve().parent.parent
+MATMUL = ROOT / "examples" / "matmul.cu"
+
+
+def test_a_published_result_gets_its_places_and_its_change_since_the_last_save(nvcc_available) -> None:
+    ls = KerncastServer()
+    uri, text = MATMUL.as_uri(), MATMUL.read_text()
+    cache = KernelCache()
+    options = AnalysisOptions(lime=False)
+    before = analyze_file(MATMUL, text=text, options=options, cache=cache)
+    after = analyze_file(MATMUL, text=text, options=options, cache=cache)  # a save without an edit
+    ls.last_saves.note(uri, "settings", "first", before)
+    ls.last_saves.note(uri, "settings", "second", after)
+    result = Result(2, "second", after, split_lines(text))
+    ls.prepare_views(uri, result)  # not the published result (nothing is): nothing is made
+    assert after.places is None
+    ls.published[uri] = result
+    ls.prepare_views(uri, result)
+    assert after.places is not None and after.places.lines is result.lines
+    assert set(after.places.kernels) == {k.mangled for k in after.kernels}
+    assert ls.last_saves._docs[uri].changes is not None  # compared now, not at the next lens request
