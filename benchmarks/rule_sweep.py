@@ -8,10 +8,12 @@ and the wall time; `--out` writes the findings as JSON lines for the review.
 
     nice .venv/bin/python benchmarks/rule_sweep.py /tmp/corpus/cuda-samples /tmp/corpus/rodinia \\
         [--codes launch-configuration,barrier-divergence] [--gpu h100] [--max-files 40] [--seed 1]
-        [--budget 140] [--out findings.jsonl] [--containing __syncthreads]
+        [--budget 140] [--out findings.jsonl] [--containing __syncthreads] [--include DIR ...]
 
 Include directories: each file's own directory, plus every directory named `common`, `Common`, `inc` or
-`include` within three levels of the code base root (cuda-samples' `Common/`).
+`include` within three levels of the code base root (cuda-samples' `Common/`), plus each `--include` (a
+library's headers kept outside the swept folder, e.g. CUTLASS's `include/` and `tools/util/include/` for its
+`examples/`).
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ def _line(lines: list[str], n: int | None) -> str:
 
 
 def sweep(roots: list[Path], codes: set[str], gpu: str, max_files: int, seed: int, budget: float,
-          out: Path | None, must_contain: str = "") -> int:
+          out: Path | None, must_contain: str = "", extra_includes: list[str] | None = None) -> int:
     start = time.monotonic()
     counts: Counter[str] = Counter()
     files = failed = 0
@@ -67,7 +69,7 @@ def sweep(roots: list[Path], codes: set[str], gpu: str, max_files: int, seed: in
         for root in roots:
             candidates = kernel_files(root, must_contain)
             random.Random(seed).shuffle(candidates)
-            options = AnalysisOptions(gpu=gpu, include_dirs=include_dirs(root))
+            options = AnalysisOptions(gpu=gpu, include_dirs=include_dirs(root) + list(extra_includes or ()))
             root_start = time.monotonic()
             for path in candidates[:max_files]:
                 if time.monotonic() - root_start > budget:
@@ -108,13 +110,15 @@ def main(argv: list[str] | None = None) -> int:
                     help="seconds per code base; its files after it are not started")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--containing", default="", help="only files whose text contains this (e.g. __syncthreads)")
+    ap.add_argument("--include", action="append", default=[], metavar="DIR",
+                    help="a further include directory for every file (repeatable)")
     args = ap.parse_args(argv)
     missing = [str(r) for r in args.roots if not r.is_dir()]
     if missing:
         print(f"not a directory: {', '.join(missing)}", file=sys.stderr)
         return 2
     return sweep(args.roots, {c.strip() for c in args.codes.split(",") if c.strip()}, args.gpu, args.max_files,
-                 args.seed, args.budget, args.out, args.containing)
+                 args.seed, args.budget, args.out, args.containing, [str(Path(d).resolve()) for d in args.include])
 
 
 if __name__ == "__main__":

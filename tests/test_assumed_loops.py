@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from kerncast.analysis.findings.assumed_loops import loop_opening_above
 from kerncast.analysis.fixing import apply_edits
 from kerncast.analysis.launch import LaunchOverrides
 from kerncast.analysis.options import AnalysisOptions
@@ -82,3 +83,15 @@ def test_only_loops_takes_a_placeholder():
     (ann,) = scan_source("// kerncast: loops=7? grid=4?\n__global__ void k() {}\n").annotations
     assert ann.loops == 7 and ann.placeholders == {"loops"}
     assert ann.grid is None and any("'4?'" in e for e in ann.errors)
+
+
+def test_a_loop_body_under_a_while_true_is_placed_on_the_while() -> None:
+    """A `while (true)` has no instruction of its own when nvcc puts its back edge on the body's last line; the
+    finding then climbs from the body's first line over braces and comments to the loop statement, and no
+    further than a statement or the kernel's first line."""
+    text = ("__global__ void probe(unsigned *t, unsigned k)", "{", "    unsigned s = k;", "    while (true)", "    {",
+            "        /* a comment that says what to do */", "        unsigned p = atomicCAS(&t[s], 0u, k);",
+            "        s = s + 1;", "    }", "}")
+    assert loop_opening_above(text, 7, 1) == 4
+    assert loop_opening_above(text, 8, 1) is None  # a statement stands between
+    assert loop_opening_above(text, 7, 5) is None  # not above the kernel's first line

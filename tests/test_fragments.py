@@ -34,6 +34,11 @@ def test_a_fragment_is_analysed_through_its_includer(nvcc_available) -> None:
     (k,) = report.kernels
     assert k.line is not None and 2 <= k.line <= 4 and k.registers
     assert k.launch is not None and k.launch.block.value == (128, 1, 1) and k.launch.block.source == "launch-site"
+    # its 64 blocks leave SMs idle: said on the fragment's kernel line, naming the launch's line in main.cu (that
+    # line number is main.cu's, and the fragment's line of that number is no launch)
+    (idle,) = [f for f in k.findings if f.code == "launch-configuration"]
+    launch_line = line_of(HERE / "main.cu", "scale<<<")
+    assert idle.line == k.line and f"the launch at line {launch_line} of main.cu" in idle.message
 
 
 def test_an_unsaved_fragment_is_compiled_from_its_text_through_a_copy_of_the_includer(nvcc_available) -> None:

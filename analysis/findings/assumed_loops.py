@@ -22,6 +22,10 @@ from kerncast.analysis.source_model import scanned
 
 #: a statement that opens a loop
 _LOOP_KEYWORD_RE = re.compile(r"\b(?:for|while|do)\b")
+#: a comment within a line (`// ...` to its end, `/* ... */`)
+_COMMENT_RE = re.compile(r"//.*$|/\*.*?\*/")
+#: how far above a loop body's first line its `while (true)` may stand (braces and comments between)
+_LOOK_UP_LINES = 6
 
 
 def annotation_fix(cuda_source: str, kernel: str, count: Any) -> Fix | None:
@@ -39,14 +43,31 @@ def annotation_fix(cuda_source: str, kernel: str, count: Any) -> Fix | None:
 
 
 def _names_loop(text: tuple[str, ...], line: int) -> bool:
-    return 1 <= line <= len(text) and _LOOP_KEYWORD_RE.search(text[line - 1]) is not None
+    """Whether a line's code (its comments left out: "faster to do" is no loop) opens a loop."""
+    if not 1 <= line <= len(text):
+        return False
+    code = _COMMENT_RE.sub(" ", text[line - 1]).strip()
+    return not code.startswith(("*", "/*")) and _LOOP_KEYWORD_RE.search(code) is not None
 
 
-def _loop_line(ctx: KernelContext, lp: Loop, text: tuple[str, ...]) -> int | None:
+def loop_opening_above(text: tuple[str, ...], line: int, floor: int) -> int | None:
+    """The `while (true)` or `for (;;)` a loop body's first line sits under: such a loop statement has no
+    instruction of its own, so the nearest line above naming a loop is taken, over blank, brace and comment
+    lines only (never above `floor`, the kernel's first line)."""
+    for n in range(line - 1, max(floor, line - _LOOK_UP_LINES) - 1, -1):
+        if _names_loop(text, n):
+            return n
+        if text[n - 1].strip() and not text[n - 1].strip().startswith(("{", "//", "/*", "*")):
+            return None
+    return None
+
+
+def _loop_line(ctx: KernelContext, lp: Loop, text: tuple[str, ...], kernel_line: int) -> int | None:
     """The source line of one loop's `for`/`while`/`do`: the line of a branch that closes its back edge or leaves
-    it (the loop's test), where that line names a loop; else the first line of the loop naming one; else its
-    first line. Its first line alone can be another statement: a value nvcc recomputes inside the loop
-    (`bx = blockIdx.x`) or the body of a device function defined above the kernel and inlined into the loop."""
+    it (the loop's test), where that line names a loop; else the first line of the loop naming one; else the
+    loop statement just above its first line (`while (true)`); else its first line. Lines of the kernel come
+    before the lines of device functions defined above it, which inlining brings into the loop; its first line
+    alone can also be another statement, a value nvcc recomputes inside the loop (`bx = blockIdx.x`)."""
     span = lp.source_lines(ctx.cfg, ctx.main_file)
     if span is None:
         return None
@@ -58,15 +79,27 @@ def _loop_line(ctx: KernelContext, lp: Loop, text: tuple[str, ...]) -> int | Non
         return named[0]
     every = sorted({n for b in lp.blocks for ins in ctx.cfg.instructions(b)
                     if (n := line_in_file(ins.loc, ctx.main_file)) is not None})
-    return next((n for n in every if _names_loop(text, n)), span[0])
+    own = [n for n in every if n >= kernel_line] or every
+    first = next((n for n in own if _names_loop(text, n)), None)
+    if first is not None:
+        return first
+    return loop_opening_above(text, own[0], kernel_line) or own[0]
+
+
+def _kernel_line(ctx: KernelContext) -> int:
+    """The first line of the kernel's definition in the analysed source (1 when it cannot be found)."""
+    facts = scanned(ctx.cuda_source)
+    kdef = facts.kernel(split_kernel_name(ctx.report.name)[0], included=False) if facts is not None else None
+    return facts.position(kdef.start_offset)[0] if kdef is not None else 1
 
 
 def _first_lines(ctx: KernelContext) -> dict[int, int]:
     """Each loop's source line (its `for`/`while`, see `_loop_line`), by header."""
     text = source_lines(ctx.cuda_source) if ctx.cuda_source else ()
+    kernel_line = _kernel_line(ctx)
     out = {}
     for lp in ctx.loops.loops:
-        line = _loop_line(ctx, lp, text)
+        line = _loop_line(ctx, lp, text, kernel_line)
         if line is not None:
             out[lp.header] = line
     return out

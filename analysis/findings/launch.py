@@ -6,6 +6,8 @@ multiple of the warp size, SMs without a block when the grid is smaller than the
 under half full, and (as an error) a launch the driver refuses. A refused launch gets no time prediction: the
 time and the occupancy the earlier stages computed for it are withdrawn, since neither describes a run.
 Nothing is reported for a launch that is only the tool's default: a warning must rest on the user's numbers.
+A kernel file compiled through the file that #includes and launches it gets the finding on its kernel's line,
+naming the launch's line in that file.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import tomllib
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from kerncast.analysis.context import KernelContext, reported_here
@@ -23,6 +26,7 @@ from kerncast.analysis.finding import Finding, line_range
 from kerncast.analysis.launch import GUESSED_SOURCES, Launch, Sourced, split_kernel_name
 from kerncast.analysis.report import KernelReport
 from kerncast.analysis.rules import Code
+from kerncast.analysis.source_model import scanned
 
 #: the host call that lets a kernel use more than 48 KB of dynamic shared memory
 _OPT_IN_RE = re.compile(r"\bcudaFuncSetAttribute\s*\(\s*([^,]*?)\s*,\s*cudaFuncAttributeMaxDynamicSharedMemorySize\b")
@@ -160,6 +164,18 @@ def _line(launch: Launch, report: KernelReport) -> int:
     return report.line or 1
 
 
+def _launched_elsewhere(ctx: KernelContext, line: int) -> str | None:
+    """The name of the file whose launch gave the values, when that is not the analysed file: a kernel file
+    #included by the file that launches it (Rodinia's and HeCBench's `kernels.cu`) is compiled through that
+    file, and the launch's line is a line of it, not of the kernel file the finding is shown in."""
+    if ctx.launch_source is None or ctx.launch_source[1] in (None, ctx.source_path):
+        return None
+    facts = scanned(ctx.cuda_source)
+    if facts is not None and any(site.line == line for site in facts.sites):
+        return None  # the kernel file launches it itself
+    return Path(ctx.launch_source[1]).name
+
+
 def launch_configuration(ctx: KernelContext) -> Finding | None:
     """The kernel's `launch-configuration` finding; withdraws the time of a launch that cannot run."""
     report, launch, gpu = ctx.report, ctx.report.launch, ctx.gpu
@@ -167,11 +183,16 @@ def launch_configuration(ctx: KernelContext) -> Finding | None:
         return None
     errors = launch_errors(launch, report, gpu, ctx.cuda_source)
     line = _line(launch, report)
+    elsewhere = _launched_elsewhere(ctx, line)
+    where = ""
+    if elsewhere is not None:
+        where = f" (the launch at line {line} of {elsewhere})"
+        line = report.line or 1
     if errors:
         report.time = None
         report.occupancy = None
         report.notes.append(f"no time prediction: the launch fails at run time on {gpu.name}")
-        message = "launch fails at run time: " + "; ".join(errors)
+        message = "launch fails at run time" + where + ": " + "; ".join(errors)
         detail: dict[str, Any] = {"errors": errors, "fails": True}
         return Finding(Code.LAUNCH_CONFIGURATION, "error", line, 1, line, 1, message, detail=detail,
                        kernel=report.name)
@@ -180,8 +201,8 @@ def launch_configuration(ctx: KernelContext) -> Finding | None:
         return None
     detail.update(fails=False, block=_dims_text(launch.block_dims() or (1,)),
                   grid=_dims_text(launch.grid_dims() or (1,)))
-    return Finding(Code.LAUNCH_CONFIGURATION, "warning", line, 1, line, 1, "; ".join(warnings), detail=detail,
-                   kernel=report.name)
+    return Finding(Code.LAUNCH_CONFIGURATION, "warning", line, 1, line, 1, "; ".join(warnings) + where,
+                   detail=detail, kernel=report.name)
 
 
 def launch_configuration_stage(ctx: KernelContext) -> None:

@@ -17,7 +17,7 @@ __global__ void fill(fp *d, long n, fp value)
 
 int main()
 {
-    const long n = 1 << 20;
+    const long n = 1 << 13;
     fp *d;
     cudaMalloc(&d, n * sizeof(fp));
     fill<<<(n + 255) / 256, 256>>>(d, n, 1.0f);

@@ -72,6 +72,28 @@ __global__ void blendRows(const float *in, float *out, int len, int stride)
     out[i] = acc;
 }
 
+// A loop without a test of its own (`while (true)`, left by a return): the finding is placed on the `while`.
+// kerncast: block=256
+__global__ void probeSlots(uint2 *table, const uint2 *pairs, unsigned n)
+{
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+    {
+        unsigned key = pairs[i].x;
+        unsigned slot = key & 1023u;
+        while (true)  // expect: assumed-trip-count
+        {
+            unsigned prev = atomicCAS(&table[slot].x, 0xffffffffu, key);
+            if (prev == 0xffffffffu || prev == key)
+            {
+                atomicExch(&table[slot].y, pairs[i].y);
+                return;
+            }
+            slot = (slot + 1) & 1023u;
+        }
+    }
+}
+
 int main()
 {
     float *a, *b;
