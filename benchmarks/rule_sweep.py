@@ -29,7 +29,8 @@ from pathlib import Path
 from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 
-DEFAULT_CODES = ("launch-configuration", "barrier-divergence", "local-memory", "fp64-in-fp32", "slow-integer-division")
+DEFAULT_CODES = ("launch-configuration", "barrier-divergence", "local-memory", "fp64-in-fp32", "slow-integer-division",
+                 "shared-tiling")
 _INCLUDE_NAMES = {"common", "Common", "inc", "include"}
 
 
@@ -69,7 +70,8 @@ def sweep(roots: list[Path], codes: set[str], gpu: str, max_files: int, seed: in
         for root in roots:
             candidates = kernel_files(root, must_contain)
             random.Random(seed).shuffle(candidates)
-            options = AnalysisOptions(gpu=gpu, include_dirs=include_dirs(root) + list(extra_includes or ()))
+            # no LIME weights: no finding depends on them, and they took most of each analysis
+            options = AnalysisOptions(gpu=gpu, include_dirs=include_dirs(root) + list(extra_includes or ()), lime=False)
             root_start = time.monotonic()
             for path in candidates[:max_files]:
                 if time.monotonic() - root_start > budget:

@@ -81,8 +81,9 @@ def _name(k: WarpFacts, a: AccessInfo, params: list[str]) -> str:
     if declared:
         return declared
     v = _address(k, a)
-    for atom in sorted(k.atoms.deep_atoms_of(v)) if v is not None else ():
-        key = k.atoms.keys[atom]
+    # the base pointer is the parameter added once to the address (`coord[i * num + p]`: coord, not num)
+    for m_, c in v or ():
+        key = k.atoms.keys[m_[0]] if len(m_) == 1 and c == 1 else ("",)
         m = _PARAM.search(str(key[1])) if key[0] == "sym" else None
         if m is not None and int(m.group(1)) < len(params):
             return params[int(m.group(1))]
@@ -111,7 +112,7 @@ def _invariant(k: WarpFacts, a: AccessInfo, block: tuple[int, int, int], params:
         return None
     readers = 1
     for d in free:
-        readers *= block[_DIMS.index(d)]
+        readers *= block[_DIMS.index(d)] if d == "y" else _active_width([a], block)
     if readers < MIN_READERS:
         return None
     requests = a.executions * _warps(block)
@@ -168,6 +169,16 @@ def _densest(points: set[tuple[int, int]], width: int) -> set[tuple[int, int]]:
     return best
 
 
+def _active_width(group: list[AccessInfo], block: tuple[int, int, int]) -> int:
+    """How many neighbouring threads along x make these loads: the block's width, or fewer when fewer lanes of a
+    warp are active at them (`if (threadIdx.x < 4)`: four lanes load a row, none of the others reads it)."""
+    active = min((a.active_lanes for a in group if a.active_lanes is not None), default=None)
+    lanes = min(WARP, block[0] * block[1] * block[2])  # the lanes of a full warp
+    if active is None or active >= lanes - 0.5:
+        return block[0]
+    return max(1, min(block[0], int(active)))
+
+
 def _windows(k: WarpFacts, loads: list[AccessInfo], block: tuple[int, int, int], params: list[str]) -> list[Reuse]:
     """The neighbourhoods: loads of one line and array whose addresses are lane-step multiples apart, or that
     step through a loop by a lane-step multiple; each element is read by as many threads of a block as one
@@ -182,8 +193,9 @@ def _windows(k: WarpFacts, loads: list[AccessInfo], block: tuple[int, int, int],
         if cx is None or cx != group[0].width_bytes:
             continue
         best: set[tuple[int, int]] = set()
+        reach = _active_width(group, block)
         for base in group:
-            shared = _densest(_points(k, group, base, cx, co.get("y"), block), block[0])
+            shared = _densest(_points(k, group, base, cx, co.get("y"), block), reach)
             if len(shared) > len(best):
                 best = shared
         if len(best) < MIN_READERS:

@@ -1,7 +1,8 @@
 // shared-tiling: global data that many threads of a block read again. True cases: a naive matrix multiply (A
 // read by a block row, B by a block column), a matrix-vector product (x read by the whole block), 1D and 2D
 // stencils (overlapping windows, unrolled or in a loop). False cases: the tiled multiply, a grid-stride sum,
-// each thread walking its own column, a two-point difference (reuse of 2, left to the L1 cache). The pointers
+// each thread walking its own column, a two-point difference (reuse of 2, left to the L1 cache), a
+// copy into shared memory by a quarter of the lanes. The pointers
 // are __restrict__, so that the only fixes offered here are the rule's own.
 #include <cuda_runtime.h>
 
@@ -99,6 +100,23 @@ __global__ void difference(const float *__restrict__ in, float *__restrict__ out
         out[i] = in[i + 1] - in[i];
 }
 
+// Four lanes of each row copy the row's 16 floats into shared memory as float4s, stepping a tile at a time: no
+// other thread reads what they load (the other lanes are inactive at the load), so there is nothing to share.
+__global__ void quarterCopy(const float *__restrict__ A, float *__restrict__ C, int n)
+{
+    __shared__ float As[TILE][TILE];
+    float sum = 0.0f;
+    for (int a = blockIdx.y * TILE * n; a < (blockIdx.y + 1) * TILE * n; a += TILE) {
+        if (threadIdx.x < TILE / 4)  // expect: divergent-branch
+            *reinterpret_cast<float4 *>(&As[threadIdx.y][threadIdx.x * 4]) =
+                *reinterpret_cast<const float4 *>(&A[a + threadIdx.y * n + threadIdx.x * 4]);
+        __syncthreads();
+        sum += As[threadIdx.y][threadIdx.x];
+        __syncthreads();
+    }
+    C[(blockIdx.y * TILE + threadIdx.y) * n + blockIdx.x * TILE + threadIdx.x] = sum;
+}
+
 int main()
 {
     const int n = 8192, len = 1 << 24;
@@ -116,6 +134,7 @@ int main()
     gridSum<<<1024, 256>>>(a, c, len);
     columnSums<<<n / 32, 32>>>(a, c, n);
     difference<<<len / 256, 256>>>(a, c, len);
+    quarterCopy<<<grid, block>>>(a, c, n);
     cudaDeviceSynchronize();
     return 0;
 }
