@@ -30,10 +30,17 @@ $(VENV)/.test-installed: pyproject.toml | $(VENV)/bin/python
 demo: $(VENV)/.demo-installed
 	$(VENV)/bin/kerncast analyze $(DEMO)
 
+# The extension's lint, tests and package use Node alone, so they run beside pytest (which keeps one core busy)
+# with their output held back and printed after pytest's; either one failing fails `make test`.
 test: $(VENV)/.test-installed
 	$(VENV)/bin/ruff check analysis server tests benchmarks build_backend
-	$(PY) -m pytest -q -rs
-	@$(MAKE) --no-print-directory vscode-client
+	@log=$$(mktemp); \
+	$(MAKE) --no-print-directory vscode-client >"$$log" 2>&1 & client=$$!; \
+	$(PY) -m pytest -q -rs; tests=$$?; \
+	wait $$client; built=$$?; \
+	echo "--- vscode-client (built while the tests ran) ---"; cat "$$log"; rm -f "$$log"; \
+	if [ $$built -ne 0 ]; then echo "vscode-client: failed (exit $$built)"; fi; \
+	[ $$tests -eq 0 ] && [ $$built -eq 0 ]
 
 vscode-client:
 	@if command -v npm >/dev/null 2>&1 && [ -f vscode-client/package.json ]; then \
