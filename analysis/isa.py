@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-from kerncast.analysis.ptx.model import Instruction
+from kerncast.analysis.ptx.model import Instruction, Reg
 
 INSTRUCTION_TYPES = ("compute", "global", "shared", "misc")
 RESOURCES = ("SP", "DPU", "SFU", "LSU", "BRANCH", "SYNC", "TENSOR")
@@ -134,3 +134,23 @@ def _classify(instr: Instruction) -> InstrClass:
     if itype == "compute" and dtype == "f64" and resource in ("SP", "SFU"):
         resource = "DPU"
     return InstrClass(itype, resource, latency)
+
+
+#: the integer types of a `div`/`rem` that ptxas expands
+INT_TYPES = frozenset({"s32", "u32", "s64", "u64", "s16", "u16"})
+
+
+@cache
+def division_costs() -> tuple[int, float]:
+    """(instructions one integer division by a run-time value expands to, the loop-body share at which the
+    `slow-integer-division` finding warns), from `data/int_division.toml`."""
+    text = resources.files("kerncast.analysis").joinpath("data/int_division.toml").read_text(encoding="utf-8")
+    data = tomllib.loads(text)
+    return int(data["instructions_per_division"]), float(data["warning_share"])
+
+
+def is_runtime_division(ins: Instruction) -> bool:
+    """An integer `div`/`rem` whose divisor is a register (a constant divisor is already a multiply): one PTX
+    instruction that ptxas expands into a reciprocal estimate and correction steps."""
+    return (ins.opcode in ("div", "rem") and bool(INT_TYPES & set(ins.modifiers)) and len(ins.operands) == 3
+            and isinstance(ins.operands[2], Reg))

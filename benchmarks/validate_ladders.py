@@ -16,6 +16,11 @@ Per ladder and GPU, and over all of them, the script prints:
 
 A version whose measurement ran several launches (a reduction's passes) is predicted as the sum of its launches.
 
+A second table scores the same figures on Kerncast's own measurements of the ladder versions on an NVIDIA H200
+(`validation/h200/measurements.csv`, the rows whose class is `ladder <id>`): one launch per version (the first
+launch of a measurement that ran several), timed with CUDA events, predicted with the `h200` profile. They are
+validation data too, and separate from the published times.
+
     .venv/bin/python benchmarks/validate_ladders.py [--time-model kerncast|thesis|mwp-cwp] [--format text|json]
                                                    [--ladder ID]... [--gpu ID]... [--verbose]
 """
@@ -23,6 +28,7 @@ A version whose measurement ran several launches (a reduction's passes) is predi
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import math
 import statistics
@@ -40,6 +46,8 @@ from kerncast.analysis.timing.estimate import TIME_MODELS, TimeEstimate
 
 ROOT = Path(__file__).resolve().parent.parent
 LADDERS = ROOT / "validation" / "ladders"
+#: Kerncast's own measurements of every ladder version on one GPU (profile id, file)
+OWN_MEASUREMENTS = ("h200", ROOT / "validation" / "h200" / "measurements.csv")
 #: measured times closer than this ratio are a tie: their order is not scored
 TIE_RATIO = 1.10
 KINDS = ("rewrites", "launch-sweep")
@@ -349,6 +357,68 @@ def evaluate(ladders: Iterable[Ladder], model: str, gpus: Sequence[str] = (),
     return results, missing
 
 
+# ------------------------------------------------------------------------------------ own measurements
+
+
+@dataclass(frozen=True)
+class MeasuredLaunch:
+    """One row of Kerncast's own measurements of a ladder version: its ladder, kernel, launch and time (us)."""
+
+    ladder: str
+    file: Path
+    kernel: str
+    launch: LaunchSpec
+    time_us: float
+
+
+def load_own_measurements(path: Path) -> list[MeasuredLaunch]:
+    """The rows of a `validation/<gpu>/measurements.csv` whose class is `ladder <id>`, in the file's order (the
+    ladder's version order); empty when the file is missing."""
+    if not path.is_file():
+        return []
+    out = []
+    with path.open(newline="", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh):
+            kind = (row.get("class") or "").split()
+            if len(kind) != 2 or kind[0] != "ladder":
+                continue
+            params = tuple(x for x in (row.get("params") or "").split(";") if x)
+            launch = LaunchSpec(row["grid"].replace("x", ","), row["block"].replace("x", ","),
+                                int(row.get("dynamic_shared_bytes") or 0), params)
+            out.append(MeasuredLaunch(kind[1], ROOT / row["source_file"], row["kernel"], launch,
+                                      float(row["time_us"])))
+    return out
+
+
+def evaluate_own(rows: Sequence[MeasuredLaunch], gpu: str, predictor: Predictor,
+                 ladders: Sequence[str] = ()) -> list[tuple[str, Score]]:
+    """Per ladder (in the file's order), the score of the kerncast predictions against the measured rows."""
+    by_ladder: dict[str, list[MeasuredLaunch]] = {}
+    for r in rows:
+        if not ladders or r.ladder in ladders:
+            by_ladder.setdefault(r.ladder, []).append(r)
+    out = []
+    for lid, launches in by_ladder.items():
+        meas, pred = [], []
+        for r in launches:
+            est = predictor.estimate(r.file, r.kernel, gpu, r.launch)
+            if est is not None and est.models.get("kerncast", 0.0) > 0:
+                meas.append(r.time_us)
+                pred.append(est.models["kerncast"])
+        if len(meas) >= 2:
+            out.append((lid, score(meas, pred)))
+    return out
+
+
+def print_own(scores: Sequence[tuple[str, Score]], gpu: str, path: Path) -> None:
+    """The table of the own measurements, labelled apart from the published times."""
+    print(f"\nKerncast's own measurements of the same versions on {gpu} ({path.relative_to(ROOT)}: one launch per "
+          "version, the first of a multi-launch measurement; validation data, not the published times)")
+    for lid, s in scores:
+        print(_row(f"{lid} @ {gpu}", s.summary()))
+    print(_row(f"overall @ {gpu}", overall_scores([s for _, s in scores]).summary()))
+
+
 # ------------------------------------------------------------------------------------------------- printing
 
 
@@ -422,6 +492,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ladder", action="append", default=[], help="only this ladder id (repeatable)")
     ap.add_argument("--gpu", action="append", default=[], help="only this GPU profile id (repeatable)")
     ap.add_argument("--verbose", action="store_true", help="print every version's times")
+    ap.add_argument("--no-own", dest="own", action="store_false",
+                    help="leave out the table of Kerncast's own measurements of the versions (validation/h200)")
     args = ap.parse_args(argv)
     try:
         ladders = load_ladders()
@@ -434,12 +506,31 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.ladder:
         ladders = [lad for lad in ladders if lad.id in args.ladder]
-    results, missing = evaluate(ladders, args.time_model, args.gpu)
+    predictor = Predictor("trace" if args.time_model == "trace" else "kerncast")
+    results, missing = evaluate(ladders, args.time_model, args.gpu, predictor)
+    own_gpu, own_path = OWN_MEASUREMENTS
+    own = (evaluate_own(load_own_measurements(own_path), own_gpu, predictor, args.ladder)
+           if args.own and args.time_model == "kerncast" and (not args.gpu or own_gpu in args.gpu) else [])
     if args.format == "json":
-        print(json.dumps(to_json(results, missing, args.time_model), indent=2))
+        data = to_json(results, missing, args.time_model)
+        if own:
+            data["own_measurements"] = {"gpu": own_gpu, "file": str(own_path.relative_to(ROOT)),
+                                        "ladders": [{"ladder": lid, **s.summary()} for lid, s in own],
+                                        "overall": overall_scores([s for _, s in own]).summary()}
+        print(json.dumps(data, indent=2))
     else:
         print_text(results, missing, args.time_model, args.verbose)
+        if own:
+            print_own(own, own_gpu, own_path)
     return 0
+
+
+def overall_scores(scores: Sequence[Score]) -> Score:
+    """Scores pooled as `overall` pools the results'."""
+    total = Score()
+    for s in scores:
+        total.add(s)
+    return total
 
 
 if __name__ == "__main__":

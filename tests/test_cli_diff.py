@@ -106,7 +106,7 @@ def test_tiled_against_naive_commit_is_faster_in_every_format(repo, capsys):
     rows = {k["name"]: k for k in data["kernels"]}
     assert set(rows) == {"matmul", "scale"} and data["old"] == f"HEAD~1:{source}"
     mm = rows["matmul"]
-    assert mm["status"] == "kept" and mm["time_ratio"] < 0.8  # the tiled kernel reuses its loads
+    assert mm["status"] == "kept" and mm["time_ratio"] < 0.9  # the tiled kernel reuses its loads
     assert mm["new"]["time_us"] < mm["old"]["time_us"]
     assert abs(rows["scale"]["time_ratio"] - 1) < 1e-9  # the untouched kernel did not change
     for side in ("old", "new"):

@@ -9,30 +9,11 @@ information.
 
 from __future__ import annotations
 
-import tomllib
-from functools import cache
-from importlib import resources
-
 from kerncast.analysis.context import KernelContext, add_findings
 from kerncast.analysis.finding import Finding, line_range
-from kerncast.analysis.ptx.model import Instruction, Reg, line_in_file
+from kerncast.analysis.isa import INT_TYPES, division_costs, is_runtime_division
+from kerncast.analysis.ptx.model import Instruction, line_in_file
 from kerncast.analysis.rules import Code
-
-_INT_TYPES = frozenset({"s32", "u32", "s64", "u64", "s16", "u16"})
-
-
-@cache
-def division_costs() -> tuple[int, float]:
-    """(instructions one expanded division takes, body share for a warning)."""
-    text = resources.files("kerncast.analysis").joinpath("data/int_division.toml").read_text(encoding="utf-8")
-    data = tomllib.loads(text)
-    return int(data["instructions_per_division"]), float(data["warning_share"])
-
-
-def is_runtime_division(ins: Instruction) -> bool:
-    """An integer `div`/`rem` whose divisor is a register (a constant divisor is already a multiply)."""
-    return (ins.opcode in ("div", "rem") and bool(_INT_TYPES & set(ins.modifiers)) and len(ins.operands) == 3
-            and isinstance(ins.operands[2], Reg))
 
 
 def slow_divisions(ctx: KernelContext) -> list[Finding]:
@@ -61,7 +42,7 @@ def slow_divisions(ctx: KernelContext) -> list[Finding]:
         body = sum(cfg.blocks[b].end - cfg.blocks[b].start for b in loop.blocks)
         expanded = cost * len(divs)
         share = expanded / (body - len(divs) + expanded) if body else 1.0
-        ops = ", ".join(sorted({f"{i.opcode}.{next(m for m in i.modifiers if m in _INT_TYPES)}" for i in divs}))
+        ops = ", ".join(sorted({f"{i.opcode}.{next(m for m in i.modifiers if m in INT_TYPES)}" for i in divs}))
         message = (f"integer division by a run-time value in a loop: {len(divs)} x {ops} (the loop's code as "
                    f"compiled, unrolled copies included) expand to about {expanded} instructions, {share:.0%} of the "
                    "loop body's, on every pass")

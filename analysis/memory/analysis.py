@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import product
+from math import gcd
 from typing import Any, ClassVar
 
 from kerncast.analysis.cfg import Cfg
@@ -36,6 +37,7 @@ from kerncast.analysis.memory.warp import (
     SECTOR,
     LaneConstants,
     RequestCost,
+    address_alignment,
     branch_outcome,
     divided_index_cost,
     first_warps_lanes,
@@ -97,6 +99,9 @@ class AccessInfo(FieldsJson):
     grid_uniform: bool = False
     #: the lanes per address counts lanes behind a condition on data: at most that many
     lanes_upper_bound: bool = False
+    #: the largest power of two up to 128 that divides the address in every thread (its array's alignment and
+    #: the constant and index terms): what tells whether ptxas may merge neighbouring loads into a vector load
+    align: int | None = None
 
     @property
     def excess_percent(self) -> float:
@@ -163,6 +168,10 @@ class MemoryAnalysis:
     skipped: int = 0
     #: what the findings and their fixes read of the kernel's symbolic values (None: not analysed)
     facts: WarpFacts | None = None
+    #: basic blocks no thread of the launch reaches: a branch condition decided by the launch's values alone
+    #: (parameters, block size) excludes them, as it does the remainder of a loop nvcc unrolled by 4 when the
+    #: count is a multiple of 4, or a loop's skip path when the count is known to be positive
+    dead_blocks: frozenset[int] = frozenset()
 
     def _global(self) -> list[AccessInfo]:
         return [a for a in self.accesses if a.space == "global"]
@@ -282,6 +291,7 @@ class _Kernel:
         self._geo_cache: dict[int, list[int] | None] = {}
         self._exits: dict[int, dict[int, Value]] | None = None
         self._after_cache: dict[int, dict[int, Value]] = {}
+        self.dead = self._dead_blocks()
         #: deterministic count of the warp-level work done (lane tables, reach masks, instances): what the
         #: time budget bounds, and what a test can check grows linearly with the kernel
         self.work = 0
@@ -374,6 +384,24 @@ class _Kernel:
             g = self.sym.guards.get(last.index)
             out[b] = g if b == label_block.get(last.branch_target or "") else E.sub(E.const(1), g)
         return out
+
+    def _dead_blocks(self) -> frozenset[int]:
+        """Blocks that no thread of the launch reaches: the condition of the edge into one (or into a block
+        that dominates it) is false under the launch's values alone, whatever the thread, block and loop
+        iteration. Such code is in the PTX for other launches (an unrolled loop's remainder, a loop's skip
+        path), and a count of what the launch executes leaves it out."""
+        cfg = self.cfg
+        dead: set[int] = set()
+        cache: dict[int, Value] = {}
+        for b in cfg.rpo:
+            d = cfg.idom[b] if b < len(cfg.idom) else b
+            if 0 <= d != b and d in dead:
+                dead.add(b)
+                continue
+            cond = self.conditions.get(b)
+            if cond is not None and E.as_const(E.evaluate(self.atoms, cond, self.base, cache)) == 0:
+                dead.add(b)
+        return frozenset(dead)
 
     # ---------------------------------------------------------------------------------- loop handling
     def trip(self, loop_id: int) -> int | None:
@@ -518,6 +546,10 @@ class _Kernel:
         return combos
 
     def executions(self, block: int) -> float:
+        """How often one thread runs the instructions of `block`: the product of its loops' trip counts (an
+        unknown one counted once and said so), 0 in a block the launch never reaches."""
+        if block in self.dead:
+            return 0.0
         n = 1.0
         for lp in self.loops.enclosing(block):
             t = self.trip(lp.id)
@@ -908,6 +940,8 @@ def _access(k: _Kernel, ins: Any) -> AccessInfo | None:
         info.gather = k.dataflow.reaching.loaded_into(ins)
         return info
     info.known = True
+    if space == "shared":
+        info.align = _address_alignment(k, addr)
     still_open = _open_conditions(k, ins) if shared_lanes else None
     decided = still_open == []
     data_only = still_open is not None and not any(_tests_lane_rank(atoms, c) for c in still_open)
@@ -927,6 +961,26 @@ def _access(k: _Kernel, ins: Any) -> AccessInfo | None:
     else:
         info.wavefronts, info.ideal_wavefronts = actual, ideal
     return info
+
+
+def _address_alignment(k: _Kernel, addr: Value) -> int | None:
+    """The largest power of two up to 128 that divides an address in every thread: the common divisor of its
+    constant and of each term's coefficient times its symbols' known alignment (a declared array's own); None
+    when the address is not a sum of such terms."""
+    v = E.evaluate(k.atoms, addr, k.base, {}) if addr is not None else None
+    if not isinstance(v, tuple):
+        return None
+    const = 0
+    rest = []
+    for mono, coef in v:
+        if int(coef) != coef:
+            return None
+        if mono:
+            rest.append((mono, int(coef)))
+        else:
+            const = int(coef)
+    period = address_alignment(k.atoms, tuple(rest), k.align_of)
+    return gcd(period, const) if const else period
 
 
 def _most_lanes_per_address(vals: Any) -> int:
@@ -1111,6 +1165,7 @@ def analyze_memory(module: Module, function: Function, cfg: Cfg, loops: LoopFore
     result.assumptions = k.assumptions
     _publish_addresses(k, result)
     result.work = k.work
+    result.dead_blocks = k.dead
     result.facts = WarpFacts(function.display_name, k.block, k.sym, k.atoms, k.base, k.lane_atoms)
     return result
 
@@ -1144,10 +1199,16 @@ def _read_at_first_warps(k: _Kernel, result: MemoryAnalysis, cuda_source: str | 
 def _publish_addresses(k: _Kernel, result: MemoryAnalysis) -> None:
     """Hand the global accesses' symbolic addresses to the time model (its distinct-bytes footprint). A
     `wmma` tile's address is only its first element, not the bytes it spans: its requests count in full."""
-    cache: dict[int, Value] = {}
+    k._loop_exits()
     for a in result.accesses:
         if a.space == "global" and a.index in k.sym.addresses and k.fn.body[a.index].opcode != "wmma":
-            result.addresses[a.index] = E.evaluate(k.atoms, k.sym.addresses[a.index], k.base, cache)
+            # the values that loops finished before the access left behind are numbers too (the index where
+            # an unrolled loop's remainder starts): the address stays affine in what still varies
+            block = k.cfg.block_of[a.index]
+            after = k._after_cache.get(block)
+            if after is None:
+                after = k._after_cache[block] = k._after({block})
+            result.addresses[a.index] = E.evaluate(k.atoms, k.sym.addresses[a.index], {**k.base, **after}, {})
     result.atoms = k.atoms
     result.iteration_atoms = {lp.header: k.sym.iteration_atom[lp.id] for lp in k.loops.loops
                               if lp.id in k.sym.iteration_atom}

@@ -112,7 +112,7 @@ class RequestCost:
     symbolic: bool = False
 
 
-def _alignment(atoms: Atoms, rest: Poly, align_of: dict[int, int]) -> int:
+def address_alignment(atoms: Atoms, rest: Poly, align_of: dict[int, int]) -> int:
     """Largest power-of-two-ish period (≤ 128) that the symbolic part of an address is a multiple of."""
     g = 0
     for m, c in rest:
@@ -202,7 +202,7 @@ def global_cost(atoms: Atoms, addrs: Sequence[Value], width: int, align_of: dict
     distinct = 0
     for rest, offsets in groups.items():
         c0, base_rest = E.split_const(E.add(first, rest) or E.ZERO)
-        period = _alignment(atoms, base_rest, align_of)
+        period = address_alignment(atoms, base_rest, align_of)
         residues = range(c0 % period, 128, period) if period < 128 else range(c0 % 128, c0 % 128 + 1)
         actual += _fewest_sectors(residues, offsets, width)
         distinct += _distinct_bytes(offsets, width)

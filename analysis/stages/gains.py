@@ -30,10 +30,9 @@ from typing import Any
 from kerncast.analysis.context import KernelContext
 from kerncast.analysis.finding import Finding
 from kerncast.analysis.findings.fp64 import fp64_instructions
-from kerncast.analysis.findings.integer_division import is_runtime_division
 from kerncast.analysis.findings.local_memory import local_accesses
 from kerncast.analysis.findings.memory_access import unit_stride_sectors
-from kerncast.analysis.isa import InstrClass, classify
+from kerncast.analysis.isa import InstrClass, classify, is_runtime_division
 from kerncast.analysis.memory.analysis import AccessInfo, MemoryAnalysis
 from kerncast.analysis.ptx.model import Instruction, line_in_file
 from kerncast.analysis.rules import Code

@@ -16,6 +16,7 @@ from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.deps import DepGraph, block_dependences
 from kerncast.analysis.isa import InstrClass, classify
 from kerncast.analysis.memory.analysis import MemoryAnalysis
+from kerncast.analysis.ptx.model import Addr, Reg
 from kerncast.analysis.timing.cache_model import L1Reuse, l1_hit_latency, l1_reuse
 from kerncast.analysis.timing.constants import timing_constants
 from kerncast.analysis.timing.counts import dynamic_counts
@@ -311,7 +312,8 @@ def _kerncast(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per_bl
                            blocks=blocks, threads_per_block=threads_per_block, blocks_per_sm=resident, grid=grid,
                            replays=replays, footprint=fp, requested=requested, l1=reuse,
                            l1_hit_bytes=l1_hit_bytes(memory, reuse, fp, warps, int(profile.sector_bytes or 32))
-                           if fp is not None and l1_hit_latency(profile) is not None else 0.0)
+                           if fp is not None and l1_hit_latency(profile) is not None else 0.0,
+                           dead=memory.dead_blocks if isinstance(memory, MemoryAnalysis) else frozenset())
     return kc, fp, requested, replays
 
 
@@ -354,9 +356,10 @@ def global_traffic(memory: RequestCounts | None, cfg: Cfg, block: tuple[int, int
             moved = requested_sectors(a, sector) * sector * a.executions * warps
             if fp.covered is not None and a.index in fp.covered:
                 covered += moved
+                fp.requested[a.index] = fp.requested.get(a.index, 0.0) + moved
             else:
                 uncovered += moved
-    return fp, (covered, uncovered), unit_replays(memory)
+    return fp, (covered, uncovered), unit_replays(memory, cfg, profile)
 
 
 def l1_hit_bytes(memory: MemoryAnalysis, reuse: list[L1Reuse], fp: Footprint, warps: int, sector: int) -> float:
@@ -376,13 +379,61 @@ def requested_sectors(access: Any, sector: int) -> float:
     return 32.0 * access.width_bytes / sector
 
 
-def unit_replays(memory: MemoryAnalysis | None) -> dict[int, float]:
+def unit_replays(memory: MemoryAnalysis | None, cfg: Cfg | None = None, profile: Any = None) -> dict[int, float]:
     """Memory instruction index -> the load/store unit's passes per warp request: sectors (global) or wavefronts
-    (shared) over the ideal; accesses of unknown pattern and ideal ones are left out (one pass)."""
+    (shared) over the ideal; accesses of unknown pattern and ideal ones are left out (one pass). Broadcast shared
+    loads that ptxas merges into one vector load share its passes (`vector_merged`)."""
     replays: dict[int, float] = {}
     for a in memory.accesses if memory is not None else ():
         if a.space == "global" and a.known and a.sectors_per_request and a.ideal_sectors:
             replays[a.index] = max(1.0, a.sectors_per_request / a.ideal_sectors)
         elif a.space == "shared" and a.known and a.wavefronts and a.ideal_wavefronts:
             replays[a.index] = max(1.0, a.wavefronts / a.ideal_wavefronts)
+    if memory is not None and cfg is not None and profile is not None:
+        replays.update(vector_merged(memory, cfg, profile))
     return replays
+
+
+def vector_merged(memory: MemoryAnalysis, cfg: Cfg, profile: Any) -> dict[int, float]:
+    """Shared load index -> its share of the passes of the vector load ptxas makes of it and its neighbours, where
+    that share is below one pass.
+
+    Scalar loads of one basic block from one base register at consecutive offsets that fill an aligned window of
+    the widest vector load (`data/timing.toml` [kerncast.shared_vector]: `As[ty][k]`, `As[ty][k + 1]`, ... of an
+    unrolled loop), whose address is aligned to that size in every thread, are one vector load in the machine
+    code. It returns one register per pass, as the scalar loads did, unless every lane reads one address (a
+    broadcast) on a GPU that packs such returns: then its passes are fewer than its registers."""
+    row = timing_constants()["kerncast"].get("shared_vector", {})
+    size, packing = int(row.get("bytes", 0)), float(row.get("uniform_packing", 1))
+    if packing <= 1.0 or tuple(profile.compute_capability) < _cc(float(row.get("packing_from_cc", 0.0))):
+        return {}
+    body = cfg.function.body
+    by_base: dict[tuple[int, str, int], dict[int, Any]] = {}
+    for a in memory.accesses:
+        if a.space != "shared" or a.kind != "load" or not a.known or a.executions <= 0.0:
+            continue
+        ins = body[a.index]
+        addr = next((o for o in ins.operands if isinstance(o, Addr)), None)
+        if addr is None or not isinstance(addr.base, Reg) or any(m in ("v2", "v4") for m in ins.modifiers):
+            continue
+        by_base.setdefault((cfg.block_of[a.index], addr.base.name, a.width_bytes), {})[addr.offset] = a
+    out: dict[int, float] = {}
+    for (_, _, width), by_offset in by_base.items():
+        n = size // width if width > 0 else 0
+        if n < 2:
+            continue
+        registers = size / 4  # 32-bit registers one lane receives
+        for offset, first in by_offset.items():
+            if offset % size or not first.align or first.align % size:
+                continue
+            members = [by_offset.get(offset + j * width) for j in range(n)]
+            if all(m is not None and m.lane_stride_bytes == 0 and m.wavefronts == 1.0 for m in members):
+                share = registers / packing / n
+                out.update({m.index: share for m in members if m is not None and share < 1.0})
+    return out
+
+
+def _cc(version: float) -> tuple[int, int]:
+    """A compute capability written as a number (7.0) as the profiles' (major, minor)."""
+    major = int(version)
+    return major, round((version - major) * 10)

@@ -53,7 +53,7 @@ from typing import Any
 
 from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.deps import SYNC_OPCODES, DepGraph
-from kerncast.analysis.isa import InstrClass
+from kerncast.analysis.isa import InstrClass, division_costs, is_runtime_division
 from kerncast.analysis.loops import block_weights, cfg_longest_path
 from kerncast.analysis.matrix_ops import matrix_op, tensor_cycles
 from kerncast.analysis.ptx.model import Instruction
@@ -140,11 +140,22 @@ def tensor_slots(body: Any, classes: Mapping[int, InstrClass], profile: Any) -> 
     return out
 
 
+def division_slots(body: Any, classes: Mapping[int, InstrClass]) -> dict[int, int]:
+    """Instruction index -> the instructions an integer `div`/`rem` by a run-time value issues once ptxas has
+    expanded it (`data/int_division.toml`): PTX writes it as one instruction, but no GPU has an integer divider,
+    and the reciprocal estimate and correction steps issue one by one on the integer and FP32 lanes. An
+    instruction a gain re-charges as a cheaper class (a shift or mask) is not expanded."""
+    n, _ = division_costs()
+    return {i: n for i, cls in classes.items() if cls.latency == "divs" and is_runtime_division(body[i])}
+
+
 def _block_cost(dag: DepGraph, body: Any, classes: Mapping[int, InstrClass], units: Mapping[str, int],
                 latency: Mapping[str, float], replays: Mapping[int, float], warp: int,
-                tensor: Mapping[int, float], own: Mapping[int, float] | None = None) -> _BlockCost:
+                tensor: Mapping[int, float], own: Mapping[int, float] | None = None,
+                expand: Mapping[int, int] | None = None) -> _BlockCost:
     """One basic block's cost; `own` holds the latencies of single instructions that differ from their class's
-    (loads that hit in L1 for part of their executions, `cache_model.py`)."""
+    (loads that hit in L1 for part of their executions, `cache_model.py`), `expand` the instructions that issue
+    as several on the SP lanes (`division_slots`)."""
     per_thread: dict[str, float] = {}
     ready: dict[int, float] = {}
     chain = drained = 0.0
@@ -165,8 +176,13 @@ def _block_cost(dag: DepGraph, body: Any, classes: Mapping[int, InstrClass], uni
         if own and v in own:
             cycles = own[v]
         slot = tensor.get(v)
-        per_thread[res] = per_thread.get(res, 0.0) + (replays.get(v, 1.0) / lanes if slot is None else slot)
-        count += 1.0
+        steps = expand.get(v) if expand else None
+        if steps:
+            per_thread["SP"] = per_thread.get("SP", 0.0) + steps / units["SP"]
+            count += steps
+        else:
+            per_thread[res] = per_thread.get(res, 0.0) + (replays.get(v, 1.0) / lanes if slot is None else slot)
+            count += 1.0
         # the latest of the predecessors' results (all earlier in the block, so all in `ready`), else 0
         start = max([ready[u] for u, _ in preds[v] if u in ready], default=0.0)
         ready[v] = start + cycles
@@ -206,12 +222,14 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
                       threads_per_block: int, blocks_per_sm: int, grid: tuple[int, int, int],
                       replays: Mapping[int, float], footprint: Footprint | None,
                       requested: tuple[float, float] | None, l1: list[L1Reuse] | None = None,
-                      l1_hit_bytes: float = 0.0) -> PipelinedResult:
+                      l1_hit_bytes: float = 0.0, dead: frozenset[int] = frozenset()) -> PipelinedResult:
     """Predict one launch with the kerncast model (see the module docstring).
 
     `replays` maps an instruction index to its unit passes per warp (1 when ideal); `requested` is the bytes
     the launch's global requests move with no reuse at all: (of accesses in `footprint`, of the others), and
     `l1_hit_bytes` the part of the first that the L1 serves (`cache_model.py`), which never reaches the L2.
+    `dead` holds the basic blocks no thread of this launch reaches (`MemoryAnalysis.dead_blocks`): they issue
+    nothing and wait for nothing.
     """
     const = timing_constants()["kerncast"]
     warp = profile.warp_size
@@ -220,15 +238,25 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     # global loads wait the loaded latency the thesis measured against threads launched (Table 3.3 and its
     # rescaled copies in the profiles), not the unloaded pointer-chase figure
     latency["global"] = latency["memory"] = float(profile.global_latency(blocks * threads_per_block))
+    blocks_on_sm = math.ceil(blocks / profile.sm_count)
+    resident = max(1, min(blocks_per_sm, blocks_on_sm))
+    dram, cold, mem_notes = _dram_bytes(profile, footprint, requested, blocks, resident, const, l1_hit_bytes)
     l2_hit = _l2_hit_latency(profile, footprint, requested, const)
     if l2_hit is not None:
         # the loads' inputs are warm in the L2 (see _warm_dram_bytes): they wait the L2 hit latency
         latency["global"] = latency["memory"] = l2_hit
     l1_hit = l1_hit_latency(profile) if l1 else None
-    own = load_latency(l1 or [], l1_hit, latency["global"]) if l1_hit is not None else {}
+    l1_served = {r.index: r.share for r in l1 or []} if l1_hit is not None else {}
+    l2_waits = ({} if l2_hit is not None else
+                l2_load_waits(profile, footprint, requested, dram, l1_served, latency["global"]))
+    own = dict(l2_waits)
+    if l1_hit is not None:
+        own.update(load_latency(l1 or [], l1_hit, latency["global"], l2_waits))
     body = cfg.function.body
     tensor = tensor_slots(body, classes, profile)
-    costs = {b: _block_cost(dags[b], body, classes, units, latency, replays, warp, tensor, own) for b in dags}
+    expand = division_slots(body, classes)
+    costs = {b: _block_cost(dags[b], body, classes, units, latency, replays, warp, tensor, own, expand)
+             if b not in dead else _BlockCost({}, 0.0, 0.0, 0.0) for b in dags}
     weights = block_weights(cfg, loops, trips)
     per_thread: dict[str, float] = {}
     warp_insts = 0.0
@@ -249,8 +277,6 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     busy_per_block = {r: x * warps_per_block * warp for r, x in per_thread.items()}
     busy_per_block["dispatch"] = warp_insts * warps_per_block / dispatch
     per_block = max(busy_per_block.values(), default=0.0)
-    blocks_on_sm = math.ceil(blocks / profile.sm_count)
-    resident = max(1, min(blocks_per_sm, blocks_on_sm))
     first = max(per_block * resident, stay)
     # Little's law: a block's stay (its latency chain, and the issue its barriers wait for) hides only behind
     # the other resident blocks, so blocks retire at most `resident` per stay
@@ -261,7 +287,6 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     compute_us = compute_cycles / clock
 
     bw, bw_note = achievable_bandwidth_gbs(profile)
-    dram, cold, mem_notes = _dram_bytes(profile, footprint, requested, blocks, resident, const, l1_hit_bytes)
     camping = footprint.camping if footprint is not None else 1.0
     busy_sms = min(profile.sm_count, blocks)
     # an SM's memory pipeline draws at most its even share of the DRAM bandwidth (Hong & Kim's per-SM DRAM
@@ -304,7 +329,13 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
            "data/timing.toml [kerncast.l2_hit_latency], averaged with the far partition's where the L2 has two) "
            "instead of the loaded DRAM latency"]
           if l2_hit is not None else []),
-        *([reuse_note(l1 or [], l1_hit, latency["global"], profile)] if own and l1_hit is not None else []),
+        *([f"L2 reuse: {len(l2_waits)} global load(s) read arrays whose distinct bytes are a fraction of what they "
+           "request, so only that share of their requests (times the DRAM bytes per distinct byte of the "
+           "launch) waits the loaded DRAM latency and the rest hit the L2 "
+           f"({l2_hit_cycles(profile):g} cycles, data/timing.toml [kerncast.l2_hit_latency]): "
+           f"{min(l2_waits.values()):.4g} to {max(l2_waits.values()):.4g} cycles instead of "
+           f"{latency['global']:.4g}"] if l2_waits else []),
+        *([reuse_note(l1 or [], l1_hit, latency["global"], profile)] if l1 and l1_hit is not None else []),
         *mem_notes,
         basis,
     ]
@@ -403,6 +434,33 @@ def warm_l2_bytes(profile: Any) -> float:
     halves each cache what their own SMs use, one partition's share (data every SM reads is held twice)."""
     count, _ = l2_partitions(profile)
     return float(profile.l2_bytes) / count
+
+
+def l2_load_waits(profile: Any, fp: Footprint | None, requested: tuple[float, float] | None, dram: float,
+                  l1_served: Mapping[int, float], dram_latency: float) -> dict[int, float]:
+    """Load instruction index -> the mean latency (cycles) of its requests that reach the L2, for loads whose
+    addresses the footprint covers; empty where the GPU lists no L2 hit latency or nothing is known.
+
+    A group of loads of one array lattice (`Footprint.read_groups`) reads its distinct bytes from DRAM once each
+    (times the launch's DRAM read bytes per distinct read byte: more when a wave's working set overflows the
+    L2) and requests them as often as its warps ask: the share ``DRAM bytes / requested bytes`` waits the
+    loaded DRAM latency, the rest are re-reads the L2 still holds (a stencil's neighbours, a matrix row every
+    block of a wave reads, a mask every thread reads), which wait the L2 hit latency. The requests the L1
+    serves (`l1_served`, a share per load) are no requests of the L2."""
+    hit = l2_hit_cycles(profile)
+    if hit is None or fp is None or requested is None or not fp.read_groups:
+        return {}
+    reads = fp.total - fp.written
+    scale = max(0.0, dram - fp.written - requested[1]) / reads if reads > 0 else 0.0
+    out: dict[int, float] = {}
+    for distinct, members in fp.read_groups:
+        asked = sum(fp.requested.get(i, 0.0) * (1.0 - l1_served.get(i, 0.0)) for i in members)
+        if asked <= 0.0:
+            continue
+        miss = min(1.0, distinct * scale / asked)
+        for i in members:
+            out[i] = miss * dram_latency + (1.0 - miss) * hit
+    return out
 
 
 def _l2_hit_latency(profile: Any, fp: Footprint | None, requested: tuple[float, float] | None,

@@ -1,0 +1,111 @@
+"""What the kerncast time model reads from a launch besides trip counts, on hand-written PTX: code no thread of
+the launch reaches, integer divisions by a run-time value, broadcast shared loads ptxas merges into one vector
+load, and the share of a load's requests that DRAM serves."""
+
+from __future__ import annotations
+
+import pytest
+from kerncast.analysis.cfg import build_cfg
+from kerncast.analysis.gpus import load_profile
+from kerncast.analysis.isa import classify
+from kerncast.analysis.loops import find_loops
+from kerncast.analysis.memory import analyze_memory
+from kerncast.analysis.options import Thresholds
+from kerncast.analysis.ptx import parse_ptx
+from kerncast.analysis.timing.estimate import vector_merged
+from kerncast.analysis.timing.footprint import Footprint
+from kerncast.analysis.timing.pipelined import division_slots, l2_hit_cycles, l2_load_waits
+
+HEAD = """.version 7.8
+.target sm_70
+.address_size 64
+.visible .entry k(
+    .param .u64 k_param_0,
+    .param .u32 k_param_1
+)
+{
+    .reg .pred %p<8>;
+    .reg .b32 %r<40>;
+    .reg .b64 %rd<40>;
+    .reg .f32 %f<8>;
+    .shared .align 4 .b8 tile[4096];
+"""
+
+#: a load and a store that run only when the parameter is not 0 (nvcc's guard of a loop that may not run)
+GUARDED = """
+    ld.param.u64 %rd1, [k_param_0];
+    ld.param.u32 %r1, [k_param_1];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r2, %tid.x;
+    mul.wide.u32 %rd3, %r2, 4;
+    add.s64 %rd4, %rd2, %rd3;
+    setp.eq.s32 %p1, %r1, 0;
+    @%p1 bra $L_end;
+    ld.global.f32 %f1, [%rd4];
+    st.global.f32 [%rd4], %f1;
+$L_end:
+"""
+
+#: `As[ty][k]` for four k of an unrolled loop: the same address in every lane of a 32 x 8 block's warp
+BROADCAST = """
+    mov.u32 %r1, tile;
+    mov.u32 %r2, %tid.y;
+    shl.b32 %r3, %r2, 7;
+    add.s32 %r5, %r1, %r3;
+    ld.shared.f32 %f1, [%r5];
+    ld.shared.f32 %f2, [%r5+4];
+    ld.shared.f32 %f3, [%r5+8];
+    ld.shared.f32 %f4, [%r5+12];
+"""
+
+
+def _kernel(body: str):
+    module = parse_ptx(HEAD + body + "\n    ret;\n}\n")
+    fn = module.kernels[0]
+    cfg = build_cfg(fn)
+    return module, fn, cfg, find_loops(cfg)
+
+
+def _memory(body: str, block=(256, 1, 1), params=None):
+    module, fn, cfg, loops = _kernel(body)
+    return cfg, analyze_memory(module, fn, cfg, loops, block, params or {}, {}, Thresholds())
+
+
+def test_code_a_launch_value_excludes_runs_no_time():
+    _, dead = _memory(GUARDED, params={"k_param_1": 0})
+    assert dead.dead_blocks and [a.executions for a in dead.accesses] == [0.0, 0.0]
+    _, live = _memory(GUARDED, params={"k_param_1": 5})
+    assert not live.dead_blocks and [a.executions for a in live.accesses] == [1.0, 1.0]
+    _, unknown = _memory(GUARDED)  # no value for the parameter: nothing is decided
+    assert not unknown.dead_blocks
+
+
+def test_an_integer_division_by_a_register_issues_as_its_expansion():
+    _, fn, _, _ = _kernel("""
+    ld.param.u32 %r1, [k_param_1];
+    mov.u32 %r2, %tid.x;
+    rem.s32 %r3, %r2, %r1;
+    rem.s32 %r4, %r2, 3;
+    div.u32 %r5, %r2, %r1;
+""")
+    slots = division_slots(fn.body, {i: classify(ins) for i, ins in enumerate(fn.body)})
+    by_op = {(fn.body[i].opcode, type(fn.body[i].operands[2]).__name__): n for i, n in slots.items()}
+    assert by_op == {("rem", "Reg"): 20, ("div", "Reg"): 20}  # the constant divisor is already a multiply
+
+
+def test_broadcast_shared_loads_share_a_packed_vector_load_from_volta_on():
+    cfg, memory = _memory(BROADCAST, block=(32, 8, 1))
+    merged = vector_merged(memory, cfg, load_profile("v100"))
+    assert sorted(merged.values()) == [0.5] * 4  # one LDS.128, 4 registers in 2 packed passes, for 4 loads
+    assert vector_merged(memory, cfg, load_profile("k20")) == {}  # Kepler: no packing, a pass per register
+
+
+def test_only_the_share_of_requests_that_distinct_bytes_make_up_waits_for_dram():
+    h100 = load_profile("h100")
+    hit = l2_hit_cycles(h100)
+    fp = Footprint(total=1e6, distinct=1e6, read_groups=[(1e6, (3,))], requested={3: 1e8})
+    waits = l2_load_waits(h100, fp, (1e8, 0.0), 1e6, {}, 800.0)
+    assert waits == {3: pytest.approx(0.01 * 800.0 + 0.99 * hit)}
+    # a load the L1 serves for half its requests asks the L2 for the other half only: twice the miss share
+    waits = l2_load_waits(h100, fp, (1e8, 0.0), 1e6, {3: 0.5}, 800.0)
+    assert waits == {3: pytest.approx(0.02 * 800.0 + 0.98 * hit)}
