@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -290,7 +291,8 @@ def compile_share_mb(budget_mb: int) -> int:
 
 def run_tool(args: list[str], timeout_s: float, cwd: str | Path | None = None,
              env: dict[str, str] | None = None, temp_dir: str | Path | None = None,
-             memory_mb: int | None = None, bound_memory: bool = True) -> ToolRun:
+             memory_mb: int | None = None, bound_memory: bool = True,
+             cancel: threading.Event | None = None) -> ToolRun:
     """Run a command (argument list, no shell) under a memory limit, and kill its whole process group if it
     overruns its time.
 
@@ -305,14 +307,21 @@ def run_tool(args: list[str], timeout_s: float, cwd: str | Path | None = None,
     `bound_memory=False` is for a built GPU program (the calibration harness): the CUDA driver reserves virtual
     address space for the whole of the GPU's and the host's memory when it creates a context, so under any
     compile-sized RLIMIT_AS its first CUDA call fails with "out of memory".
+    When `cancel` is set while the tool runs (its result is no longer wanted: the document was closed), its
+    group is killed as on a timeout, and the run ends as one killed by SIGKILL (`ToolRun.transient`).
     """
     budget_mb = default_compile_memory_mb() if memory_mb is None else memory_mb
     with _slots:
-        return _run_in_slot(args, timeout_s, cwd, env, temp_dir, budget_mb, bound_memory)
+        return _run_in_slot(args, timeout_s, cwd, env, temp_dir, budget_mb, bound_memory, cancel)
+
+
+#: seconds between two looks at a tool run's cancel signal
+CANCEL_POLL_S = 0.2
 
 
 def _run_in_slot(args: list[str], timeout_s: float, cwd: str | Path | None, env: dict[str, str] | None,
-                 temp_dir: str | Path | None, budget_mb: int, bound_memory: bool = True) -> ToolRun:
+                 temp_dir: str | Path | None, budget_mb: int, bound_memory: bool = True,
+                 cancel: threading.Event | None = None) -> ToolRun:
     """`run_tool`'s work, once it holds a slot."""
     share_mb = compile_share_mb(budget_mb)
     bounded = bound_memory and resource is not None  # no address-space limit on Windows
@@ -330,9 +339,7 @@ def _run_in_slot(args: list[str], timeout_s: float, cwd: str | Path | None, env:
         hard = resource.getrlimit(resource.RLIMIT_AS)[1]
         if hard != resource.RLIM_INFINITY:  # a limit may only be lowered
             limit = min(limit, hard)
-        command, preexec = _limited(args, limit)
-        if preexec is not None:
-            popen_kwargs["preexec_fn"] = preexec
+        command = _limited(args, limit)
     _check_stop()
     try:
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -343,7 +350,7 @@ def _run_in_slot(args: list[str], timeout_s: float, cwd: str | Path | None, env:
     _RUNNING.add(proc)
     try:
         _check_stop()  # a stop request that came while the tool started did not see it
-        out, err = proc.communicate(timeout=timeout_s)
+        out, err = _communicate(proc, timeout_s, cancel)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         out, err = proc.communicate()
@@ -375,20 +382,52 @@ def limit_wrapper() -> str | None:
     return shutil.which("prlimit") if sys.platform.startswith("linux") else None
 
 
-def _limited(args: list[str], limit: int) -> tuple[list[str], functools.partial | None]:
-    """The command line that runs `args` under an address-space limit of `limit` bytes, and the function to run
-    between fork and exec where that is how the limit is set.
+#: `prlimit --as` in Python, for where util-linux's is not installed (an interpreter's start: tens of ms); it
+#: says that it could not execute the tool in prlimit's words (`_PRLIMIT_EXEC_FAILED`)
+_SET_LIMIT_THEN_EXEC = """import os, resource, sys
+limit = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+try:
+    os.execvp(sys.argv[2], sys.argv[2:])
+except OSError as exc:
+    sys.stderr.write(f"prlimit: failed to execute {sys.argv[2]}: {exc.strerror}\\n")
+    sys.exit(127)
+"""
+
+
+def _limited(args: list[str], limit: int) -> list[str]:
+    """The command line that runs `args` under an address-space limit of `limit` bytes.
 
     Python cannot use vfork for a child that runs a function before exec, and a plain fork of the language
     server (a few hundred MB of Python objects) copies its page tables and makes the child wait for a CPU
     before it can exec: on a loaded 2-core machine that was 20 ms per nvcc or ptxas start, against 1.5 ms with
     vfork (benchmarks/spawn_cost.py). `prlimit --as` sets the same RLIMIT_AS in the child and executes the
-    tool, which every process it starts inherits, so the limit holds as before. Without `prlimit`, the limit is
-    set by a C function bound to its arguments, so that no Python code runs in the forked child."""
+    tool, which every process it starts inherits, so the limit holds as before. Without `prlimit`, a Python
+    launcher does the same (`_SET_LIMIT_THEN_EXEC`), slower to start but still no fork: a fork runs the
+    at-fork handlers of every loaded C library with the interpreter lock held, and OpenBLAS's stops its worker
+    threads and waits for them, which never happens while another thread is in a BLAS call (the power model's
+    LIME fit of a second analysis): two analyses in two threads hung with no CPU use."""
     wrapper = limit_wrapper()
     if wrapper is not None:
-        return [wrapper, f"--as={limit}:{limit}", "--", *args], None
-    return args, functools.partial(resource.setrlimit, resource.RLIMIT_AS, (limit, limit))
+        return [wrapper, f"--as={limit}:{limit}", "--", *args]
+    return [sys.executable, "-I", "-S", "-c", _SET_LIMIT_THEN_EXEC, str(limit), *args]
+
+
+def _communicate(proc: subprocess.Popen, timeout_s: float, cancel: threading.Event | None) -> tuple[str, str]:
+    """The tool's output once it ends; TimeoutExpired past `timeout_s`. With `cancel`, its group is killed
+    within CANCEL_POLL_S of the signal, and the output so far is returned (the exit status says SIGKILL)."""
+    if cancel is None:
+        return proc.communicate(timeout=timeout_s)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return proc.communicate(timeout=max(0.0, min(CANCEL_POLL_S, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            if cancel.is_set():
+                _kill_group(proc)
+                return proc.communicate()
+            if time.monotonic() >= deadline:
+                raise
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -201,16 +201,17 @@ def test_the_memory_limit_reaches_the_tool_s_children() -> None:
 
 
 def test_the_memory_limit_holds_without_prlimit(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Where util-linux's `prlimit` is missing, the limit is set between fork and exec instead."""
+    """Where util-linux's `prlimit` is missing, a Python launcher sets the limit and executes the tool."""
     monkeypatch.setattr(toolchain, "limit_wrapper", lambda: None)
     run = run_tool(["/bin/sh", "-c", "ulimit -v"], 10, memory_mb=600)
     assert run.returncode == 0 and run.stdout.strip() == str(600 // COMPILE_SLOTS * 1024)
 
 
-@pytest.mark.parametrize("wrapped", [True, False], ids=["prlimit", "preexec"])
+@pytest.mark.parametrize("wrapped", [True, False], ids=["prlimit", "python-launcher"])
 def test_a_tool_that_cannot_start_is_a_toolchain_error(wrapped: bool, tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """A missing or non-executable tool is "cannot run ...", whether or not `prlimit` starts it."""
+    """A missing or non-executable tool is "cannot run ...", whether `prlimit` or the Python launcher starts
+    it."""
     if not wrapped:
         monkeypatch.setattr(toolchain, "limit_wrapper", lambda: None)
     elif toolchain.limit_wrapper() is None:
