@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import signal
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -282,9 +283,11 @@ RDC_NOTE = ("compiled with -rdc=true (relocatable device code): the file launche
             "(dynamic parallelism), which nvcc compiles only that way")
 
 
-def ptxas_resources(ptx: str, arch: str, toolchain: Toolchain,
-                    timeout_s: float = 60, memory_mb: int | None = None) -> dict[str, KernelResources]:
-    """Assemble `ptx` with `ptxas -v` into a throw-away cubin and parse the per-kernel report.
+def ptxas_resources(ptx: str, arch: str, toolchain: Toolchain, timeout_s: float = 60,
+                    memory_mb: int | None = None,
+                    cancel: threading.Event | None = None) -> dict[str, KernelResources]:
+    """Assemble `ptx` with `ptxas -v` into a throw-away cubin and parse the per-kernel report (ptxas is killed
+    when `cancel` is set: see `run_tool`).
 
     PTX whose `.const` data cannot fit the constant bank, or that declares more than MAX_PTXAS_REGISTERS
     virtual registers, is refused before ptxas sees it: ptxas would allocate for all of it first
@@ -305,7 +308,7 @@ def ptxas_resources(ptx: str, arch: str, toolchain: Toolchain,
         args = [str(toolchain.ptxas), "-v", f"-arch={_ptxas_arch(arch)}", str(src), "-o", str(cubin)]
         if _EXTERN_FUNC_RE.search(ptx):
             args.insert(1, "-c")  # relocatable code: its callees are linked later, ptxas refuses them otherwise
-        run = run_tool(args, timeout_s, cwd=tmp, temp_dir=tmp, memory_mb=memory_mb)
+        run = run_tool(args, timeout_s, cwd=tmp, temp_dir=tmp, memory_mb=memory_mb, cancel=cancel)
     if run.timed_out:
         raise PtxasError(f"ptxas did not finish within {timeout_s:g} s", timed_out=True)
     if run.transient:

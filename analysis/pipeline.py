@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -81,11 +82,23 @@ from kerncast.analysis.stages.structure import structure_stage
 from kerncast.analysis.stages.time import occupancy_stage, time_stage
 from kerncast.analysis.targets import resolve_target
 
-__all__ = ["DEFAULT_MAX_FILE_BYTES", "STAGES", "AnalysisOptions", "KernelContext", "Stage", "Thresholds",
-           "analyze_file"]
+__all__ = ["DEFAULT_MAX_FILE_BYTES", "STAGES", "AnalysisCancelled", "AnalysisOptions", "KernelContext", "Stage",
+           "Thresholds", "analyze_file"]
 
 #: A stage reads the kernel's typed context and adds its own typed result to it.
 Stage = Callable[[KernelContext], None]
+
+
+class AnalysisCancelled(Exception):
+    """The caller's `cancel` signal was set: the analysis stopped between two steps and has no result."""
+
+
+def check_cancel(cancel: threading.Event | None) -> None:
+    """Stop the analysis here if its caller no longer wants it (a language server's document was closed): the
+    pipeline looks between its steps and before each kernel's stages, so that a large file stops within one
+    kernel's work instead of running for minutes, holding its parsed PTX and reports, for nobody."""
+    if cancel is not None and cancel.is_set():
+        raise AnalysisCancelled
 
 
 def read_input(path: Path, text: str | bytes | None,
@@ -132,12 +145,14 @@ def read_input(path: Path, text: str | bytes | None,
 
 
 def analyze_file(path: str | os.PathLike[str], text: str | bytes | None = None,
-                 options: AnalysisOptions | None = None, cache: KernelCache | None = None) -> FileReport:
+                 options: AnalysisOptions | None = None, cache: KernelCache | None = None,
+                 cancel: threading.Event | None = None) -> FileReport:
     """Analyse a `.cu`/`.cuh` or `.ptx` file (or the editor's unsaved `text` for it, or the bytes of another
     version of it, read as the file's own bytes are: `kerncast diff`'s version at a git revision).
 
     With a `cache` (a long-lived caller's), kernels whose key is unchanged are taken from it and only the
-    others are analysed (and sent to ptxas); see `kernel_cache`.
+    others are analysed (and sent to ptxas); see `kernel_cache`. With `cancel`, the analysis raises
+    AnalysisCancelled soon after the signal is set (`check_cancel`), and the ptxas it runs is killed.
     """
     options = options or AnalysisOptions()
     p = Path(path)
@@ -152,8 +167,8 @@ def analyze_file(path: str | os.PathLike[str], text: str | bytes | None = None,
     options = _with_toolkit(report, options)
     if p.suffix.lower() == ".ptx":
         options = _with_target(report, options, [])
-        return _analyze_ptx(report, source, options, cuda_source=None, cache=cache)
-    return _analyze_cuda(report, p, source, options, cache)
+        return _analyze_ptx(report, source, options, cuda_source=None, cache=cache, cancel=cancel)
+    return _analyze_cuda(report, p, source, options, cache, cancel)
 
 
 def _with_toolkit(report: FileReport, options: AnalysisOptions) -> AnalysisOptions:
@@ -202,7 +217,7 @@ def _build_flags(report: FileReport, path: Path, options: AnalysisOptions) -> Bu
 
 
 def _analyze_cuda(report: FileReport, path: Path, source: str, options: AnalysisOptions,
-                  cache: KernelCache | None = None) -> FileReport:
+                  cache: KernelCache | None = None, cancel: threading.Event | None = None) -> FileReport:
     build = _build_flags(report, path, options)
     options = _with_target(report, options, build.archs if build else [])
     if build is not None:  # the settings add to the project's own include directories, which launch inference
@@ -222,6 +237,7 @@ def _analyze_cuda(report: FileReport, path: Path, source: str, options: Analysis
     except ToolchainError as exc:
         report.findings.append(toolchain_finding(str(exc)))
         return report
+    check_cancel(cancel)
     report.toolkit = result.toolkit
     report.compiler = _compiler_label(copts.nvcc_path)
     report.notes.extend(result.notes)
@@ -237,13 +253,14 @@ def _analyze_cuda(report: FileReport, path: Path, source: str, options: Analysis
         report.notes.extend(included.notes)
         assert included.ptx is not None
         return _analyze_ptx(report, included.ptx, options, cuda_source=source, cache=cache,
-                            includer=(includer, includer.read_text(encoding="utf-8", errors="replace")))
+                            includer=(includer, includer.read_text(encoding="utf-8", errors="replace")),
+                            cancel=cancel)
     report.findings.extend(compile_findings(result.diagnostics, source, path.parent))
     if not result.ok or result.ptx is None:
         if not any(f.severity == "error" for f in report.findings):
             report.findings.append(input_finding("nvcc produced no PTX", code=Code.COMPILE_ERROR))
         return report
-    return _analyze_ptx(report, result.ptx, options, cuda_source=source, cache=cache)
+    return _analyze_ptx(report, result.ptx, options, cuda_source=source, cache=cache, cancel=cancel)
 
 
 #: includers compiled at most for one fragment (each is an nvcc run)
@@ -287,12 +304,12 @@ def _ptxas_target(ptx: str, options: AnalysisOptions) -> str:
     return m.group(1) if m else (options.arch or "sm_75")
 
 
-def _ptxas_resources(ptx: str, options: AnalysisOptions) -> PtxasResult:
+def _ptxas_resources(ptx: str, options: AnalysisOptions, cancel: threading.Event | None = None) -> PtxasResult:
     """Registers, shared memory and spills per kernel from ptxas, or none and why not."""
     try:
         toolchain = find_toolchain(options.nvcc_path)
         return PtxasResult(ptxas_resources(ptx, _ptxas_target(ptx, options), toolchain, timeout_s=options.timeout_s,
-                                           memory_mb=options.compile_memory_mb))
+                                           memory_mb=options.compile_memory_mb, cancel=cancel))
     except ToolchainError as exc:
         return PtxasResult({}, f"registers unknown: {exc}")
     except PtxasError as exc:
@@ -307,12 +324,13 @@ def _ptxas_resources(ptx: str, options: AnalysisOptions) -> PtxasResult:
 PTXAS_STOPPED = "registers unknown for now (ptxas was stopped; the next analysis runs it again): "
 
 
-def start_ptxas(ptx: str, options: AnalysisOptions) -> Future[PtxasResult]:
+def start_ptxas(ptx: str, options: AnalysisOptions, cancel: threading.Event | None = None) -> Future[PtxasResult]:
     """Run ptxas in the background: it takes as long as parsing and the memory analysis, which run meanwhile."""
-    return _PTXAS_POOL.submit(_ptxas_resources, ptx, options)
+    return _PTXAS_POOL.submit(_ptxas_resources, ptx, options, cancel)
 
 
-def start_ptxas_cached(ptx: str, options: AnalysisOptions, cache: KernelCache) -> tuple[Future[PtxasResult], set[str]]:
+def start_ptxas_cached(ptx: str, options: AnalysisOptions, cache: KernelCache,
+                       cancel: threading.Event | None = None) -> tuple[Future[PtxasResult], set[str]]:
     """ptxas on the kernels whose assembled text is new to the cache, started at once (before the parse; the
     kernels are found by a text scan), and the others' numbers from the cache; also the kernels scanned."""
     spans = entry_spans(ptx)
@@ -325,7 +343,7 @@ def start_ptxas_cached(ptx: str, options: AnalysisOptions, cache: KernelCache) -
         return out, set(spans)
     cache.counters.ptxas_runs += 1
     cache.counters.ptxas_kernels += len(missing)
-    fresh = start_ptxas(without_lines(ptx, [spans[n] for n in table]) if table else ptx, options)
+    fresh = start_ptxas(without_lines(ptx, [spans[n] for n in table]) if table else ptx, options, cancel)
 
     def merge(done: Future[PtxasResult]) -> None:
         try:
@@ -343,14 +361,15 @@ def start_ptxas_cached(ptx: str, options: AnalysisOptions, cache: KernelCache) -
 
 
 def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_source: str | None,
-                 cache: KernelCache | None = None, includer: tuple[Path, str] | None = None) -> FileReport:
+                 cache: KernelCache | None = None, includer: tuple[Path, str] | None = None,
+                 cancel: threading.Event | None = None) -> FileReport:
     """The stages on every kernel of `ptx`; with an `includer` (path, text), the PTX is that file's and only
     the kernels defined in the analysed file are reported, with their launches read from the includer."""
     # ptxas starts at once, overlapping the parse and the analysis; with a cache, on the new kernels only.
     if cache is None:
-        resources, seen = start_ptxas(ptx, options), set()
+        resources, seen = start_ptxas(ptx, options, cancel), set()
     else:
-        resources, seen = start_ptxas_cached(ptx, options, cache)
+        resources, seen = start_ptxas_cached(ptx, options, cache, cancel)
     try:
         module = parse_ptx(ptx, report.file, reuse=cache.functions if cache is not None else None)
     except PtxSyntaxError as exc:
@@ -362,7 +381,8 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
         report.notes.append("no kernel (.entry) in this file")
         return report
     if cache is not None and not {fn.name for fn in module.kernels} <= seen:  # the scan missed a kernel
-        resources = start_ptxas(ptx, options)
+        resources = start_ptxas(ptx, options, cancel)
+    check_cancel(cancel)
     names = _display_names(module)
     if cuda_source is None:
         _locate_in_ptx(module, report.file)
@@ -397,9 +417,7 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
     keyed = STAGES.index(launch_stage) + 1 if launch_stage in STAGES[:split] else 0
     todo, keys = contexts, {}
     if cache is not None:
-        for ctx in contexts:
-            for stage in STAGES[:keyed]:
-                stage(ctx)
+        _run_stages(contexts, STAGES[:keyed], cancel)
         keys, moved_keys = _kernel_keys(ptx, module, contexts, options, gpu, cuda_source, report.file, main_file)
         cached = {id(ctx): cache.get(keys[id(ctx)]) for ctx in contexts}
         for ctx in contexts:  # a kernel that only moved: its previous report on its new lines
@@ -413,12 +431,9 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
             if cached[id(ctx)] is not None:
                 ctx.report = cached[id(ctx)]
     first = keyed if cache is not None else 0
-    for ctx in todo:
-        for stage in STAGES[first:split]:
-            stage(ctx)
-    for ctx in todo:
-        for stage in STAGES[split:]:
-            stage(ctx)
+    _run_stages(todo, STAGES[first:split], cancel)
+    _run_stages(todo, STAGES[split:], cancel)
+    check_cancel(cancel)
     finish_power(todo, cache)  # every analysed kernel's power in one batched prediction
     for ctx in todo:
         _mark_file(ctx.report)
@@ -436,6 +451,14 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
         if why_not:
             report.notes.append(why_not)
     return report
+
+
+def _run_stages(contexts: list[KernelContext], stages: list[Stage], cancel: threading.Event | None) -> None:
+    """The stages on every kernel in turn, each kernel's only once the caller still wants the analysis."""
+    for ctx in contexts:
+        check_cancel(cancel)
+        for stage in stages:
+            stage(ctx)
 
 
 def _kernel_keys(ptx: str, module: Module, contexts: list[KernelContext], options: AnalysisOptions,

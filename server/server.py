@@ -37,7 +37,7 @@ from kerncast.analysis.input_files import read_regular_text
 from kerncast.analysis.kernel_cache import KernelCache
 from kerncast.analysis.launch import split_kernel_name
 from kerncast.analysis.locate import kernel_places
-from kerncast.analysis.pipeline import analyze_file
+from kerncast.analysis.pipeline import AnalysisCancelled, analyze_file
 from kerncast.analysis.report import FileReport, Finding, KernelReport
 from kerncast.analysis.toolchain import shown
 from kerncast.server import actions, config, convert, editor_views, hover, last_save, lenses
@@ -280,7 +280,8 @@ class KerncastServer(LanguageServer):
                         if self.current(uri, generation):
                             self.publish_error(uri, version, f"{type(exc).__name__}: {exc}")
                         return
-                    if result is None:  # closed before the analysis started
+                    if result is None:  # closed before the analysis started, or stopped by the close
+                        self.executor.submit(release_memory)  # what the stopped analysis held is garbage now
                         return
                     if self.document(uri) is None:  # closed meanwhile: nobody will ask for this result
                         del result  # before the release below, which must find the report unreferenced
@@ -521,11 +522,14 @@ def release_memory() -> None:
 
 def _analyse_blocking(path: str, text: str, settings: config.Settings, cache: KernelCache | None = None,
                       closed: threading.Event | None = None) -> FileReport | None:
-    """The analysis, off the event loop in an executor job; None, at once, when the document was closed
-    while the job waited for a worker."""
+    """The analysis, off the event loop in an executor job; None when the document was closed: at once when
+    that happened while the job waited for a worker, else within one kernel's work (`AnalysisCancelled`)."""
     if closed is not None and closed.is_set():
         return None
-    return analyze_file(path, text=text, options=settings.options, cache=cache)
+    try:
+        return analyze_file(path, text=text, options=settings.options, cache=cache, cancel=closed)
+    except AnalysisCancelled:
+        return None
 
 
 async def _quietly(awaitable: Any) -> None:

@@ -3,11 +3,15 @@ document reopened at once is analysed and published as usual (real nvcc PTX, the
 
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
 
 import pytest
+from kerncast.analysis import pipeline
 from kerncast.analysis.compile import CompileOptions, ToolchainError, compile_cuda, find_toolchain
+from kerncast.analysis.stages.structure import structure_stage
+from kerncast.analysis.toolchain import run_tool
 from kerncast.server import config
 from kerncast.server.server import _analyse_blocking
 from raw_lsp import RawClient
@@ -33,6 +37,12 @@ def test_an_analysis_whose_document_was_closed_while_it_waited_does_not_start(pt
     assert report is not None and report.kernels  # open: analysed
     closed.set()
     assert _analyse_blocking("/tmp/waiting.ptx", ptx, config.Settings(), None, closed) is None
+
+
+def _renamed_entries(ptx: str, suffix: str) -> str:
+    """The PTX's kernels (from its first `.entry` on) again, each name given `suffix`."""
+    body = ptx[re.search(r"^(?:\.visible\s+)?\.entry\s", ptx, re.MULTILINE).start():]
+    return re.sub(r"(\.entry\s+)([A-Za-z_$][\w$]*)", rf"\g<1>\g<2>{suffix}", body)
 
 
 def _open(client: RawClient, uri: str, text: str, version: int = 1) -> None:
@@ -74,3 +84,36 @@ def test_documents_closed_at_once_publish_nothing_and_a_reopened_one_is_analysed
     for params in seen:
         if params["uri"] != uris[0] or params.get("version") != 2:
             assert params["diagnostics"] == [], params  # a closed document's only publication clears it
+
+
+def test_an_analysis_stops_at_the_next_kernel_once_its_document_is_closed(ptx: str, monkeypatch) -> None:
+    """The close is seen between kernels: of a file of six kernels, the one being analysed when the document
+    closes is the last one any stage sees, and the analysis ends without a result."""
+    six = ptx + "".join(_renamed_entries(ptx, f"_copy{i}") for i in range(2))
+    entered: list[str] = []
+    closed = threading.Event()
+
+    def first_stage(ctx) -> None:  # the pipeline's own first stage, after noting the kernel (and closing)
+        entered.append(ctx.function.name)
+        if len(entered) == 1 and close_now:
+            closed.set()
+        structure_stage(ctx)
+
+    assert pipeline.STAGES[0] is structure_stage
+    monkeypatch.setattr(pipeline, "STAGES", [first_stage, *pipeline.STAGES[1:]])
+    close_now = False
+    report = _analyse_blocking("/tmp/closing.ptx", six, config.Settings(), None, closed)
+    assert report is not None and len(report.kernels) == len(entered) == 6  # open: every kernel analysed
+    entered.clear()
+    close_now = True
+    assert _analyse_blocking("/tmp/closing.ptx", six, config.Settings(), None, closed) is None
+    assert len(entered) == 1
+
+
+def test_a_cancelled_tool_run_is_killed(tmp_path: Path) -> None:
+    """ptxas (here a shell that would sleep for a minute) is killed when the analysis is cancelled, and the run
+    ends as a killed one (never cached)."""
+    cancel = threading.Event()
+    threading.Timer(0.3, cancel.set).start()
+    run = run_tool(["/bin/sh", "-c", "sleep 60"], 120, cancel=cancel)
+    assert run.returncode < 0 and run.transient and not run.timed_out
