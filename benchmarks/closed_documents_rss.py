@@ -11,9 +11,14 @@ are not a per-document cost).
 
     .venv/bin/python benchmarks/closed_documents_rss.py [--mb 3] [--documents 9] [--close-after 1.0] [--rounds 2]
 
-`--rounds 2` tells a leak (the RSS grows each round) from heap fragmentation (it levels off). The server starts
-with this script's environment, so `PYTHONMALLOC=malloc` in front compares CPython's small-object allocator,
-whose 1 MB arenas stay mapped while any object in them lives, with the C allocator that `malloc_trim` empties.
+`--rounds 2` tells a leak (the RSS grows each round) from heap fragmentation (it levels off). The server runs on
+the C allocator, which `malloc_trim` empties (`kerncast lsp` sets PYTHONMALLOC=malloc unless it is set), so
+`PYTHONMALLOC=pymalloc` in front compares CPython's small-object allocator, whose 1 MB arenas stay mapped while
+any object in them lives.
+
+Measured on a loaded 2-core machine, 9 documents of 3 MB (638 kernels each) closed after 1 s: the server used
+8-12 CPU seconds for them (their analyses stop at the close); it ended 40 MB above its start on the C allocator
+(28 MB in another run), 120 MB above on CPython's allocator.
 """
 
 from __future__ import annotations
