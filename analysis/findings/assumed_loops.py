@@ -57,6 +57,8 @@ def loop_opening_above(text: tuple[str, ...], line: int, floor: int) -> int | No
     for n in range(line - 1, max(floor, line - _LOOK_UP_LINES) - 1, -1):
         if _names_loop(text, n):
             return n
+        if not 1 <= n <= len(text):  # no source line there (a .ptx input has no source text at all)
+            return None
         if text[n - 1].strip() and not text[n - 1].strip().startswith(("{", "//", "/*", "*")):
             return None
     return None
