@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from kerncast.analysis.finding import Finding
 from kerncast.analysis.fixing import applicable_fix, apply_edits, broken_promises
+from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport
 from kerncast.analysis.stages.gains import GAINED, gain_text, unknown_reason
@@ -19,6 +20,8 @@ EXAMPLES = sorted(p.name for p in (REPO / "examples").glob("*.cu"))
 #: the findings that are no cost of the kernel's time: information about energy, the analysis's own limits,
 #: and errors (a launch that cannot run, a barrier that hangs)
 NOT_PERFORMANCE = ("energy-hotspot", "unknown-access", "assumed-trip-count", "analysis-budget")
+#: without LIME weights, as the server and `kerncast analyze` analyse: no time or gain depends on them
+OPTIONS = AnalysisOptions(lime=False)
 
 
 def _time(report: FileReport, kernel: str | None) -> float:
@@ -31,7 +34,7 @@ def _time(report: FileReport, kernel: str | None) -> float:
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_every_performance_finding_of_the_examples_has_a_gain(name: str) -> None:
     path = REPO / "examples" / name
-    report = analyze_file(path)
+    report = analyze_file(path, options=OPTIONS)
     for f in report.all_findings():
         if str(f.code) in NOT_PERFORMANCE or f.severity == "error":
             continue
@@ -53,11 +56,11 @@ def test_every_performance_finding_of_the_examples_has_a_gain(name: str) -> None
 def _fixed(path: Path, code: str, kernel: str) -> tuple[Finding, float, float]:
     """The finding's gain and the kernel's time before and after its verified fix (unsafe ones included)."""
     text = path.read_text(encoding="utf-8")
-    before = analyze_file(path)
+    before = analyze_file(path, options=OPTIONS)
     [finding] = [f for f in before.all_findings() if str(f.code) == code and f.kernel == kernel]
     fix = applicable_fix(finding, unsafe=True)
     assert fix is not None, f"{kernel}: no applicable fix for {code}"
-    after = analyze_file(path, text=apply_edits(text, fix.edits))
+    after = analyze_file(path, text=apply_edits(text, fix.edits), options=OPTIONS)
     assert broken_promises(before, after, finding, fix) == [], "the fix did not verify"
     return finding, _time(before, kernel), _time(after, kernel)
 
@@ -94,12 +97,12 @@ def test_every_verified_quick_fix_of_the_examples_keeps_its_gain(name: str) -> N
     promises nothing."""
     path = REPO / "examples" / name
     text = path.read_text(encoding="utf-8")
-    before = analyze_file(path)
+    before = analyze_file(path, options=OPTIONS)
     for finding in before.all_findings():
         fix = applicable_fix(finding, unsafe=True)
         if fix is None:
             continue
-        after = analyze_file(path, text=apply_edits(text, fix.edits))
+        after = analyze_file(path, text=apply_edits(text, fix.edits), options=OPTIONS)
         if broken_promises(before, after, finding, fix):
             print(f"{name}:{finding.line} {finding.code}: the fix does not verify, so it is not offered")
             continue
@@ -115,7 +118,7 @@ def test_every_verified_quick_fix_of_the_examples_keeps_its_gain(name: str) -> N
 def test_a_kernel_without_the_cost_gets_no_gain() -> None:
     """A coalesced copy and a padded tile have no finding, hence nothing to gain: no gain is made up for the
     kernel's other findings (the energy hotspot, a divergent branch) either."""
-    report = analyze_file(REPO / "examples" / "transpose.cu")
+    report = analyze_file(REPO / "examples" / "transpose.cu", options=OPTIONS)
     for f in report.all_findings():
         if f.kernel == "transposePadded" or str(f.code) not in GAINED:
             assert "gain" not in f.detail, f"{f.code} on {f.kernel} got a gain"

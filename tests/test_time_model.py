@@ -63,7 +63,7 @@ def test_the_validation_table_check_catches_a_citation():
 
 @pytest.fixture(scope="module")
 def example_reports(nvcc_available):
-    return {path.name: analyze_file(path, options=AnalysisOptions(gpu="v100")) for path in EXAMPLES}
+    return {path.name: analyze_file(path, options=AnalysisOptions(lime=False, gpu="v100")) for path in EXAMPLES}
 
 
 @pytest.mark.parametrize("name", [p.name for p in EXAMPLES])
@@ -118,20 +118,20 @@ def test_time_model_option_picks_the_model(nvcc_available):
     path = ROOT / "examples" / "vector_add.cu"
     times = {}
     for model in ("kerncast", "thesis", "mwp-cwp"):
-        k = analyze_file(path, options=AnalysisOptions(gpu="k20", time_model=model)).kernels[0]
+        k = analyze_file(path, options=AnalysisOptions(lime=False, gpu="k20", time_model=model)).kernels[0]
         times[model] = k.time.us
         assert k.time.models[model] == pytest.approx(k.time.us)
         lo, hi = k.time.range_us
         assert lo <= k.time.us <= hi
     assert times["thesis"] != times["kerncast"]
-    assert analyze_file(path, options=AnalysisOptions(gpu="k20", time_model="thesis")).kernels[0].time.model \
-        == "thesis-scheduler"
+    thesis = AnalysisOptions(lime=False, gpu="k20", time_model="thesis")
+    assert analyze_file(path, options=thesis).kernels[0].time.model == "thesis-scheduler"
 
 
 def test_kerncast_model_does_not_add_the_launch_overhead_or_serialise_param_loads(nvcc_available):
     path = ROOT / "examples" / "vector_add.cu"
     small = LaunchOverrides.from_strings(grid="196", block="256", params=["n=50000"])
-    k = analyze_file(path, options=AnalysisOptions(gpu="k20", overrides=small)).kernels[0]
+    k = analyze_file(path, options=AnalysisOptions(lime=False, gpu="k20", overrides=small)).kernels[0]
     thesis = k.time.models["thesis"]
     assert k.time.us < thesis / 2
     # launch: fixed part plus the larger of kernel and block dispatch, never their sum
@@ -162,7 +162,7 @@ def test_a_count_no_stage_knows_is_stated_once_and_used_alike(tmp_path, nvcc_ava
     src.write_text("__global__ void walk(const int *next, float *out)\n{\n    int i = threadIdx.x;\n"
                    "    float s = 0.0f;\n    while (next[i] >= 0) { s += 1.0f; i = next[i]; }\n"
                    "    out[threadIdx.x] = s;\n}\nint main() { walk<<<4, 128>>>(0, 0); return 0; }\n")
-    k = analyze_file(src, options=AnalysisOptions(gpu="v100")).kernels[0]
+    k = analyze_file(src, options=AnalysisOptions(lime=False, gpu="v100")).kernels[0]
     stated = [a for a in k.time.assumptions if "trip count unknown" in a] + \
         [n for n in k.notes if "trip count" in n and "unknown" in n]
     assert len(stated) == 1 and "assumed 10" in stated[0]
@@ -175,10 +175,10 @@ def test_the_memory_stage_receives_the_time_models_counts():
 
 def test_the_error_band_never_moves_a_prediction(nvcc_available, monkeypatch):
     path = ROOT / "examples" / "vector_add.cu"
-    base = analyze_file(path, options=AnalysisOptions(gpu="k20")).kernels[0].time
+    base = analyze_file(path, options=AnalysisOptions(lime=False, gpu="k20")).kernels[0].time
     assert "validation rows" in base.range_basis
     monkeypatch.setattr(pipelined, "time_error_band", lambda: {"low_ratio": 0.01, "high_ratio": 100.0, "rows": 1})
-    wide = analyze_file(path, options=AnalysisOptions(gpu="k20")).kernels[0].time
+    wide = analyze_file(path, options=AnalysisOptions(lime=False, gpu="k20")).kernels[0].time
     assert wide.us == pytest.approx(base.us) and wide.models == pytest.approx(base.models)
     assert wide.range_us[0] < base.range_us[0] and wide.range_us[1] > base.range_us[1]
 
@@ -218,7 +218,7 @@ def test_column_stores_camp_on_a_power_of_two_partition_count_only(nvcc_availabl
     launch = LaunchOverrides.from_strings(grid="32,32", block="32,8", params=["width=1024", "height=1024"])
     est = {}
     for gpu in ("k4200", "k20"):
-        report = analyze_file(path, options=AnalysisOptions(gpu=gpu, overrides=launch))
+        report = analyze_file(path, options=AnalysisOptions(lime=False, gpu=gpu, overrides=launch))
         est[gpu] = next(k for k in report.kernels if k.name.startswith("transposeTiled")).time
     camped = [a for a in est["k4200"].assumptions if "partition camping" in a]
     assert camped, est["k4200"].assumptions
@@ -231,10 +231,10 @@ def test_column_stores_camp_on_a_power_of_two_partition_count_only(nvcc_availabl
 def test_loads_whose_inputs_fit_in_the_l2_wait_the_l2_hit_latency(nvcc_available):
     path = ROOT / "examples" / "vector_add.cu"
     small = LaunchOverrides.from_strings(grid="196", block="256", params=["n=50000"])
-    k = analyze_file(path, options=AnalysisOptions(gpu="k4200", overrides=small)).kernels[0]
+    k = analyze_file(path, options=AnalysisOptions(lime=False, gpu="k4200", overrides=small)).kernels[0]
     assert any("L2 hit latency" in a for a in k.time.assumptions), k.time.assumptions
     big = LaunchOverrides.from_strings(grid="65536", block="256", params=["n=16777216"])
-    k_big = analyze_file(path, options=AnalysisOptions(gpu="k4200", overrides=big)).kernels[0]
+    k_big = analyze_file(path, options=AnalysisOptions(lime=False, gpu="k4200", overrides=big)).kernels[0]
     assert not any("L2 hit latency" in a for a in k_big.time.assumptions)
 
 
@@ -245,7 +245,8 @@ def test_a_partial_last_wave_still_takes_a_whole_latency_chain(nvcc_available):
 
     def detail(blocks: int) -> dict:
         launch = LaunchOverrides.from_strings(grid=str(blocks), block="256", smem=2048)
-        return analyze_file(path, options=AnalysisOptions(gpu="k4200", overrides=launch)).kernels[0].time.detail
+        options = AnalysisOptions(lime=False, gpu="k4200", overrides=launch)
+        return analyze_file(path, options=options).kernels[0].time.detail
 
     one, two = detail(56), detail(64)
     clock = 784.0
@@ -265,7 +266,8 @@ def test_a_barrier_waits_for_the_stores_before_it(tmp_path, nvcc_available):
                        f"    for (int i = 0; i < 64; ++i) {{ {sync}if (threadIdx.x > i) buf[threadIdx.x ^ i] = i; }}\n"
                        "    out[threadIdx.x] = buf[threadIdx.x];\n}\n"
                        "int main() { k<<<1, 256>>>(0); return 0; }\n")
-        return analyze_file(src, options=AnalysisOptions(gpu="m60")).kernels[0].time.detail["latency_chain_cycles"]
+        kernel = analyze_file(src, options=AnalysisOptions(lime=False, gpu="m60")).kernels[0]
+        return kernel.time.detail["latency_chain_cycles"]
 
     shared_store = 23.0  # Maxwell row of data/timing.toml [kerncast.latency.Maxwell]
     assert chain(True) - chain(False) >= 64 * shared_store
@@ -362,13 +364,13 @@ def test_a_gpu_measured_by_kerncast_carries_its_own_error_spread(nvcc_available,
     table = tomllib.loads((ROOT / "analysis" / "data" / ERROR_BAND).read_text(encoding="utf-8"))["kerncast"]
     h100 = table["gpu"]["h100"]
     path = ROOT / "examples" / "vector_add.cu"
-    own = analyze_file(path, options=AnalysisOptions(gpu="h100")).kernels[0].time
+    own = analyze_file(path, options=AnalysisOptions(lime=False, gpu="h100")).kernels[0].time
     assert (f"measured/predicted {h100['low_ratio']:g} to {h100['high_ratio']:g}, 10th-90th percentile over "
             f"{h100['rows']} launches measured on this GPU, median {h100['median_ratio']:g}") in own.range_basis
     assert own.range_us[0] <= own.us * h100["low_ratio"] + 1e-9 and own.range_us[1] >= own.us * h100["high_ratio"]
-    k20 = analyze_file(path, options=AnalysisOptions(gpu="k20")).kernels[0].time
+    k20 = analyze_file(path, options=AnalysisOptions(lime=False, gpu="k20")).kernels[0].time
     assert f"over {table['rows']} validation rows" in k20.range_basis and "this GPU" not in k20.range_basis
     monkeypatch.setattr(pipelined, "gpu_error_band", lambda profile_id: {})
-    general = analyze_file(path, options=AnalysisOptions(gpu="h100")).kernels[0].time
+    general = analyze_file(path, options=AnalysisOptions(lime=False, gpu="h100")).kernels[0].time
     assert general.us == pytest.approx(own.us) and general.models == pytest.approx(own.models)
     assert f"over {table['rows']} validation rows" in general.range_basis

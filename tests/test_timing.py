@@ -247,7 +247,7 @@ def test_schedule_cfg_counts_memory_per_thread(k20):
 def test_pipeline_reports_time_and_launch_for_ptx(tmp_path):
     path = tmp_path / "vadd.ptx"
     path.write_text(VADD)
-    report = analyze_file(path, options=AnalysisOptions(gpu="k20"))
+    report = analyze_file(path, options=AnalysisOptions(lime=False, gpu="k20"))
     k = report.kernels[0]
     data = k.to_json()
     assert data["time"] is not None and data["time"]["us"] > 0
@@ -259,19 +259,19 @@ def test_pipeline_reports_time_and_launch_for_ptx(tmp_path):
 def test_pipeline_bad_gpu_profile_is_a_file_level_error(tmp_path):
     path = tmp_path / "vadd.ptx"
     path.write_text(VADD)
-    report = analyze_file(path, options=AnalysisOptions(gpu="no-such-gpu"))
+    report = analyze_file(path, options=AnalysisOptions(lime=False, gpu="no-such-gpu"))
     assert any(f.code == "gpu-profile-error" and "no-such-gpu" in f.message for f in report.findings)
     assert report.kernels and report.kernels[0].time is None
 
 
 def test_pipeline_on_an_example_uses_the_launch_site(nvcc_available):
     examples = Path(__file__).resolve().parent.parent / "examples"
-    report = analyze_file(examples / "vector_add.cu", options=AnalysisOptions(gpu="v100"))
+    report = analyze_file(examples / "vector_add.cu", options=AnalysisOptions(lime=False, gpu="v100"))
     k = report.kernels[0]
     assert k.launch.grid.value == (4096, 1, 1) and k.launch.grid.source == "launch-site"
     assert k.occupancy is not None and k.time is not None
     base = k.time.us
-    bigger = analyze_file(examples / "vector_add.cu", options=AnalysisOptions(
+    bigger = analyze_file(examples / "vector_add.cu", options=AnalysisOptions(lime=False,
         gpu="v100", overrides=LaunchOverrides.from_strings(grid="16384", params=["n=4194304"])))
     assert bigger.kernels[0].launch.grid.source == "cli"
     assert bigger.kernels[0].time.us > 2 * base
