@@ -94,6 +94,7 @@ class ExitTest:
     line: int | None
     inputs: tuple[str, ...] = ()  # the parameter values read, e.g. "wA = 1024 from the launch-site"
     guarded: bool = False  # a branch ahead of the loop skips it to where it exits (nvcc's zero-trip guard)
+    skipped: bool = False  # that branch is taken at the index read: the loop runs 0 times there
 
 
 def trip_counts(function: Function, cfg: Cfg, loops: LoopForest | Iterable[Loop],
@@ -166,6 +167,14 @@ def _count_per_block(dataflow: KernelDataflow, loop: Loop, loop_list: list[Loop]
         for thread in _samples(launch, "block"):
             test = read(block, thread)
             counts.setdefault(_count(test), test)
+    skipped = [t.skipped for t in counts.values()]
+    if any(skipped):
+        if not all(skipped):
+            raise Unknown("the guard ahead of the loop skips it in some threads only, and the start of the "
+                          "others is not known")
+        test = next(iter(counts.values()))
+        return 0, ("nvcc's guard ahead of the loop jumps past it in every sampled block and thread (the work is "
+                   f"done before it, in the unrolled remainder): 0 iterations{''.join('; ' + i for i in test.inputs)}")
     if len(counts) != 1:
         return _count_per_warp(read, launch)
     count, test = next(iter(counts.items()))
@@ -190,7 +199,16 @@ class _ReadOnce:
         test = self._tests.get(index)
         if test is None:
             dataflow, loop, loop_list, launch = self._args
-            test = self._tests[index] = _exit_test(dataflow, loop, loop_list, launch, index)
+            try:
+                test = _exit_test(dataflow, loop, loop_list, launch, index)
+            except Unknown:
+                # a start chosen by the path into the loop (nvcc's remainder of a loop unrolled by 4, peeled
+                # into straight code, hands its counter over on one of four paths) cannot be read; the loop
+                # still runs 0 times where the guard ahead of it is taken
+                test = _skipped_at(dataflow, loop, launch, index)
+                if test is None:
+                    raise
+            self._tests[index] = test
         return test
 
 
@@ -497,23 +515,58 @@ def leave_value(dataflow: KernelDataflow, loop: Loop) -> E.Value:
 def _zero_trip_guard(dataflow: KernelDataflow, loop: Loop) -> bool:
     """Whether a conditional branch ahead of a bottom-tested loop jumps past it to where it exits: nvcc
     rotates `for (; i < n; i += s)` into a test after the body and guards the entry with the same test, so a
-    thread whose start fails the test runs it zero times, not once. Looked for on the chain of single
-    predecessors above the loop's only entry."""
+    thread whose start fails the test runs it zero times, not once."""
+    return _guard_branch(dataflow, loop) is not None
+
+
+def _skipped_at(dataflow: KernelDataflow, loop: Loop, launch: Launch | None, index: Index) -> ExitTest | None:
+    """A test that counts 0 when the loop's zero-trip guard jumps past it at this (block, thread) index, read
+    from the guard's own `setp` under the launch's values; None when it does not, or cannot be read. nvcc
+    guards the main loop of a loop unrolled by 4 with the remaining count (`for (j = ty; j < 16; j += 16)`
+    unrolled: `15 - ty < 48` skips the main loop in every thread, the one pass is in the peeled remainder)."""
+    branch = _guard_branch(dataflow, loop)
+    if branch is None or branch.guard is None:
+        return None
+    fn, cfg = dataflow.function, dataflow.cfg
+    body = cfg.instructions(cfg.block_of[branch.index])
+    reader = EntryValues(fn, cfg, dataflow.definitions, dataflow.reaching, loop, launch, index)
+    try:
+        setp = _defining_setp(body, branch.guard.reg)
+        cmp, a, b = _setp_parts(setp, branch.guard.reg)
+        bits, signed = int_type(setp)
+        signed = signed and cmp not in ("lo", "ls", "hi", "hs")
+        holds = _holds(cmp, wrap(reader.operand(a, setp, 0), bits, signed), wrap(reader.operand(b, setp, 0), bits,
+                                                                                  signed))
+    except ODD_PTX_ERRORS:
+        return None
+    except Unknown:
+        return None
+    taken = holds != branch.guard.negated
+    jumps_out = _block_of_label(fn, cfg, branch.branch_target) == loop.exits[0][1]
+    if taken != jumps_out:
+        return None
+    return ExitTest("", "lt", 0, 0, "add", 0, True, bits, signed, setp.loc.line if setp.loc else None,
+                    tuple(dict.fromkeys(reader.inputs)), True, True)
+
+
+def _guard_branch(dataflow: KernelDataflow, loop: Loop) -> Instruction | None:
+    """The conditional branch ahead of the loop that can jump past it to where it exits, looked for on the
+    chain of single predecessors above the loop's only entry; None without one."""
     cfg, body = dataflow.cfg, dataflow.function.body
     if len(loop.exits) != 1:
-        return False
+        return None
     target = loop.exits[0][1]
     entry = [p for p in cfg.blocks[loop.header].preds if p not in loop.blocks]
     block = entry[0] if len(entry) == 1 else None
     for _ in range(4):
         if block is None:
-            return False
+            return None
         blk = cfg.blocks[block]
         last = body[blk.end - 1] if blk.end > blk.start else None
         if last is not None and last.opcode == "bra" and last.guard is not None and target in blk.succs:
-            return True
+            return last
         block = blk.preds[0] if len(blk.preds) == 1 else None
-    return False
+    return None
 
 
 def _recomputed(dataflow: KernelDataflow, loop: Loop, reg: str, recurrence: Recurrence | None,
@@ -701,6 +754,8 @@ def _count(t: ExitTest) -> int:
     signed = t.signed and not unsigned_cmp
     bound = wrap(t.bound, t.bits, signed)
     shift = 1 if t.after_update else 0
+    if t.skipped:
+        return 0
     if t.cmp == "ne" and t.op in _ADDITIVE and t.after_update and t.init == t.bound:
         return 0  # starts at its exit value: nvcc's zero-trip guard in front of the loop skips it
     if t.guarded and t.op in _ADDITIVE and t.after_update and not _holds(t.cmp, wrap(t.init, t.bits, signed), bound):

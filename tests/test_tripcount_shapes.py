@@ -127,6 +127,17 @@ def test_a_loop_unrolled_by_hand_and_its_remainder(shapes):
     assert "1.1 per thread" in remainder.trip_detail
 
 
+def test_a_main_loop_skipped_by_its_guard_in_every_thread_runs_zero_times(shapes):
+    # j from threadIdx.y below 16 in steps of 16: one pass per thread, which nvcc peels into straight code
+    # ahead of the main loop of 4; that loop's start comes from one of four paths, and its guard (15 - ty < 48)
+    # jumps past it in every thread of the 16x16 block, so it runs 0 times; the row loop runs 128 / 16 = 8
+    loops = _loops(shapes, "rowPass")
+    assert all(lp.trip_source == "ptx" for lp in loops), [lp.trip_detail for lp in loops]
+    assert sorted((lp.depth, lp.trip_count) for lp in loops) == [(1, 8), (2, 0)]
+    (main,) = [lp for lp in loops if lp.depth == 2]
+    assert "guard ahead of the loop jumps past it" in main.trip_detail
+
+
 def test_a_loop_whose_step_shrinks_on_the_last_chunk_is_stepped_through(nvcc_available):
     # j += len with len = n - j on the last chunk: 1000 elements in chunks of 256 take 4 iterations
     report = analyze_file(CARRY_FREE)
