@@ -79,14 +79,14 @@ __global__ void probeSlots(uint2 *table, const uint2 *pairs, unsigned n)
     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n)
     {
-        unsigned key = pairs[i].x;
+        unsigned key = pairs[i].x;  // expect: uncoalesced-global (one half of each 8-byte pair: stride 2)
         unsigned slot = key & 1023u;
         while (true)  // expect: assumed-trip-count
         {
             unsigned prev = atomicCAS(&table[slot].x, 0xffffffffu, key);
             if (prev == 0xffffffffu || prev == key)
             {
-                atomicExch(&table[slot].y, pairs[i].y);
+                atomicExch(&table[slot].y, pairs[i].y);  // expect: uncoalesced-global
                 return;
             }
             slot = (slot + 1) & 1023u;
