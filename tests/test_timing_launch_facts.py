@@ -4,7 +4,6 @@ load, and the share of a load's requests that DRAM serves."""
 
 from __future__ import annotations
 
-import pytest
 from kerncast.analysis.cfg import build_cfg
 from kerncast.analysis.gpus import load_profile
 from kerncast.analysis.isa import classify
@@ -13,8 +12,7 @@ from kerncast.analysis.memory import analyze_memory
 from kerncast.analysis.options import Thresholds
 from kerncast.analysis.ptx import parse_ptx
 from kerncast.analysis.timing.estimate import vector_merged
-from kerncast.analysis.timing.footprint import Footprint
-from kerncast.analysis.timing.pipelined import division_slots, l2_hit_cycles, l2_load_waits
+from kerncast.analysis.timing.pipelined import division_slots
 
 HEAD = """.version 7.8
 .target sm_70
@@ -99,13 +97,3 @@ def test_broadcast_shared_loads_share_a_packed_vector_load_from_volta_on():
     assert sorted(merged.values()) == [0.5] * 4  # one LDS.128, 4 registers in 2 packed passes, for 4 loads
     assert vector_merged(memory, cfg, load_profile("k20")) == {}  # Kepler: no packing, a pass per register
 
-
-def test_only_the_share_of_requests_that_distinct_bytes_make_up_waits_for_dram():
-    h100 = load_profile("h100")
-    hit = l2_hit_cycles(h100)
-    fp = Footprint(total=1e6, distinct=1e6, read_groups=[(1e6, (3,))], requested={3: 1e8})
-    waits = l2_load_waits(h100, fp, (1e8, 0.0), 1e6, {}, 800.0)
-    assert waits == {3: pytest.approx(0.01 * 800.0 + 0.99 * hit)}
-    # a load the L1 serves for half its requests asks the L2 for the other half only: twice the miss share
-    waits = l2_load_waits(h100, fp, (1e8, 0.0), 1e6, {3: 0.5}, 800.0)
-    assert waits == {3: pytest.approx(0.02 * 800.0 + 0.98 * hit)}

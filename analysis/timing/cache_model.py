@@ -14,7 +14,6 @@ once either way).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,12 +81,10 @@ def l1_reuse(memory: Any, cfg: Any, loops: Any, sector: int) -> list[L1Reuse]:
     return out
 
 
-def load_latency(reuse: list[L1Reuse], l1: float, other: float,
-                 beyond: Mapping[int, float] | None = None) -> dict[int, float]:
+def load_latency(reuse: list[L1Reuse], l1: float, other: float) -> dict[int, float]:
     """Instruction index -> the mean latency of a load that hits in L1 for its `share` and waits `other` (the
-    L2 or DRAM latency), or its own latency beyond the L1 in `beyond`, for the rest."""
-    beyond = beyond or {}
-    return {r.index: r.share * l1 + (1.0 - r.share) * beyond.get(r.index, other) for r in reuse}
+    L2 or DRAM latency) for the rest."""
+    return {r.index: r.share * l1 + (1.0 - r.share) * other for r in reuse}
 
 
 def reuse_note(reuse: list[L1Reuse], l1: float, other: float, profile: Any) -> str:

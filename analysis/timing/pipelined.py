@@ -246,12 +246,7 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
         # the loads' inputs are warm in the L2 (see _warm_dram_bytes): they wait the L2 hit latency
         latency["global"] = latency["memory"] = l2_hit
     l1_hit = l1_hit_latency(profile) if l1 else None
-    l1_served = {r.index: r.share for r in l1 or []} if l1_hit is not None else {}
-    l2_waits = ({} if l2_hit is not None else
-                l2_load_waits(profile, footprint, requested, dram, l1_served, latency["global"]))
-    own = dict(l2_waits)
-    if l1_hit is not None:
-        own.update(load_latency(l1 or [], l1_hit, latency["global"], l2_waits))
+    own = load_latency(l1 or [], l1_hit, latency["global"]) if l1_hit is not None else {}
     body = cfg.function.body
     tensor = tensor_slots(body, classes, profile)
     expand = division_slots(body, classes)
@@ -329,12 +324,6 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
            "data/timing.toml [kerncast.l2_hit_latency], averaged with the far partition's where the L2 has two) "
            "instead of the loaded DRAM latency"]
           if l2_hit is not None else []),
-        *([f"L2 reuse: {len(l2_waits)} global load(s) read arrays whose distinct bytes are a fraction of what they "
-           "request, so only that share of their requests (times the DRAM bytes per distinct byte of the "
-           "launch) waits the loaded DRAM latency and the rest hit the L2 "
-           f"({l2_hit_cycles(profile):g} cycles, data/timing.toml [kerncast.l2_hit_latency]): "
-           f"{min(l2_waits.values()):.4g} to {max(l2_waits.values()):.4g} cycles instead of "
-           f"{latency['global']:.4g}"] if l2_waits else []),
         *([reuse_note(l1 or [], l1_hit, latency["global"], profile)] if l1 and l1_hit is not None else []),
         *mem_notes,
         basis,
@@ -434,33 +423,6 @@ def warm_l2_bytes(profile: Any) -> float:
     halves each cache what their own SMs use, one partition's share (data every SM reads is held twice)."""
     count, _ = l2_partitions(profile)
     return float(profile.l2_bytes) / count
-
-
-def l2_load_waits(profile: Any, fp: Footprint | None, requested: tuple[float, float] | None, dram: float,
-                  l1_served: Mapping[int, float], dram_latency: float) -> dict[int, float]:
-    """Load instruction index -> the mean latency (cycles) of its requests that reach the L2, for loads whose
-    addresses the footprint covers; empty where the GPU lists no L2 hit latency or nothing is known.
-
-    A group of loads of one array lattice (`Footprint.read_groups`) reads its distinct bytes from DRAM once each
-    (times the launch's DRAM read bytes per distinct read byte: more when a wave's working set overflows the
-    L2) and requests them as often as its warps ask: the share ``DRAM bytes / requested bytes`` waits the
-    loaded DRAM latency, the rest are re-reads the L2 still holds (a stencil's neighbours, a matrix row every
-    block of a wave reads, a mask every thread reads), which wait the L2 hit latency. The requests the L1
-    serves (`l1_served`, a share per load) are no requests of the L2."""
-    hit = l2_hit_cycles(profile)
-    if hit is None or fp is None or requested is None or not fp.read_groups:
-        return {}
-    reads = fp.total - fp.written
-    scale = max(0.0, dram - fp.written - requested[1]) / reads if reads > 0 else 0.0
-    out: dict[int, float] = {}
-    for distinct, members in fp.read_groups:
-        asked = sum(fp.requested.get(i, 0.0) * (1.0 - l1_served.get(i, 0.0)) for i in members)
-        if asked <= 0.0:
-            continue
-        miss = min(1.0, distinct * scale / asked)
-        for i in members:
-            out[i] = miss * dram_latency + (1.0 - miss) * hit
-    return out
 
 
 def _l2_hit_latency(profile: Any, fp: Footprint | None, requested: tuple[float, float] | None,
