@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import random
 import re
-import textwrap
 from collections import Counter
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport
 from kerncast.server import actions
 from kerncast.server.convert import to_diagnostics
-from kernel_emulator import Strict
+from kernel_emulator import Strict, kernel_body
 from kernel_emulator import run as emulate
 from lsprotocol import types as lsp
 
@@ -138,77 +137,6 @@ def _defines(text: str) -> dict[str, int]:
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"#define\s+(\w+)\s+(\d+)\s*$", text, re.M)}
 
 
-def _body(text: str, kernel: str) -> list[str]:
-    """The lines of a kernel's body (between its braces), in the simple layout of the transposes."""
-    lines = text.splitlines()
-    start = next(i for i, ln in enumerate(lines) if f"void {kernel}(" in ln)
-    open_at = next(i for i in range(start, len(lines)) if lines[i].strip() == "{")
-    depth, i = 0, open_at
-    for i in range(open_at, len(lines)):
-        depth += lines[i].count("{") - lines[i].count("}")
-        if depth == 0:
-            break
-    return lines[open_at + 1:i]
-
-
-def _to_python(body: list[str], consts: dict[str, int]) -> str:
-    """A generator function emulating one thread: C statements to Python, `__syncthreads()` to `yield`."""
-    out = ["def thread(threadIdx, blockIdx, shared, out, inp, width, height):", "    yield None"]
-    body = textwrap.dedent("\n".join(body)).splitlines()
-    for raw in body:
-        text = re.sub(r"//.*", "", raw).rstrip()
-        if not text.strip() or text.strip() in ("{", "}"):
-            continue
-        indent = " " * (len(text) - len(text.lstrip()))
-        s = text.strip().rstrip("{").strip().rstrip(";")
-        for name, value in consts.items():
-            s = re.sub(rf"\b{name}\b", str(value), s)
-        m = re.fullmatch(r"__shared__ \w+ (\w+)\[(.+?)\]\[(.+?)\]", s)
-        if m:
-            rows, cols = eval(m.group(2)), eval(m.group(3))  # noqa: S307 - our own constants only
-            s = f"{m.group(1)} = shared.setdefault({m.group(1)!r}, [[None] * {cols} for _ in range({rows})])"
-        elif s == "__syncthreads()":
-            s = "yield None"
-        elif (m := re.fullmatch(r"for \(int (\w+) = (\w+); \1 < (\w+); \1 \+= (\w+)\)", s)):
-            s = f"for {m.group(1)} in range({m.group(2)}, {m.group(3)}, {m.group(4)}):"
-        else:
-            s = re.sub(r"^int ", "", s)
-        s = re.sub(r"\b(?:odata|out)\[", "out[", s)
-        s = re.sub(r"\b(?:idata|in)\[", "inp[", s)
-        out.append("    " + indent + s)
-    return "\n".join(out) + "\n"
-
-
-class _Dim:
-    def __init__(self, x: int, y: int) -> None:
-        self.x, self.y, self.z = x, y, 0
-
-
-def _run(body: list[str], consts: dict[str, int], grid: tuple[int, int], block: tuple[int, int],
-         width: int, height: int) -> list[int | None]:
-    """Run the body for every thread of every block, all threads of a block up to each barrier in turn."""
-    scope: dict = {}
-    exec(_to_python(body, consts), scope)  # noqa: S102 - the code is our own kernel text
-    inp = list(range(width * height))
-    out: list[int | None] = [None] * (width * height)
-    for bx in range(grid[0]):
-        for by in range(grid[1]):
-            shared: dict = {}
-            threads = [scope["thread"](_Dim(tx, ty), _Dim(bx, by), shared, out, inp, width, height)
-                       for ty in range(block[1]) for tx in range(block[0])]
-            live = threads
-            while live:
-                nxt = []
-                for t in live:
-                    try:
-                        next(t)
-                        nxt.append(t)
-                    except StopIteration:
-                        pass
-                live = nxt
-    return out
-
-
 @pytest.mark.parametrize("path", [REPO / "tests" / "kernels" / "transpose.cu", REPO / "examples" / "transpose.cu",
                                   REPO / "tests" / "kernels" / "transpose_indexed.cu"],
                          ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -220,10 +148,12 @@ def test_tiled_transpose_rewrite_keeps_the_mapping(offered, path: Path) -> None:
     consts = _defines(text)
     tile, rows = sorted(consts.values(), reverse=True)[:2]
     width = height = 2 * tile
-    naive = _run(_body(text, "transposeNaive"), consts, (2, 2), (tile, rows), width, height)
-    tiled_body = _body(new, "transposeNaive")
+    _, tiled_body = kernel_body(new, "transposeNaive")
     assert any("__syncthreads();" in ln for ln in tiled_body) and any("__shared__" in ln for ln in tiled_body)
-    tiled = _run(tiled_body, consts, (2, 2), (tile, rows), width, height)
+    naive, tiled = ([None] * (width * height) for _ in range(2))
+    for source, out in ((text, naive), (new, tiled)):
+        emulate(source, "transposeNaive", consts, (2, 2), (tile, rows), [out, list(range(width * height)), width,
+                                                                           height])
     assert None not in naive and naive == [(i % height) * width + i // height for i in range(width * height)]
     assert tiled == naive
 
