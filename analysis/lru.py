@@ -52,4 +52,6 @@ class BoundedLru(Generic[K, V]):
             self._entries.clear()
 
     def __len__(self) -> int:
-        return len(self._entries)
+        # under the lock: a put between its insert and its eviction holds one entry over the limit
+        with self._lock:
+            return len(self._entries)
