@@ -2,40 +2,16 @@
 
 from __future__ import annotations
 
-from kerncast.analysis.cfg import build_cfg
+from hand_ptx import kernel
 from kerncast.analysis.dataflow import expr as E
 from kerncast.analysis.dataflow.expr import Atoms
 from kerncast.analysis.dataflow.symbolic import analyze_symbolic
 from kerncast.analysis.finding import Finding
 from kerncast.analysis.findings.memory import memory_findings
-from kerncast.analysis.loops import find_loops
 from kerncast.analysis.memory import MemoryAnalysis, analyze_memory
 from kerncast.analysis.memory.analysis import DEFAULT_BUDGET_S
 from kerncast.analysis.memory.warp import MAX_SAMPLED_WARPS, global_cost, shared_cost, warp_lanes
 from kerncast.analysis.options import Thresholds
-from kerncast.analysis.ptx import parse_ptx
-
-HEAD = """.version 7.8
-.target sm_75
-.address_size 64
-.visible .entry k(
-    .param .u64 k_param_0,
-    .param .u32 k_param_1
-)
-{
-    .reg .pred %p<8>;
-    .reg .b32 %r<40>;
-    .reg .b64 %rd<40>;
-    .reg .f32 %f<8>;
-    .shared .align 4 .b8 tile[4096];
-"""
-
-
-def kernel(body: str):
-    module = parse_ptx(HEAD + body + "\n    ret;\n}\n")
-    fn = module.kernels[0]
-    cfg = build_cfg(fn)
-    return module, fn, cfg, find_loops(cfg)
 
 
 def analyse(body: str, block=(256, 1, 1), params=None) -> MemoryAnalysis:

@@ -4,30 +4,13 @@ load, and the share of a load's requests that DRAM serves."""
 
 from __future__ import annotations
 
-from kerncast.analysis.cfg import build_cfg
+from hand_ptx import kernel
 from kerncast.analysis.gpus import load_profile
 from kerncast.analysis.isa import classify
-from kerncast.analysis.loops import find_loops
 from kerncast.analysis.memory import analyze_memory
 from kerncast.analysis.options import Thresholds
-from kerncast.analysis.ptx import parse_ptx
 from kerncast.analysis.timing.estimate import vector_merged
 from kerncast.analysis.timing.pipelined import division_slots
-
-HEAD = """.version 7.8
-.target sm_70
-.address_size 64
-.visible .entry k(
-    .param .u64 k_param_0,
-    .param .u32 k_param_1
-)
-{
-    .reg .pred %p<8>;
-    .reg .b32 %r<40>;
-    .reg .b64 %rd<40>;
-    .reg .f32 %f<8>;
-    .shared .align 4 .b8 tile[4096];
-"""
 
 #: a load and a store that run only when the parameter is not 0 (nvcc's guard of a loop that may not run)
 GUARDED = """
@@ -57,15 +40,8 @@ BROADCAST = """
 """
 
 
-def _kernel(body: str):
-    module = parse_ptx(HEAD + body + "\n    ret;\n}\n")
-    fn = module.kernels[0]
-    cfg = build_cfg(fn)
-    return module, fn, cfg, find_loops(cfg)
-
-
 def _memory(body: str, block=(256, 1, 1), params=None):
-    module, fn, cfg, loops = _kernel(body)
+    module, fn, cfg, loops = kernel(body)
     return cfg, analyze_memory(module, fn, cfg, loops, block, params or {}, {}, Thresholds())
 
 
@@ -79,7 +55,7 @@ def test_code_a_launch_value_excludes_runs_no_time():
 
 
 def test_an_integer_division_by_a_register_issues_as_its_expansion():
-    _, fn, _, _ = _kernel("""
+    _, fn, _, _ = kernel("""
     ld.param.u32 %r1, [k_param_1];
     mov.u32 %r2, %tid.x;
     rem.s32 %r3, %r2, %r1;
