@@ -25,29 +25,37 @@ MATMUL_TILES = (8, 16, 32)
 MAX_RADIUS = 32
 
 _ZERO = r"(?P<zero>0(?:\.0*)?[fF]?)"
-_INC = r"(?:\+\+ (?P=k)|(?P=k) \+\+|(?P=k) \+= 1)"
+
+
+def _increment(var: str) -> str:
+    """The token pattern of a loop's step by one of the already matched variable `var` (`++k`, `k++`, `k += 1`)."""
+    return rf"(?:\+\+ (?P={var})|(?P={var}) \+\+|(?P={var}) \+= 1)"
+
+
 _NAIVE_MATMUL = re.compile(
     r"^\{ int (?P<row>\w+) = blockIdx \. y \* blockDim \. y \+ threadIdx \. y ; "
     r"int (?P<col>\w+) = blockIdx \. x \* blockDim \. x \+ threadIdx \. x ; "
     r"if \( (?P=row) < (?P<n>\w+) && (?P=col) < (?P=n) \) \{ "
     r"(?P<type>float|double) (?P<sum>\w+) = " + _ZERO + " ; "
-    r"for \( int (?P<k>\w+) = 0 ; (?P=k) < (?P=n) ; " + _INC + r" \) (?P<brace>\{ )?"
+    r"for \( int (?P<k>\w+) = 0 ; (?P=k) < (?P=n) ; " + _increment("k") + r" \) (?P<brace>\{ )?"
     r"(?P=sum) \+= (?P<a>\w+) \[ (?P=row) \* (?P=n) \+ (?P=k) \] \* (?P<b>\w+) \[ (?P=k) \* (?P=n) \+ (?P=col) \] ; "
     r"(?(brace)\} )(?P<c>\w+) \[ (?P=row) \* (?P=n) \+ (?P=col) \] = (?P=sum) ; \} \}$")
-_STENCIL_INC = r"(?:\+\+ (?P=r)|(?P=r) \+\+|(?P=r) \+= 1)"
 _NAIVE_STENCIL = re.compile(
     r"^\{ int (?P<i>\w+) = blockIdx \. x \* blockDim \. x \+ threadIdx \. x ; "
     r"if \( (?P=i) >= (?P<rad>\w+) && (?P=i) < (?P<n>\w+) - (?P=rad) \) \{ "
     r"(?P<type>float|double) (?P<sum>\w+) = " + _ZERO + " ; "
-    r"for \( int (?P<r>\w+) = - (?P=rad) ; (?P=r) <= (?P=rad) ; " + _STENCIL_INC + r" \) (?P<brace>\{ )?"
+    r"for \( int (?P<r>\w+) = - (?P=rad) ; (?P=r) <= (?P=rad) ; " + _increment("r") + r" \) (?P<brace>\{ )?"
     r"(?P=sum) \+= (?P<inp>\w+) \[ (?P=i) \+ (?P=r) \] ; "
     r"(?(brace)\} )(?P<out>\w+) \[ (?P=i) \] = (?P=sum) ; \} \}$")
 
 
-def _body(facts: SourceFacts, kdef: KernelDefinition) -> str | None:
+def _match(facts: SourceFacts, kdef: KernelDefinition, pattern: re.Pattern[str]) -> dict[str, str] | None:
+    """The named parts of the kernel's body (its tokens joined by single spaces) when the whole body matches
+    `pattern`; None for any other body, or a kernel defined in another file (its body is not edited here)."""
     if kdef.body_start is None or kdef.body_end is None or kdef.file is not None:
         return None
-    return " ".join(t.text for t in facts.env.tokens if kdef.body_start <= t.offset <= kdef.body_end)
+    m = pattern.match(" ".join(t.text for t in facts.env.tokens if kdef.body_start <= t.offset <= kdef.body_end))
+    return m.groupdict() if m is not None else None
 
 
 def _fresh(facts: SourceFacts, kdef: KernelDefinition, *wanted: str) -> list[str]:
@@ -56,9 +64,13 @@ def _fresh(facts: SourceFacts, kdef: KernelDefinition, *wanted: str) -> list[str
     return [w if w not in used else f"kc_{w}" for w in wanted]
 
 
-def _new_body(facts: SourceFacts, kdef: KernelDefinition, lines: list[str]) -> str:
+def _rewrite(facts: SourceFacts, kdef: KernelDefinition, kind: FixKind, title: str, data: dict,
+             lines: list[str]) -> Fix:
+    """The fix that replaces the kernel's whole body, braces included, by `lines` at the body's indentation."""
     ind = line_indent(facts, facts.position(kdef.body_start or 0)[0] + 1) or "    "
-    return "{\n" + "".join(f"{ind}{s}\n" if s else "\n" for s in lines) + "}"
+    body = "{\n" + "".join(f"{ind}{s}\n" if s else "\n" for s in lines) + "}"
+    return Fix(kind, title, data, [replace(facts, kdef.body_start or 0, (kdef.body_end or 0) + 1, body)],
+               rule(Code.SHARED_TILING).fix(kind).applicability)
 
 
 def _types_agree(facts: SourceFacts, kdef: KernelDefinition, elem: str, *params: str) -> bool:
@@ -70,11 +82,9 @@ def tiled_matmul(facts: SourceFacts, kdef: KernelDefinition, block: tuple[int, i
     under `row < n && col < n`) as the tiled one for the launch's square block: each block loads a TILE x TILE
     tile of A and of B per step (0 outside the matrices), `__syncthreads()`, sums over the tile, and
     `__syncthreads()` again. Every thread reaches the barriers; the guard moves to the store."""
-    body = _body(facts, kdef)
-    m = _NAIVE_MATMUL.match(body) if body is not None else None
-    if m is None or block is None or block[0] != block[1] or block[2] != 1 or block[0] not in MATMUL_TILES:
+    g = _match(facts, kdef, _NAIVE_MATMUL)
+    if g is None or block is None or block[0] != block[1] or block[2] != 1 or block[0] not in MATMUL_TILES:
         return None
-    g = m.groupdict()
     elem = g["type"]
     if not _types_agree(facts, kdef, elem, g["a"], g["b"], g["c"]):
         return None
@@ -103,24 +113,19 @@ def tiled_matmul(facts: SourceFacts, kdef: KernelDefinition, block: tuple[int, i
         f"    {g['c']}[{row} * {n} + {col}] = {s};",
         "}",
     ]
-    kind = FixKind.TILED_MATMUL
-    return Fix(kind, f"rewrite {kdef.name} as a tiled matrix multiply: {block[0]}x{block[0]} tiles of "
-                     f"{g['a']} and {g['b']} in shared memory, each loaded once per block (for blockDim "
-                     f"{block[0]}x{block[0]}, any n)",
-               {"kernel": kdef.name, "tile": block[0]}, [replace(facts, kdef.body_start or 0, (kdef.body_end or 0) + 1,
-                                                                 _new_body(facts, kdef, lines))],
-               rule(Code.SHARED_TILING).fix(kind).applicability)
+    return _rewrite(facts, kdef, FixKind.TILED_MATMUL,
+                    f"rewrite {kdef.name} as a tiled matrix multiply: {block[0]}x{block[0]} tiles of {g['a']} and "
+                    f"{g['b']} in shared memory, each loaded once per block (for blockDim {block[0]}x{block[0]}, "
+                    "any n)", {"kernel": kdef.name, "tile": block[0]}, lines)
 
 
 def tiled_stencil(facts: SourceFacts, kdef: KernelDefinition, block: tuple[int, int, int] | None) -> Fix | None:
     """Rewrite a naive 1D stencil (`out[i] = sum of in[i + r]` for r in -R..R under `R <= i < n - R`) as one
     whose block first loads its elements and the R-wide halo on either side into shared memory (0 outside
     the array), `__syncthreads()`, then sums from the tile. For the launch's block of TILE x 1 x 1 threads."""
-    body = _body(facts, kdef)
-    m = _NAIVE_STENCIL.match(body) if body is not None else None
-    if m is None or block is None or block[1] != 1 or block[2] != 1 or not 1 <= block[0] <= 1024:
+    g = _match(facts, kdef, _NAIVE_STENCIL)
+    if g is None or block is None or block[1] != 1 or block[2] != 1 or not 1 <= block[0] <= 1024:
         return None
-    g = m.groupdict()
     radius = facts.env.fold(g["rad"], kdef.body_start or 0).as_int()
     elem = g["type"]
     if radius is None or not 1 <= radius <= MAX_RADIUS or not _types_agree(facts, kdef, elem, g["inp"], g["out"]):
@@ -145,10 +150,7 @@ def tiled_stencil(facts: SourceFacts, kdef: KernelDefinition, block: tuple[int, 
         f"    {g['out']}[{i}] = {acc};",
         "}",
     ]
-    kind = FixKind.TILED_STENCIL
-    return Fix(kind, f"rewrite {kdef.name} as a tiled stencil: the block's {block[0]} elements of {g['inp']} and "
-                     f"the {radius}-element halo on either side loaded once into shared memory (for blockDim "
-                     f"{block[0]}, any n)",
-               {"kernel": kdef.name, "tile": block[0], "radius": radius},
-               [replace(facts, kdef.body_start or 0, (kdef.body_end or 0) + 1, _new_body(facts, kdef, lines))],
-               rule(Code.SHARED_TILING).fix(kind).applicability)
+    return _rewrite(facts, kdef, FixKind.TILED_STENCIL,
+                    f"rewrite {kdef.name} as a tiled stencil: the block's {block[0]} elements of {g['inp']} and the "
+                    f"{radius}-element halo on either side loaded once into shared memory (for blockDim {block[0]}, "
+                    "any n)", {"kernel": kdef.name, "tile": block[0], "radius": radius}, lines)
