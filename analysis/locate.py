@@ -37,13 +37,17 @@ def places_of(report: FileReport, lines: Sequence[str]) -> Places:
     return report.places
 
 
-def kernel_places(report: FileReport, lines: Sequence[str]) -> Places:
-    """`places_of` with the kernels' and launches' places too (read from the source model on the first call)."""
+def kernel_places(report: FileReport, lines: Sequence[str], text: str | None = None) -> Places:
+    """`places_of` with the kernels' and launches' places too (read from the source model on the first call).
+
+    `text` is the text the report was analysed from, where the caller still has it: its scan is the analysis's
+    own, kept by the source model. The lines joined again lose the text's final line break (and `\r\n`), which
+    makes another text and a second scan of the whole source."""
     places = places_of(report, lines)
     if places.kernels is None:
         lines = places.lines
         # PTX has no C++ definition or launch to find: its kernels are named on their `.entry` lines
-        facts = None if report.file.lower().endswith(".ptx") else scanned("\n".join(lines))
+        facts = None if report.file.lower().endswith(".ptx") else scanned(_scanned_text(lines, text))
         entries = None if facts is not None else [(n, text) for n, text in enumerate(lines, 1) if ".entry" in text]
         kernels = {}
         for k in report.kernels:
@@ -53,6 +57,14 @@ def kernel_places(report: FileReport, lines: Sequence[str]) -> Places:
         places.launches = _launch_places(lines, facts, report) if facts is not None else ()
         places.kernels = kernels
     return places
+
+
+def _scanned_text(lines: Sequence[str], text: str | None) -> str:
+    """The text to scan for `lines`: the analysed `text` where its lines are `lines` as the source model counts
+    them (a `\r` alone also breaks a line for `split_lines`, not for the source model), else the lines joined."""
+    if text is not None and text.count("\r") == text.count("\r\n"):
+        return text
+    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------------------------------ kernels

@@ -292,7 +292,7 @@ class KerncastServer(LanguageServer):
                     return
                 self.publish(uri, result)
                 self.last_saves.note(uri, settings.fingerprint(), result.key, result.report)
-                asyncio.get_running_loop().call_soon(self.prepare_views, uri, result)
+                asyncio.get_running_loop().call_soon(self.prepare_views, uri, result, text)
 
     async def refuse_large(self, uri: str, generation: int, text: str, version: int | None,
                            language: str | None, settings: config.Settings) -> None:
@@ -394,15 +394,17 @@ class KerncastServer(LanguageServer):
         self.headers.publish(self, uri, result.report)
         self.refresh_views()
 
-    def prepare_views(self, uri: str, result: Result) -> None:
+    def prepare_views(self, uri: str, result: Result, text: str) -> None:
         """Make what the lenses, hints and hover of a just-published result read from its text (the kernels' and
-        launches' places: a scan of the source) and the change since the last save, once its diagnostics are
-        out. Made on the first lens request instead, they would be made at the next save: Neovim asks for lenses
-        when a buffer is written, and that request held the event loop while the save's compile was starting."""
+        launches' places) and the change since the last save, once its diagnostics are out. Made on the first
+        lens request instead, they would be made at the next save: Neovim asks for lenses when a buffer is
+        written, and that request held the event loop while the save's compile was starting. This runs on the
+        event loop too, so it is given the analysed `text`, whose scan the source model kept from the analysis
+        (a scan of the lines joined again would read the whole source a second time)."""
         if self.published.get(uri) is not result:  # superseded or closed meanwhile
             return
         try:
-            kernel_places(result.report, result.lines)
+            kernel_places(result.report, result.lines, text)
             for k in result.report.kernels:
                 self.last_saves.change(uri, result.report, k.name)
         except Exception:  # noqa: BLE001 - a lens request makes them again and reports its own failure

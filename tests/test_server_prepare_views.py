@@ -1,12 +1,14 @@
 """Once a save's diagnostics are published, the server makes what the lenses, hints and hover of that result
 read from its text (kernel and launch places, the change since the last save), so that the lens request an editor
 sends at the next save (Neovim, on BufWritePost) finds them made instead of scanning the source then, while that
-save's compile is starting. Real nvcc on the repository's matmul example, the server's own objects."""
+save's compile is starting; and it makes them from the analysis's own scan of the text, not a second one. Real
+nvcc on the repository's matmul example, the server's own objects."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from kerncast.analysis import source_model
 from kerncast.analysis.kernel_cache import KernelCache
 from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
@@ -17,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MATMUL = ROOT / "examples" / "matmul.cu"
 
 
-def test_a_published_result_gets_its_places_and_its_change_since_the_last_save(nvcc_available) -> None:
+def test_a_published_result_gets_its_places_and_its_change_since_the_last_save(nvcc_available, monkeypatch) -> None:
     ls = KerncastServer()
     uri, text = MATMUL.as_uri(), MATMUL.read_text()
     cache = KernelCache()
@@ -27,10 +29,14 @@ def test_a_published_result_gets_its_places_and_its_change_since_the_last_save(n
     ls.last_saves.note(uri, "settings", "first", before)
     ls.last_saves.note(uri, "settings", "second", after)
     result = Result(2, "second", after, split_lines(text))
-    ls.prepare_views(uri, result)  # not the published result (nothing is): nothing is made
+    ls.prepare_views(uri, result, text)  # not the published result (nothing is): nothing is made
     assert after.places is None
     ls.published[uri] = result
-    ls.prepare_views(uri, result)
+    scans: list[int] = []
+    scan = source_model._scan
+    monkeypatch.setattr(source_model, "_scan", lambda source, *rest: scans.append(len(source)) or scan(source, *rest))
+    ls.prepare_views(uri, result, text)
+    assert text.endswith("\n") and scans == []  # on the event loop: the analysis's scan of the text is reused
     assert after.places is not None and after.places.lines is result.lines
     assert set(after.places.kernels) == {k.mangled for k in after.kernels}
     assert ls.last_saves._docs[uri].changes is not None  # compared now, not at the next lens request
