@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 from kerncast.analysis.finding import Finding
+from kerncast.analysis.findings.tiling_fixes import tiled_matmul
 from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport
+from kerncast.analysis.source_model import scanned
 from kerncast.server import actions
 from kerncast.server.convert import to_diagnostics
 from kernel_emulator import Strict, kernel_body
@@ -180,6 +182,21 @@ def test_tiled_matmul_rewrite_computes_the_same_products(offered) -> None:
             emulate(text, "matmulNaive", {}, grid, (32, 32), [a, b, c, n])
             results.append(c)
         assert None not in results[0] and results[1] == results[0], n
+
+
+def test_tiled_matmul_rewrite_names_no_macro_of_the_file() -> None:
+    """A `#define TILE` that the naive kernel does not mention would still expand inside a rewrite that declares
+    `const int TILE = 32;` (`const int 32 = 32;`, a compile error): the rewrite's names avoid the file's macros."""
+    text = (REPO / "examples" / "matmul.cu").read_text()
+    start = text.index("__global__ void matmulNaive(")
+    source = "#define TILE 32\n\n" + text[start:text.index("\n}\n", start) + 3]
+    facts = scanned(source)
+    assert facts is not None
+    [kdef] = [d for d in facts.kernels if d.name == "matmulNaive"]
+    fix = tiled_matmul(facts, kdef, (32, 32, 1))
+    assert fix is not None
+    new = fix.edits[0].new_text
+    assert re.findall(r"const int (\w+) =", new) == ["kc_TILE"] and not re.search(r"\bTILE\b", new), new
 
 
 def test_tiled_stencil_rewrite_computes_the_same_sums(offered) -> None:

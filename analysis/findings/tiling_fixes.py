@@ -59,8 +59,11 @@ def _match(facts: SourceFacts, kdef: KernelDefinition, pattern: re.Pattern[str])
 
 
 def _fresh(facts: SourceFacts, kdef: KernelDefinition, *wanted: str) -> list[str]:
-    """Names for the new variables that the kernel does not use yet (`wanted`, else with a `kc_` prefix)."""
+    """Names for the new variables that neither the kernel uses nor a `#define` of the file names (`wanted`,
+    else with a `kc_` prefix): a macro `TILE` the kernel does not mention would still expand in the new body's
+    `const int TILE = ...` and break it."""
     used = {t.text for t in facts.env.tokens if kdef.name_offset <= t.offset <= (kdef.body_end or 0)}
+    used.update(facts.env.macros)
     return [w if w not in used else f"kc_{w}" for w in wanted]
 
 
