@@ -308,7 +308,8 @@ def run_tool(args: list[str], timeout_s: float, cwd: str | Path | None = None,
     address space for the whole of the GPU's and the host's memory when it creates a context, so under any
     compile-sized RLIMIT_AS its first CUDA call fails with "out of memory".
     When `cancel` is set while the tool runs (its result is no longer wanted: the document was closed), its
-    group is killed as on a timeout, and the run ends as one killed by SIGKILL (`ToolRun.transient`).
+    group is killed as on a timeout, and the run ends as one killed by SIGKILL (`ToolRun.transient`); set
+    before the tool got its slot, the tool is not started, and the run ends so at once.
     """
     budget_mb = default_compile_memory_mb() if memory_mb is None else memory_mb
     with _slots:
@@ -317,6 +318,8 @@ def run_tool(args: list[str], timeout_s: float, cwd: str | Path | None = None,
 
 #: seconds between two looks at a tool run's cancel signal
 CANCEL_POLL_S = 0.2
+#: the signal a cancelled run ends by (the exit status of one cancelled before it started, too)
+_SIGKILL = int(getattr(signal, "SIGKILL", 9))
 
 
 def _run_in_slot(args: list[str], timeout_s: float, cwd: str | Path | None, env: dict[str, str] | None,
@@ -341,6 +344,8 @@ def _run_in_slot(args: list[str], timeout_s: float, cwd: str | Path | None, env:
             limit = min(limit, hard)
         command = _limited(args, limit)
     _check_stop()
+    if cancel is not None and cancel.is_set():  # cancelled while it waited for a slot: not started at all
+        return ToolRun(-_SIGKILL, "", "", timed_out=False, memory_mb=memory_mb, budget_mb=budget_mb)
     try:
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 stdin=subprocess.DEVNULL, cwd=cwd, env=env, text=True, errors="replace",

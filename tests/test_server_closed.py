@@ -131,3 +131,13 @@ def test_a_cancelled_tool_run_is_killed(tmp_path: Path) -> None:
     threading.Timer(0.3, cancel.set).start()
     run = run_tool(["/bin/sh", "-c", "sleep 60"], 120, cancel=cancel)
     assert run.returncode < 0 and run.transient and not run.timed_out
+
+
+def test_a_tool_run_cancelled_before_it_starts_is_not_started(tmp_path: Path) -> None:
+    """A ptxas whose analysis was cancelled while it waited for a compile slot is never started (it would take
+    the slot from a live analysis until the next look at the signal), and ends as a killed run."""
+    cancel = threading.Event()
+    cancel.set()
+    marker = tmp_path / "started"
+    run = run_tool(["/bin/sh", "-c", f"touch {marker}"], 10, cancel=cancel)
+    assert not marker.exists() and run.returncode < 0 and run.transient and not run.timed_out
