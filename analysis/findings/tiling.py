@@ -67,20 +67,33 @@ class Reuse:
     first: int = 0  # the instruction index of its first load: the order the source reads the arrays in
 
 
-def _address(k: WarpFacts, a: AccessInfo) -> E.Value:
-    return E.evaluate(k.atoms, k.sym.addresses.get(a.index), k.base, {})
+@dataclass(frozen=True, slots=True)
+class _Load:
+    """A candidate load with what the checks read of it: its byte address (launch values substituted), the
+    byte coefficients of threadIdx.x, threadIdx.y and the loop iterations in it (`lane_coeffs`), and the array
+    it reads. Computed once per load and kernel: the neighbourhood search compares every load of a line with
+    every other, and evaluating the addresses there again made it quadratic in polynomial evaluations."""
+
+    a: AccessInfo
+    address: E.Value
+    co: dict[str, E.Value]
+    array: str
+
+
+def _load(k: WarpFacts, a: AccessInfo, params: list[str]) -> _Load:
+    address = E.evaluate(k.atoms, k.sym.addresses.get(a.index), k.base, {})
+    return _Load(a, address, lane_coeffs(k, a.index), _name(k, a, address, params))
 
 
 def _warps(block: tuple[int, int, int]) -> int:
     return ceil(block[0] * block[1] * block[2] / WARP)
 
 
-def _name(k: WarpFacts, a: AccessInfo, params: list[str]) -> str:
-    """The array a load reads: a declared array, else the kernel parameter its address is built on."""
+def _name(k: WarpFacts, a: AccessInfo, v: E.Value, params: list[str]) -> str:
+    """The array a load reads: a declared array, else the kernel parameter its address `v` is built on."""
     declared = next((cuda_symbol_name(n) for n in a.arrays), "")
     if declared:
         return declared
-    v = _address(k, a)
     # the base pointer is the parameter added once to the address (`coord[i * num + p]`: coord, not num)
     for m_, c in v or ():
         key = k.atoms.keys[m_[0]] if len(m_) == 1 and c == 1 else ("",)
@@ -96,9 +109,9 @@ def _candidate(a: AccessInfo, main_file: str | None) -> bool:
     return a.space == "global" and a.kind == "load" and a.known and a.line is not None and here
 
 
-def _invariant(k: WarpFacts, a: AccessInfo, block: tuple[int, int, int], params: list[str]) -> Reuse | None:
+def _invariant(k: WarpFacts, ld: _Load, block: tuple[int, int, int]) -> Reuse | None:
     """The reuse of a load in a loop whose address leaves out threadIdx.x or threadIdx.y (or both)."""
-    v = _address(k, a)
+    a, v = ld.a, ld.address
     if v is None or a.executions <= 1:
         return None
     deep = k.atoms.deep_atoms_of(v)
@@ -117,8 +130,7 @@ def _invariant(k: WarpFacts, a: AccessInfo, block: tuple[int, int, int], params:
         return None
     requests = a.executions * _warps(block)
     shape = "block" if len(free) == 2 else "row" if free == ["x"] else "column"
-    return Reuse(a.line or 0, a.column, _name(k, a, params), shape, readers, requests, requests / readers,
-                 first=a.index)
+    return Reuse(a.line or 0, a.column, ld.array, shape, readers, requests, requests / readers, first=a.index)
 
 
 def _offset(diff: E.Value, cx: int, cy: E.Value, block: tuple[int, int, int]) -> tuple[int, int] | None:
@@ -134,25 +146,25 @@ def _offset(diff: E.Value, cx: int, cy: E.Value, block: tuple[int, int, int]) ->
     return None
 
 
-def _points(k: WarpFacts, group: list[AccessInfo], base: AccessInfo, cx: int, cy: E.Value,
+def _points(group: list[_Load], base: _Load, cx: int, cy: E.Value,
             block: tuple[int, int, int]) -> set[tuple[int, int]]:
     """The (dx, dy) element offsets, in lane steps and rows from `base`'s first element, that one thread reads
     through the loads of `group` that are a constant distance from `base`: each load's own offset, and for a
     load in a loop that steps by m lane steps, the offsets of its iterations (as many as can land within a
     block's width)."""
-    b = _address(k, base)
-    co = lane_coeffs(k, base.index).get("x")
+    b = base.address
+    co = base.co.get("x")
     points: set[tuple[int, int]] = set()
-    for a in group:
-        v = _address(k, a)
-        if b is None or v is None or lane_coeffs(k, a.index).get("x") != co:
+    for ld in group:
+        v = ld.address
+        if b is None or v is None or ld.co.get("x") != co:
             continue
         off = _offset(E.sub(v, b), cx, cy, block)
         if off is None:
             continue
-        step = E.as_const(lane_coeffs(k, a.index).get("k"))
+        step = E.as_const(ld.co.get("k"))
         m = step // cx if step and step % cx == 0 else 0
-        reps = min(round(a.executions), ceil(block[0] / abs(m)) + 1) if m else 1
+        reps = min(round(ld.a.executions), ceil(block[0] / abs(m)) + 1) if m else 1
         points.update((off[0] + m * j, off[1]) for j in range(max(reps, 1)))
     return points
 
@@ -179,48 +191,48 @@ def _active_width(group: list[AccessInfo], block: tuple[int, int, int]) -> int:
     return max(1, min(block[0], int(active)))
 
 
-def _windows(k: WarpFacts, loads: list[AccessInfo], block: tuple[int, int, int], params: list[str]) -> list[Reuse]:
+def _windows(loads: list[_Load], block: tuple[int, int, int]) -> list[Reuse]:
     """The neighbourhoods: loads of one line and array whose addresses are lane-step multiples apart, or that
     step through a loop by a lane-step multiple; each element is read by as many threads of a block as one
     thread reads offsets within a block's width of each other."""
-    groups: dict[tuple[int, str], list[AccessInfo]] = {}
-    for a in loads:
-        groups.setdefault((a.line or 0, _name(k, a, params)), []).append(a)
+    groups: dict[tuple[int, str], list[_Load]] = {}
+    for ld in loads:
+        groups.setdefault((ld.a.line or 0, ld.array), []).append(ld)
     out = []
     for (line, array), group in groups.items():
-        co = lane_coeffs(k, group[0].index)
+        co = group[0].co
+        first = group[0].a
         cx = E.as_const(co.get("x"))
-        if cx is None or cx != group[0].width_bytes:
+        if cx is None or cx != first.width_bytes:
             continue
         best: set[tuple[int, int]] = set()
-        reach = _active_width(group, block)
+        reach = _active_width([ld.a for ld in group], block)
         for base in group:
-            shared = _densest(_points(k, group, base, cx, co.get("y"), block), reach)
+            shared = _densest(_points(group, base, cx, co.get("y"), block), reach)
             if len(shared) > len(best):
                 best = shared
         if len(best) < MIN_READERS:
             continue
         width = max(dx for dx, _ in best) - min(dx for dx, _ in best) + 1
         rows = max(dy for _, dy in best) - min(dy for _, dy in best) + 1
-        requests = sum(a.executions for a in group) * _warps(block)
+        requests = sum(ld.a.executions for ld in group) * _warps(block)
         footprint_rows = (block[1] + rows - 1) * block[2]
-        tiled = ceil((block[0] + width - 1) * group[0].width_bytes / REQUEST_BYTES) * footprint_rows
-        out.append(Reuse(line, group[0].column, array, "window", len(best), requests, float(min(tiled, requests)),
-                         loads=len(group), window=(width, rows), first=group[0].index))
+        tiled = ceil((block[0] + width - 1) * first.width_bytes / REQUEST_BYTES) * footprint_rows
+        out.append(Reuse(line, first.column, array, "window", len(best), requests, float(min(tiled, requests)),
+                         loads=len(group), window=(width, rows), first=first.index))
     return out
 
 
-def reuses(k: WarpFacts, loads: list[AccessInfo], block: tuple[int, int, int], params: list[str]) -> list[Reuse]:
+def reuses(k: WarpFacts, loads: list[_Load], block: tuple[int, int, int]) -> list[Reuse]:
     """Every reuse of the kernel's global loads, merged per line and array (several unrolled copies of one
     source load are one reuse)."""
     found: dict[tuple[int, str], Reuse] = {}
     windowed: set[int] = set()
-    for r in _windows(k, [a for a in loads if E.as_const(lane_coeffs(k, a.index).get("x")) is not None], block,
-                      params):
+    for r in _windows([ld for ld in loads if E.as_const(ld.co.get("x")) is not None], block):
         found[(r.line, r.array)] = r
         windowed.add(r.line)
-    for a in loads:
-        r = _invariant(k, a, block, params)
+    for ld in loads:
+        r = _invariant(k, ld, block)
         if r is None or (r.line, r.array) in found and found[(r.line, r.array)].shape == "window":
             continue
         key = (r.line, r.array)
@@ -313,10 +325,10 @@ def shared_tiling(ctx: KernelContext) -> list[Finding]:
     k = memory.facts
     block = k.block
     assert block is not None
-    loads = [a for a in memory.accesses if _candidate(a, ctx.main_file)]
     params = kernel_param_names(ctx.cuda_source, ctx.function.name)
+    loads = [_load(k, a, params) for a in memory.accesses if _candidate(a, ctx.main_file)]
     by_line: dict[int, list[Reuse]] = {}
-    for r in reuses(k, loads, block, params):
+    for r in reuses(k, loads, block):
         by_line.setdefault(r.line, []).append(r)
     facts = scanned(ctx.cuda_source)
     text = source_lines(ctx.cuda_source) if ctx.cuda_source else ()
