@@ -85,7 +85,7 @@ class _Parser:
         #: of `kept`, the functions copied from an earlier one that had only moved in the source
         self.moved: list[tuple[str, Function]] = []
         if reuse is not None:
-            self.take_reused(reuse, text, path)
+            self.take_reused(reuse, path)
         skip = {s.first: (s.last, s.key) for s in self.spans.values() if s.key in self.kept}
         self.toks: list[Token] = tokenize(text, skip, instructions=True)
         self.i = 0
@@ -102,18 +102,16 @@ class _Parser:
         self.shared: dict[str, Operand] = {}
         self.guards: dict[str, Guard] = {}
 
-    def take_reused(self, reuse: FunctionReuse, text: str, path: str | None) -> None:
+    def take_reused(self, reuse: FunctionReuse, path: str | None) -> None:
         """The functions whose text was parsed before (`kept`), and those whose text differs from an earlier one
         only by the source lines of its `.loc` directives, copied with their lines moved (`moved`)."""
-        names: dict[str, str] | None = None
         for span in self.spans.values():
             fn = reuse.get(span.key)
             if fn is None:
                 found = self.moved_key(span, path)
                 earlier = reuse.get_moved(found[0]) if found is not None else None
                 if found is not None and earlier is not None:
-                    names = _file_names(text) if names is None else names
-                    deltas = _deltas_by_name(earlier[1], found[1], names)
+                    deltas = _deltas_by_name(earlier[1], found[1], earlier[2])
                     if deltas is not None:
                         fn = moved_function(earlier[0], deltas)
                         self.moved.append((span.key, fn))
@@ -846,46 +844,33 @@ def parse_ptx(text: str, path: str | None = None, reuse: FunctionReuse | None = 
     _resolve_locs(module, list(parser.kept.values()))
     module.source_path = path
     if reuse is not None:
-        _keep(reuse, parser, path)
+        _keep(reuse, parser, path, module.files)
     return module
 
 
-def _keep(reuse: FunctionReuse, parser: _Parser, path: str | None) -> None:
-    """Store the functions parsed or moved now, by key and by moved key, for the next parse."""
+def _keep(reuse: FunctionReuse, parser: _Parser, path: str | None, files: dict[int, str]) -> None:
+    """Store the functions parsed or moved now, by key and by moved key (with the module's `.file` table, which
+    names their locations' files), for the next parse."""
     firsts = {span.key: span for span in parser.spans.values()}
     for key, fn in [*parser.fresh, *parser.moved]:
         reuse.put(key, fn)
         found = parser.moved_key(firsts[key], path)
         if found is not None:
-            reuse.put_moved(found[0], fn, found[1])
+            reuse.put_moved(found[0], fn, found[1], files)
     reuse.reused += len(parser.kept)
     reuse.parsed += len(parser.fresh)
     reuse.moved += len(parser.moved)
 
 
-_FILE_LINE_RE = re.compile(r'^[ \t]*\.file[ \t]+([0-9]\w*)[ \t]+("(?:[^"\\\n]|\\.)*")', re.MULTILINE)
-
-
-def _file_names(text: str) -> dict[str, str]:
-    """The `.file` table: index (as a `SourceLoc` holds it before its name is known) -> file name, read as the
-    parser reads `.file` directives."""
-    names = {}
-    for m in _FILE_LINE_RE.finditer(text):
-        try:
-            names[str(_int_value(m.group(1)))] = _unquote(m.group(2))
-        except ValueError:
-            continue
-    return names
-
-
-def _deltas_by_name(old: dict[str, int], new: dict[str, int], names: dict[str, str]) -> dict[str, int] | None:
-    """How far each file's lines moved, by the file name a resolved `SourceLoc` holds; None when two indices
-    name one file and moved apart (never in nvcc's output), or the files differ."""
+def _deltas_by_name(old: dict[str, int], new: dict[str, int], files: dict[int, str]) -> dict[str, int] | None:
+    """How far each file's lines moved, by the file name a resolved `SourceLoc` holds (`_named`, through the
+    earlier parse's `.file` table: the moved key holds the table's text, so it is this text's too); None when
+    two indices name one file and moved apart (never in nvcc's output), or the files differ."""
     if old.keys() != new.keys():
         return None
     deltas: dict[str, int] = {}
     for index, line in new.items():
-        name = names.get(index, index)
+        name = files.get(int(index), index)
         delta = line - old[index]
         if deltas.setdefault(name, delta) != delta:
             return None

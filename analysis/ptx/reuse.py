@@ -35,6 +35,10 @@ _START_RE = re.compile(r"^[ \t]*(?:\.(?:visible|weak|extern)[ \t]+)*\.(?:entry|f
 _FILE_RE = re.compile(r"^[ \t]*\.file\b[^\n]*", re.MULTILINE)
 
 
+#: a function, the first line of each file index in it, and its module's `.file` table
+MovedEntry = tuple[Function, dict[str, int], dict[int, str]]
+
+
 class FunctionReuse(BoundedLru[str, Function]):
     """A bounded LRU of parsed functions by their key (see the module docstring); thread-safe. The parser counts
     the functions it took from here (`reused`) and those it parsed anew (`parsed`)."""
@@ -45,15 +49,16 @@ class FunctionReuse(BoundedLru[str, Function]):
         self.parsed = 0
         #: of the reused functions, those that had only moved in the source (copied with moved lines)
         self.moved = 0
-        #: by moved key, the latest function parsed or moved with it and its files' first lines
-        self._by_moved_key: BoundedLru[str, tuple[Function, dict[str, int]]] = BoundedLru(max_functions)
+        #: by moved key, the latest function parsed or moved with it, its files' first lines and `.file` table
+        self._by_moved_key: BoundedLru[str, MovedEntry] = BoundedLru(max_functions)
 
-    def get_moved(self, key: str) -> tuple[Function, dict[str, int]] | None:
-        """The function last seen with this moved key, and the first line of each file index in it."""
+    def get_moved(self, key: str) -> MovedEntry | None:
+        """The function last seen with this moved key, the first line of each file index in it, and the
+        module's `.file` table (index -> name), which is the table of every text with this moved key."""
         return self._by_moved_key.get(key)
 
-    def put_moved(self, key: str, fn: Function, bases: dict[str, int]) -> None:
-        self._by_moved_key.put(key, (fn, bases))
+    def put_moved(self, key: str, fn: Function, bases: dict[str, int], files: dict[int, str]) -> None:
+        self._by_moved_key.put(key, (fn, bases, files))
 
 
 @dataclass(frozen=True)
