@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from math import ceil
-from pathlib import Path
 
 from kerncast.analysis.context import KernelContext, add_findings
 from kerncast.analysis.dataflow import expr as E
@@ -62,7 +61,6 @@ class Reuse:
     readers: int
     requests: float
     tiled_requests: float
-    loads: int = 1
     window: tuple[int, int] = (1, 1)  # for a window: its width along x and its rows along y
     first: int = 0  # the instruction index of its first load: the order the source reads the arrays in
 
@@ -103,10 +101,10 @@ def _name(k: WarpFacts, a: AccessInfo, v: E.Value, params: list[str]) -> str:
     return "the array"
 
 
-def _candidate(a: AccessInfo, main_file: str | None) -> bool:
-    """A global load of the analysed file whose lanes' addresses are known."""
-    here = a.file is None or main_file is None or Path(a.file) == Path(main_file)
-    return a.space == "global" and a.kind == "load" and a.known and a.line is not None and here
+def _candidate(a: AccessInfo) -> bool:
+    """A global load of the analysed file whose lanes' addresses are known (the memory analysis gives a line
+    only to an access of the analysed file, `loc_in_file`)."""
+    return a.space == "global" and a.kind == "load" and a.known and a.line is not None
 
 
 def _invariant(k: WarpFacts, ld: _Load, block: tuple[int, int, int]) -> Reuse | None:
@@ -219,7 +217,7 @@ def _windows(loads: list[_Load], block: tuple[int, int, int]) -> list[Reuse]:
         footprint_rows = (block[1] + rows - 1) * block[2]
         tiled = ceil((block[0] + width - 1) * first.width_bytes / REQUEST_BYTES) * footprint_rows
         out.append(Reuse(line, first.column, array, "window", len(best), requests, float(min(tiled, requests)),
-                         loads=len(group), window=(width, rows), first=first.index))
+                         window=(width, rows), first=first.index))
     return out
 
 
@@ -227,10 +225,8 @@ def reuses(k: WarpFacts, loads: list[_Load], block: tuple[int, int, int]) -> lis
     """Every reuse of the kernel's global loads, merged per line and array (several unrolled copies of one
     source load are one reuse)."""
     found: dict[tuple[int, str], Reuse] = {}
-    windowed: set[int] = set()
     for r in _windows([ld for ld in loads if E.as_const(ld.co.get("x")) is not None], block):
         found[(r.line, r.array)] = r
-        windowed.add(r.line)
     for ld in loads:
         r = _invariant(k, ld, block)
         if r is None or (r.line, r.array) in found and found[(r.line, r.array)].shape == "window":
@@ -240,7 +236,6 @@ def reuses(k: WarpFacts, loads: list[_Load], block: tuple[int, int, int]) -> lis
             found[key].first = min(found[key].first, r.first)
             found[key].requests += r.requests
             found[key].tiled_requests += r.tiled_requests
-            found[key].loads += 1
         else:
             found[key] = r
     return sorted(found.values(), key=lambda r: (r.line, r.column, r.first))
@@ -297,7 +292,7 @@ def tile_snippet(facts: SourceFacts, line: int, found: list[Reuse]) -> Fix:
                rule(Code.SHARED_TILING).fix(kind).applicability)
 
 
-def _fix(ctx: KernelContext, facts: SourceFacts | None, line: int, found: list[Reuse],
+def _fix(facts: SourceFacts | None, line: int, found: list[Reuse],
          block: tuple[int, int, int]) -> Fix | None:
     """The rewrite of the kernel where its body has a canonical shape, else the snippet."""
     if facts is None:
@@ -326,7 +321,7 @@ def shared_tiling(ctx: KernelContext) -> list[Finding]:
     block = k.block
     assert block is not None
     params = kernel_param_names(ctx.cuda_source, ctx.function.name)
-    loads = [_load(k, a, params) for a in memory.accesses if _candidate(a, ctx.main_file)]
+    loads = [_load(k, a, params) for a in memory.accesses if _candidate(a)]
     by_line: dict[int, list[Reuse]] = {}
     for r in reuses(k, loads, block):
         by_line.setdefault(r.line, []).append(r)
@@ -335,7 +330,7 @@ def shared_tiling(ctx: KernelContext) -> list[Finding]:
     out = []
     for line, found in by_line.items():
         found.sort(key=lambda r: _source_order(text, line, r.array))
-        out.append(_finding(ctx, line, found, _fix(ctx, facts, line, found, block)))
+        out.append(_finding(ctx, line, found, _fix(facts, line, found, block)))
     return out
 
 
