@@ -152,8 +152,10 @@ def analyze_file(path: str | os.PathLike[str], text: str | bytes | None = None,
 
     With a `cache` (a long-lived caller's), kernels whose key is unchanged are taken from it and only the
     others are analysed (and sent to ptxas); see `kernel_cache`. With `cancel`, the analysis raises
-    AnalysisCancelled soon after the signal is set (`check_cancel`), and the ptxas it runs is killed.
+    AnalysisCancelled soon after the signal is set (`check_cancel`; at once when it is set already: the compile
+    is not started), and the ptxas it runs is killed.
     """
+    check_cancel(cancel)
     options = options or AnalysisOptions()
     p = Path(path)
     report = FileReport(file=str(p), gpu=options.gpu, arch=options.arch)

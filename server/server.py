@@ -526,8 +526,6 @@ def _analyse_blocking(path: str, text: str, settings: config.Settings, cache: Ke
                       closed: threading.Event | None = None) -> FileReport | None:
     """The analysis, off the event loop in an executor job; None when the document was closed: at once when
     that happened while the job waited for a worker, else within one kernel's work (`AnalysisCancelled`)."""
-    if closed is not None and closed.is_set():
-        return None
     try:
         return analyze_file(path, text=text, options=settings.options, cache=cache, cancel=closed)
     except AnalysisCancelled:

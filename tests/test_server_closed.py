@@ -34,12 +34,15 @@ def ptx() -> str:
     return result.ptx
 
 
-def test_an_analysis_whose_document_was_closed_while_it_waited_does_not_start(ptx: str) -> None:
+def test_an_analysis_whose_document_was_closed_while_it_waited_does_not_start(ptx: str, monkeypatch) -> None:
     closed = threading.Event()
     report = _analyse_blocking("/tmp/waiting.ptx", ptx, config.Settings(), None, closed)
     assert report is not None and report.kernels  # open: analysed
     closed.set()
+    read: list[str] = []
+    monkeypatch.setattr(pipeline, "read_input", lambda path, *rest: read.append(str(path)))
     assert _analyse_blocking("/tmp/waiting.ptx", ptx, config.Settings(), None, closed) is None
+    assert read == []  # not even the input was read
 
 
 def _renamed_entries(ptx: str, suffix: str) -> str:
