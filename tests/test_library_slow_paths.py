@@ -15,9 +15,12 @@ from kerncast.analysis.cfg import build_cfg
 from kerncast.analysis.compile import CompileOptions, compile_cuda
 from kerncast.analysis.isa import classify
 from kerncast.analysis.launch import LaunchOverrides
+from kerncast.analysis.loops import find_loops
 from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.ptx.parser import parse_ptx
+from kerncast.analysis.timing.estimate import kernel_graphs
+from kerncast.analysis.timing.trace_paths import LoopRun, build_trace
 
 SFU = Path(__file__).resolve().parent.parent / "benchmarks" / "data" / "coverage" / "sfu.cu"
 
@@ -61,3 +64,21 @@ def test_the_time_model_states_what_it_left_out(nvcc_available):
     slow, fast = kernels["sinPrecise"], kernels["sinFast"]
     assert any("105615" in a and "assumed not to run" in a for a in slow.time.assumptions)
     assert not any("105615" in a for a in fast.time.assumptions)
+
+
+def _blocks(items) -> set[int]:
+    """The basic blocks a trace walks, loops' bodies included."""
+    out: set[int] = set()
+    for it in items:
+        out |= _blocks(it.body) if isinstance(it, LoopRun) else {it}
+    return out
+
+
+def test_the_trace_model_walks_no_block_of_the_slow_path(functions):
+    """The trace walks both sides of a branch it cannot decide; the slow path's side it must leave out, as the
+    dependence graphs it simulates leave it out (a walked block without one stopped the trace model)."""
+    cfg = build_cfg(_named(functions, "sinPrecise"))
+    loops = find_loops(cfg)
+    walked = _blocks(build_trace(cfg, loops, {lp.header: 4.0 for lp in loops.loops}, {}).items)
+    assert cfg.cold and walked and not walked & cfg.cold
+    assert walked <= set(kernel_graphs(cfg).dags)

@@ -81,7 +81,7 @@ def vector_shared_loads(cfg: Cfg, symbolic: SymbolicResult, resolver: BranchReso
     atoms = symbolic.atoms
     out: list[VectorLoad] = []
     for blk in cfg.blocks:
-        if blk.id in cfg.unreachable:
+        if cfg.never_runs(blk.id):
             continue
         groups: dict[tuple, dict[int, int]] = {}  # address less its constant -> constant -> instruction
         epoch = 0  # a shared store starts a new epoch: loads do not merge across it
@@ -180,7 +180,7 @@ def _ops(cfg: Cfg, profile: Any, graphs: KernelGraphs, replays: Mapping[int, flo
     warp = profile.warp_size
     latency = native_latencies(profile)
     latency["global"] = latency["memory"] = global_latency
-    classes = {i: graphs.classes[i] for b in cfg.blocks if b.id not in cfg.unreachable for i in range(b.start, b.end)}
+    classes = {i: graphs.classes[i] for b in cfg.blocks if not cfg.never_runs(b.id) for i in range(b.start, b.end)}
     tensor = tensor_slots(body, classes, profile)
     leaders = {v.members[0]: v.wavefronts for v in vectors}
     followers = {m for v in vectors for m in v.members[1:]}

@@ -73,7 +73,7 @@ class BranchResolver:
         self._lane = atoms.atom(("sym", "laneid"), True)
         control = {b for lp in loops.loops for b, _ in lp.exits} | {b for lp in loops.loops for b in lp.latches}
         # a loop's exit and back-edge branches are the trip count's business, not the walk's
-        self.branches = [last.index for b in cfg.blocks if b.id not in cfg.unreachable and len(b.succs) == 2
+        self.branches = [last.index for b in cfg.blocks if not cfg.never_runs(b.id) and len(b.succs) == 2
                          and b.id not in control
                          and (last := fn.body[b.end - 1]).opcode == "bra" and last.guard is not None]
 
@@ -139,7 +139,9 @@ class BranchResolver:
 
 def build_trace(cfg: Cfg, loops: LoopForest, trips: Mapping[int, float], decisions: Mapping[int, str]) -> WarpTrace:
     """The warp's trace: the CFG walked in reverse post-order region by region (the function, then each loop
-    body), a block kept when an edge the warp takes reaches it; a loop becomes one `LoopRun`."""
+    body), a block kept when an edge the warp takes reaches it and the time models count it at all (not
+    `Cfg.never_runs`: the dependence graphs the simulation issues from hold no such block); a loop becomes
+    one `LoopRun`."""
     children: dict[int | None, list[int]] = {}
     for lp in loops.loops:
         children.setdefault(lp.parent, []).append(lp.id)
@@ -154,7 +156,7 @@ def build_trace(cfg: Cfg, loops: LoopForest, trips: Mapping[int, float], decisio
         consumed: set[int] = set()
         items: list[Item] = []
         for b in sorted(inside, key=lambda x: order.get(x, len(order))):
-            if b in consumed or b not in reached or b in cfg.unreachable:
+            if b in consumed or b not in reached or cfg.never_runs(b):
                 continue
             child = kids.get(b)  # a loop region's own header is never a child's (loops.py merges them)
             if child is not None:
