@@ -509,13 +509,19 @@ class _Kernel:
                 return out
         return {}
 
-    def iteration_assignments(self, block: int) -> list[dict[int, Value]]:
-        """Substitutions for the enumerated iterations of the geometric loops around `block` (≥ one entry), each
-        with the values the loops finished before `block` left behind (`_exit_of`)."""
+    def after_loops(self, block: int) -> dict[int, Value]:
+        """The values the loops finished before `block` left behind (`_after` of the loops' exit values),
+        worked out once per block: the iteration substitutions and the published addresses both read them."""
         after = self._after_cache.get(block)
         if after is None:
             self._loop_exits()
             after = self._after_cache[block] = self._after({block})
+        return after
+
+    def iteration_assignments(self, block: int) -> list[dict[int, Value]]:
+        """Substitutions for the enumerated iterations of the geometric loops around `block` (≥ one entry), each
+        with the values the loops finished before `block` left behind (`_exit_of`)."""
+        after = self.after_loops(block)
         per_loop: list[list[dict[int, Value]]] = []
         for lp in self.loops.enclosing(block):
             geos = self._geo_of(lp.id)
@@ -1199,15 +1205,11 @@ def _read_at_first_warps(k: _Kernel, result: MemoryAnalysis, cuda_source: str | 
 def _publish_addresses(k: _Kernel, result: MemoryAnalysis) -> None:
     """Hand the global accesses' symbolic addresses to the time model (its distinct-bytes footprint). A
     `wmma` tile's address is only its first element, not the bytes it spans: its requests count in full."""
-    k._loop_exits()
     for a in result.accesses:
         if a.space == "global" and a.index in k.sym.addresses and k.fn.body[a.index].opcode != "wmma":
             # the values that loops finished before the access left behind are numbers too (the index where
             # an unrolled loop's remainder starts): the address stays affine in what still varies
-            block = k.cfg.block_of[a.index]
-            after = k._after_cache.get(block)
-            if after is None:
-                after = k._after_cache[block] = k._after({block})
+            after = k.after_loops(k.cfg.block_of[a.index])
             result.addresses[a.index] = E.evaluate(k.atoms, k.sym.addresses[a.index], {**k.base, **after}, {})
     result.atoms = k.atoms
     result.iteration_atoms = {lp.header: k.sym.iteration_atom[lp.id] for lp in k.loops.loops
