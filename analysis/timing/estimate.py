@@ -356,7 +356,6 @@ def global_traffic(memory: RequestCounts | None, cfg: Cfg, block: tuple[int, int
             moved = requested_sectors(a, sector) * sector * a.executions * warps
             if fp.covered is not None and a.index in fp.covered:
                 covered += moved
-                fp.requested[a.index] = fp.requested.get(a.index, 0.0) + moved
             else:
                 uncovered += moved
     return fp, (covered, uncovered), unit_replays(memory, cfg, profile)

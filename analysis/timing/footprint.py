@@ -22,7 +22,7 @@ written bytes reach DRAM during the kernel only when they are evicted.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from math import gcd, prod
 from typing import Any
 
@@ -48,11 +48,6 @@ class Footprint:
     camping: float = 1.0  # DRAM time multiplier from partition camping (`partitions.py`)
     complete: bool = True
     covered: set[int] | None = None  # instruction indices whose footprint is in the totals
-    #: per group of loads that address one lattice (one array, the same varying terms): the distinct bytes
-    #: they read over the launch and their instruction indices, for the share of their requests DRAM serves
-    read_groups: list[tuple[float, tuple[int, ...]]] = field(default_factory=list)
-    #: instruction index -> bytes its requests move over the launch with no reuse (`estimate.global_traffic`)
-    requested: dict[int, float] = field(default_factory=dict)
 
 
 #: integer operations on a varying index that the footprint reads as a new index of known extent: a quotient
@@ -351,7 +346,6 @@ def footprint(memory: MemoryAnalysis, block: tuple[int, int, int], grid: tuple[i
     wave_grid = wave_extent(grid, wave_blocks)
     launch: dict[Any, list[Lattice]] = {}
     wave: dict[Any, list[Lattice]] = {}
-    loads: dict[Any, list[int]] = {}
     for a in memory.accesses:
         if a.space != "global" or a.executions <= 0.0:
             continue  # an access no thread of the launch runs touches nothing
@@ -368,10 +362,6 @@ def footprint(memory: MemoryAnalysis, block: tuple[int, int, int], grid: tuple[i
         launch.setdefault((base, terms), []).append(Lattice(offset, terms, a.width_bytes, written))
         wave.setdefault((base, terms), []).append(Lattice(offset, tuple(sorted(ext_w)), a.width_bytes, written))
         out.covered.add(a.index)  # type: ignore[union-attr]
-        if a.kind == "load":
-            loads.setdefault((base, terms), []).append(a.index)
-    out.read_groups = [(union_bytes([x for x in launch[key] if not x.written], sector), tuple(indices))
-                       for key, indices in loads.items()]
     out.distinct = _merged(launch, sector)
     out.written = _merged(launch, sector, keep="written")
     out.total = _merged(launch, sector, keep="read") + out.written
