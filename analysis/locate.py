@@ -9,6 +9,7 @@ may have moved in a later text.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from kerncast.analysis.edits import launch_annotation_edit
@@ -48,7 +49,7 @@ def kernel_places(report: FileReport, lines: Sequence[str], text: str | None = N
         lines = places.lines
         # PTX has no C++ definition or launch to find: its kernels are named on their `.entry` lines
         facts = None if report.file.lower().endswith(".ptx") else scanned(_scanned_text(lines, text))
-        entries = None if facts is not None else [(n, text) for n, text in enumerate(lines, 1) if ".entry" in text]
+        entries = None if facts is not None else _entry_names(lines)
         kernels = {}
         for k in report.kernels:
             place = _kernel_place(lines, facts, entries, k)
@@ -82,7 +83,7 @@ def kernel_definition(facts: SourceFacts, k: KernelReport) -> KernelDefinition |
     return next((d for d in named if d.is_definition), named[0] if named else None)
 
 
-def _kernel_place(lines: Sequence[str], facts: SourceFacts | None, entries: list[tuple[int, str]] | None,
+def _kernel_place(lines: Sequence[str], facts: SourceFacts | None, entries: dict[str, Span] | None,
                   k: KernelReport) -> KernelPlace | None:
     kdef = kernel_definition(facts, k) if facts is not None else None
     if facts is not None and kdef is not None:
@@ -97,21 +98,34 @@ def _kernel_place(lines: Sequence[str], facts: SourceFacts | None, entries: list
         grid, block = annotation_dims(k.launch)
         return KernelPlace(name, signature_end,
                            launch_annotation_edit(facts, split_kernel_name(k.name)[0], grid, block))
-    name_span = _entry_name(entries or [], k) or _reported_line(lines, k)
+    name_span = _entry_name(entries or {}, k) or _reported_line(lines, k)
     if name_span is None:
         return None
     text = lines[name_span.line - 1]
     return KernelPlace(name_span, (name_span.line, len(text.rstrip()) + 1))
 
 
-def _entry_name(entries: list[tuple[int, str]], k: KernelReport) -> Span | None:
-    """The kernel's name on a PTX `.entry` line."""
-    names = [n for n in (k.mangled, split_kernel_name(k.name or "")[0]) if n]
-    for line, text in entries:
-        for n in names:
-            at = _word_in_line(text, n)
-            if at >= 0:
-                return Span(line, at + 1, line, at + 1 + len(n))
+#: a PTX kernel's name on its `.entry` line
+_ENTRY_NAME_RE = re.compile(r"\.entry\s+([A-Za-z_$%][\w$]*)")
+
+
+def _entry_names(lines: Sequence[str]) -> dict[str, Span]:
+    """Each PTX kernel's name on its `.entry` line (the first line that declares it), read in one pass: a file
+    of hundreds of kernels is looked up once per kernel, not searched line by line for each."""
+    out: dict[str, Span] = {}
+    for line, text in enumerate(lines, 1):
+        if ".entry" in text:
+            m = _ENTRY_NAME_RE.search(text)
+            if m is not None:
+                out.setdefault(m.group(1), Span(line, m.start(1) + 1, line, m.end(1) + 1))
+    return out
+
+
+def _entry_name(entries: dict[str, Span], k: KernelReport) -> Span | None:
+    """The kernel's name on a PTX `.entry` line: its mangled name's, else its plain name's."""
+    for n in (k.mangled, split_kernel_name(k.name or "")[0]):
+        if n and n in entries:
+            return entries[n]
     return None
 
 
@@ -123,21 +137,6 @@ def _reported_line(lines: Sequence[str], k: KernelReport) -> Span | None:
     line = min(reported, len(lines))
     text = lines[line - 1]
     return Span(line, len(text) - len(text.lstrip()) + 1, line, len(text.rstrip()) + 1)
-
-
-def _word_in_line(text: str, name: str) -> int:
-    """0-based column of `name` as a whole word in a line of text (-1 if absent)."""
-    start = 0
-    while name:
-        at = text.find(name, start)
-        if at < 0:
-            return -1
-        before = text[at - 1] if at > 0 else " "
-        after = text[at + len(name)] if at + len(name) < len(text) else " "
-        if not (before.isalnum() or before in "_$") and not (after.isalnum() or after in "_$"):
-            return at
-        start = at + 1
-    return -1
 
 
 def annotation_dims(launch: Launch | None) -> tuple[str, str]:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from kerncast.analysis import source_model
 from kerncast.analysis.kernel_cache import KernelCache
+from kerncast.analysis.locate import kernel_places
 from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.server.positions import split_lines
@@ -40,3 +41,33 @@ def test_a_published_result_gets_its_places_and_its_change_since_the_last_save(n
     assert after.places is not None and after.places.lines is result.lines
     assert set(after.places.kernels) == {k.mangled for k in after.kernels}
     assert ls.last_saves._docs[uri].changes is not None  # compared now, not at the next lens request
+
+
+#: two kernels, the first's name a prefix of the second's
+TWO_ENTRIES = """.version 7.8
+.target sm_75
+.address_size 64
+
+.visible .entry scale(
+    .param .u64 scale_plus_param_0
+)
+{
+    ret;
+}
+
+.visible .entry scale_plus(
+    .param .u64 scale_plus_param_0
+)
+{
+    ret;
+}
+"""
+
+
+def test_ptx_kernels_are_placed_on_their_entry_names(tmp_path: Path) -> None:
+    """A `.ptx` document's lenses sit on each kernel's name on its own `.entry` line."""
+    report = analyze_file(tmp_path / "two.ptx", text=TWO_ENTRIES, options=AnalysisOptions(lime=False))
+    assert [k.mangled for k in report.kernels] == ["scale", "scale_plus"], report.findings
+    places = kernel_places(report, split_lines(TWO_ENTRIES), TWO_ENTRIES).kernels
+    assert {name: (p.name.line, p.name.column, p.name.end_column) for name, p in places.items()} == {
+        "scale": (5, 17, 22), "scale_plus": (12, 17, 27)}
