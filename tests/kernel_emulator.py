@@ -82,7 +82,7 @@ def to_python(names: Sequence[str], body: Sequence[str], consts: dict[str, int])
         s = _expr(s, consts)
         if (m := re.fullmatch(r"__shared__ \w+ (\w+)((?:\[[^\]]+\])+)", s)):
             dims = [eval(d) for d in re.findall(r"\[([^\]]+)\]", m.group(2))]  # noqa: S307 - folded constants
-            init = "0.0"
+            init = "None"  # unwritten: reading one fails the run (CUDA leaves shared memory undefined)
             for d in reversed(dims):
                 init = f"[{init} for _ in range({d})]" if init.startswith("[") else f"[{init}] * {d}"
             s = f"{m.group(1)} = shared.setdefault({m.group(1)!r}, {init})"
