@@ -19,8 +19,8 @@ Kerncast's abstract SM:
 * a warp retires once it has issued its last instruction and its loaded registers are written; a store
   writes no register and holds no slot (stores are posted: the SM hands the data to the memory system and
   goes on), so a store's latency holds no block; the SM's work ends at its last retirement (`last_retire`;
-  `cycles` adds the drain of the stores still in flight) or when its busiest resource has served every
-  access (`busy`: posted stores go on holding the DRAM share after their warp retired);
+  the drain of the stores still in flight then is in the launch's completion) or when its busiest resource
+  has served every access (`busy`: posted stores go on holding the DRAM share after their warp retired);
 * a loop visit simulates at most `window` iterations; when the loop runs more, the warp measures the
   time of its iterations after the first (the steady state, with the other warps contending) and is then
   held for the remaining iterations at that pace, so the cost is O(window) whatever the trip count.
@@ -63,13 +63,11 @@ class _Mark:
 
 @dataclass(slots=True)
 class SimResult:
-    """The simulated cycles until the last access is performed, the instructions issued, loop iterations
-    fast-forwarded, each simulated block's retire time (the cycle its slot freed), in block order, and the
-    last warp's retirement (`cycles` less the drain of the stores still in flight then), and the cycles the
-    busiest resource (a unit, the issue slots or the DRAM share) was held in all: posted stores hold the DRAM
-    share after their warp retired, so the retirements alone can run ahead of the work they leave behind."""
+    """The instructions issued, loop iterations fast-forwarded, each simulated block's retire time (the cycle
+    its slot freed), in block order, the last warp's retirement, and the cycles the busiest resource (a unit,
+    the issue slots or the DRAM share) was held in all: posted stores hold the DRAM share after their warp
+    retired, so the retirements alone can run ahead of the work they leave behind."""
 
-    cycles: float
     issued: int
     extrapolated: float
     retired: list[float] = field(default_factory=list)
@@ -111,7 +109,6 @@ def simulate_round(traces: Sequence[tuple[int, Sequence[Item], int]], ops: Mappi
     mult = [float(k) for _, _, k in traces]
     regs: list[dict[str, float]] = [{} for _ in range(n)]
     mem_done = [0.0] * n
-    end = [0.0] * n
     marks: list[dict[int, float]] = [{} for _ in range(n)]
     current: list[int | None] = [None] * n
     unit_free: dict[str, float] = {}
@@ -152,7 +149,6 @@ def simulate_round(traces: Sequence[tuple[int, Sequence[Item], int]], ops: Mappi
             return
         current[w] = None
         retire[w] = max(t, max(regs[w].values(), default=0.0))
-        end[w] = max(retire[w], mem_done[w])
         b = block_of[w]
         finished[b] = finished.get(b, 0) + 1
         release(b)
@@ -216,5 +212,5 @@ def simulate_round(traces: Sequence[tuple[int, Sequence[Item], int]], ops: Mappi
             mem_done[w] = max(mem_done[w], done)
         issued += 1
         advance(w, start + max(1.0, k * issue_step))
-    return SimResult(max(end, default=0.0), issued, extrapolated, [retired[b] for b in sorted(retired)],
+    return SimResult(issued, extrapolated, [retired[b] for b in sorted(retired)],
                      max(retire, default=0.0), max(held.values(), default=0.0))
