@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kerncast.analysis.cfg import Cfg
+from kerncast.analysis.cfg import TRIG_REDUCTION_BOUND, Cfg
 from kerncast.analysis.deps import DepGraph, block_dependences
 from kerncast.analysis.isa import InstrClass, classify
 from kerncast.analysis.memory.analysis import MemoryAnalysis
@@ -268,8 +268,9 @@ def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per
                  "both sides of every branch")
     if cfg.cold:
         left = sum(cfg.blocks[b].size for b in cfg.cold)
-        notes.append(f"the math library's slow path for trig arguments of magnitude 105615 or more (Payne-Hanek "
-                     f"reduction, {left} instructions) is assumed not to run: typical arguments stay below it")
+        notes.append(f"the math library's slow path for trig arguments of magnitude {TRIG_REDUCTION_BOUND:g} or "
+                     f"more (Payne-Hanek reduction, {left} instructions) is assumed not to run: typical arguments "
+                     "stay below it")
     detail = {
         "d_kernel_cycles": d_kernel, "n_global_per_thread": first.global_count,
         "n_shared_per_thread": first.shared_count, "blocks_per_sm": plan.blocks_per_wave,
