@@ -13,13 +13,11 @@ one lane makes the atomic.
 from __future__ import annotations
 
 import re
-import tomllib
-from functools import cache
-from importlib import resources
 
 from kerncast.analysis.context import KernelContext, add_findings
 from kerncast.analysis.csyntax import matching_bracket, split_top
 from kerncast.analysis.finding import Finding, Fix, TextEdit, line_range, source_lines
+from kerncast.analysis.findings.kernel_rewrite import snippet_templates
 from kerncast.analysis.memory.analysis import AccessInfo
 from kerncast.analysis.rules import Code, FixKind, rule
 from kerncast.analysis.source_model import SourceFacts, scanned
@@ -35,10 +33,8 @@ _METRICS = {"global": "l1tex__t_set_conflicts_pipe_lsu_mem_global_op_atom.sum",
 _CONSTANT_RE = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)[fFuUlL]*$")
 
 
-@cache
 def _template() -> dict:
-    text = resources.files("kerncast.analysis").joinpath("data/snippets.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)[FixKind.WARP_AGGREGATION.value]
+    return snippet_templates()[FixKind.WARP_AGGREGATION.value]
 
 
 def atomic_call(facts: SourceFacts, line: int) -> tuple[str, str, str, str] | None:

@@ -11,13 +11,17 @@ Where that is not known the builder returns a snippet: comment lines to adapt, n
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 
-from kerncast.analysis.edits import insert_lines_above, line_indent, replace
+from kerncast.analysis.edits import insert_lines_above, replace
 from kerncast.analysis.finding import Fix
+from kerncast.analysis.findings.kernel_rewrite import (
+    element_type,
+    match_body,
+    replace_body,
+    snippet_templates,
+    taken_names,
+)
 from kerncast.analysis.rules import RULES, Code, FixKind, rule
 from kerncast.analysis.source_model import ArrayDeclaration, KernelDefinition, SourceFacts
 
@@ -147,16 +151,6 @@ _INDEXED_TRANSPOSE = re.compile(
     r"(?(brace)\} )\}$")
 
 
-def element_type(facts: SourceFacts, kdef: KernelDefinition, param: str) -> str | None:
-    """`float` for a parameter declared `const float *param` in the kernel's signature."""
-    toks = [t for t in facts.env.tokens if kdef.name_offset < t.offset < kdef.params_end_offset]
-    for i, t in enumerate(toks):
-        if t.text == param and i >= 2 and toks[i - 1].text == "*":
-            ids = [u.text for u in toks[:i - 1] if u.kind == "id" and u.text not in ("const", "__restrict__")]
-            return ids[-1] if ids else None
-    return None
-
-
 def tiled_transpose(facts: SourceFacts, kdef: KernelDefinition,
                     block: tuple[int, int, int] | None) -> Fix | None:
     """Rewrite a naive transpose body (`out[x * h + (y + j)] = in[(y + j) * w + x]` over a T x R block, or the
@@ -164,13 +158,9 @@ def tiled_transpose(facts: SourceFacts, kdef: KernelDefinition,
     in[index_in + j * w]`) as
     the tiled one: coalesced loads into a padded T x (T + 1) shared tile, `__syncthreads()`, coalesced
     stores of the transposed tile. Same element mapping, same block and grid; None for any other body."""
-    if kdef.body_start is None or kdef.body_end is None or kdef.file is not None:
+    g = match_body(facts, kdef, _NAIVE_TRANSPOSE, _INDEXED_TRANSPOSE)
+    if g is None or kdef.body_start is None:
         return None
-    body = " ".join(t.text for t in facts.env.tokens if kdef.body_start <= t.offset <= kdef.body_end)
-    m = _NAIVE_TRANSPOSE.match(body) or _INDEXED_TRANSPOSE.match(body)
-    if m is None:
-        return None
-    g = m.groupdict()
     tile_size = facts.env.fold(g["t"], kdef.body_start).as_int()
     rows = facts.env.fold(g["r"], kdef.body_start).as_int()
     if tile_size is None or rows is None or block is None or (block[0], block[1]) != (tile_size, rows):
@@ -178,10 +168,9 @@ def tiled_transpose(facts: SourceFacts, kdef: KernelDefinition,
     elem = element_type(facts, kdef, g["out"])
     if elem is None or elem != element_type(facts, kdef, g["inp"]):
         return None
-    used = {t.text for t in facts.env.tokens if kdef.name_offset <= t.offset <= kdef.body_end}
+    used = taken_names(facts, kdef)
     tile = next(n for n in ("tile", "transpose_tile", "kc_tile") if n not in used)
     x, y, j, t, r = g["x"], g["y"], g["j"], g["t"], g["r"]
-    ind = line_indent(facts, facts.position(kdef.body_start)[0] + 1) or "    "
     lines = [
         f"__shared__ {elem} {tile}[{t}][{t} + 1];  // one padding column: no bank conflicts",
         f"int {x} = blockIdx.x * {t} + threadIdx.x;",
@@ -194,27 +183,20 @@ def tiled_transpose(facts: SourceFacts, kdef: KernelDefinition,
         f"for (int {j} = 0; {j} < {t}; {j} += {r})",
         f"    {g['out']}[({y} + {j}) * {g['h']} + {x}] = {tile}[threadIdx.x][threadIdx.y + {j}];",
     ]
-    new_body = "{\n" + "".join(f"{ind}{s}\n" for s in lines) + "}"
     return _fix(Code.UNCOALESCED_GLOBAL, FixKind.TILED_TRANSPOSE,
                 f"rewrite {kdef.name} as a tiled transpose: coalesced loads into a padded shared tile, "
                 "__syncthreads(), coalesced stores of the transposed tile",
                 {"kernel": kdef.name, "tile": f"[{t}][{t} + 1]"},
-                [replace(facts, kdef.body_start, kdef.body_end + 1, new_body)])
+                [replace_body(facts, kdef, lines)])
 
 
 # ------------------------------------------------------------------------------------------ snippets
 
 
-@cache
-def _snippets() -> dict[str, dict]:
-    text = resources.files("kerncast.analysis").joinpath("data/snippets.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
-
-
 def _snippet(facts: SourceFacts, kind: FixKind, line: int, array: str | None) -> Fix:
     """The template of `kind` (data/snippets.toml) for `array`, as comment lines above the finding's line:
     a template to adapt, which declares nothing."""
-    template = _snippets()[kind.value]
+    template = snippet_templates()[kind.value]
     name = array or template["default_array"]
     text = [s.format(array=name) for s in template["text"]]
     code = next(r.code for r in RULES.values() if any(f.kind == kind for f in r.fixes))

@@ -21,10 +21,7 @@ reuse below `MIN_READERS` threads (which the L1 cache serves well enough).
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from math import ceil
 
 from kerncast.analysis.context import KernelContext, add_findings
@@ -32,6 +29,7 @@ from kerncast.analysis.dataflow import expr as E
 from kerncast.analysis.edits import insert_lines_above
 from kerncast.analysis.finding import Finding, Fix, line_range, source_lines
 from kerncast.analysis.findings import tiling_fixes as T
+from kerncast.analysis.findings.kernel_rewrite import snippet_templates
 from kerncast.analysis.findings.memory_access import lane_coeffs
 from kerncast.analysis.memory.analysis import AccessInfo, WarpFacts
 from kerncast.analysis.memory.render import cuda_symbol_name, kernel_param_names
@@ -271,10 +269,8 @@ def _finding(ctx: KernelContext, line: int, found: list[Reuse], fix: Fix | None)
                    kernel=ctx.report.name)
 
 
-@cache
 def _templates() -> dict:
-    text = resources.files("kerncast.analysis").joinpath("data/snippets.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)[FixKind.SHARED_TILE.value]
+    return snippet_templates()[FixKind.SHARED_TILE.value]
 
 
 def tile_snippet(facts: SourceFacts, line: int, found: list[Reuse]) -> Fix:

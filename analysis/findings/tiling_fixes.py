@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import re
 
-from kerncast.analysis.edits import line_indent, replace
 from kerncast.analysis.finding import Fix
-from kerncast.analysis.findings.memory_fixes import element_type
+from kerncast.analysis.findings.kernel_rewrite import element_type, match_body, replace_body, taken_names
 from kerncast.analysis.rules import Code, FixKind, rule
 from kerncast.analysis.source_model import KernelDefinition, SourceFacts
 
@@ -49,31 +48,17 @@ _NAIVE_STENCIL = re.compile(
     r"(?(brace)\} )(?P<out>\w+) \[ (?P=i) \] = (?P=sum) ; \} \}$")
 
 
-def _match(facts: SourceFacts, kdef: KernelDefinition, pattern: re.Pattern[str]) -> dict[str, str] | None:
-    """The named parts of the kernel's body (its tokens joined by single spaces) when the whole body matches
-    `pattern`; None for any other body, or a kernel defined in another file (its body is not edited here)."""
-    if kdef.body_start is None or kdef.body_end is None or kdef.file is not None:
-        return None
-    m = pattern.match(" ".join(t.text for t in facts.env.tokens if kdef.body_start <= t.offset <= kdef.body_end))
-    return m.groupdict() if m is not None else None
-
-
 def _fresh(facts: SourceFacts, kdef: KernelDefinition, *wanted: str) -> list[str]:
-    """Names for the new variables that neither the kernel uses nor a `#define` of the file names (`wanted`,
-    else with a `kc_` prefix): a macro `TILE` the kernel does not mention would still expand in the new body's
-    `const int TILE = ...` and break it."""
-    used = {t.text for t in facts.env.tokens if kdef.name_offset <= t.offset <= (kdef.body_end or 0)}
-    used.update(facts.env.macros)
+    """Names for the new variables (`wanted`, else with a `kc_` prefix) that no name of the kernel or macro of
+    the file takes."""
+    used = taken_names(facts, kdef)
     return [w if w not in used else f"kc_{w}" for w in wanted]
 
 
 def _rewrite(facts: SourceFacts, kdef: KernelDefinition, kind: FixKind, title: str, data: dict,
              lines: list[str]) -> Fix:
-    """The fix that replaces the kernel's whole body, braces included, by `lines` at the body's indentation."""
-    ind = line_indent(facts, facts.position(kdef.body_start or 0)[0] + 1) or "    "
-    body = "{\n" + "".join(f"{ind}{s}\n" if s else "\n" for s in lines) + "}"
-    return Fix(kind, title, data, [replace(facts, kdef.body_start or 0, (kdef.body_end or 0) + 1, body)],
-               rule(Code.SHARED_TILING).fix(kind).applicability)
+    """The fix that replaces the kernel's whole body by `lines`."""
+    return Fix(kind, title, data, [replace_body(facts, kdef, lines)], rule(Code.SHARED_TILING).fix(kind).applicability)
 
 
 def _types_agree(facts: SourceFacts, kdef: KernelDefinition, elem: str, *params: str) -> bool:
@@ -85,7 +70,7 @@ def tiled_matmul(facts: SourceFacts, kdef: KernelDefinition, block: tuple[int, i
     under `row < n && col < n`) as the tiled one for the launch's square block: each block loads a TILE x TILE
     tile of A and of B per step (0 outside the matrices), `__syncthreads()`, sums over the tile, and
     `__syncthreads()` again. Every thread reaches the barriers; the guard moves to the store."""
-    g = _match(facts, kdef, _NAIVE_MATMUL)
+    g = match_body(facts, kdef, _NAIVE_MATMUL)
     if g is None or block is None or block[0] != block[1] or block[2] != 1 or block[0] not in MATMUL_TILES:
         return None
     elem = g["type"]
@@ -126,7 +111,7 @@ def tiled_stencil(facts: SourceFacts, kdef: KernelDefinition, block: tuple[int, 
     """Rewrite a naive 1D stencil (`out[i] = sum of in[i + r]` for r in -R..R under `R <= i < n - R`) as one
     whose block first loads its elements and the R-wide halo on either side into shared memory (0 outside
     the array), `__syncthreads()`, then sums from the tile. For the launch's block of TILE x 1 x 1 threads."""
-    g = _match(facts, kdef, _NAIVE_STENCIL)
+    g = match_body(facts, kdef, _NAIVE_STENCIL)
     if g is None or block is None or block[1] != 1 or block[2] != 1 or not 1 <= block[0] <= 1024:
         return None
     radius = facts.env.fold(g["rad"], kdef.body_start or 0).as_int()
