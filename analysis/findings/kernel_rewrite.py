@@ -17,6 +17,9 @@ from kerncast.analysis.edits import line_indent, replace
 from kerncast.analysis.finding import TextEdit
 from kerncast.analysis.source_model import KernelDefinition, SourceFacts
 
+#: qualifiers that may stand between a parameter's `*` and its name (`float *__restrict__ p`)
+_POINTER_QUALIFIERS = frozenset({"const", "volatile", "__restrict__", "restrict"})
+
 
 def match_body(facts: SourceFacts, kdef: KernelDefinition, *patterns: re.Pattern[str]) -> dict[str, str] | None:
     """The named parts of the kernel's body (its tokens joined by single spaces) for the first of `patterns`
@@ -46,11 +49,17 @@ def replace_body(facts: SourceFacts, kdef: KernelDefinition, lines: list[str]) -
 
 
 def element_type(facts: SourceFacts, kdef: KernelDefinition, param: str) -> str | None:
-    """`float` for a parameter declared `const float *param` in the kernel's signature."""
+    """`float` for a parameter declared `const float *param`, or `const float *__restrict__ param`, in the
+    kernel's signature."""
     toks = [t for t in facts.env.tokens if kdef.name_offset < t.offset < kdef.params_end_offset]
     for i, t in enumerate(toks):
-        if t.text == param and i >= 2 and toks[i - 1].text == "*":
-            ids = [u.text for u in toks[:i - 1] if u.kind == "id" and u.text not in ("const", "__restrict__")]
+        if t.text != param:
+            continue
+        star = i - 1
+        while star >= 0 and toks[star].text in _POINTER_QUALIFIERS:
+            star -= 1
+        if star >= 1 and toks[star].text == "*":
+            ids = [u.text for u in toks[:star] if u.kind == "id" and u.text not in _POINTER_QUALIFIERS]
             return ids[-1] if ids else None
     return None
 
