@@ -119,14 +119,17 @@ def _collect_body(cfg: Cfg, header: int, latch: int, body: set[int]) -> None:
         stack.extend(p for p in cfg.blocks[b].preds if p not in body)
 
 
-def block_weights(cfg: Cfg, loops: LoopForest, trips: Mapping[int, float]) -> dict[int, float]:
+def block_weights(cfg: Cfg, loops: LoopForest, trips: Mapping[int, float],
+                  dead: frozenset[int] = frozenset()) -> dict[int, float]:
     """How often each reachable block runs per thread: the product of the trip counts of the loops around it.
 
-    `trips` is keyed by loop header block id; a loop missing from it counts once.
+    `trips` is keyed by loop header block id; a loop missing from it counts once. `dead` holds the blocks no
+    thread of the analysed launch reaches (`MemoryAnalysis.dead_blocks`): like unreachable and cold blocks
+    (`Cfg.never_runs`) they run 0 times, so every count made from these weights leaves them out alike.
     """
     out: dict[int, float] = {}
     for b in cfg.blocks:
-        if cfg.never_runs(b.id):
+        if cfg.never_runs(b.id) or b.id in dead:
             continue
         w = 1.0
         for lp in loops.enclosing(b.id):

@@ -36,9 +36,10 @@ from kerncast.analysis.tripcount import trip_values
 WARP = 32
 
 
-def _instruction_weights(ctx: KernelContext) -> list[float]:
-    """Per instruction, how often one thread runs it: the trip counts of its loops (PFEA's nLoop)."""
-    per_block = block_weights(ctx.cfg, ctx.loops, trip_values(ctx.trip_counts))
+def _instruction_weights(ctx: KernelContext, dead: frozenset[int] = frozenset()) -> list[float]:
+    """Per instruction, how often one thread runs it: the trip counts of its loops (PFEA's nLoop), 0 in `dead`
+    blocks (those the launch never reaches)."""
+    per_block = block_weights(ctx.cfg, ctx.loops, trip_values(ctx.trip_counts), dead)
     return [per_block.get(b, 0.0) for b in ctx.cfg.block_of]
 
 
@@ -81,8 +82,11 @@ def power_stage(ctx: KernelContext) -> None:
         return
     weights = _instruction_weights(ctx)
     shape = LaunchShape(launch.grid.value, launch.block.value, launch.dynamic_shared_bytes.value or 0)
+    # the statistical model's features count as its training data's did (every block); the events the launch
+    # runs leave out the blocks it never reaches, as the time model does
     features = extract_features(ctx.function, ctx.module, shape, gpu, ctx.report.resources, weights=weights)
-    event = _event_energy(ctx, launch, gpu, weights)
+    dead = ctx.memory.dead_blocks if ctx.memory is not None else frozenset()
+    event = _event_energy(ctx, launch, gpu, _instruction_weights(ctx, dead) if dead else weights)
     ctx.power_inputs = PowerInputs(features, event, _event_power(ctx, launch, gpu, event))
     if event is None:
         return

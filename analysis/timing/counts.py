@@ -56,10 +56,12 @@ class DynamicCounts:
     matrix_ops: dict[MatrixOp, float] = field(default_factory=dict)
 
 
-def dynamic_counts(cfg: Cfg, loops: Any, trips: Mapping[int, float], fma_ops: float = 2.0) -> DynamicCounts:
-    """Count every reachable block's instructions, weighted by its loops' trip counts."""
+def dynamic_counts(cfg: Cfg, loops: Any, trips: Mapping[int, float], fma_ops: float = 2.0,
+                   dead: frozenset[int] = frozenset()) -> DynamicCounts:
+    """Count every block's instructions that the launch runs (`dead`: those it never reaches), weighted by its
+    loops' trip counts."""
     out = DynamicCounts()
-    for bid, w in block_weights(cfg, loops, trips).items():
+    for bid, w in block_weights(cfg, loops, trips, dead).items():
         for ins in cfg.instructions(bid):
             cls = classify(ins)
             out.total += w

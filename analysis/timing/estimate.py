@@ -229,7 +229,8 @@ def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per
     if top == "schedule_us" and first.busy:
         unit = max(first.busy, key=lambda r: first.busy[r])
         bottleneck = f"{bottleneck} ({unit})"
-    counts = dynamic_counts(cfg, loops, trip_map, float(timing_constants()["roofline"]["fma_ops"]))
+    counts = dynamic_counts(cfg, loops, trip_map, float(timing_constants()["roofline"]["fma_ops"]),
+                            _dead(memory))
     notes.extend(tensor_notes(profile, counts))
     if not mem.known:
         notes.append("no memory analysis: every global access assumed coalesced for MWP-CWP and the best "
@@ -314,8 +315,13 @@ def _kerncast(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per_bl
                            replays=replays, footprint=fp, requested=requested, l1=reuse,
                            l1_hit_bytes=l1_hit_bytes(memory, reuse, fp, warps, int(profile.sector_bytes or 32))
                            if fp is not None and l1_hit_latency(profile) is not None else 0.0,
-                           dead=memory.dead_blocks if isinstance(memory, MemoryAnalysis) else frozenset())
+                           dead=_dead(memory))
     return kc, fp, requested, replays
+
+
+def _dead(memory: RequestCounts | None) -> frozenset[int]:
+    """The blocks the analysed launch never reaches, where a memory analysis of that launch says which."""
+    return memory.dead_blocks if isinstance(memory, MemoryAnalysis) else frozenset()
 
 
 def kerncast_us(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per_block: int,

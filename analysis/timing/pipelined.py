@@ -252,7 +252,7 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     expand = division_slots(body, classes)
     costs = {b: _block_cost(dags[b], body, classes, units, latency, replays, warp, tensor, own, expand)
              if b not in dead else _BlockCost({}, 0.0, 0.0, 0.0) for b in dags}
-    weights = block_weights(cfg, loops, trips)
+    weights = block_weights(cfg, loops, trips, dead)
     per_thread: dict[str, float] = {}
     warp_insts = 0.0
     for b, c in costs.items():
