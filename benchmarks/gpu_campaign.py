@@ -77,7 +77,7 @@ launch_dims, mape_table = _VALIDATE["launch_dims"], _VALIDATE["mape_table"]
 MiB = 1 << 20
 TIME_MODELS = ("kerncast", "thesis", "mwp-cwp")
 #: extra columns of measurements.csv beyond the standard ones of `kerncast measure --append-csv`
-EXTRA_COLUMNS = ("params", "buffer_bytes", "class", "size", "stable", "robust_cv", "power_samples")
+EXTRA_COLUMNS = ("params", "buffer_bytes", "class", "size", "stable", "robust_cv", "power_samples", "power_method")
 #: the launches of a coverage kernel: (size, grid, block); the single warp only for compute-bound classes
 COVERAGE_LAUNCHES = (("small", 64, 256), ("large", 8192, 256))
 SINGLE_WARP = ("single warp", 1, 32)

@@ -8,6 +8,7 @@ import datetime as dt
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -124,6 +125,41 @@ def test_nvml_absent_means_no_gpu_and_no_power(monkeypatch) -> None:
         nvml.probe_gpu()
     assert nvml.PowerSampler.open() is None
     assert nvml.idle_power_w(None, seconds=0.01) is None
+
+
+class _Board:
+    """A stand-in for the pynvml module of one GPU: a board drawing `watts` now, whose power reading still
+    reports `stale_w`, the one-second mean of what ran before (as NVML does on Ampere and newer GPUs), and an
+    energy counter in millijoules unless `counter` is False."""
+
+    class NVMLError(Exception):
+        pass
+
+    def __init__(self, watts: float, stale_w: float, counter: bool) -> None:
+        self.watts, self.stale_w, self.t0 = watts, stale_w, time.monotonic()
+        if counter:
+            self.nvmlDeviceGetTotalEnergyConsumption = self._energy_mj
+
+    def _energy_mj(self, handle: object) -> int:
+        return int(self.watts * (time.monotonic() - self.t0) * 1000.0)
+
+    def nvmlDeviceGetPowerUsage(self, handle: object) -> int:
+        return int(self.stale_w * 1000)
+
+    def nvmlShutdown(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(("counter", "method", "watts"), [(True, "energy-counter", 150.0),
+                                                          (False, "sampled-power", 300.0)])
+def test_run_power_comes_from_the_energy_counter_not_the_one_second_mean(counter, method, watts) -> None:
+    board = _Board(150.0, stale_w=300.0, counter=counter)
+    sampler = nvml.PowerSampler(board, handle=object(), interval_s=0.005)
+    with sampler:
+        time.sleep(0.2)
+    assert sampler.method == method
+    assert sampler.mean_w() == pytest.approx(watts, rel=0.05)
+    assert sampler.sample_count > 0
 
 
 def _cli(*argv: str) -> subprocess.CompletedProcess:

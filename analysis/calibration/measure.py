@@ -57,6 +57,9 @@ class Measurement:
     power_w: float | None
     power_samples: int
     params: list[dict]
+    #: how power_w was obtained: "energy-counter" (energy over the run's time) or "sampled-power" (the mean of
+    #: NVML power readings, each a one-second mean on Ampere and newer GPUs), "" without power
+    power_method: str = ""
 
     @property
     def time_us(self) -> float:
@@ -72,7 +75,7 @@ class Measurement:
             "dynamic_shared_bytes": spec.dynamic_shared_bytes, "time_us": self.time_us,
             "power_w": self.power_w, "repetitions": self.timing.n, "driver": self.driver,
             "robust_cv": self.timing.robust_cv, "stable": self.stable, "power_samples": self.power_samples,
-            "params": self.params,
+            "power_method": self.power_method, "params": self.params,
         }
 
 
@@ -280,4 +283,5 @@ def summarize_run(ready: dict, spec: LaunchSpec, source_file: str, samples: list
         gpu=str(ready.get("device", "")), driver=str(ready.get("driver_version", "")), source_file=source_file,
         spec=spec, timing=summarize(samples), stable=stable, power_w=sampler.mean_w() if sampler else None,
         power_samples=sampler.sample_count if sampler else 0, params=list(ready.get("params", [])),
+        power_method=sampler.method if sampler else "",
     )

@@ -80,6 +80,11 @@ class PowerSampler:
     Use `PowerSampler.open(...)`, which returns None when NVML or the GPU is unavailable; then
     `start()`, run the workload, `stop()`, and read `mean_w()`. Samples are kept with their time so that a
     caller can also ask for the power of a window (`mean_w(since=...)`).
+
+    The mean over the whole run comes from the board's energy counter where the GPU has one (Volta and newer):
+    energy used between `start()` and `stop()` over the time between them. The power readings cannot give it on
+    Ampere and newer GPUs (GA100 aside): there `nvmlDeviceGetPowerUsage` is a mean over the last second (NVML
+    reference manual), so a run shorter than a second reads mostly the power of whatever ran before it.
     """
 
     def __init__(self, nvml: ModuleType, handle: object, interval_s: float) -> None:
@@ -89,6 +94,9 @@ class PowerSampler:
         self._samples: list[tuple[float, float]] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        #: (time, energy counter in millijoules) when sampling started and when it stopped
+        self._energy_start: tuple[float, float] | None = None
+        self._energy_stop: tuple[float, float] | None = None
 
     @classmethod
     def open(cls, pci_bus_id: str | None = None, index: int = 0, interval_s: float = 0.02) -> PowerSampler | None:
@@ -119,22 +127,49 @@ class PowerSampler:
                 self._samples.append((time.monotonic(), milliwatts / 1000.0))
             self._stop.wait(self._interval)
 
+    def _energy_reading(self) -> tuple[float, float] | None:
+        """(now, the board's energy counter in millijoules), None where the GPU or the binding has no counter."""
+        try:
+            return time.monotonic(), float(self._nvml.nvmlDeviceGetTotalEnergyConsumption(self._handle))
+        except (AttributeError, self._nvml.NVMLError):
+            return None
+
     def start(self) -> None:
         """Begin sampling (idempotent)."""
         if self._thread is None:
+            self._energy_start = self._energy_reading()
             self._thread = threading.Thread(target=self._run, name="kerncast-power", daemon=True)
             self._thread.start()
 
     def stop(self) -> None:
         """Stop sampling and release NVML."""
         if self._thread is not None:
+            self._energy_stop = self._energy_reading()
             self._stop.set()
             self._thread.join(timeout=5)
             self._thread = None
             self._nvml.nvmlShutdown()
 
+    def energy_mean_w(self) -> float | None:
+        """Mean board power from the energy counter between start() and stop(); None without a counter, or
+        when the counter did not move (too short a run for its resolution)."""
+        if self._energy_start is None or self._energy_stop is None:
+            return None
+        (t0, e0), (t1, e1) = self._energy_start, self._energy_stop
+        if t1 <= t0 or e1 <= e0:
+            return None
+        return (e1 - e0) / 1000.0 / (t1 - t0)
+
+    @property
+    def method(self) -> str:
+        """How `mean_w()` of the whole run was obtained, for the measurement's record."""
+        return "energy-counter" if self.energy_mean_w() is not None else "sampled-power"
+
     def mean_w(self, since: float | None = None) -> float | None:
-        """Mean board power in watts over the samples (taken at or after `since`), None without samples."""
+        """Mean board power in watts: over the whole run, the energy counter's where there is one; over the
+        samples taken at or after `since` (or all samples without a counter); None without either."""
+        if since is None and (energy := self.energy_mean_w()) is not None:
+            return energy
         values = [w for t, w in self._samples if since is None or t >= since]
         return statistics.fmean(values) if values else None
 
