@@ -16,9 +16,9 @@ Per ladder and GPU, and over all of them, the script prints:
 
 A version whose measurement ran several launches (a reduction's passes) is predicted as the sum of its launches.
 
-A second table scores the same figures on Kerncast's own measurements of the ladder versions on an NVIDIA H200
-(`validation/h200/measurements.csv`, the rows whose class is `ladder <id>`): one launch per version (the first
-launch of a measurement that ran several), timed with CUDA events, predicted with the `h200` profile. They are
+Further tables score the same figures on Kerncast's own measurements of the ladder versions on an NVIDIA H100 and
+an H200 (`validation/<gpu>/measurements.csv`, the rows whose class is `ladder <id>`): one launch per version (the
+first launch of a measurement that ran several), timed with CUDA events, predicted with that GPU's profile. They are
 validation data too, and separate from the published times.
 
     .venv/bin/python benchmarks/validate_ladders.py [--time-model kerncast|thesis|mwp-cwp] [--format text|json]
@@ -47,7 +47,8 @@ from kerncast.analysis.timing.estimate import TIME_MODELS, TimeEstimate
 ROOT = Path(__file__).resolve().parent.parent
 LADDERS = ROOT / "validation" / "ladders"
 #: Kerncast's own measurements of every ladder version on one GPU (profile id, file)
-OWN_MEASUREMENTS = ("h200", ROOT / "validation" / "h200" / "measurements.csv")
+#: the GPUs Kerncast measured the ladder versions on, each with its file (validation/<gpu>/measurements.csv)
+OWN_MEASUREMENTS = tuple((gpu, ROOT / "validation" / gpu / "measurements.csv") for gpu in ("h100", "h200"))
 #: measured times closer than this ratio are a tie: their order is not scored
 TIE_RATIO = 1.10
 KINDS = ("rewrites", "launch-sweep")
@@ -493,7 +494,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gpu", action="append", default=[], help="only this GPU profile id (repeatable)")
     ap.add_argument("--verbose", action="store_true", help="print every version's times")
     ap.add_argument("--no-own", dest="own", action="store_false",
-                    help="leave out the table of Kerncast's own measurements of the versions (validation/h200)")
+                    help="leave out the tables of Kerncast's own measurements of the versions (validation/h100, h200)")
     args = ap.parse_args(argv)
     try:
         ladders = load_ladders()
@@ -508,20 +509,21 @@ def main(argv: list[str] | None = None) -> int:
         ladders = [lad for lad in ladders if lad.id in args.ladder]
     predictor = Predictor("trace" if args.time_model == "trace" else "kerncast")
     results, missing = evaluate(ladders, args.time_model, args.gpu, predictor)
-    own_gpu, own_path = OWN_MEASUREMENTS
-    own = (evaluate_own(load_own_measurements(own_path), own_gpu, predictor, args.ladder)
-           if args.own and args.time_model == "kerncast" and (not args.gpu or own_gpu in args.gpu) else [])
+    own = [(gpu, path, scores) for gpu, path in OWN_MEASUREMENTS
+           if args.own and args.time_model == "kerncast" and (not args.gpu or gpu in args.gpu)
+           and (scores := evaluate_own(load_own_measurements(path), gpu, predictor, args.ladder))]
     if args.format == "json":
         data = to_json(results, missing, args.time_model)
         if own:
-            data["own_measurements"] = {"gpu": own_gpu, "file": str(own_path.relative_to(ROOT)),
-                                        "ladders": [{"ladder": lid, **s.summary()} for lid, s in own],
-                                        "overall": overall_scores([s for _, s in own]).summary()}
+            data["own_measurements"] = [{"gpu": gpu, "file": str(path.relative_to(ROOT)),
+                                         "ladders": [{"ladder": lid, **s.summary()} for lid, s in scores],
+                                         "overall": overall_scores([s for _, s in scores]).summary()}
+                                        for gpu, path, scores in own]
         print(json.dumps(data, indent=2))
     else:
         print_text(results, missing, args.time_model, args.verbose)
-        if own:
-            print_own(own, own_gpu, own_path)
+        for gpu, path, scores in own:
+            print_own(scores, gpu, path)
     return 0
 
 
