@@ -277,12 +277,38 @@ def _split_aligned_terms(atoms: Atoms, name: str, a: Poly, b: int, extra: object
     rest = tuple(t for t in a if t not in aligned)
     if not aligned:
         return None
+    if keep == "quotient" and not op_type(extra)[1] and _may_be_negative(atoms, rest):
+        # a logical shift reads a negative rest as a large unsigned number: `(x + mulhi(x, -m) + 4) >> 2`, the
+        # rounding step of nvcc's signed division by 7, is not `((x + mulhi(x, -m)) >> 2) + 1` where the sum
+        # of the rest is negative and the whole is not
+        return None
     inner = apply_op(atoms, name, (rest, const(b)), extra) if rest else ZERO
     if keep == "none":
         return inner
     if keep == "all":
         return add(aligned, inner)
     return add(tuple((m, c >> k) for m, c in aligned), inner)
+
+
+def _may_be_negative(atoms: Atoms, p: Poly) -> bool:
+    """Whether a term of `p` may be negative: a negative coefficient, or an operation whose result has a sign
+    (a signed multiply-high, a signed shift). Symbols count as non-negative, as indices and sizes are; an
+    unsigned shift, division or remainder, a comparison and an `and` with a non-negative mask are too."""
+    for m, c in p:
+        if c < 0:
+            return True
+        for x in m:
+            key = atoms.keys[x]
+            if key[0] != "op":
+                continue
+            name = key[1]
+            if name in ("shr", "div", "rem") and not op_type(key[3])[1] or name == "cmp":
+                continue
+            if name == "and" and len(key[2]) == 2 and any((mask := as_const(arg)) is not None and mask >= 0
+                                                          for arg in key[2]):
+                continue
+            return True
+    return False
 
 
 def apply_op(atoms: Atoms, name: str, args: tuple[Value, ...], extra: object) -> Value:

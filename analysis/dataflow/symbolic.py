@@ -575,7 +575,9 @@ def instruction_value(atoms: Atoms, ins: Instruction, s: list[Value]) -> Value:
                 return atoms.op("mulhi", (a, b), extra)
             return E.mul(a, b)
         if op in ("mad", "mad24") and len(s) == 3:
-            if "hi" in mods:
+            if "hi" in mods and "sat" not in mods:  # the high half plus the addend (nvcc's division magic)
+                return E.add(atoms.op("mulhi", (a, b), extra), s[2])
+            if "hi" in mods:  # `mad.hi.sat` clamps the sum: no closed form
                 return atoms.op(f"mad.hi#{ins.index}", tuple(s), extra)
             return E.add(E.mul(a, b), s[2])
         if op == "shl" and len(s) == 2:

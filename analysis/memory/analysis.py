@@ -49,10 +49,16 @@ from kerncast.analysis.memory.warp import (
 )
 from kerncast.analysis.options import Thresholds
 from kerncast.analysis.ptx.model import Function, Imm, MatrixTile, Module, loc_in_file, matrix_tile
+from kerncast.analysis.sampling import evenly_spread
 from kerncast.analysis.tripcount import leave_value
 from kerncast.analysis.tripcount import trip_counts as ptx_trip_counts
 
 MAX_ENUMERATED_ITERATIONS = 64
+#: values of a loop counter (spread over its trip count) and block indices (the first ones) at which an address
+#: is read when its lanes can be related only at concrete values of them (see `_Kernel.sampled_assignments`)
+SAMPLED_ITERATIONS = 8
+SAMPLED_BLOCKS = 4
+_BLOCK_INDICES = frozenset({"ctaid.x", "ctaid.y", "ctaid.z"})
 #: A branch is divergent when at least this share of the sampled (warp, iteration) instances split the warp.
 DIVERGENT_SHARE = 0.25
 _ALIGN_PARAM_POINTER = 256
@@ -295,6 +301,8 @@ class _Kernel:
         #: deterministic count of the warp-level work done (lane tables, reach masks, instances): what the
         #: time budget bounds, and what a test can check grows linearly with the kernel
         self.work = 0
+        #: lines of the accesses read at sampled loop counters or block indices, by what was assumed there
+        self.sampled_lines: dict[str, set[int]] = {"blocks": set(), "iterations": set()}
         loop_lines = {lp.id: lp.header_line(cfg, main_file) for lp in loops.loops}
         self.render = Renderer(self.atoms, self.param_names, loop_lines, self.sym.resolution)
 
@@ -551,6 +559,80 @@ class _Kernel:
                 break
         return combos
 
+    def sampled_assignments(self, block: int, value: Value) -> tuple[list[dict[int, Value]], set[str]] | None:
+        """The iterations of `iteration_assignments`, each read again at concrete values of the loop counters
+        and block indices that a lane-dependent operation in `value` still holds, and what of that is assumed
+        (`blocks`: the first blocks stand for all; `iterations`: a count not known, its first iterations);
+        None when it holds none, or holds a value that cannot be sampled (a parameter not known).
+
+        An index that is not affine in the lane, `(32 * lane + k) % 1056` (nvcc's multiply-high and shift
+        for the division, the remainder `x - 1056 * q`), relates its lanes only once the loop counter `k` is a
+        number: which lanes wrap around depends on it. So the address is read at `SAMPLED_ITERATIONS` values
+        of each such counter, spread evenly over its trip count (the first ones when the count is not known),
+        and at the first `SAMPLED_BLOCKS` blocks for a block index inside such an operation; the request's
+        cost is then the mean over those instances, as it is over the iterations of a geometric loop."""
+        plain = self.iteration_assignments(block)
+        v = E.evaluate(self.atoms, value, {**self.base, **plain[0]}, {})
+        needed = self._uniform_in_lane_operations(v)
+        if not needed:
+            return None
+        # a value an earlier loop left behind with its count not known (where an unrolled loop's remainder
+        # starts) is read as that loop's counter at its exit, the counter then sampled like the others
+        left = {a: leaving for a in needed if a in self.sym.after_loop
+                and (leaving := self.sym.after_loop[a][1]) is not None}
+        if left:
+            v = E.evaluate(self.atoms, value, {**self.base, **plain[0], **left}, {})
+            needed = self._uniform_in_lane_operations(v)
+            if not needed:
+                return None
+        enclosing = {lp.id for lp in self.loops.enclosing(block)}
+        counters = {a: lid for lid, a in self.sym.iteration_atom.items()}
+        choices: list[list[tuple[int, int]]] = []
+        assumed: set[str] = set()
+        for a in sorted(needed):
+            key = self.atoms.keys[a]
+            if a in counters:
+                n = self.trip(counters[a]) if counters[a] in enclosing else None
+                values = evenly_spread(n, SAMPLED_ITERATIONS) if n is not None else list(range(SAMPLED_ITERATIONS))
+                if n is None:
+                    assumed.add("iterations")
+            elif key[0] == "sym" and key[1] in _BLOCK_INDICES:
+                values = list(range(SAMPLED_BLOCKS))
+                assumed.add("blocks")
+            else:
+                return None
+            if not values:
+                return None
+            choices.append([(a, x) for x in values])
+        out: list[dict[int, Value]] = []
+        for assign in plain:
+            for combo in product(*choices):
+                merged = dict(assign)
+                merged.update(left)
+                merged.update({a: E.const(x) for a, x in combo})
+                out.append(merged)
+                if len(out) >= MAX_ENUMERATED_ITERATIONS:
+                    return out, assumed
+        return out, assumed
+
+    def _uniform_in_lane_operations(self, v: Value) -> set[int] | None:
+        """The symbols, the same in every lane, that the arguments of `v`'s lane-dependent operations hold
+        (through nested operations); None for an unknown value."""
+        if v is None:
+            return None
+        atoms = self.atoms
+        found: set[int] = set()
+        for a in atoms.atoms_of(v):
+            key = atoms.keys[a]
+            if key[0] != "op" or not (atoms.lane[a] or op_has_lane(atoms, a, self.lane_atom_ids)):
+                continue
+            for arg in key[2]:
+                if arg is None:
+                    return None
+                found.update(x for x in atoms.deep_atoms_of(arg)
+                             if atoms.keys[x][0] != "op" and x not in self.lane_atom_ids)
+        return found
+
     def executions(self, block: int) -> float:
         """How often one thread runs the instructions of `block`: the product of its loops' trip counts (an
         unknown one counted once and said so), 0 in a block the launch never reaches."""
@@ -569,8 +651,10 @@ class _Kernel:
         return n
 
     # ------------------------------------------------------------------------------------- instances
-    def instances(self, ins_index: int, value: Value, own_guard: bool = True) -> list[tuple[list[int], list[Value]]]:
-        """For each sampled (iteration, warp): the active lanes and `value` in each of them."""
+    def instances(self, ins_index: int, value: Value, own_guard: bool = True,
+                  assignments: list[dict[int, Value]] | None = None) -> list[tuple[list[int], list[Value]]]:
+        """For each sampled (iteration, warp): the active lanes and `value` in each of them. `assignments`
+        replaces the iterations `iteration_assignments` enumerates (see `sampled_assignments`)."""
         block = self.cfg.block_of[ins_index]
         ins = self.fn.body[ins_index]
         guard = None
@@ -578,7 +662,7 @@ class _Kernel:
             guard = self.sym.guards.get(ins_index)
         out: list[tuple[list[int], list[Value]]] = []
         atoms = self.atoms
-        for assign in self.iteration_assignments(block):
+        for assign in assignments if assignments is not None else self.iteration_assignments(block):
             key = tuple(sorted((a, E.as_const(v) if E.as_const(v) is not None else v)
                                for a, v in assign.items()))
             cached = self._stage1.get(key)
@@ -914,36 +998,23 @@ def _access(k: _Kernel, ins: Any) -> AccessInfo | None:
     info.arrays = _arrays(k, addr)
     if space not in ("global", "shared") or info.width_bytes <= 0:
         return info
-    costs: list[RequestCost] = []
-    unknown = False
-    lanes_active: list[int] = []
-    stride: int | str | None = None
-    shared_lanes: list[int] = []
-    for active, vals in k.instances(ins.index, addr):
-        if len(active) < 2:
-            continue
-        lanes_active.append(len(active))
-        if space == "global":
-            c = global_cost(atoms, vals, info.width_bytes, k.align_of)
-            if c is None and not isinstance(vals, LaneConstants):
-                c = divided_index_cost(atoms, vals, info.width_bytes, k.align_of)
-        else:
-            c = shared_cost(atoms, active, vals, info.width_bytes)
-        if c is None:
-            unknown = True
-            continue
-        costs.append(c)
-        if kind == "atomic":
-            shared_lanes.append(_most_lanes_per_address(vals))
-        if stride is None and active[1] == active[0] + 1 and vals[0] is not None and vals[1] is not None:
-            d = E.sub(vals[1], vals[0])
-            stride = E.as_const(d) if E.as_const(d) is not None else k.render.poly(d)
-    info.lane_stride_bytes = stride
-    if lanes_active:
-        info.active_lanes = sum(lanes_active) / len(lanes_active)
-    if not costs or unknown:
-        info.known = False
+    seen = _request_costs(k, info, k.instances(ins.index, addr))
+    if not seen.costs or seen.unknown:
         info.gather = k.dataflow.reaching.loaded_into(ins)
+        sampled = None if info.gather else k.sampled_assignments(block, addr)
+        if sampled is not None:
+            again = _request_costs(k, info, k.instances(ins.index, addr, assignments=sampled[0]))
+            if again.costs and not again.unknown:
+                seen = again
+                for what in sampled[1]:
+                    if line is not None:
+                        k.sampled_lines[what].add(line)
+    costs, shared_lanes, stride = seen.costs, seen.shared_lanes, seen.stride
+    info.lane_stride_bytes = stride
+    if seen.lanes_active:
+        info.active_lanes = sum(seen.lanes_active) / len(seen.lanes_active)
+    if not costs or seen.unknown:
+        info.known = False
         return info
     info.known = True
     if space == "shared":
@@ -967,6 +1038,45 @@ def _access(k: _Kernel, ins: Any) -> AccessInfo | None:
     else:
         info.wavefronts, info.ideal_wavefronts = actual, ideal
     return info
+
+
+@dataclass(slots=True)
+class _Seen:
+    """What the sampled instances of one access showed: each instance's request cost, whether some instance's
+    lanes could not be related, the active lanes per instance, the most lanes per address (atomics) and the
+    address step between the first two neighbouring lanes."""
+
+    costs: list[RequestCost] = field(default_factory=list)
+    unknown: bool = False
+    lanes_active: list[int] = field(default_factory=list)
+    shared_lanes: list[int] = field(default_factory=list)
+    stride: int | str | None = None
+
+
+def _request_costs(k: _Kernel, info: AccessInfo, instances: list[tuple[list[int], list[Value]]]) -> _Seen:
+    """The cost of each instance's warp-wide request (sectors for global, wavefronts for shared)."""
+    seen = _Seen()
+    atoms = k.atoms
+    for active, vals in instances:
+        if len(active) < 2:
+            continue
+        seen.lanes_active.append(len(active))
+        if info.space == "global":
+            c = global_cost(atoms, vals, info.width_bytes, k.align_of)
+            if c is None and not isinstance(vals, LaneConstants):
+                c = divided_index_cost(atoms, vals, info.width_bytes, k.align_of)
+        else:
+            c = shared_cost(atoms, active, vals, info.width_bytes)
+        if c is None:
+            seen.unknown = True
+            continue
+        seen.costs.append(c)
+        if info.kind == "atomic":
+            seen.shared_lanes.append(_most_lanes_per_address(vals))
+        if seen.stride is None and active[1] == active[0] + 1 and vals[0] is not None and vals[1] is not None:
+            d = E.sub(vals[1], vals[0])
+            seen.stride = E.as_const(d) if E.as_const(d) is not None else k.render.poly(d)
+    return seen
 
 
 def _address_alignment(k: _Kernel, addr: Value) -> int | None:
@@ -1168,6 +1278,7 @@ def analyze_memory(module: Module, function: Function, cfg: Cfg, loops: LoopFore
                 result.branches.append(b)
     if k.block is None:
         _read_at_first_warps(k, result, cuda_source)
+    _note_sampled(k)
     result.assumptions = k.assumptions
     _publish_addresses(k, result)
     result.work = k.work
@@ -1195,11 +1306,26 @@ def _read_at_first_warps(k: _Kernel, result: MemoryAnalysis, cuda_source: str | 
             if info.line is not None and info.line not in lines:
                 lines.append(info.line)
     k.work += first.work
+    for what, lines_read in first.sampled_lines.items():
+        k.sampled_lines[what].update(lines_read)
     if lines:
         k.assumptions.append(f"block shape unknown: the accesses at line{'s' if len(lines) > 1 else ''} "
                              f"{', '.join(map(str, sorted(lines)))} were read at threadIdx.x "
                              f"{', '.join(f'{32 * w}-{32 * w + 31}' for w in FIRST_WARPS)} (warps "
                              f"{', '.join(map(str, FIRST_WARPS))}), taken as every warp's pattern")
+
+
+def _note_sampled(k: _Kernel) -> None:
+    """Say which accesses were read at sampled values that stand for others (see `_Kernel.sampled_assignments`):
+    the first blocks of the grid, or the first iterations of a loop whose count is not known."""
+    notes = {"blocks": f"were read in blocks 0-{SAMPLED_BLOCKS - 1}, taken as every block's pattern (their lanes "
+                       "relate only once the block index is a number)",
+             "iterations": f"were read at the first {SAMPLED_ITERATIONS} iterations of a loop whose count is not "
+                           "known (their lanes relate only once its counter is a number)"}
+    for what, lines in k.sampled_lines.items():
+        if lines:
+            k.assumptions.append(f"the accesses at line{'s' if len(lines) > 1 else ''} "
+                                 f"{', '.join(map(str, sorted(lines)))} {notes[what]}")
 
 
 def _publish_addresses(k: _Kernel, result: MemoryAnalysis) -> None:
