@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import product
-from math import gcd
+from math import gcd, prod
 from typing import Any, ClassVar
 
 from kerncast.analysis.cfg import Cfg
@@ -604,15 +604,20 @@ class _Kernel:
             if not values:
                 return None
             choices.append([(a, x) for x in values])
+        # every combination of the enumerated iterations and the sampled values, or as many of them as the cap
+        # allows spread evenly over all (numbered in mixed radix, the plain iterations the slowest digit)
+        sizes = [len(plain), *map(len, choices)]
         out: list[dict[int, Value]] = []
-        for assign in plain:
-            for combo in product(*choices):
-                merged = dict(assign)
-                merged.update(left)
-                merged.update({a: E.const(x) for a, x in combo})
-                out.append(merged)
-                if len(out) >= MAX_ENUMERATED_ITERATIONS:
-                    return out, assumed
+        for number in evenly_spread(prod(sizes), MAX_ENUMERATED_ITERATIONS):
+            digits = []
+            for size in reversed(sizes):
+                number, digit = divmod(number, size)
+                digits.append(digit)
+            digits.reverse()
+            merged = dict(plain[digits[0]])
+            merged.update(left)
+            merged.update({a: E.const(x) for a, x in (c[d] for c, d in zip(choices, digits[1:], strict=True))})
+            out.append(merged)
         return out, assumed
 
     def _uniform_in_lane_operations(self, v: Value) -> set[int] | None:
