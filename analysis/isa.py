@@ -154,3 +154,28 @@ def is_runtime_division(ins: Instruction) -> bool:
     instruction that ptxas expands into a reciprocal estimate and correction steps."""
     return (ins.opcode in ("div", "rem") and bool(INT_TYPES & set(ins.modifiers)) and len(ins.operands) == 3
             and isinstance(ins.operands[2], Reg))
+
+
+#: the float operations ptxas writes as an estimate and refinement steps, by PTX opcode
+_IEEE_OPS = frozenset({"div", "sqrt", "rcp"})
+#: the rounding modifiers that make them IEEE-rounded (PTX ISA: the forms without one are the approximations)
+_ROUNDINGS = frozenset({"rn", "rz", "rm", "rp"})
+
+
+@cache
+def _ieee_expansions() -> dict[str, dict[str, dict[str, int]]]:
+    text = resources.files("kerncast.analysis").joinpath("data/ieee_expansion.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+def ieee_expansion(ins: Instruction) -> dict[str, int] | None:
+    """The issue slots per unit (`data/ieee_expansion.toml`) of an IEEE-rounded f32/f64 divide, square root or
+    reciprocal (a rounding modifier), which ptxas expands into an SFU estimate and refinement steps; None for any
+    other instruction, including the `.approx` and `.full` forms, which are one SFU instruction and a multiply."""
+    if ins.opcode not in _IEEE_OPS or {"approx", "full"} & set(ins.modifiers):
+        return None
+    width = "f64" if "f64" in ins.modifiers else "f32" if "f32" in ins.modifiers else None
+    if width is None or not _ROUNDINGS & set(ins.modifiers):
+        return None
+    return dict(_ieee_expansions()[width][ins.opcode])
+

@@ -27,6 +27,7 @@ from kerncast.analysis.isa import RESOURCES, classify
 from kerncast.analysis.ptx.model import Instruction
 from kerncast.server.cli import main
 
+ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ["a100", "gtx1050", "h100", "h100pcie", "h200", "k20", "k4200", "l4", "l40s", "m60", "rtx2060", "rtx3070ti",
            "rtx3080", "rtx3090", "rtx4090", "t4", "v100"]
 THESIS_GPUS = ["k20", "k4200", "m60", "gtx1050", "v100"]
@@ -133,7 +134,7 @@ def test_only_the_k20_has_a_measured_latency_model_and_launch_overhead(profile_i
     assert profile.calibrated is False
 
 
-@pytest.mark.parametrize("profile_id", MODERN_GPUS)
+@pytest.mark.parametrize("profile_id", [p for p in MODERN_GPUS if p != "h100"])
 def test_modern_profiles_mark_inferred_latencies(profile_id):
     profile = load_profile(profile_id)
     assert profile.latency_basis == "sass-dependent"
@@ -174,17 +175,30 @@ def test_dump_writes_each_array_on_its_keys_line(profile_id):
     assert f"compute_capability = {list(profile.compute_capability)}" in text
 
 
+@pytest.mark.parametrize("gpu", ["h100", "h100pcie", "h200"])
+def test_gh100_alu_latencies_are_the_h100s_measured_ones_and_memory_rows_stay_estimates(gpu):
+    """The GH100 profiles carry the ALU latencies `kerncast calibrate` measured on an H100 (the H200 has the same
+    SM), each marked measured; the memory rows, which the calibration did not replace, stay marked estimated."""
+    profile = load_profile(gpu)
+    measured = tomllib.loads((ROOT / "validation" / "h100" / "calibration.toml").read_text(encoding="utf-8"))
+    for row in ("addf", "fma", "divf", "sqrt", "sfu", "logic", "divs"):
+        assert profile.latency[row] == pytest.approx(measured["latency"][row], abs=0.05)
+        assert profile.is_calibrated(f"latency.{row}")
+    for row in ("global", "shared", "atom", "param"):
+        assert not profile.is_calibrated(f"latency.{row}")
+
+
 def test_a_calibrated_profile_written_by_code_reads_back(tmp_path):
     """What `kerncast calibrate` does: change measured values, mark them measured, write, load."""
-    base = load_profile("h100")
+    base = load_profile("l4")
     latency = {**base.latency, "addf": 4.5, "global": 612.0}
     calibration = {**base.calibration, "latency.addf": True, "latency.global": True}
     sources = {**base.sources, "latency.addf": "calibration run", "latency.global": "calibration run"}
     curve = PiecewiseLinear(((0.0, 1000.0, 0.5, 600.0), (1000.0, 5000.0, 0.1, 1000.0)), "threads", "cycles")
     mine = dataclasses.replace(
-        base, id="h100-mine", latency=latency, calibration=calibration, sources=sources, global_latency=curve
+        base, id="l4-mine", latency=latency, calibration=calibration, sources=sources, global_latency=curve
     )
-    path = tmp_path / "h100-mine.toml"
+    path = tmp_path / "l4-mine.toml"
     path.write_text(dump_profile(mine), encoding="utf-8")
     loaded = load_profile(str(path))
     assert loaded == mine

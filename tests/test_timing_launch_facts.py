@@ -4,13 +4,19 @@ load, and the share of a load's requests that DRAM serves."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hand_ptx import kernel
 from kerncast.analysis.gpus import load_profile
 from kerncast.analysis.isa import classify
+from kerncast.analysis.launch import LaunchOverrides
 from kerncast.analysis.memory import analyze_memory
-from kerncast.analysis.options import Thresholds
+from kerncast.analysis.options import AnalysisOptions, Thresholds
+from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.timing.estimate import vector_merged
-from kerncast.analysis.timing.pipelined import division_slots
+from kerncast.analysis.timing.pipelined import expansion_slots
+
+ROOT = Path(__file__).resolve().parent.parent
 
 #: a load and a store that run only when the parameter is not 0 (nvcc's guard of a loop that may not run)
 GUARDED = """
@@ -62,9 +68,43 @@ def test_an_integer_division_by_a_register_issues_as_its_expansion():
     rem.s32 %r4, %r2, 3;
     div.u32 %r5, %r2, %r1;
 """)
-    slots = division_slots(fn.body, {i: classify(ins) for i, ins in enumerate(fn.body)})
+    slots = expansion_slots(fn.body, {i: classify(ins) for i, ins in enumerate(fn.body)})
     by_op = {(fn.body[i].opcode, type(fn.body[i].operands[2]).__name__): n for i, n in slots.items()}
-    assert by_op == {("rem", "Reg"): 20, ("div", "Reg"): 20}  # the constant divisor is already a multiply
+    assert by_op == {("rem", "Reg"): {"SP": 20}, ("div", "Reg"): {"SP": 20}}  # a constant divisor is a multiply
+
+
+def test_ieee_divides_and_square_roots_issue_as_their_expansion_and_approximations_do_not():
+    _, fn, _, _ = kernel("""
+    ld.param.f64 %fd1, [k_param_1];
+    div.rn.f64 %fd2, %fd1, %fd1;
+    sqrt.rn.f64 %fd3, %fd2;
+    rcp.rn.f64 %fd4, %fd3;
+    cvt.rn.f32.f64 %f1, %fd4;
+    div.rn.f32 %f2, %f1, %f1;
+    sqrt.rn.f32 %f3, %f2;
+    div.approx.f32 %f4, %f3, %f3;
+    div.full.f32 %f5, %f4, %f4;
+    sqrt.approx.f32 %f6, %f5;
+    rcp.approx.ftz.f64 %fd5, %fd4;
+""")
+    slots = expansion_slots(fn.body, {i: classify(ins) for i, ins in enumerate(fn.body)})
+    by_op = {".".join((fn.body[i].opcode, *fn.body[i].modifiers)): n for i, n in slots.items()}
+    assert set(by_op) == {"div.rn.f64", "sqrt.rn.f64", "rcp.rn.f64", "div.rn.f32", "sqrt.rn.f32"}
+    # the FP64 refinement runs on the FP64 lanes, after one SFU estimate; the FP32 one on the FP32 lanes
+    assert by_op["div.rn.f64"]["DPU"] >= 5 and by_op["div.rn.f64"]["SFU"] == 1
+    assert "DPU" not in by_op["div.rn.f32"] and by_op["div.rn.f32"]["SP"] >= 4
+
+
+def test_a_wide_launch_of_fp64_divisions_is_bound_by_the_fp64_lanes_of_their_expansion():
+    """A chain of IEEE FP64 divisions over 2M threads issues 8 DFMA-class instructions per division on the
+    GPU's 64 FP64 lanes per SM: the prediction may not fall below that issue time (ddivChain, iters=128)."""
+    src = ROOT / "benchmarks" / "data" / "coverage" / "fp64.cu"
+    launch = LaunchOverrides.from_strings(grid="8192", block="256", params=["n=2097152", "iters=128"])
+    report = analyze_file(src, options=AnalysisOptions(gpu="h100", lime=False, overrides=launch))
+    k = next(k for k in report.kernels if k.name.startswith("ddivChain"))
+    h100 = load_profile("h100")
+    slots = 8192 * 256 * 128 * 8 / (h100.units["DPU"] * h100.sm_count) / (h100.core_clock_mhz * 1e6) * 1e6
+    assert k.time.us >= slots
 
 
 def test_broadcast_shared_loads_share_a_packed_vector_load_from_volta_on():

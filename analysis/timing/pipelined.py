@@ -53,7 +53,7 @@ from typing import Any
 
 from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.deps import SYNC_OPCODES, DepGraph
-from kerncast.analysis.isa import InstrClass, division_costs, is_runtime_division
+from kerncast.analysis.isa import InstrClass, division_costs, ieee_expansion, is_runtime_division
 from kerncast.analysis.loops import block_weights, cfg_longest_path
 from kerncast.analysis.matrix_ops import matrix_op, tensor_cycles
 from kerncast.analysis.ptx.model import Instruction
@@ -140,22 +140,29 @@ def tensor_slots(body: Any, classes: Mapping[int, InstrClass], profile: Any) -> 
     return out
 
 
-def division_slots(body: Any, classes: Mapping[int, InstrClass]) -> dict[int, int]:
-    """Instruction index -> the instructions an integer `div`/`rem` by a run-time value issues once ptxas has
-    expanded it (`data/int_division.toml`): PTX writes it as one instruction, but no GPU has an integer divider,
-    and the reciprocal estimate and correction steps issue one by one on the integer and FP32 lanes. An
-    instruction a gain re-charges as a cheaper class (a shift or mask) is not expanded."""
+def expansion_slots(body: Any, classes: Mapping[int, InstrClass]) -> dict[int, dict[str, int]]:
+    """Instruction index -> the issue slots per unit of an instruction ptxas expands into several: an integer
+    `div`/`rem` by a run-time value (`data/int_division.toml`: no GPU has an integer divider, the reciprocal
+    estimate and correction steps issue on the integer and FP32 lanes), and an IEEE-rounded float divide, square
+    root or reciprocal (`data/ieee_expansion.toml`: an SFU estimate and refinement steps, FP64 ones on the FP64
+    lanes). An instruction a gain re-charges as a cheaper class (a shift or mask) is not expanded."""
     n, _ = division_costs()
-    return {i: n for i, cls in classes.items() if cls.latency == "divs" and is_runtime_division(body[i])}
+    out: dict[int, dict[str, int]] = {}
+    for i, cls in classes.items():
+        if cls.latency == "divs" and is_runtime_division(body[i]):
+            out[i] = {"SP": n}
+        elif cls.type == "compute" and (slots := ieee_expansion(body[i])) is not None:
+            out[i] = slots
+    return out
 
 
 def _block_cost(dag: DepGraph, body: Any, classes: Mapping[int, InstrClass], units: Mapping[str, int],
                 latency: Mapping[str, float], replays: Mapping[int, float], warp: int,
                 tensor: Mapping[int, float], own: Mapping[int, float] | None = None,
-                expand: Mapping[int, int] | None = None) -> _BlockCost:
+                expand: Mapping[int, Mapping[str, int]] | None = None) -> _BlockCost:
     """One basic block's cost; `own` holds the latencies of single instructions that differ from their class's
     (loads that hit in L1 for part of their executions, `cache_model.py`), `expand` the instructions that issue
-    as several on the SP lanes (`division_slots`)."""
+    as several, per unit (`expansion_slots`)."""
     per_thread: dict[str, float] = {}
     ready: dict[int, float] = {}
     chain = drained = 0.0
@@ -178,8 +185,10 @@ def _block_cost(dag: DepGraph, body: Any, classes: Mapping[int, InstrClass], uni
         slot = tensor.get(v)
         steps = expand.get(v) if expand else None
         if steps:
-            per_thread["SP"] = per_thread.get("SP", 0.0) + steps / units["SP"]
-            count += steps
+            for unit, k in steps.items():
+                unit = unit if units.get(unit, 0) > 0 else "SP"
+                per_thread[unit] = per_thread.get(unit, 0.0) + k / units[unit]
+                count += k
         else:
             per_thread[res] = per_thread.get(res, 0.0) + (replays.get(v, 1.0) / lanes if slot is None else slot)
             count += 1.0
@@ -249,7 +258,7 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     own = load_latency(l1 or [], l1_hit, latency["global"]) if l1_hit is not None else {}
     body = cfg.function.body
     tensor = tensor_slots(body, classes, profile)
-    expand = division_slots(body, classes)
+    expand = expansion_slots(body, classes)
     costs = {b: _block_cost(dags[b], body, classes, units, latency, replays, warp, tensor, own, expand)
              if b not in dead else _BlockCost({}, 0.0, 0.0, 0.0) for b in dags}
     weights = block_weights(cfg, loops, trips, dead)
