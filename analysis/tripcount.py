@@ -170,8 +170,8 @@ def _count_per_block(dataflow: KernelDataflow, loop: Loop, loop_list: list[Loop]
     skipped = [t.skipped for t in counts.values()]
     if any(skipped):
         if not all(skipped):
-            raise Unknown("the guard ahead of the loop skips it in some threads only, and the start of the "
-                          "others is not known")
+            # skipped in some threads (0 there), counted in the others: a warp runs as long as its longest lane
+            return _count_per_warp(read, launch)
         test = next(iter(counts.values()))
         return 0, ("nvcc's guard ahead of the loop jumps past it in every sampled block and thread (the work is "
                    f"done before it, in the unrolled remainder): 0 iterations{''.join('; ' + i for i in test.inputs)}")
@@ -417,7 +417,7 @@ def _exit_test(dataflow: KernelDataflow, loop: Loop, all_loops: list[Loop], laun
         if not isinstance(iv_op, Reg) or iv_op.is_special:
             continue
         iv, update = iv_op.name, update_in_loop(defs, cfg, iv_op.name, in_loop)
-        after, recurrence, offset, recomputed = None, None, 0, None
+        after, recurrence, offset, recomputed, from_head = None, None, 0, None, False
         if update is None:
             carried = carried_update(defs, cfg, iv_op.name, in_loop)
             derived = offset_induction(defs, cfg, iv_op.name, in_loop) if carried is None else None
@@ -434,7 +434,12 @@ def _exit_test(dataflow: KernelDataflow, loop: Loop, all_loops: list[Loop], laun
             elif carried is None:
                 recurrence = dataflow.symbolic.recurrence(loop.id, iv_op.name)
                 update = copied_back(defs, cfg, iv_op.name, in_loop, recurrence)
-                if update is None:
+                head = _header_copy(dataflow, loop, iv_op.name, reader) if update is None else None
+                if head is not None:
+                    # `d = s` at the top of the body, `s = d + 32` below, the test on d: s as it entered
+                    iv, update, recomputed = head
+                    after, recurrence, from_head = False, None, True
+                elif update is None:
                     update, recomputed = _recomputed(dataflow, loop, iv_op.name, recurrence, reader)
                     recurrence = None
                     if update is None:
@@ -446,7 +451,7 @@ def _exit_test(dataflow: KernelDataflow, loop: Loop, all_loops: list[Loop], laun
         check_once_per_iteration(cfg, loop, update, nested)
         if after is None:
             after = after_update(cfg, update, setp, block)
-        elif not offset and not after_update(cfg, update, setp, block):
+        elif not offset and not from_head and not after_update(cfg, update, setp, block):
             raise Unknown("the compared value is computed after the test")
         bits, signed = int_type(setp)
         if recurrence is not None:  # moved by a copy `s = t` (t = s / 2**k, s >> 1, ...): the recurrence steps it
@@ -567,6 +572,37 @@ def _guard_branch(dataflow: KernelDataflow, loop: Loop) -> Instruction | None:
             return last
         block = blk.preds[0] if len(blk.preds) == 1 else None
     return None
+
+
+def _header_copy(dataflow: KernelDataflow, loop: Loop, reg: str,
+                 reader: EntryValues) -> tuple[str, Instruction, int] | None:
+    """(the carried register, its update, its step) for a compared register that is a copy, at the top of the
+    header, of a register the loop moves by a constant step (`mov d, s` before any write of `s` in the
+    header; `add s, d, 32` further down): nvcc tests such a loop's `d + 32 < 32` as `d < 0` on the copy, the
+    value `s` held when the iteration began. None for another shape."""
+    cfg, defs = dataflow.cfg, dataflow.definitions
+    inside = [d for d in defs.get(reg, []) if cfg.block_of[d.index] in loop.blocks]
+    if len(inside) != 1 or inside[0].opcode != "mov" or inside[0].guard is not None \
+            or cfg.block_of[inside[0].index] != loop.header:
+        return None
+    copy = inside[0]
+    sources = [s for s in copy.srcs if isinstance(s, Reg) and not s.is_special]
+    if len(sources) != 1 or len(copy.srcs) != 1:
+        return None
+    carried = sources[0].name
+    head = cfg.blocks[loop.header]
+    if any(carried in ins.registers_written for ins in dataflow.function.body[head.start:copy.index]):
+        return None
+    recurrence = dataflow.symbolic.recurrence(loop.id, carried)
+    moved = [d for d in defs.get(carried, []) if cfg.block_of[d.index] in loop.blocks]
+    if recurrence is None or recurrence.kind != "affine" or recurrence.step is None or len(moved) != 1 \
+            or moved[0].guard is not None:
+        return None
+    try:
+        amount = reader.polynomial(dataflow.symbolic.atoms, recurrence.step)
+    except Unknown:
+        return None
+    return carried, moved[0], amount
 
 
 def _recomputed(dataflow: KernelDataflow, loop: Loop, reg: str, recurrence: Recurrence | None,

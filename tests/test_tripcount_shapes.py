@@ -165,3 +165,38 @@ def test_no_loop_falls_back_to_the_default_count_when_the_launch_is_known(nvcc_a
             continue
         defaults = [lp.trip_detail for lp in kernel.loops if lp.trip_source == "default"]
         assert not defaults, (kernel.name, defaults)
+
+
+def test_a_peeled_remainder_hands_the_counter_over_on_the_path_each_thread_takes(shapes):
+    # d from threadIdx.x below 128 in steps of 16 inside a loop over 64 tiles: nvcc peels the remainder of the
+    # loop unrolled by 4 into straight code, and the branches on it (decided per thread) choose the main loop's
+    # start; in a 16x16 block every thread makes 8 passes, 2 of the main loop
+    loops = _loops(shapes, "tileRows")
+    assert all(lp.trip_source == "ptx" for lp in loops), [lp.trip_detail for lp in loops]
+    assert sorted((lp.depth, lp.trip_count) for lp in loops) == [(1, 64), (2, 2)]
+
+
+def test_a_main_loop_skipped_by_some_threads_only_counts_the_others(shapes):
+    # the same loop in a block of 256 threads in x: threads 0..15 run the main loop twice, 16..79 once, 80..127
+    # make only the peeled passes and 128..255 none; the four sampled warps (0, 2, 4, 6) run 2, 1, 0 and 0 times
+    (main,) = [lp for lp in _loops(shapes, "wideTileRows") if lp.depth == 2]
+    assert (main.trip_count, main.trip_source) == (1, "ptx"), main.trip_detail
+    assert "0 to 2" in main.trip_detail and "0.5 per thread" in main.trip_detail
+
+
+def test_a_test_on_a_copy_of_the_counter_taken_at_the_top_of_the_loop(shapes):
+    # for (d = threadIdx.x; d < 32; d += 32) in a 32-wide block: one pass per thread, tested as `d < 0` on the
+    # copy nvcc takes at the top of the body; the row loop inside (j from threadIdx.y below 32 in steps of 8)
+    # makes 4 passes, one of its loop unrolled by 4
+    loops = _loops(shapes, "onePassColumns")
+    assert all(lp.trip_source == "ptx" for lp in loops), [lp.trip_detail for lp in loops]
+    assert sorted((lp.depth, lp.trip_count) for lp in loops) == [(1, 1), (2, 1)]
+
+
+def test_a_loop_no_thread_of_the_launch_reaches_runs_zero_times_and_is_no_assumption(shapes):
+    # nvcc emits the triangular nest for n > 0 and for n <= 0; n = 64 from the launch: the second copy's main
+    # loop is never reached, so it runs 0 times instead of the assumed default, and no finding says it is assumed
+    loops = _loops(shapes, "triangle")
+    assert all(lp.trip_source == "ptx" for lp in loops), [lp.trip_detail for lp in loops]
+    assert any(lp.trip_count == 0 and "no thread of this launch reaches" in lp.trip_detail for lp in loops)
+    assert not [f for f in shapes.all_findings() if f.code == "assumed-trip-count" and f.kernel == "triangle"]

@@ -17,12 +17,13 @@ from collections.abc import Callable, Sequence
 from kerncast.analysis.cexpr import Unknown
 from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.dataflow import expr as E
-from kerncast.analysis.dataflow.expr import Atoms, Poly
+from kerncast.analysis.dataflow.expr import Atoms, Poly, int_type
 from kerncast.analysis.dataflow.reaching import ReachingDefs
 from kerncast.analysis.dataflow.symbolic import instruction_value
+from kerncast.analysis.intops import COMPARISONS, wrap
 from kerncast.analysis.launch import Launch, Sourced
 from kerncast.analysis.loops import Loop
-from kerncast.analysis.ptx.model import Addr, Function, Imm, Instruction, Operand, Reg, Sym
+from kerncast.analysis.ptx.model import Addr, Function, Imm, Instruction, Operand, PredPair, Reg, Sym
 
 _SPECIAL_LAUNCH = {"ntid": "block", "nctaid": "grid"}
 
@@ -50,6 +51,8 @@ class EntryValues:
     """Values of registers the loop does not change, from the definitions that reach the loop's entry."""
 
     MAX_DEPTH = 32
+    #: blocks a walk along the path into a loop may pass (nvcc's peeled remainders take a handful)
+    MAX_PATH_BLOCKS = 64
 
     def __init__(self, fn: Function, cfg: Cfg, defs: dict[str, list[Instruction]], reaching: ReachingDefs,
                  loop: Loop, launch: Launch | None, index: Index | None = None,
@@ -99,8 +102,81 @@ class EntryValues:
             return self._after(reg, before, defs, depth)
         values = {self._evaluate(d, depth + 1) for d in defs}
         if len(values) != 1:
-            raise Unknown(f"{reg} has different values on the paths into the loop")
+            taken = self._on_path(reg, defs, depth)
+            if taken is None:
+                raise Unknown(f"{reg} has different values on the paths into the loop")
+            return self._evaluate(taken, depth + 1)
         return values.pop()
+
+    def _on_path(self, reg: str, defs: list[Instruction], depth: int) -> Instruction | None:
+        """Of definitions that disagree, the one on the path the branches take at the sampled index: nvcc
+        peels a loop's remainder into straight code ahead of the unrolled loop (`if (r == 0) ...; if (r == 1)
+        ...`) and hands the counter over on one of several paths, chosen by values the index and the launch
+        fix. The path is walked forward from the nearest block that dominates the loop's header and every
+        definition, deciding each branch from its predicate; None where a branch cannot be decided, a block
+        comes round again, the walk leaves before the loop, or no definition lies on it."""
+        blocks = {self.cfg.block_of[d.index] for d in defs}
+        start = self.cfg.idom[self.header] if self.header < len(self.cfg.idom) else -1
+        while start >= 0 and not all(self.cfg.dominates(start, b) for b in blocks):
+            parent = self.cfg.idom[start]
+            start = parent if parent != start else -1
+        if start < 0:
+            return None
+        by_index = {d.index: d for d in defs}
+        taken: Instruction | None = None
+        seen: set[int] = set()
+        block = start
+        while block != self.header:
+            if block in seen or len(seen) > self.MAX_PATH_BLOCKS:
+                return None
+            seen.add(block)
+            blk = self.cfg.blocks[block]
+            for i in range(blk.start, blk.end):
+                if i in by_index:
+                    taken = by_index[i]
+                elif reg in self.fn.body[i].registers_written:
+                    taken = None  # redefined by a write that does not reach the loop: off the path
+            nxt = self._next_block(block, depth)
+            if nxt is None:
+                return None
+            block = nxt
+        return taken
+
+    def _next_block(self, block: int, depth: int) -> int | None:
+        """The block control reaches after `block` at the sampled index (None where its branch cannot be
+        decided, or it leaves the function)."""
+        blk = self.cfg.blocks[block]
+        last = self.fn.body[blk.end - 1] if blk.end > blk.start else None
+        fall = next((b.id for b in self.cfg.blocks if b.start == blk.end and b.end > b.start), None)
+        if last is None or last.opcode != "bra":
+            return fall if len(blk.succs) == 1 and fall in blk.succs else None
+        label = last.branch_target
+        target = self.fn.labels.get(label) if label else None
+        jump = self.cfg.block_of[target] if target is not None and target < len(self.cfg.block_of) else None
+        if last.guard is None:
+            return jump
+        try:
+            holds = self._predicate(last.guard.reg, last, depth)
+        except Unknown:
+            return None
+        return jump if holds != last.guard.negated else fall
+
+    def _predicate(self, pred: str, at: Instruction, depth: int) -> bool:
+        """A predicate register's value at `at`, from the integer `setp` that writes it."""
+        defs = self.reaching.at(pred, at)
+        if len(defs) != 1 or defs[0].opcode != "setp" or defs[0].guard is not None:
+            raise Unknown(f"the predicate {pred} is not one integer comparison")
+        setp = defs[0]
+        cmp = next((m for m in setp.modifiers if m in COMPARISONS), None)
+        if cmp is None or len(setp.operands) != 3 or (setp.dtype or "").startswith("f") \
+                or any(m in ("and", "or", "xor") for m in setp.modifiers):
+            raise Unknown(f"{setp.full_opcode} is not a plain integer comparison")
+        bits, signed = int_type(setp)
+        signed = signed and cmp not in ("lo", "ls", "hi", "hs")
+        a, b = (wrap(self.operand(op, setp, depth + 1), bits, signed) for op in setp.operands[1:])
+        holds = bool(COMPARISONS[cmp](a, b))
+        dest = setp.operands[0]
+        return not holds if isinstance(dest, PredPair) and dest.second.name == pred else holds
 
     def _preceding_loop(self, defs: list[Instruction]) -> Loop | None:
         """The innermost loop, not around this one, that holds one of `defs`: the register leaves it with the

@@ -39,8 +39,25 @@ def memory_stage(ctx: KernelContext) -> None:
         ctx.memory = MemoryAnalysis()
         return
     ctx.memory = result
+    _unreached_loops(ctx, result.dead_blocks)
     report.findings.extend(findings)
     for note in result.assumptions:
         text = f"memory analysis: {note}"
         if text not in report.notes:
             report.notes.append(text)
+
+
+def _unreached_loops(ctx: KernelContext, dead: frozenset[int]) -> None:
+    """A loop whose count fell back to an assumed value but which no thread of the launch reaches (the other
+    side of a branch the launch's values decide, such as the `n <= 0` copy of a loop nest nvcc emits beside
+    the `n > 0` one) runs 0 times: the time model already leaves its blocks out, and its count is no
+    assumption to report."""
+    for lp, info in zip(ctx.loops.loops, ctx.report.loops, strict=False):
+        count = ctx.trip_counts.get(lp.header)
+        if lp.header not in dead or count is None or count.source == "ptx":
+            continue
+        settled = Sourced(0, "ptx", count.line, "no thread of this launch reaches the loop (a branch ahead of it "
+                          "is decided against it by the launch's sizes and parameters): 0 iterations")
+        ctx.trip_counts[lp.header] = settled
+        if info is not None:
+            info.trip_count, info.trip_source, info.trip_detail = settled.value, settled.source, settled.detail

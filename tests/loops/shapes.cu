@@ -156,6 +156,62 @@ __global__ void rowPass(const float *pts, float *out)
     out[base * ROW_DIM + ty * ROWS + tx] = rows[tx * ROW_DIM + ty];
 }
 
+// The same row loop inside a loop over tiles: nvcc unrolls it by 4 and peels its remainder into straight code,
+// so the main loop's counter enters on one of four paths, which the branches on the remainder decide per thread.
+// In a 16x16 block every thread makes 8 passes (2 of the main loop); in a block of 256 threads in x, threads
+// 128 and above make none and threads 80 to 127 only the peeled ones.
+__global__ void tileRows(const float *pts, float *out)
+{
+    __shared__ float tile[ROWS * ROW_DIM];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    float acc = 0.0f;
+    for (int t = 0; t < 1024; t += ROWS) {
+        for (int d = tx; d < ROW_DIM; d += ROWS) tile[ty * ROW_DIM + d] = pts[(t + ty) * ROW_DIM + d];
+        __syncthreads();
+        acc += tile[(tx % ROWS) * ROW_DIM + ty];
+        __syncthreads();
+    }
+    out[blockIdx.x * blockDim.x * blockDim.y + ty * blockDim.x + tx] = acc;
+}
+
+__global__ void wideTileRows(const float *pts, float *out)
+{
+    __shared__ float tile[ROWS * ROW_DIM];
+    int tx = threadIdx.x;
+    float acc = 0.0f;
+    for (int t = 0; t < 1024; t += ROWS) {
+        for (int d = tx; d < ROW_DIM; d += ROWS) tile[d] = pts[t * ROW_DIM + d];
+        __syncthreads();
+        acc += tile[tx % ROW_DIM];
+        __syncthreads();
+    }
+    out[blockIdx.x * blockDim.x + tx] = acc;
+}
+
+// One pass per thread of a 32-wide block (d from threadIdx.x below 32 in steps of 32) around a loop over rows:
+// nvcc tests `d + 32 < 32` as `d < 0`, on a copy of the counter taken at the top of the loop's body.
+__global__ void onePassColumns(const float4 *pts, float4 *out)
+{
+    __shared__ float4 buf[32 * 32];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    for (int d = tx; d < 32; d += 32)
+        for (int j = ty; j < 32; j += 8) buf[j * 32 + (d + j) % 32] = pts[(32 * blockIdx.x + j) * 32 + d];
+    __syncthreads();
+    out[blockIdx.x * 256 + ty * 32 + tx] = buf[tx * 32 + ty];
+}
+
+// A triangular loop nest whose inner bound is a parameter: nvcc emits the nest twice, for n > 0 and for
+// n <= 0; with n = 64 from the launch no thread reaches the second copy, whose loops run 0 times.
+__global__ void triangle(const float *data, float *sym, int m, int n)
+{
+    int j1 = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j1 < m)
+        for (int j2 = j1; j2 < m; j2++) {
+            sym[j1 * m + j2] = 0.0f;
+            for (int i = 0; i < n; i++) sym[j1 * m + j2] += data[i * m + j1] * data[i * m + j2];
+        }
+}
+
 int main()
 {
     const int C = 50257, rows = 1024, n = 1 << 20, K = 1027;
@@ -175,6 +231,10 @@ int main()
     chunkedDot<<<1, 256>>>(x, x, y, 1000);
     handUnrolled<<<1, 64>>>(x, y, 1000);
     rowPass<<<64, dim3(ROWS, ROWS)>>>(x, y);
+    tileRows<<<64, dim3(ROWS, ROWS)>>>(x, y);
+    wideTileRows<<<64, 256>>>(x, y);
+    onePassColumns<<<64, dim3(32, 8)>>>((const float4 *)x, (float4 *)y);
+    triangle<<<4, 256>>>(x, y, 1024, 64);
     wmmaGemm<<<dim3(4096 / 64, 4096 / 16), dim3(128, 1)>>>(h, h, y, 4096, 4096, 4096);
     cudaFree(x);
     cudaFree(y);
