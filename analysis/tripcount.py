@@ -72,6 +72,8 @@ MAX_SAMPLED_WARPS = 8
 MAX_SAMPLED_BLOCKS = 64
 #: warps sampled where each lane's exit test is read from the PTX (a count neither affine nor repeated by warp)
 PER_LANE_WARPS = 4
+#: blocks sampled where each lane's exit test is read from the PTX and the count differs between blocks too
+PER_LANE_BLOCKS = 4
 #: iterations a loop no closed form reads is stepped through before it is left unknown
 MAX_STEPPED_ITERATIONS = 1024
 #: iterations of an enclosing loop at which a count that moves with it is read
@@ -222,7 +224,7 @@ def _count_per_warp(read: _ReadOnce, launch: Launch | None) -> tuple[int, str]:
     thread indices (see `_IndexModel`); every lane's count is then the closed form of its own values, without
     walking the PTX per lane, so many warps and blocks can be counted."""
     model = _IndexModel(read, launch)
-    blocks = evenly_spread(model.blocks, MAX_SAMPLED_BLOCKS if not model.by_thread else MAX_SAMPLED_BLOCKS // 8)
+    blocks = evenly_spread(model.blocks, model.sampled_blocks)
     if not model.by_block:
         blocks = [0]
     warps = evenly_spread(-(-model.threads // WARP), model.sampled_warps) if model.by_thread else [0]
@@ -275,6 +277,9 @@ class _IndexModel:
         self._lanes: list[ExitTest] | None = None
         #: how many warps to sample: fewer where every lane's test is read from the PTX
         self.sampled_warps = MAX_SAMPLED_WARPS
+        #: how many blocks to sample, and whether each sampled lane of them is read from the PTX
+        self.sampled_blocks = MAX_SAMPLED_BLOCKS // 8 if self.by_thread else MAX_SAMPLED_BLOCKS
+        self.every_lane = False
         last_b, last_t = _unflatten(self.blocks - 1, self.grid_dims), _unflatten(self.threads - 1, self.block_dims)
         mid_b = _unflatten(self.blocks // 2, self.grid_dims)
         mid_t = _unflatten(self.threads // 2 + WARP // 2 - 1, self.block_dims)
@@ -285,8 +290,12 @@ class _IndexModel:
         lanes = [self._read((0, 0, 0), _unflatten(t, self.block_dims)) for t in range(min(WARP, self.threads))]
         self._lanes, self.by_block, self.by_thread = lanes, False, True
         if any(not _same_test(self._read(b, t), self._read((0, 0, 0), t)) for b, t in probes):
-            raise Unknown("the count differs between threads in a way that is neither affine in the indices "
-                          "nor the same in every block")
+            # neither affine nor the same in every block (`for (i = 0; i < idx; i++)` with idx the global
+            # thread index, unrolled by 4: idx - idx % 4 in steps of 4): every sampled lane of a few sampled
+            # blocks is read from the PTX
+            self._lanes, self.by_block = None, True
+            self.sampled_warps, self.sampled_blocks, self.every_lane = PER_LANE_WARPS, PER_LANE_BLOCKS, True
+            return
         for b, t in probes:
             lane = (t[0] + self.block_dims[0] * (t[1] + self.block_dims[1] * t[2])) % WARP
             if not _same_test(self._read(b, t), lanes[lane]):
@@ -308,6 +317,8 @@ class _IndexModel:
         """The exit test at a linear block and thread index."""
         if self._lanes is not None:
             return self._lanes[thread % WARP]
+        if self.every_lane:
+            return self._read(_unflatten(block, self.grid_dims), _unflatten(thread, self.block_dims))
         if self.sampled_warps < MAX_SAMPLED_WARPS:  # read lane by lane, the same in every block
             return self._read((0, 0, 0), _unflatten(thread, self.block_dims))
         return self._affine(_unflatten(block, self.grid_dims), _unflatten(thread, self.block_dims))
@@ -657,11 +668,15 @@ def _in_outer(dataflow: KernelDataflow, all_loops: list[Loop], launch: Launch | 
         if loop.header not in outer:
             raise Unknown(f"{reg} changes in an enclosing loop")
         cfg = dataflow.cfg
-        update = _moved_once(dataflow, all_loops, loop, reg, f"{reg} changes in an enclosing loop, not once per "
-                             "iteration")
         reader = EntryValues(dataflow.function, cfg, dataflow.definitions, dataflow.reaching, loop, launch, index,
                              _after_loop(dataflow, all_loops, launch, frozenset({loop.header})), all_loops,
                              _in_outer(dataflow, all_loops, launch, index, loop, outer))
+        head = _header_copy(dataflow, loop, reg, reader)
+        if head is not None:  # the copy taken at the top of the body: the counter as the iteration began
+            carried, _, amount = head
+            return reader.outside(carried) + amount * outer[loop.header]
+        update = _moved_once(dataflow, all_loops, loop, reg, f"{reg} changes in an enclosing loop, not once per "
+                             "iteration")
         start = reader.outside(reg)
         steps = outer[loop.header] + (1 if cfg.dominates(cfg.block_of[update.index], inner.header) else 0)
         return _stepped(start, step(update, reg, reader.invariant), steps)

@@ -193,10 +193,39 @@ def test_a_test_on_a_copy_of_the_counter_taken_at_the_top_of_the_loop(shapes):
     assert sorted((lp.depth, lp.trip_count) for lp in loops) == [(1, 1), (2, 1)]
 
 
-def test_a_loop_no_thread_of_the_launch_reaches_runs_zero_times_and_is_no_assumption(shapes):
-    # nvcc emits the triangular nest for n > 0 and for n <= 0; n = 64 from the launch: the second copy's main
-    # loop is never reached, so it runs 0 times instead of the assumed default, and no finding says it is assumed
+def test_a_triangular_nest_and_its_copy_for_an_empty_inner_loop_are_counted(shapes):
+    # nvcc emits the triangular nest for n > 0 and for n <= 0 (n = 64 from the launch); j2 from the global
+    # thread index to 1024 is counted per warp in both copies, the second one lane by lane
     loops = _loops(shapes, "triangle")
     assert all(lp.trip_source == "ptx" for lp in loops), [lp.trip_detail for lp in loops]
-    assert any(lp.trip_count == 0 and "no thread of this launch reaches" in lp.trip_detail for lp in loops)
     assert not [f for f in shapes.all_findings() if f.code == "assumed-trip-count" and f.kernel == "triangle"]
+
+
+def test_a_loop_no_thread_of_the_launch_reaches_runs_zero_times_and_is_no_assumption(shapes):
+    # mode = 0 from the launch: the other mode's loop, bounded by a loaded length, is never reached, so it runs
+    # 0 times instead of the assumed default, and no finding says its count is assumed
+    loops = _loops(shapes, "twoModes")
+    assert all(lp.trip_source == "ptx" for lp in loops), [lp.trip_detail for lp in loops]
+    dead = [lp for lp in loops if "no thread of this launch reaches" in lp.trip_detail]
+    assert dead and all(lp.trip_count == 0 for lp in dead)  # the loop and nvcc's remainder of it
+    assert not [f for f in shapes.all_findings() if f.code == "assumed-trip-count" and f.kernel == "twoModes"]
+
+
+def test_an_inner_bound_read_from_a_copy_of_the_outer_counter(shapes):
+    # pass i of 15 runs the inner loops i and i + 1 times, unrolled by 4 (i // 4 and (i + 1) // 4 main
+    # iterations: 21 / 15 and 24 / 15 on average, 0 to 3); the outer counter reaches the bounds through the copy
+    # nvcc takes at the top of the outer body
+    loops = _loops(shapes, "triangularSolve")
+    assert all(lp.trip_source == "ptx" for lp in loops), [lp.trip_detail for lp in loops]
+    assert sorted((lp.depth, lp.trip_count) for lp in loops) == [(1, 15), (2, 1), (2, 2)]
+    assert all("0 to 3 times" in lp.trip_detail for lp in loops if lp.depth == 2)
+
+
+def test_a_count_neither_affine_nor_the_same_in_every_block_is_read_lane_by_lane(shapes):
+    # for (i = 0; i < idx; i++) over 32 blocks of 32 threads, unrolled by 4: warp b runs its main loop
+    # (32 b + 31) / 4 = 8 b + 7 times, 131 on average, and each thread idx / 4 times, 127.5 on average; its
+    # remainder loop runs idx % 4 times, 3 in the warp's longest lane
+    main, remainder = sorted(_loops(shapes, "perThreadWork"), key=lambda lp: -lp.trip_count)
+    assert (main.trip_source, remainder.trip_source) == ("ptx", "ptx"), [main.trip_detail, remainder.trip_detail]
+    assert (main.trip_count, remainder.trip_count) == (131, 3)
+    assert "7 to 255" in main.trip_detail and "127.5 per thread" in main.trip_detail

@@ -97,6 +97,13 @@ class EntryValues:
                       and not all(b in lp.blocks for b in blocks)]
             if around:  # carried around an enclosing loop: its value at that loop's sampled iteration
                 return self.in_outer(min(around, key=lambda lp: len(lp.blocks)), reg)
+            heads = [lp for lp in self.enclosing if len(defs) == 1 and defs[0].opcode == "mov"
+                     and self.cfg.block_of[defs[0].index] == lp.header]
+            if heads:  # a copy of the enclosing loop's counter taken at the top of its body (`i = s; s = i + 1`)
+                try:
+                    return self.in_outer(heads[0], reg)
+                except Unknown:
+                    pass  # not such a copy: read it as any other value
         before = self._preceding_loop(defs)
         if before is not None:
             return self._after(reg, before, defs, depth)

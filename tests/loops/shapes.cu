@@ -212,6 +212,52 @@ __global__ void triangle(const float *data, float *sym, int m, int n)
         }
 }
 
+// A triangular solve in a 16-thread block: the inner loops run i and i + 1 times in pass i of the outer loop,
+// which nvcc unrolls by 4; the outer counter reaches the inner bound through a copy taken at the top of the
+// outer loop's body (`i = s; s = i + 1`), so the inner count is read at sampled passes from that copy.
+__global__ void triangularSolve(float *m)
+{
+    __shared__ float s[16 * 16];
+    int tx = threadIdx.x;
+    for (int r = 0; r < 16; r++) s[r * 16 + tx] = m[r * 16 + tx];
+    __syncthreads();
+    for (int i = 0; i < 15; i++) {
+        if (tx > i) {
+            for (int j = 0; j < i; j++) s[tx * 16 + i] -= s[tx * 16 + j] * s[j * 16 + i];
+            s[tx * 16 + i] /= s[i * 16 + i];
+        }
+        __syncthreads();
+        if (tx > i)
+            for (int j = 0; j < i + 1; j++) s[(i + 1) * 16 + tx] -= s[(i + 1) * 16 + j] * s[j * 16 + tx];
+        __syncthreads();
+    }
+    for (int r = 0; r < 16; r++) m[r * 16 + tx] = s[r * 16 + tx];
+}
+
+// Each thread of the grid steps a generator as many times as its global index: nvcc unrolls the loop by 4, so
+// the main loop runs idx / 4 times (idx - idx % 4 in steps of 4), neither affine in the indices nor the same in
+// every block; in 32 blocks of 32 threads warp b runs as long as its lane 31, 8 b + 7 times: 131 on average.
+__global__ void perThreadWork(unsigned *state)
+{
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned v = idx;
+    for (int i = 0; i < idx; i++) v = (v * 26757677u + 1u) & 0x7fffffffu;
+    state[idx] = v;
+}
+
+// A kernel with two modes, chosen by a parameter: with mode 0 from the launch no thread reaches the other mode's
+// loop, whose bound is loaded from memory; it runs 0 times rather than an assumed count.
+__global__ void twoModes(const float *in, const int *len, float *out, int mode)
+{
+    float acc = 0.0f;
+    if (mode == 0) {
+        for (int i = threadIdx.x; i < 1024; i += blockDim.x) acc += in[i];
+    } else {
+        for (int i = 0; i < len[blockIdx.x]; i++) acc += in[blockIdx.x * 1024 + i];
+    }
+    out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}
+
 int main()
 {
     const int C = 50257, rows = 1024, n = 1 << 20, K = 1027;
@@ -235,6 +281,9 @@ int main()
     wideTileRows<<<64, 256>>>(x, y);
     onePassColumns<<<64, dim3(32, 8)>>>((const float4 *)x, (float4 *)y);
     triangle<<<4, 256>>>(x, y, 1024, 64);
+    triangularSolve<<<1, 16>>>(x);
+    perThreadWork<<<32, 32>>>((unsigned *)x);
+    twoModes<<<64, 256>>>(x, (const int *)y, y, 0);
     wmmaGemm<<<dim3(4096 / 64, 4096 / 16), dim3(128, 1)>>>(h, h, y, 4096, 4096, 4096);
     cudaFree(x);
     cudaFree(y);
