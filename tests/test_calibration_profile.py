@@ -15,6 +15,7 @@ from kerncast.analysis.calibration.errors import CalibrationError, NoGpuError
 from kerncast.analysis.calibration.harness import check_run, parse_output, run_harness
 from kerncast.analysis.calibration.profile_writer import PowerReadings, build_profile, profile_id, write_profile
 from kerncast.analysis.gpus import latency_rows, load_profile
+from kerncast.analysis.timing.atomics import gpu_rates
 
 DEVICE = {
     "kind": "device", "name": "NVIDIA H100 80GB HBM3", "pci_bus_id": "00000000:19:00.0", "major": 9, "minor": 0,
@@ -29,6 +30,10 @@ MEASURED_ROWS = {
     "fma": 4.1, "mads": 4.3, "divf": 520.0, "divs": 70.0, "sqrt": 210.0, "sfu": 18.0, "mov": 0.1, "cvt": 6.0,
     "setp": 10.0, "shfl": 28.0, "mma": 33.0, "atom": 600.0, "sync": 20.0, "shared": 29.0, "param": 40.0,
 }
+
+
+#: the synthetic GPU's same-address atomic rate (updates per clock) and cycles per further same-address lane
+ATOMIC_RATE, LANE_REPLAY = 0.72, 190.0
 
 
 def _global_latency(threads: float) -> float:
@@ -63,6 +68,16 @@ def synthetic_output(seed: int = 7) -> str:
     for t in np.geomspace(32, 2**24, 30):
         lines.append({"kind": "launch", "threads": t, "blocks": t / 256, "block": 256,
                       "time_us": 2.1 + 3e-7 * t + rng.normal(0, 0.02)})
+    # atomics: one word takes ATOMIC_RATE updates per clock however many warps queue on it (the fewest warps
+    # fall short of it); a warp's instruction takes 6 cycles plus LANE_REPLAY per further same-address lane
+    for warps, short in ((1056, 0.8), (4224, 1.0), (8448, 1.0)):
+        updates = warps * 256
+        lines.append({"kind": "atomic_same_address", "warps": warps, "updates": updates,
+                      "time_us": updates / (ATOMIC_RATE * short * 1755.0) * (1 + rng.normal(0, 0.005))})
+    for lanes in (1, 2, 4, 8, 16, 32):
+        cycles = 6.0 + LANE_REPLAY * (lanes - 1)
+        lines.append({"kind": "atomic_lanes", "lanes_per_address": lanes, "warps": 132, "instructions_per_warp": 512,
+                      "time_us": 512 * cycles / 1755.0 * (1 + rng.normal(0, 0.005))})
     lines.append({"kind": "done"})
     return "compiling...\n" + "\n".join(json.dumps(x) for x in lines) + "\n"
 
@@ -127,6 +142,28 @@ def test_written_profile_loads_back_with_measured_sections(calibration, tmp_path
                     "launch_overhead", "limits"):
         assert loaded.is_calibrated(section), section
     assert summary["throughput"]
+
+
+def test_the_atomic_rates_are_fitted_and_written_as_measured(calibration, tmp_path) -> None:
+    """The same-address rate is the best launch's (the L2 serialises; more warps cannot go faster), the lane
+    replay the slope over lanes per address; both land in the profile's [atomics] section, marked measured,
+    and the time model takes them over the data file's estimates. A run without the atomics records leaves
+    the section unmeasured and empty."""
+    assert calibration.atomics["same_address_per_clock"] == pytest.approx(ATOMIC_RATE, rel=0.02)
+    assert calibration.atomics["lane_replay_cycles"] == pytest.approx(LANE_REPLAY, rel=0.02)
+    assert calibration.atomic_lanes is not None and calibration.atomic_lanes.quality.r2 > 0.99
+    path = tmp_path / "mine.toml"
+    path.write_text(write_profile(build_profile(calibration, load_profile("h100"), PowerReadings())),
+                    encoding="utf-8")
+    loaded = load_profile(path)
+    assert loaded.atomics == calibration.atomics
+    assert loaded.is_calibrated("atomics") and "R2 = " in loaded.source_of("atomics.lane_replay_cycles")
+    rates = gpu_rates(loaded)
+    assert (rates.per_clock, rates.lane_cycles) == (calibration.atomics["same_address_per_clock"],
+                                                   calibration.atomics["lane_replay_cycles"])
+    kept = [line for line in synthetic_output().splitlines() if '"atomic_' not in line]
+    without = build_profile(analyze(parse_output("\n".join(kept))), load_profile("h100"), PowerReadings())
+    assert without.atomics == {} and not without.is_calibrated("atomics")
 
 
 def test_without_power_readings_the_base_power_is_kept_as_the_base_marks_it(calibration) -> None:

@@ -29,6 +29,7 @@ from kerncast.analysis.calibration.sass_expect import (
     SHARED_LOADS_PER_ITERATION,
     SHARED_STREAM_MIN_LDS_SHARE,
     chain_kernels,
+    check_atomic_kernels,
     check_calibration_sass,
     check_chain,
     check_shared_stream,
@@ -117,6 +118,13 @@ def test_bank_conflicted_shared_stream_is_rejected(folded_sass):
     fn = next(f for name, f in folded_sass.items() if "shared_stream_conflicted" in name)
     assert check_shared_stream(fn) == [
         "shared_stream_kernel: the LDS base register is not 4 x lane (one word per bank for the 32 lanes)"]
+
+
+def test_aggregated_lane_replay_atomics_are_rejected(folded_sass):
+    """A lane-replay benchmark whose address ptxas sees is the same in every lane measures one update per warp:
+    the check names the aggregation."""
+    problems = check_atomic_kernels(folded_sass)
+    assert any(p.startswith("lane_replay_kernel: ptxas combined the warp's lanes") for p in problems), problems
 
 
 def test_measurement_harness_builds_for_every_architecture(tmp_path):

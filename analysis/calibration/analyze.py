@@ -4,13 +4,15 @@ Each step follows the thesis: latency rows are the dependent-chain cycles per in
 instruction class gets its peak throughput and peak warps per ILP (Table 3.1, with the thesis's epsilon-argmax
 definition of peak warps); global load latency is a four-piece linear model of threads launched (Table 3.3);
 memory throughput is an exponential growth curve of memory requests (Table 4.5); launch overhead is a line in
-threads launched (section 3.4).
+threads launched (section 3.4). Beyond the thesis, the atomics benchmarks give the same-address update rate
+(the best of the launches: the L2 serialises them, so more warps cannot go faster) and the cycles a further
+same-address lane of one warp instruction adds (the slope of cycles per instruction against lanes per address).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from kerncast.analysis.calibration.errors import CalibrationError
@@ -53,6 +55,9 @@ class Calibration:
     shared_throughput: Fitted[ExpModel]
     launch_overhead: Fitted[Linear]
     shared_loads_per_cycle_per_sm: float | None
+    #: `same_address_per_clock`, `lane_replay_cycles` where the run had the atomics benchmarks
+    atomics: dict[str, float] = field(default_factory=dict)
+    atomic_lanes: Fitted[Linear] | None = None
 
 
 def peak_warps(warps, throughput, epsilon: float = PEAK_EPSILON) -> tuple[float, float]:
@@ -130,6 +135,38 @@ def _shared_loads_per_cycle(raw: RawResults, sm_count: int, clock_mhz: float | N
     return max(rates) if rates else None
 
 
+def same_address_rate(raw: RawResults, clock_mhz: float | None) -> float | None:
+    """Updates per SM clock to one address: the best launch of the same-address benchmark (None without one)."""
+    rates = [float(r["updates"]) / (float(r["time_us"]) * clock_mhz) for r in raw.of("atomic_same_address")
+             if clock_mhz and float(r["time_us"]) > 0]
+    return max(rates) if rates else None
+
+
+def fit_lane_replay(raw: RawResults, clock_mhz: float | None) -> Fitted[Linear] | None:
+    """Cycles per atomic instruction of one warp against its same-address lanes less one: the slope is what a
+    further lane costs, the intercept the instruction's issue. None without two lane counts to fit."""
+    records = [r for r in raw.of("atomic_lanes") if clock_mhz and float(r["time_us"]) > 0]
+    if len({int(r["lanes_per_address"]) for r in records}) < 2:
+        return None
+    x, y = _xy(records, "lanes_per_address",
+               lambda r: float(r["time_us"]) * clock_mhz / float(r["instructions_per_warp"]))
+    model, _ = fit_linear(x - 1.0, y)
+    return Fitted(model, fit_quality(y, model.evaluate(x - 1.0), 2))
+
+
+def _atomic_rates(raw: RawResults, clock_mhz: float | None) -> tuple[dict[str, float], Fitted[Linear] | None]:
+    """The profile's `[atomics]` rows this run measured: only the positive ones (a flat or failed benchmark
+    leaves the data file's estimate in place)."""
+    out: dict[str, float] = {}
+    rate = same_address_rate(raw, clock_mhz)
+    if rate is not None and rate > 0:
+        out["same_address_per_clock"] = round(rate, 4)
+    lanes = fit_lane_replay(raw, clock_mhz)
+    if lanes is not None and lanes.model.slope > 0:
+        out["lane_replay_cycles"] = round(lanes.model.slope, 2)
+    return out, lanes
+
+
 def analyze(raw: RawResults) -> Calibration:
     """Fit every model of a profile to one harness run; CalibrationError names the part that failed."""
     device = raw.one("device")
@@ -140,6 +177,7 @@ def analyze(raw: RawResults) -> Calibration:
         global_tp = _fit_memory_throughput(raw, "global")
         shared_tp = _fit_memory_throughput(raw, "shared")
         launch = _fit_launch(raw)
+        atomics, lanes = _atomic_rates(raw, sm_clock or float(device["clock_khz"]) / 1e3)
     except ValueError as exc:
         raise CalibrationError(f"fitting the calibration data failed: {exc}") from exc
     return Calibration(
@@ -153,4 +191,6 @@ def analyze(raw: RawResults) -> Calibration:
         shared_throughput=shared_tp,
         launch_overhead=launch,
         shared_loads_per_cycle_per_sm=_shared_loads_per_cycle(raw, int(device["sm_count"]), sm_clock),
+        atomics=atomics,
+        atomic_lanes=lanes,
     )

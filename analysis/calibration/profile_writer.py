@@ -185,6 +185,24 @@ def _tensor(base: GpuProfile, flags: _Flags) -> dict[str, float]:
     return dict(base.tensor)
 
 
+def _atomics(cal: Calibration, flags: _Flags, origin: str) -> dict[str, float]:
+    """The atomic rates the run measured; without them the section stays empty and the time model keeps the
+    estimates of data/atomics.toml."""
+    if not cal.atomics:
+        flags.section("atomics", "not measured by this run: the estimates of data/atomics.toml", False)
+        return {}
+    flags.section("atomics", f"{origin}: global atomics (kc_atomics.cu)")
+    if "same_address_per_clock" in cal.atomics:
+        flags.field("atomics.same_address_per_clock", True,
+                    f"{origin}: one lane per warp reduces into one word over 1, 4 and 8 blocks per SM, the best "
+                    "updates / (event time x SM clock)")
+    if "lane_replay_cycles" in cal.atomics and cal.atomic_lanes is not None:
+        flags.field("atomics.lane_replay_cycles", True, _fit_text(
+            f"{origin}: one warp per SM, 1 to 32 lanes per word, slope of cycles per instruction against the "
+            "further same-address lanes", cal.atomic_lanes.quality, "cycles"))
+    return dict(cal.atomics)
+
+
 def _models(cal: Calibration, flags: _Flags, origin: str) -> dict:
     gl = cal.global_latency.model
     last_x = cal.global_latency_max_threads
@@ -239,10 +257,12 @@ def build_profile(cal: Calibration, base: GpuProfile, power: PowerReadings, name
     models = _models(cal, flags, origin)
     tdp, idle = _power(power, base, flags, origin)
     tensor = _tensor(base, flags)
+    atomics = _atomics(cal, flags, origin)
     return GpuProfile(
         id=pid or profile_id(gpu_name), name=gpu_name, arch=arch, compute_capability=cc, **device, units=units,
         limits=limits, latency_basis="ptx-thesis", latency=latency, throughput=throughput, **models,
         tdp_w=tdp, idle_w=idle, calibration=flags.calibration, sources=flags.sources, tensor=tensor,
+        atomics=atomics,
     )
 
 

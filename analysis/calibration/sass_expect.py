@@ -28,6 +28,10 @@ SMALL_CHASE_UNROLL = 16
 #: instructions per clock and its shared memory serves one warp request per clock, so a quarter would just do;
 #: half leaves room for the scheduler's other work
 SHARED_STREAM_MIN_LDS_SHARE = 0.5
+#: kc::kAtomicUnroll in kc_atomics.cu
+ATOMIC_UNROLL = 4
+#: SASS that combines a warp's lanes before an atomic (a vote, a population count, a warp reduction, a match)
+_AGGREGATION = r"VOTEU?\..*|U?POPC|REDUX(\..*)?|MATCH\..*|SHFL\..*"
 #: the SASS architectures every microbenchmark is checked on (Ampere, Ada, Hopper)
 ARCHS = ("sm_80", "sm_89", "sm_90")
 
@@ -222,6 +226,31 @@ def check_launch_kernels(functions: dict[str, Function]) -> list[str]:
     return problems
 
 
+def check_atomic_kernels(functions: dict[str, Function]) -> list[str]:
+    """The atomics benchmarks (kc_atomics.cu): each loop body issues one global reduction per step (`RED`/`REDG`,
+    all on one address register), and the lane-replay kernel has no warp aggregation, so the hardware replays
+    its same-address lanes as the benchmark means it to."""
+    problems: list[str] = []
+    for label in ("same_address_kernel", "lane_replay_kernel"):
+        fn = _single(functions, label)
+        if fn is None:
+            problems.append(f"{label}: kernel not found in the SASS")
+            continue
+        block = fn.largest_block(r"REDG?\..*")
+        reds = [i for i in block if re.fullmatch(r"REDG?\..*", i.opcode)]
+        if len(reds) < ATOMIC_UNROLL or len(reds) % ATOMIC_UNROLL:
+            problems.append(f"{label}: {len(reds)} RED in the loop body, expected a multiple of {ATOMIC_UNROLL}")
+        elif len({r.operands[0] for r in reds}) != 1:
+            problems.append(f"{label}: the RED of the loop use {len({r.operands[0] for r in reds})} addresses, "
+                            "expected one")
+    replay = _single(functions, "lane_replay_kernel")
+    combined = [i.opcode for i in replay.instructions if re.fullmatch(_AGGREGATION, i.opcode)] if replay else []
+    if combined:
+        problems.append(f"lane_replay_kernel: ptxas combined the warp's lanes ({', '.join(combined)}), so no lane is "
+                        "replayed")
+    return problems
+
+
 def check_calibration_sass(functions: dict[str, Function]) -> list[str]:
     """Every problem found in the SASS of the calibration harness (empty when every benchmark is intact)."""
     problems: list[str] = []
@@ -243,4 +272,5 @@ def check_calibration_sass(functions: dict[str, Function]) -> list[str]:
     problems += check_stream(_single(functions, "global_stream_kernel"), "global_stream_kernel", r"LDG\..*", 4)
     problems += check_shared_stream(_single(functions, "shared_stream_kernel"))
     problems += check_launch_kernels(functions)
+    problems += check_atomic_kernels(functions)
     return problems

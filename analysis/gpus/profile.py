@@ -33,6 +33,8 @@ File layout (every section has ``calibrated``, ``source`` and optionally ``sourc
     [tensor]     dense tensor-core FLOPs per SM per clock by input type (`f16`, `tf32`, `s8`, ...), with an
                  `<input>_<accumulator>` row (`f16_f32`) where the accumulator changes the rate; no rows on a
                  GPU without tensor cores (the section may be left out: a profile written before it existed)
+    [atomics]    optional: same_address_per_clock, lane_replay_cycles, as `kerncast calibrate` measures them
+                 (left out: data/atomics.toml's estimates hold)
 
 ``calibrated = true`` means the section's values were measured on this GPU model (thesis microbenchmarks, a
 published microbenchmark of the same chip, a calibration run) or are vendor/driver-reported facts for it;
@@ -68,8 +70,10 @@ POWER_FLOAT = ("tdp_w", "idle_w")
 _META = ("calibrated", "source", "sources", "estimated", "measured")
 SECTIONS = (
     "device", "units", "limits", "latency", "throughput", "global_latency", "global_throughput",
-    "shared_throughput", "launch_overhead", "power", "tensor",
+    "shared_throughput", "launch_overhead", "power", "tensor", "atomics",
 )
+#: the `[atomics]` rows `kerncast calibrate` measures (timing/atomics.py reads them over data/atomics.toml)
+ATOMIC_KEYS = ("same_address_per_clock", "lane_replay_cycles")
 #: a `[tensor]` row: an input type, optionally followed by the accumulator type that changes its rate
 _TENSOR_ROW = re.compile(r"(f16|bf16|tf32|f64|s8|u8|s4|u4|b1|e4m3|e5m2)(_(f16|f32|s32|f64))?")
 _MODEL_SECTIONS = {
@@ -174,6 +178,7 @@ class GpuProfile:
     calibration: dict[str, bool]
     sources: dict[str, str]
     tensor: dict[str, float] = field(default_factory=dict)
+    atomics: dict[str, float] = field(default_factory=dict)
     path: str = field(default="", compare=False)
 
     @property
@@ -229,6 +234,7 @@ class GpuProfile:
             "throughput": {k: {kk: list(vv) for kk, vv in v.items()} for k, v in self.throughput.items()},
             "power": {"tdp_w": self.tdp_w, "idle_w": self.idle_w},
             "tensor": dict(self.tensor),
+            "atomics": dict(self.atomics),
         }
         for name in _MODEL_SECTIONS:
             bodies[name] = getattr(self, name).to_toml_dict()
@@ -281,6 +287,8 @@ def _section_field_names(profile: GpuProfile, section: str) -> list[str]:
         return list(POWER_FLOAT)
     if section == "tensor":
         return list(profile.tensor)
+    if section == "atomics":
+        return list(profile.atomics)
     return [f for f in profile.__getattribute__(section).to_toml_dict() if f not in ("x", "unit")]
 
 
@@ -479,6 +487,7 @@ class _Parser:
             raise self.fail("power.idle_w", f"idle power ({idle} W) must be below the TDP ({tdp} W)")
 
         tensor = self._tensor()
+        atomics = self._atomics()
         return GpuProfile(
             id=pid,
             name=self.string(d, "", "name"),
@@ -496,6 +505,7 @@ class _Parser:
             calibration=self.calibration,
             sources=self.sources,
             tensor=tensor,
+            atomics=atomics,
             path=self.where,
         )
 
@@ -511,6 +521,15 @@ class _Parser:
                 raise self.fail(f"tensor.{key}", "unknown row (expected an input type such as f16, tf32, s8 or "
                                                  "e4m3, optionally followed by _<accumulator type>, e.g. f16_f32)")
         return {key: self.number(body, "tensor", key) for key in body}
+
+    def _atomics(self) -> dict[str, float]:
+        """The measured atomic rates; a file without the section has none (the data file's estimates hold)."""
+        if "atomics" not in self.data:
+            self.calibration["atomics"] = False
+            self.sources["atomics"] = "not in the profile file: the estimates of data/atomics.toml"
+            return {}
+        body = self.section("atomics", ATOMIC_KEYS)
+        return {key: self.number(body, "atomics", key) for key in body}
 
     def _throughput(self, body: dict[str, Any]) -> dict[str, dict[str, list[float]]]:
         out: dict[str, dict[str, list[float]]] = {}

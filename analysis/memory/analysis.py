@@ -105,6 +105,9 @@ class AccessInfo(FieldsJson):
     grid_uniform: bool = False
     #: the lanes per address counts lanes behind a condition on data: at most that many
     lanes_upper_bound: bool = False
+    #: the share of sampled warp instances with any lane active at the instruction (a `threadIdx.x == 0` leader's
+    #: atomic runs in one warp of the block), None when nothing was sampled
+    warp_share: float | None = None
     #: the largest power of two up to 128 that divides the address in every thread (its array's alignment and
     #: the constant and index terms): what tells whether ptxas may merge neighbouring loads into a vector load
     align: int | None = None
@@ -1016,6 +1019,8 @@ def _access(k: _Kernel, ins: Any) -> AccessInfo | None:
                         k.sampled_lines[what].add(line)
     costs, shared_lanes, stride = seen.costs, seen.shared_lanes, seen.stride
     info.lane_stride_bytes = stride
+    if seen.reached:
+        info.warp_share = sum(seen.reached) / len(seen.reached)
     if seen.lanes_active:
         info.active_lanes = sum(seen.lanes_active) / len(seen.lanes_active)
     if not costs or seen.unknown:
@@ -1056,6 +1061,8 @@ class _Seen:
     lanes_active: list[int] = field(default_factory=list)
     shared_lanes: list[int] = field(default_factory=list)
     stride: int | str | None = None
+    #: per instance, whether any lane is active at the access
+    reached: list[bool] = field(default_factory=list)
 
 
 def _request_costs(k: _Kernel, info: AccessInfo, instances: list[tuple[list[int], list[Value]]]) -> _Seen:
@@ -1063,6 +1070,7 @@ def _request_costs(k: _Kernel, info: AccessInfo, instances: list[tuple[list[int]
     seen = _Seen()
     atoms = k.atoms
     for active, vals in instances:
+        seen.reached.append(bool(active))
         if len(active) < 2:
             continue
         seen.lanes_active.append(len(active))

@@ -17,6 +17,7 @@ from kerncast.analysis.deps import DepGraph, block_dependences
 from kerncast.analysis.isa import InstrClass, classify
 from kerncast.analysis.memory.analysis import MemoryAnalysis
 from kerncast.analysis.ptx.model import Addr, Reg
+from kerncast.analysis.timing.atomics import contention, with_contention
 from kerncast.analysis.timing.cache_model import L1Reuse, l1_hit_latency, l1_reuse
 from kerncast.analysis.timing.constants import timing_constants
 from kerncast.analysis.timing.counts import dynamic_counts
@@ -316,6 +317,8 @@ def _kerncast(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per_bl
                            l1_hit_bytes=l1_hit_bytes(memory, reuse, fp, warps, int(profile.sector_bytes or 32))
                            if fp is not None and l1_hit_latency(profile) is not None else 0.0,
                            dead=_dead(memory))
+    kc = with_contention(kc, contention(memory, cfg, profile, blocks=blocks, threads_per_block=threads_per_block,
+                                        resident=resident, trips=trip_map), profile)
     return kc, fp, requested, replays
 
 

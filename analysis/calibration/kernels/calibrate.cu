@@ -2,12 +2,13 @@
 // prints every raw result as a JSON line; `kerncast calibrate` builds it with nvcc, fits the models and writes
 // the GPU profile.
 //
-// Usage: kerncast_calibrate [--device N] [--quick] [--only device,clock,compute,memory,global,throughput,launch]
+// Usage: kerncast_calibrate [--device N] [--quick] [--only device,clock,compute,memory,global,throughput,launch,atomics]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "kc_atomics.cu"
 #include "kc_chains.cu"
 #include "kc_common.cu"
 #include "kc_launch.cu"
@@ -84,6 +85,7 @@ int main(int argc, char **argv) {
   if (kc::wanted(only, "global")) kc::run_global_latency(quick);
   if (kc::wanted(only, "throughput")) kc::run_memory_throughput(sm_count, quick);
   if (kc::wanted(only, "launch")) kc::run_launch_overhead(quick);
+  if (kc::wanted(only, "atomics")) kc::run_atomics(sm_count, quick);
   std::printf("{\"kind\":\"done\"}\n");
   return 0;
 }

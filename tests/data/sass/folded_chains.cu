@@ -83,3 +83,14 @@ __global__ void shared_stream_conflicted(unsigned int *out, int loads) {
   }
   out[blockIdx.x * blockDim.x + threadIdx.x] = acc0 + acc1;
 }
+
+// The lane-replay atomics benchmark with its word chosen by blockIdx: every lane's address is the same as far as
+// ptxas can tell, so it combines the warp's lanes into one update (a vote and a population count) and no lane is
+// replayed.
+__global__ void lane_replay_kernel(unsigned int *words, int iterations) {
+  unsigned int *p = words + blockIdx.x * 32u;
+#pragma unroll 4
+  for (int i = 0; i < iterations; ++i) {
+    asm volatile("red.global.add.u32 [%0], 1;" : : "l"(p) : "memory");
+  }
+}
