@@ -30,7 +30,7 @@ trip count; geometric loops (`s *= 2`, `s >>= 1`) are stepped, which ends within
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kerncast.analysis.cexpr import Unknown
@@ -50,7 +50,14 @@ from kerncast.analysis.dataflow.induction import (
     step,
     update_in_loop,
 )
-from kerncast.analysis.dataflow.values import AfterLoop, EntryValues, Index, IndexDependent, launch_dim
+from kerncast.analysis.dataflow.values import (
+    AfterLoop,
+    EntryValues,
+    Index,
+    IndexDependent,
+    UnknownParameter,
+    launch_dim,
+)
 from kerncast.analysis.intops import COMPARISONS, wrap
 from kerncast.analysis.launch import DEFAULT_LOOPS, Launch, Sourced
 from kerncast.analysis.loops import Loop, LoopForest
@@ -72,6 +79,8 @@ MAX_SAMPLED_WARPS = 8
 MAX_SAMPLED_BLOCKS = 64
 #: warps sampled where each lane's exit test is read from the PTX (a count neither affine nor repeated by warp)
 PER_LANE_WARPS = 4
+#: values an unknown parameter is read at, for a count in which its terms cancel
+PARAMETER_SAMPLES = (1, 2, 13, 1000)
 #: blocks sampled where each lane's exit test is read from the PTX and the count differs between blocks too
 PER_LANE_BLOCKS = 4
 #: iterations a loop no closed form reads is stepped through before it is left unknown
@@ -127,6 +136,11 @@ def trip_counts(function: Function, cfg: Cfg, loops: LoopForest | Iterable[Loop]
                                        "enters it (nvcc's endless loop for undefined behaviour), so it runs 0 times")
             continue
         except Unknown as exc:
+            cancelled = _whatever_the_parameter(dataflow, loop, loop_list, launch, exc) \
+                if isinstance(exc, UnknownParameter) else None
+            if cancelled is not None:
+                out[loop.header] = Sourced(cancelled[0], "ptx", line, cancelled[1])
+                continue
             if loop.parent is None or "enclosing loop" not in exc.reason:
                 stepped = _stepped_through(dataflow, loop, launch)
                 out[loop.header] = (Sourced(stepped[0], "ptx", line, stepped[1]) if stepped is not None else
@@ -145,6 +159,34 @@ def trip_counts(function: Function, cfg: Cfg, loops: LoopForest | Iterable[Loop]
             continue
         out[loop.header] = Sourced(count, "ptx", line, detail)
     return out
+
+
+def _whatever_the_parameter(dataflow: KernelDataflow, loop: Loop, loop_list: list[Loop], launch: Launch | None,
+                            exc: UnknownParameter) -> tuple[int, str] | None:
+    """(count, detail) of a loop whose start and bound read a parameter the launch does not give, when its
+    terms cancel (`for (i = BITS * iter; i < BITS * (iter + 1); i++)` runs BITS times for every `iter`): the
+    count is read with the parameter at each of `PARAMETER_SAMPLES` and taken when they all agree (for
+    affine bounds two agreeing values are a proof; the others guard the rest). None otherwise."""
+    if launch is None:
+        return None
+    counts: set[int] = set()
+    for value in PARAMETER_SAMPLES:
+        trial = replace(launch, params={**launch.params, exc.key: Sourced(value, "annotation", None, "sampled")})
+        try:
+            try:
+                counts.add(_count_of(dataflow, loop, loop_list, trial)[0])
+            except IndexDependent:
+                counts.add(_count_per_block(dataflow, loop, loop_list, trial)[0])
+        except ODD_PTX_ERRORS:
+            return None
+        except Unknown:
+            return None
+        if len(counts) > 1:
+            return None
+    (count,) = counts
+    name = exc.reason.split(" has no known value")[0].removeprefix("parameter ")
+    return count, (f"{count} iterations whatever the value of parameter {name}: the count is the same with it "
+                   f"at {', '.join(map(str, PARAMETER_SAMPLES))} (its terms in the start and the bound cancel)")
 
 
 def _samples(launch: Launch | None, field: str) -> list[tuple[int, int, int]]:

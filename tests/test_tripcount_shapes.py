@@ -229,3 +229,10 @@ def test_a_count_neither_affine_nor_the_same_in_every_block_is_read_lane_by_lane
     assert (main.trip_source, remainder.trip_source) == ("ptx", "ptx"), [main.trip_detail, remainder.trip_detail]
     assert (main.trip_count, remainder.trip_count) == (131, 3)
     assert "7 to 255" in main.trip_detail and "127.5 per thread" in main.trip_detail
+
+
+def test_a_count_in_which_an_unknown_parameter_cancels(shapes):
+    # for (i = 4 * iter; i < 4 * (iter + 1); i++) with iter the host's own loop counter: 4 for every iter
+    (loop,) = _loops(shapes, "digitPass")
+    assert (loop.trip_count, loop.trip_source) == (4, "ptx"), loop.trip_detail
+    assert "whatever the value of parameter iter" in loop.trip_detail

@@ -40,6 +40,15 @@ class IndexDependent(Unknown):
     """The value reads `%ctaid` or `%tid`: it must be read per sampled block and thread."""
 
 
+class UnknownParameter(Unknown):
+    """The value reads a kernel parameter whose value the launch does not give (`key`: its name in the
+    launch's parameters, else its index as text)."""
+
+    def __init__(self, reason: str, key: str) -> None:
+        super().__init__(reason)
+        self.key = key
+
+
 def launch_dim(launch: Launch | None, field: str) -> Sourced | None:
     """The launch's `grid` or `block` size."""
     if launch is None:
@@ -291,7 +300,8 @@ class EntryValues:
         name = names[index] if index < len(names) and names[index] else f"#{index}"
         known = self.launch.param(index) if self.launch is not None else None
         if known is None or not isinstance(known.value, int):
-            raise Unknown(f"parameter {name} has no known value (set it with --param {name if names else index}"
-                          f"=VALUE or a // kerncast: annotation)")
+            key = names[index] if index < len(names) and names[index] else str(index)
+            raise UnknownParameter(f"parameter {name} has no known value (set it with --param "
+                                   f"{name if names else index}=VALUE or a // kerncast: annotation)", str(key))
         self.inputs.append(f"{name} = {known.value} from the {known.source}")
         return known.value

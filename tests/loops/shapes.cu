@@ -258,6 +258,16 @@ __global__ void twoModes(const float *in, const int *len, float *out, int mode)
     out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
 }
 
+// One digit of a radix sort per launch: the bits of digit `iter` run from 4 iter to 4 (iter + 1), 4 of them
+// whatever `iter` is (the host passes its own loop counter, a value the launch does not fold).
+__global__ void digitPass(const unsigned *keys, unsigned *flags, int iter)
+{
+    unsigned key = keys[blockIdx.x * blockDim.x + threadIdx.x], ones = 0;
+#pragma unroll 1
+    for (int i = 4 * iter; i < 4 * (iter + 1); i++) ones += (key >> i) & 1u;
+    flags[blockIdx.x * blockDim.x + threadIdx.x] = ones;
+}
+
 int main()
 {
     const int C = 50257, rows = 1024, n = 1 << 20, K = 1027;
@@ -284,6 +294,7 @@ int main()
     triangularSolve<<<1, 16>>>(x);
     perThreadWork<<<32, 32>>>((unsigned *)x);
     twoModes<<<64, 256>>>(x, (const int *)y, y, 0);
+    for (int digit = 0; digit < 8; digit++) digitPass<<<64, 256>>>((const unsigned *)x, (unsigned *)y, digit);
     wmmaGemm<<<dim3(4096 / 64, 4096 / 16), dim3(128, 1)>>>(h, h, y, 4096, 4096, 4096);
     cudaFree(x);
     cudaFree(y);
