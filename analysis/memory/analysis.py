@@ -19,6 +19,7 @@ from itertools import product
 from math import gcd, prod
 from typing import Any, ClassVar
 
+import numpy as np
 from kerncast.analysis.cfg import Cfg
 from kerncast.analysis.dataflow import KernelDataflow
 from kerncast.analysis.dataflow import expr as E
@@ -30,11 +31,19 @@ from kerncast.analysis.isa import MemoryTouch, memory_touch
 from kerncast.analysis.json_form import FieldsJson
 from kerncast.analysis.launch import LaunchOverrides, infer_launch
 from kerncast.analysis.loops import LoopForest
-from kerncast.analysis.memory.lanevec import VecPoly, any_nonzero, lane_varying, lane_vectors, op_has_lane
+from kerncast.analysis.memory.lanevec import (
+    LaneVectors,
+    VecPoly,
+    any_nonzero,
+    lane_varying,
+    lane_vectors,
+    op_has_lane,
+)
 from kerncast.analysis.memory.render import Renderer, kernel_param_names
 from kerncast.analysis.memory.warp import (
     FIRST_WARPS,
     SECTOR,
+    WARP,
     LaneConstants,
     RequestCost,
     address_alignment,
@@ -181,6 +190,10 @@ class MemoryAnalysis:
     #: (parameters, block size) excludes them, as it does the remainder of a loop nvcc unrolled by 4 when the
     #: count is a multiple of 4, or a loop's skip path when the count is known to be positive
     dead_blocks: frozenset[int] = frozenset()
+    #: basic block -> the share of the sampled (iteration, warp) instances in which some lane runs it, for the
+    #: blocks a lane-dependent guard makes some warps skip entirely (absent: every warp runs it); such a warp
+    #: issues none of the block's instructions, so its issue cost scales by the share
+    warp_share: dict[int, float] = field(default_factory=dict)
 
     def _global(self) -> list[AccessInfo]:
         return [a for a in self.accesses if a.space == "global"]
@@ -297,6 +310,7 @@ class _Kernel:
         self._masks: dict[tuple, list[list[int]]] = {}
         self._values: dict[Value, list[LaneConstants] | list[dict[int, Value]]] = {}
         self._where: dict[Value, list[set[int]]] = {}
+        self._all_lanes: tuple[LaneVectors, int] | None = None
         self._geo_cache: dict[int, list[int] | None] = {}
         self._exits: dict[int, dict[int, Value]] | None = None
         self._after_cache: dict[int, dict[int, Value]] = {}
@@ -671,14 +685,7 @@ class _Kernel:
         out: list[tuple[list[int], list[Value]]] = []
         atoms = self.atoms
         for assign in assignments if assignments is not None else self.iteration_assignments(block):
-            key = tuple(sorted((a, E.as_const(v) if E.as_const(v) is not None else v)
-                               for a, v in assign.items()))
-            cached = self._stage1.get(key)
-            if cached is None:
-                subst = dict(self.base)
-                subst.update(assign)
-                cached = self._stage1[key] = (subst, {})
-            subst, cache = cached
+            key, subst, cache = self._stage(assign)
             masks = self._active(block, key, subst, cache)
             if guard is not None:
                 masks = [[ln for ln in m if ln in g] for m, g in
@@ -693,6 +700,80 @@ class _Kernel:
             for mask, table in zip(masks, per_warp, strict=True):
                 out.append((mask, table.take(mask) if isinstance(table, LaneConstants) else [table[ln] for ln in mask]))
         return out
+
+    def _stage(self, assign: dict[int, Value]) -> tuple[tuple, dict[int, Value], dict[int, Value]]:
+        """The cache key of one iteration assignment, its substitution (the kernel's base values and the
+        assignment) and its evaluation cache, made once per assignment."""
+        key = tuple(sorted((a, E.as_const(v) if E.as_const(v) is not None else v) for a, v in assign.items()))
+        cached = self._stage1.get(key)
+        if cached is None:
+            subst = dict(self.base)
+            subst.update(assign)
+            cached = self._stage1[key] = (subst, {})
+        return key, cached[0], cached[1]
+
+    def warp_share(self, block: int) -> float | None:
+        """The share of (sampled iteration, warp) instances in which at least one lane reaches `block`, over
+        every warp of a known block; None where no branch condition guards it (every warp that reaches its
+        dominators runs it) or where a guard's lanes cannot be read as vectors.
+
+        A warp none of whose lanes passes a guard skips the guarded block: it issues none of its instructions.
+        Every warp is read, not only the sampled ones: which warps skip (`tid < 128 / s`, `tid == 0`) is what
+        matters here, and three sampled warps of eight would say it in thirds. A lane test that is not decided
+        (a loaded value, an unknown bound) keeps the lane, so the share errs towards the warp running the block.
+        """
+        guards = self._guard_chain(block)
+        whole = self._whole_block()
+        if not guards or whole is None:
+            return None
+        vectors, threads = whole
+        warps = -(-threads // WARP)
+        padded = warps * WARP
+        active = total = 0
+        for assign in self.iteration_assignments(block):
+            _, subst, cache = self._stage(assign)
+            reach = np.ones(threads, dtype=bool)
+            for b in guards:
+                vp = vectors.evaluate(E.evaluate(self.atoms, self.conditions[b], subst, cache))
+                if vp is None:
+                    return None
+                reach &= any_nonzero(vp, threads)
+            per_warp = np.zeros(padded, dtype=bool)
+            per_warp[:threads] = reach
+            active += int(per_warp.reshape(warps, WARP).any(axis=1).sum())
+            total += warps
+        return active / total if total else None
+
+    def _guard_chain(self, block: int) -> list[int]:
+        """The blocks on `block`'s dominator chain (itself included) entered through a branch condition, up to
+        the header of the innermost loop around `block`: a guard ahead of the loop decides whether a warp runs
+        the loop at all, and the loop's count already says that (`tripcount` counts such a loop per warp, 0 in
+        the warps its guard skips), so it is not counted twice."""
+        cfg = self.cfg
+        around = self.loops.enclosing(block)
+        inside = around[0].blocks if around else None
+        out: list[int] = []
+        b = block
+        while inside is None or b in inside:
+            if b in self.conditions and b not in cfg.unreachable:
+                out.append(b)
+            parent = cfg.idom[b] if b < len(cfg.idom) else b
+            if parent == b or parent < 0 or b in cfg.unreachable:
+                break
+            b = parent
+        return out
+
+    def _whole_block(self) -> tuple[LaneVectors, int] | None:
+        """Lane vectors over every thread of the (known) block, warps in order, and the thread count."""
+        if self.block is None:
+            return None
+        if self._all_lanes is None:
+            bx, by, bz = (max(1, int(d)) for d in self.block)
+            t = np.arange(bx * by * bz, dtype=np.int64)
+            ints = {"tid.x": t % bx, "tid.y": (t // bx) % by, "tid.z": t // (bx * by), "laneid": t % WARP}
+            self._all_lanes = (LaneVectors(self.atoms, {atom: {(): ints[name]} for name, atom in
+                                                        self.lane_atoms.items()}, len(t), False), len(t))
+        return self._all_lanes
 
     def _warp_values(self, v: Value) -> list[LaneConstants] | list[dict[int, Value]]:
         """`v` in every lane of every sampled warp: as `LaneConstants` (indexed by lane) where the lanes differ
@@ -1296,8 +1377,22 @@ def analyze_memory(module: Module, function: Function, cfg: Cfg, loops: LoopFore
     _publish_addresses(k, result)
     result.work = k.work
     result.dead_blocks = k.dead
+    if k.block is not None and (deadline is None or time.thread_time() < deadline):
+        result.warp_share = _warp_shares(k)
     result.facts = WarpFacts(function.display_name, k.block, k.sym, k.atoms, k.base, k.lane_atoms)
     return result
+
+
+def _warp_shares(k: _Kernel) -> dict[int, float]:
+    """`_Kernel.warp_share` of each basic block that runs and that some warps skip (share below 1)."""
+    out: dict[int, float] = {}
+    for b in range(len(k.cfg.blocks)):
+        if b in k.dead or b in k.cfg.unreachable or k.cfg.never_runs(b):
+            continue
+        share = k.warp_share(b)
+        if share is not None and share < 1.0:
+            out[b] = share
+    return out
 
 
 def _read_at_first_warps(k: _Kernel, result: MemoryAnalysis, cuda_source: str | None) -> None:

@@ -316,7 +316,8 @@ def _kerncast(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per_bl
                            replays=replays, footprint=fp, requested=requested, l1=reuse,
                            l1_hit_bytes=l1_hit_bytes(memory, reuse, fp, warps, int(profile.sector_bytes or 32))
                            if fp is not None and l1_hit_latency(profile) is not None else 0.0,
-                           dead=_dead(memory))
+                           dead=_dead(memory), warp_share=memory.warp_share
+                           if isinstance(memory, MemoryAnalysis) else None)
     kc = with_contention(kc, contention(memory, cfg, profile, blocks=blocks, threads_per_block=threads_per_block,
                                         resident=resident, trips=trip_map), profile)
     return kc, fp, requested, replays

@@ -201,6 +201,15 @@ def _block_cost(dag: DepGraph, body: Any, classes: Mapping[int, InstrClass], uni
     return _BlockCost(per_thread, count, chain, max(chain, drained))
 
 
+def _skipped_by_warps(cost: _BlockCost, share: float) -> _BlockCost:
+    """A basic block's cost when only `share` of the warps run it (the others' lanes all fail its guard and
+    the warp branches past it): its issue slots and warp instructions per warp shrink by that share, averaged
+    over the warps; the chain of a warp that does run it is unchanged."""
+    share = min(1.0, max(0.0, share))
+    return _BlockCost({r: x * share for r, x in cost.per_thread.items()}, cost.warp_instructions * share,
+                      cost.chain, cost.drained)
+
+
 def _block_issue(cost: _BlockCost, threads: int, warps: int, dispatch: float) -> float:
     """Cycles the busiest unit of one SM (or its dispatch, counted as the model's busy line counts it) takes
     to issue one basic block for the `threads` (`warps`) of a block."""
@@ -231,14 +240,17 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
                       threads_per_block: int, blocks_per_sm: int, grid: tuple[int, int, int],
                       replays: Mapping[int, float], footprint: Footprint | None,
                       requested: tuple[float, float] | None, l1: list[L1Reuse] | None = None,
-                      l1_hit_bytes: float = 0.0, dead: frozenset[int] = frozenset()) -> PipelinedResult:
+                      l1_hit_bytes: float = 0.0, dead: frozenset[int] = frozenset(),
+                      warp_share: Mapping[int, float] | None = None) -> PipelinedResult:
     """Predict one launch with the kerncast model (see the module docstring).
 
     `replays` maps an instruction index to its unit passes per warp (1 when ideal); `requested` is the bytes
     the launch's global requests move with no reuse at all: (of accesses in `footprint`, of the others), and
     `l1_hit_bytes` the part of the first that the L1 serves (`cache_model.py`), which never reaches the L2.
     `dead` holds the basic blocks no thread of this launch reaches (`MemoryAnalysis.dead_blocks`): they issue
-    nothing and wait for nothing.
+    nothing and wait for nothing. `warp_share` maps a basic block to the share of warps that run it
+    (`MemoryAnalysis.warp_share`): a warp none of whose lanes passes its guard skips it, so its issue cycles
+    and warp instructions count only for that share of the warps; its latency chain stays whole.
     """
     const = timing_constants()["kerncast"]
     warp = profile.warp_size
@@ -261,6 +273,9 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     expand = expansion_slots(body, classes)
     costs = {b: _block_cost(dags[b], body, classes, units, latency, replays, warp, tensor, own, expand)
              if b not in dead else _BlockCost({}, 0.0, 0.0, 0.0) for b in dags}
+    for b, share in (warp_share or {}).items():
+        if b in costs:
+            costs[b] = _skipped_by_warps(costs[b], share)
     weights = block_weights(cfg, loops, trips, dead)
     per_thread: dict[str, float] = {}
     warp_insts = 0.0
