@@ -509,11 +509,18 @@ class _Parser:
             path=self.where,
         )
 
+    def _absent(self, section: str, instead: str) -> bool:
+        """Whether an optional section is left out of the file (one written before it existed); if so it is
+        recorded as not measured, with what holds `instead`."""
+        if section in self.data:
+            return False
+        self.calibration[section] = False
+        self.sources[section] = f"not in the profile file: {instead}"
+        return True
+
     def _tensor(self) -> dict[str, float]:
         """The tensor-core rates; a file without the section (written before it existed) has none."""
-        if "tensor" not in self.data:
-            self.calibration["tensor"] = False
-            self.sources["tensor"] = "not in the profile file: no tensor-core rates"
+        if self._absent("tensor", "no tensor-core rates"):
             return {}
         body = self.section("tensor", None)
         for key in body:
@@ -524,9 +531,7 @@ class _Parser:
 
     def _atomics(self) -> dict[str, float]:
         """The measured atomic rates; a file without the section has none (the data file's estimates hold)."""
-        if "atomics" not in self.data:
-            self.calibration["atomics"] = False
-            self.sources["atomics"] = "not in the profile file: the estimates of data/atomics.toml"
+        if self._absent("atomics", "the estimates of data/atomics.toml"):
             return {}
         body = self.section("atomics", ATOMIC_KEYS)
         return {key: self.number(body, "atomics", key) for key in body}
