@@ -79,8 +79,9 @@ MAX_SAMPLED_WARPS = 8
 MAX_SAMPLED_BLOCKS = 64
 #: warps sampled where each lane's exit test is read from the PTX (a count neither affine nor repeated by warp)
 PER_LANE_WARPS = 4
-#: values an unknown parameter is read at, for a count in which its terms cancel
-PARAMETER_SAMPLES = (1, 2, 13, 1000)
+#: values an unknown parameter is read at, for a count in which its terms cancel: small ones, and one beyond any
+#: thread index of a launch, where a bound the parameter really sets (a grid-stride loop's `i < n`) is not passed
+PARAMETER_SAMPLES = (1, 2, 13, 1000, 1 << 20)
 #: blocks sampled where each lane's exit test is read from the PTX and the count differs between blocks too
 PER_LANE_BLOCKS = 4
 #: iterations a loop no closed form reads is stepped through before it is left unknown
@@ -184,6 +185,8 @@ def _whatever_the_parameter(dataflow: KernelDataflow, loop: Loop, loop_list: lis
         if len(counts) > 1:
             return None
     (count,) = counts
+    if count == 0:  # the same 0 for every value: the sampled threads start beyond it, nothing cancels
+        return None
     name = exc.reason.split(" has no known value")[0].removeprefix("parameter ")
     return count, (f"{count} iterations whatever the value of parameter {name}: the count is the same with it "
                    f"at {', '.join(map(str, PARAMETER_SAMPLES))} (its terms in the start and the bound cancel)")
