@@ -311,6 +311,9 @@ class _Kernel:
         self._values: dict[Value, list[LaneConstants] | list[dict[int, Value]]] = {}
         self._where: dict[Value, list[set[int]]] = {}
         self._all_lanes: tuple[LaneVectors, int] | None = None
+        #: (guarded block, iteration key) -> which threads of the whole block pass that block's condition (None:
+        #: not readable as vectors); the blocks below one guard share it
+        self._passes: dict[tuple[int, tuple], np.ndarray | None] = {}
         self._geo_cache: dict[int, list[int] | None] = {}
         self._exits: dict[int, dict[int, Value]] | None = None
         self._after_cache: dict[int, dict[int, Value]] = {}
@@ -731,13 +734,16 @@ class _Kernel:
         padded = warps * WARP
         active = total = 0
         for assign in self.iteration_assignments(block):
-            _, subst, cache = self._stage(assign)
+            key, subst, cache = self._stage(assign)
             reach = np.ones(threads, dtype=bool)
             for b in guards:
-                vp = vectors.evaluate(E.evaluate(self.atoms, self.conditions[b], subst, cache))
-                if vp is None:
+                passes = self._passes.get((b, key), False)
+                if passes is False:
+                    vp = vectors.evaluate(E.evaluate(self.atoms, self.conditions[b], subst, cache))
+                    passes = self._passes[(b, key)] = None if vp is None else any_nonzero(vp, threads)
+                if passes is None:
                     return None
-                reach &= any_nonzero(vp, threads)
+                reach &= passes
             per_warp = np.zeros(padded, dtype=bool)
             per_warp[:threads] = reach
             active += int(per_warp.reshape(warps, WARP).any(axis=1).sum())
