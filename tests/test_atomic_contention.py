@@ -21,7 +21,8 @@ from kerncast.analysis.gpus import load_profile
 from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.timing import estimate
-from kerncast.analysis.timing.atomics import aggregated_by_compiler, gpu_rates, round_trip_cycles
+from kerncast.analysis.timing.atomics import aggregated_by_compiler, gpu_rates
+from kerncast.analysis.timing.pipelined import l2_hit_cycles
 
 KERNELS = Path(__file__).resolve().parent / "kernels"
 H100 = AnalysisOptions(gpu="h100", lime=False)
@@ -79,7 +80,7 @@ def test_same_address_lanes_a_compiler_cannot_combine_hold_each_warp(times, time
     assert t.bottleneck == "atomics (same-address lanes of a warp)"
     assert "32 same-address lane(s) per warp instruction" in _note(t)
     waves = math.ceil(math.ceil(BLOCKS / profile.sm_count) / 8)
-    floor_us = waves * 31 * round_trip_cycles(profile) / profile.core_clock_mhz
+    floor_us = waves * 31 * l2_hit_cycles(profile) / profile.core_clock_mhz
     assert t.us >= floor_us > 2 * times_without_contention["perBlockSum"].us
 
 
@@ -119,7 +120,7 @@ def test_measured_rates_replace_the_estimates():
     one, the data file's estimates and the architecture's L2 round trip."""
     h100 = load_profile("h100")
     estimated = gpu_rates(h100)
-    assert estimated.measured == () and estimated.lane_cycles == round_trip_cycles(h100)
+    assert estimated.measured == () and estimated.lane_cycles == l2_hit_cycles(h100)
     assert estimated.per_clock_low < estimated.per_clock
     measured = gpu_rates(dataclasses.replace(h100, atomics={"same_address_per_clock": 0.7,
                                                             "lane_replay_cycles": 180.0}))

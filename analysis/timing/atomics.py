@@ -73,7 +73,7 @@ def gpu_rates(profile: Any) -> Rates:
     if isinstance(own.get("same_address_per_clock"), int | float) and own["same_address_per_clock"] > 0:
         per_clock = low = high = float(own["same_address_per_clock"])
         measured.append("same-address rate")
-    trip = round_trip_cycles(profile)
+    trip = l2_hit_cycles(profile)  # SM to the address's L2 slice and back
     lane = trip * float(lanes["round_trips_per_lane"]) if trip is not None else None
     lane_low = float(lanes["low_cycles_per_lane"])
     if isinstance(own.get("lane_replay_cycles"), int | float) and own["lane_replay_cycles"] > 0:
@@ -82,12 +82,6 @@ def gpu_rates(profile: Any) -> Rates:
     gbs = l2.get("gbs", {}).get(profile.id)
     return Rates(per_clock, min(low, per_clock), max(high, per_clock), lane, min(lane_low, lane or lane_low),
                  float(gbs) if isinstance(gbs, int | float) else None, tuple(measured))
-
-
-def round_trip_cycles(profile: Any) -> float | None:
-    """Cycles from an SM to the L2 slice that owns an address and back: the L2 hit latency, the mean of the near
-    and far partitions' where the L2 has two (`pipelined.l2_hit_cycles`); None where the data has no figure."""
-    return l2_hit_cycles(profile)
 
 
 @dataclass(frozen=True, slots=True)
