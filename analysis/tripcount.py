@@ -127,11 +127,7 @@ def trip_counts(function: Function, cfg: Cfg, loops: LoopForest | Iterable[Loop]
     for loop in loop_list:
         line = _header_line(cfg, loop.header, main_file)
         try:
-            try:
-                count, test = _count_of(dataflow, loop, loop_list, launch)
-                detail = _describe(test, count)
-            except IndexDependent:
-                count, detail = _count_per_block(dataflow, loop, loop_list, launch)
+            count, detail = _count_or_per_block(dataflow, loop, loop_list, launch)
         except NoExit:
             out[loop.header] = Sourced(0, "ptx", line, "the loop has no exit: a kernel that finishes never "
                                        "enters it (nvcc's endless loop for undefined behaviour), so it runs 0 times")
@@ -162,6 +158,17 @@ def trip_counts(function: Function, cfg: Cfg, loops: LoopForest | Iterable[Loop]
     return out
 
 
+def _count_or_per_block(dataflow: KernelDataflow, loop: Loop, loop_list: list[Loop],
+                        launch: Launch | None) -> tuple[int, str]:
+    """(count, detail) of one loop under `launch`: its closed form, or, where the count depends on the block
+    or thread index, its count read per sampled block (`_count_per_block`). Raises what those raise."""
+    try:
+        count, test = _count_of(dataflow, loop, loop_list, launch)
+        return count, _describe(test, count)
+    except IndexDependent:
+        return _count_per_block(dataflow, loop, loop_list, launch)
+
+
 def _whatever_the_parameter(dataflow: KernelDataflow, loop: Loop, loop_list: list[Loop], launch: Launch | None,
                             exc: UnknownParameter) -> tuple[int, str] | None:
     """(count, detail) of a loop whose start and bound read a parameter the launch does not give, when its
@@ -174,13 +181,8 @@ def _whatever_the_parameter(dataflow: KernelDataflow, loop: Loop, loop_list: lis
     for value in PARAMETER_SAMPLES:
         trial = replace(launch, params={**launch.params, exc.key: Sourced(value, "annotation", None, "sampled")})
         try:
-            try:
-                counts.add(_count_of(dataflow, loop, loop_list, trial)[0])
-            except IndexDependent:
-                counts.add(_count_per_block(dataflow, loop, loop_list, trial)[0])
-        except ODD_PTX_ERRORS:
-            return None
-        except Unknown:
+            counts.add(_count_or_per_block(dataflow, loop, loop_list, trial)[0])
+        except (Unknown, *ODD_PTX_ERRORS):
             return None
         if len(counts) > 1:
             return None
