@@ -50,6 +50,7 @@ from kerncast.analysis.dataflow.induction import (
     step,
     update_in_loop,
 )
+from kerncast.analysis.dataflow.values import NEGATED as _NEGATE
 from kerncast.analysis.dataflow.values import (
     AfterLoop,
     EntryValues,
@@ -57,18 +58,16 @@ from kerncast.analysis.dataflow.values import (
     IndexDependent,
     UnknownParameter,
     launch_dim,
+    setp_parts,
 )
 from kerncast.analysis.intops import COMPARISONS, wrap
 from kerncast.analysis.launch import DEFAULT_LOOPS, Launch, Sourced
 from kerncast.analysis.loops import Loop, LoopForest
-from kerncast.analysis.ptx.model import Function, Instruction, PredPair, Reg, line_in_file
+from kerncast.analysis.ptx.model import Function, Instruction, Reg, line_in_file
 from kerncast.analysis.sampling import evenly_spread
 
-_CMP = {"eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"}
 _FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "lo": "hi", "ls": "hs", "hi": "lo", "hs": "ls",
          "eq": "eq", "ne": "ne"}
-_NEGATE = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt", "lo": "hs", "ls": "hi", "hi": "ls", "hs": "lo",
-           "eq": "ne", "ne": "eq"}
 _SYMBOL = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "lo": "<", "ls": "<=",
            "hi": ">", "hs": ">="}
 MAX_GEOMETRIC_STEPS = 256
@@ -462,7 +461,7 @@ def _exit_test(dataflow: KernelDataflow, loop: Loop, all_loops: list[Loop], laun
             raise BothTests("the loop runs while two tests both hold")
         pred, negate = both[part]
     setp = _defining_setp(body, pred)
-    cmp, a, b = _setp_parts(setp, pred)
+    cmp, a, b = setp_parts(setp, pred)
     if negate:
         cmp = _NEGATE[cmp]
     in_loop = set(loop.blocks)
@@ -595,7 +594,7 @@ def _skipped_at(dataflow: KernelDataflow, loop: Loop, launch: Launch | None, ind
     reader = EntryValues(fn, cfg, dataflow.definitions, dataflow.reaching, loop, launch, index)
     try:
         setp = _defining_setp(body, branch.guard.reg)
-        cmp, a, b = _setp_parts(setp, branch.guard.reg)
+        cmp, a, b = setp_parts(setp, branch.guard.reg)
         bits, signed = int_type(setp)
         signed = signed and cmp not in ("lo", "ls", "hi", "hs")
         holds = _holds(cmp, wrap(reader.operand(a, setp, 0), bits, signed), wrap(reader.operand(b, setp, 0), bits,
@@ -822,20 +821,6 @@ def _defining_setp(body: list[Instruction], pred: str) -> Instruction:
                 raise Unknown(f"the exit predicate comes from {ins.full_opcode}")
             return ins
     raise Unknown("the exit predicate is not computed in the exiting block")
-
-
-def _setp_parts(setp: Instruction, pred: str) -> tuple[str, Any, Any]:
-    cmp = next((m for m in setp.modifiers if m in _CMP), None)
-    if cmp is None:
-        raise Unknown(f"{setp.full_opcode} is not an integer comparison")
-    if any(m in ("and", "or", "xor") for m in setp.modifiers) or len(setp.operands) != 3:
-        raise Unknown(f"{setp.full_opcode} combines predicates")
-    if (setp.dtype or "").startswith("f"):
-        raise Unknown("the exit test compares floating-point values")
-    dest = setp.operands[0]
-    if isinstance(dest, PredPair) and dest.second.name == pred:
-        cmp = _NEGATE[cmp]
-    return cmp, setp.operands[1], setp.operands[2]
 
 
 # ------------------------------------------------------------------------------------------ counting

@@ -40,6 +40,27 @@ class IndexDependent(Unknown):
     """The value reads `%ctaid` or `%tid`: it must be read per sampled block and thread."""
 
 
+#: an integer comparison and the one that holds when it does not (the second predicate of `setp p|q`)
+NEGATED = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt", "lo": "hs", "ls": "hi", "hi": "ls", "hs": "lo",
+           "eq": "ne", "ne": "eq"}
+
+
+def setp_parts(setp: Instruction, pred: str) -> tuple[str, Operand, Operand]:
+    """(comparison, left, right) of the plain integer `setp` that writes predicate `pred`, the comparison
+    negated where `pred` is its second destination; Unknown for a float or a combining comparison."""
+    cmp = next((m for m in setp.modifiers if m in NEGATED), None)
+    if cmp is None:
+        raise Unknown(f"{setp.full_opcode} is not an integer comparison")
+    if any(m in ("and", "or", "xor") for m in setp.modifiers) or len(setp.operands) != 3:
+        raise Unknown(f"{setp.full_opcode} combines predicates")
+    if (setp.dtype or "").startswith("f"):
+        raise Unknown("the comparison is of floating-point values")
+    dest = setp.operands[0]
+    if isinstance(dest, PredPair) and dest.second.name == pred:
+        cmp = NEGATED[cmp]
+    return cmp, setp.operands[1], setp.operands[2]
+
+
 class UnknownParameter(Unknown):
     """The value reads a kernel parameter whose value the launch does not give (`key`: its name in the
     launch's parameters, else its index as text)."""
@@ -163,7 +184,7 @@ class EntryValues:
         decided, or it leaves the function)."""
         blk = self.cfg.blocks[block]
         last = self.fn.body[blk.end - 1] if blk.end > blk.start else None
-        fall = next((b.id for b in self.cfg.blocks if b.start == blk.end and b.end > b.start), None)
+        fall = self.cfg.block_of[blk.end] if blk.end < len(self.cfg.block_of) else None
         if last is None or last.opcode != "bra":
             return fall if len(blk.succs) == 1 and fall in blk.succs else None
         label = last.branch_target
@@ -183,16 +204,11 @@ class EntryValues:
         if len(defs) != 1 or defs[0].opcode != "setp" or defs[0].guard is not None:
             raise Unknown(f"the predicate {pred} is not one integer comparison")
         setp = defs[0]
-        cmp = next((m for m in setp.modifiers if m in COMPARISONS), None)
-        if cmp is None or len(setp.operands) != 3 or (setp.dtype or "").startswith("f") \
-                or any(m in ("and", "or", "xor") for m in setp.modifiers):
-            raise Unknown(f"{setp.full_opcode} is not a plain integer comparison")
+        cmp, x, y = setp_parts(setp, pred)
         bits, signed = int_type(setp)
         signed = signed and cmp not in ("lo", "ls", "hi", "hs")
-        a, b = (wrap(self.operand(op, setp, depth + 1), bits, signed) for op in setp.operands[1:])
-        holds = bool(COMPARISONS[cmp](a, b))
-        dest = setp.operands[0]
-        return not holds if isinstance(dest, PredPair) and dest.second.name == pred else holds
+        a, b = (wrap(self.operand(op, setp, depth + 1), bits, signed) for op in (x, y))
+        return bool(COMPARISONS[cmp](a, b))
 
     def _preceding_loop(self, defs: list[Instruction]) -> Loop | None:
         """The innermost loop, not around this one, that holds one of `defs`: the register leaves it with the
