@@ -8,12 +8,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from kerncast.analysis import pipeline
+from kerncast.analysis.context import KernelContext
 from kerncast.analysis.finding import Finding
 from kerncast.analysis.fixing import applicable_fix, apply_edits, broken_promises
 from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport
-from kerncast.analysis.stages.gains import GAINED, gain_text, unknown_reason
+from kerncast.analysis.stages.gains import GAINED, gain_stage, gain_text, tiled, unknown_reason
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted(p.name for p in (REPO / "examples").glob("*.cu"))
@@ -74,8 +76,8 @@ def _kept_promise(finding: Finding, before: float, after: float) -> None:
     assert 0.5 <= actual / promised <= 2.0
     if promised >= 1.02:  # a real promise: the time must drop
         assert after < before
-    else:  # "buys little": the time does not move much either way
-        assert actual == pytest.approx(1.0, abs=0.05)
+    else:  # "buys little": the time moves by a tenth at most either way (a rewrite's footprint is counted anew)
+        assert actual == pytest.approx(1.0, abs=0.1)
 
 
 @pytest.mark.parametrize(("file", "code", "kernel"), [
@@ -122,3 +124,44 @@ def test_a_kernel_without_the_cost_gets_no_gain() -> None:
     for f in report.all_findings():
         if f.kernel == "transposePadded" or str(f.code) not in GAINED:
             assert "gain" not in f.detail, f"{f.code} on {f.kernel} got a gain"
+
+
+@pytest.fixture(scope="module")
+def matmul_contexts() -> dict[str, KernelContext]:
+    """The kernel contexts of `examples/matmul.cu` as the gain stage sees them (its stage wrapped to keep them)."""
+    kept: dict[str, KernelContext] = {}
+
+    def keep(ctx: KernelContext) -> None:
+        kept[ctx.report.name] = ctx
+        gain_stage(ctx)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(pipeline, "STAGES", [keep if s is gain_stage else s for s in pipeline.STAGES])
+        pipeline.analyze_file(REPO / "examples" / "matmul.cu", options=OPTIONS)
+    return kept
+
+
+def test_a_tile_serves_its_loads_from_shared_memory_and_fills_once_per_block(
+        matmul_contexts: dict[str, KernelContext]) -> None:
+    """The tiling gain of the naive matrix multiply: the loads of A and B in the loop become conflict-free
+    shared loads (class and access), and the tile's fill moves the share of their global requests that the
+    finding counts (one in 32: each element loaded once per block row or column)."""
+    ctx = matmul_contexts["matmulNaive"]
+    [finding] = [f for f in ctx.report.findings if f.code == "shared-tiling"]
+    tile = tiled(ctx, finding)
+    assert tile is not None
+    memory, classes = tile
+    assert ctx.memory is not None
+    loads = {a.index: a for a in ctx.memory.accesses if a.space == "global" and a.kind == "load"}
+    assert set(classes) <= set(loads) and len(classes) >= 2
+    body = ctx.function.body
+    for i, cls in classes.items():
+        assert cls.latency == "shared" and body[i].space == "global"
+    served = {a.index: a for a in memory.accesses if a.index in classes}
+    assert all(a.space == "shared" and a.wavefronts == a.ideal_wavefronts == 1.0 for a in served.values())
+    fills = [a for a in memory.accesses if a.index >= len(body)]
+    assert len(fills) == len(classes)
+    before = sum(loads[i].executions for i in classes)
+    share = finding.detail["tiled_requests_per_block"] / finding.detail["requests_per_block"]
+    assert sum(a.executions for a in fills) == pytest.approx(before * share, rel=1e-3)
+    assert finding.detail["gain"]["time_us_after"] < finding.detail["gain"]["time_us_before"]

@@ -61,6 +61,9 @@ class Reuse:
     tiled_requests: float
     window: tuple[int, int] = (1, 1)  # for a window: its width along x and its rows along y
     first: int = 0  # the instruction index of its first load: the order the source reads the arrays in
+    #: the instruction indices of its loads (several for unrolled copies or a window's neighbours): the loads a
+    #: tile would serve, which the finding's gain re-prices (`stages.gains`)
+    loads: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +129,8 @@ def _invariant(k: WarpFacts, ld: _Load, block: tuple[int, int, int]) -> Reuse | 
         return None
     requests = a.executions * _warps(block)
     shape = "block" if len(free) == 2 else "row" if free == ["x"] else "column"
-    return Reuse(a.line or 0, a.column, ld.array, shape, readers, requests, requests / readers, first=a.index)
+    return Reuse(a.line or 0, a.column, ld.array, shape, readers, requests, requests / readers, first=a.index,
+                 loads=(a.index,))
 
 
 def _offset(diff: E.Value, cx: int, cy: E.Value, block: tuple[int, int, int]) -> tuple[int, int] | None:
@@ -215,7 +219,7 @@ def _windows(loads: list[_Load], block: tuple[int, int, int]) -> list[Reuse]:
         footprint_rows = (block[1] + rows - 1) * block[2]
         tiled = ceil((block[0] + width - 1) * first.width_bytes / REQUEST_BYTES) * footprint_rows
         out.append(Reuse(line, first.column, array, "window", len(best), requests, float(min(tiled, requests)),
-                         window=(width, rows), first=first.index))
+                         window=(width, rows), first=first.index, loads=tuple(ld.a.index for ld in group)))
     return out
 
 
@@ -232,6 +236,7 @@ def reuses(k: WarpFacts, loads: list[_Load], block: tuple[int, int, int]) -> lis
         key = (r.line, r.array)
         if key in found:
             found[key].first = min(found[key].first, r.first)
+            found[key].loads += r.loads
             found[key].requests += r.requests
             found[key].tiled_requests += r.tiled_requests
         else:
@@ -308,19 +313,26 @@ def _fix(facts: SourceFacts | None, line: int, found: list[Reuse],
     return tile_snippet(facts, line, found)
 
 
-def shared_tiling(ctx: KernelContext) -> list[Finding]:
-    """One finding per source line with loads whose elements several threads of a block read."""
+def kernel_reuses(ctx: KernelContext) -> list[Reuse]:
+    """Every reuse of the kernel's global loads under its known block shape (none without one)."""
     memory = ctx.memory
     if memory is None or memory.facts is None or memory.facts.block is None:
         return []
     k = memory.facts
-    block = k.block
-    assert block is not None
     params = kernel_param_names(ctx.cuda_source, ctx.function.name)
     loads = [_load(k, a, params) for a in memory.accesses if _candidate(a)]
+    return reuses(k, loads, memory.facts.block)
+
+
+def shared_tiling(ctx: KernelContext) -> list[Finding]:
+    """One finding per source line with loads whose elements several threads of a block read."""
     by_line: dict[int, list[Reuse]] = {}
-    for r in reuses(k, loads, block):
+    for r in kernel_reuses(ctx):
         by_line.setdefault(r.line, []).append(r)
+    if not by_line:
+        return []
+    assert ctx.memory is not None and ctx.memory.facts is not None and ctx.memory.facts.block is not None
+    block = ctx.memory.facts.block
     facts = scanned(ctx.cuda_source)
     text = source_lines(ctx.cuda_source) if ctx.cuda_source else ()
     out = []

@@ -12,7 +12,9 @@ what the fixed code would cost, physically:
   that a power-of-two divisor compiles to;
 * FP64 in a float kernel: each FP64 instruction of the finding's lines charged as its FP32 twin, and the
   conversions between float and double, which the float code does not have, as nothing;
-* a local-memory array: its `ld.local`/`st.local` charged as register moves (the array kept in registers).
+* a local-memory array: its `ld.local`/`st.local` charged as register moves (the array kept in registers);
+* shared tiling: the loads a tile serves charged as shared-memory loads, and the tile's fill as the global
+  traffic the finding counts for it (`tiled`).
 
 Each takes one extra run of the kernel's static time model (`stages.static_time`: kerncast's when the trace
 model is chosen) and compares it with that model's point for the unchanged kernel. The other performance
@@ -32,6 +34,7 @@ from kerncast.analysis.finding import Finding
 from kerncast.analysis.findings.fp64 import fp64_instructions
 from kerncast.analysis.findings.local_memory import local_accesses
 from kerncast.analysis.findings.memory_access import unit_stride_sectors
+from kerncast.analysis.findings.tiling import kernel_reuses
 from kerncast.analysis.isa import InstrClass, classify, is_runtime_division
 from kerncast.analysis.memory.analysis import AccessInfo, MemoryAnalysis
 from kerncast.analysis.ptx.model import Instruction, line_in_file
@@ -44,6 +47,10 @@ from kerncast.analysis.timing.estimate import TIME_MODELS, KernelGraphs
 _FREE = InstrClass("misc", "SP", "param")
 #: the findings whose gain is an access's memory cost made ideal
 _MEMORY_CODES = (Code.UNCOALESCED_GLOBAL, Code.SHARED_BANK_CONFLICT)
+#: bytes one shared-memory wavefront serves (32 banks of 4 bytes)
+_WAVEFRONT_BYTES = 128
+#: the state-space and cache modifiers of a global load that its shared-memory twin does not have
+_GLOBAL_ONLY = frozenset({"global", "nc", "ca", "cg", "cs", "lu", "cv"})
 
 
 @cache
@@ -133,12 +140,66 @@ def cheaper_classes(ctx: KernelContext, finding: Finding) -> dict[int, InstrClas
     return out
 
 
+def _shared_twin(ins: Instruction) -> InstrClass:
+    """The class of global load `ins` as the same load from shared memory (`ld.shared` of its width)."""
+    kept = tuple(m for m in ins.modifiers if m not in _GLOBAL_ONLY and not m.startswith("L"))
+    return _twin(ins, "ld", ("shared", *kept))
+
+
+def tiled(ctx: KernelContext, finding: Finding) -> tuple[MemoryAnalysis, dict[int, InstrClass]] | None:
+    """The kernel's memory analysis and instruction classes as a shared tile would make them for the loads of a
+    `shared-tiling` finding, None when they are not found.
+
+    Each load the tile serves becomes a load from shared memory at its place in the loop (the shared latency in
+    the chain; the wavefronts of its lanes' distinct bytes, a broadcast or a contiguous row: no conflict). The
+    tile is filled from global memory with the requests the finding counts for it (`tiled_requests`, each
+    element once per block): a copy of each load's access with its executions scaled by that share, under an
+    index of no instruction, so that it adds its DRAM/L2 traffic and footprint (the same distinct bytes) and
+    no issue slot or latency. What the fill adds besides, a global load and a shared store per thread per tile
+    and the two barriers around each tile, is left out: the gain is the loop's side of the trade."""
+    memory = ctx.memory
+    if memory is None:
+        return None
+    found = [r for r in kernel_reuses(ctx) if r.line == finding.line and r.requests > 0]
+    share = {i: r.tiled_requests / r.requests for r in found for i in r.loads}
+    if not share:
+        return None
+    body = ctx.function.body
+    fresh = len(body)
+    accesses: list[AccessInfo] = []
+    addresses = dict(memory.addresses)
+    classes: dict[int, InstrClass] = {}
+    sector = float(getattr(ctx.gpu, "sector_bytes", None) or 32)
+    for a in memory.accesses:
+        if a.index not in share or a.space != "global" or a.kind != "load":
+            accesses.append(a)
+            continue
+        bytes_needed = float(a.ideal_sectors or 1.0) * sector
+        waves = max(1.0, -(-bytes_needed // _WAVEFRONT_BYTES))
+        accesses.append(replace(a, space="shared", sectors_per_request=None, ideal_sectors=None,
+                                wavefronts=waves, ideal_wavefronts=waves))
+        classes[a.index] = _shared_twin(body[a.index])
+        if a.index in memory.addresses:
+            addresses[fresh] = memory.addresses[a.index]
+        accesses.append(replace(a, index=fresh, executions=a.executions * share[a.index]))
+        fresh += 1
+    if not classes:
+        return None
+    return replace(memory, accesses=accesses, addresses=addresses), classes
+
+
 def _after(ctx: KernelContext, finding: Finding) -> float | None:
     """The static model's time with the finding's cost removed; None where nothing of the kernel carries it."""
     memory = ctx.memory
     if finding.code in _MEMORY_CODES:
         ideal = without_cost(memory, finding, ctx.report.line) if memory is not None else None
         return static_time(ctx, ideal) if ideal is not None else None
+    if finding.code == Code.SHARED_TILING:
+        tile = tiled(ctx, finding)
+        if tile is None:
+            return None
+        graphs = time_graphs(ctx)
+        return static_time(ctx, tile[0], graphs=KernelGraphs(graphs.dags, {**graphs.classes, **tile[1]}))
     classes = cheaper_classes(ctx, finding)
     if not classes:
         return None
@@ -163,7 +224,8 @@ def finding_gain(ctx: KernelContext, finding: Finding) -> dict[str, Any] | None:
 
 
 #: the findings a re-prediction can price
-GAINED = frozenset({*_MEMORY_CODES, Code.SLOW_INTEGER_DIVISION, Code.FP64_IN_FP32, Code.LOCAL_MEMORY})
+GAINED = frozenset({*_MEMORY_CODES, Code.SLOW_INTEGER_DIVISION, Code.FP64_IN_FP32, Code.LOCAL_MEMORY,
+                    Code.SHARED_TILING})
 
 
 def gain_stage(ctx: KernelContext) -> None:
