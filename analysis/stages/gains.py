@@ -14,15 +14,21 @@ what the fixed code would cost, physically:
   conversions between float and double, which the float code does not have, as nothing;
 * a local-memory array: its `ld.local`/`st.local` charged as register moves (the array kept in registers);
 * shared tiling: the loads a tile serves charged as shared-memory loads, and the tile's fill as the global
-  traffic the finding counts for it (`tiled`).
+  traffic the finding counts for it (`tiled`);
+* a launch configuration that idles lanes or SMs: the same threads along x relaunched in blocks a multiple of
+  the warp wide, narrower where that gives more SMs a block (`fixed_block`), the trip counts, memory analysis
+  and occupancy worked out again under that launch. No gain where the split changes each thread's work (a
+  loop count that follows the block size), for a block of several dimensions or a partial last wave.
 
 Each takes one extra run of the kernel's static time model (`stages.static_time`: kerncast's when the trace
 model is chosen) and compares it with that model's point for the unchanged kernel. The other performance
-findings (`data/gains.toml` [unknown]) say "gain unknown" and why instead of a number no model computed.
+findings (`data/gains.toml` [unknown]) say "gain unknown" and why instead of a number no model computed, as
+does a priced finding whose fix the model cannot re-predict for this kernel (`NoGain`).
 """
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import replace
 from functools import cache
@@ -36,11 +42,13 @@ from kerncast.analysis.findings.local_memory import local_accesses
 from kerncast.analysis.findings.memory_access import unit_stride_sectors
 from kerncast.analysis.findings.tiling import kernel_reuses
 from kerncast.analysis.isa import InstrClass, classify, is_runtime_division
-from kerncast.analysis.memory.analysis import AccessInfo, MemoryAnalysis
+from kerncast.analysis.memory.analysis import AccessInfo, MemoryAnalysis, analyze_memory
+from kerncast.analysis.occupancy import compute_occupancy
 from kerncast.analysis.ptx.model import Instruction, line_in_file
 from kerncast.analysis.rules import Code
 from kerncast.analysis.stages.time import static_model, static_time, time_graphs
-from kerncast.analysis.timing.estimate import TIME_MODELS, KernelGraphs
+from kerncast.analysis.timing.estimate import DEFAULT_TIME_MODEL, TIME_MODELS, KernelGraphs, kerncast_us, predict_time
+from kerncast.analysis.tripcount import trip_counts, trip_values
 
 #: the class of an instruction the fixed code does not have: the time models charge it nothing (as a parameter
 #: read, `pipelined._is_free`)
@@ -188,12 +196,82 @@ def tiled(ctx: KernelContext, finding: Finding) -> tuple[MemoryAnalysis, dict[in
     return replace(memory, accesses=accesses, addresses=addresses), classes
 
 
+class NoGain(Exception):
+    """A finding of a priced code whose fix this kernel's model cannot re-predict, and why (its `gain_unknown`)."""
+
+
+def fixed_block(ctx: KernelContext, finding: Finding) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """The (block, grid) that a `launch-configuration` warning's fix gives the same threads along x: a block
+    whose width is a multiple of the warp, as wide as the user's rounded up, or narrower where that leaves SMs
+    without a block (the widest that gives every SM one, else one warp). Raises NoGain where no such reshaping
+    applies (a block of several dimensions, a last wave under half full, no narrower block to take)."""
+    launch, gpu = ctx.report.launch, ctx.gpu
+    assert launch is not None and gpu is not None
+    block, grid = launch.block_dims(), launch.grid_dims()
+    if block is None or grid is None:
+        raise NoGain("the launch's shape is not known")
+    if "tail_wave_fill" in finding.detail:
+        raise NoGain("a whole last wave needs another block count, which the work per block decides")
+    bx, by, bz = block
+    if by * bz != 1:
+        raise NoGain("the block has several dimensions: which one to reshape is the code's choice")
+    warp = gpu.warp_size
+    threads = grid[0] * bx
+    others = grid[1] * grid[2]
+    widest = min(gpu.limits.max_threads_per_block, max(warp, -(-bx // warp) * warp))
+    new = widest
+    if others * -(-threads // new) < gpu.sm_count:
+        fits = [w for w in range(warp, widest + 1, warp) if others * -(-threads // w) >= gpu.sm_count]
+        new = max(fits) if fits else warp
+    if new == bx:
+        raise NoGain(f"a block of {bx} threads is one warp already: more blocks need more threads, which the "
+                     "work decides")
+    return (new, 1, 1), (-(-threads // new), grid[1], grid[2])
+
+
+def relaunched_time(ctx: KernelContext, block: tuple[int, int, int], grid: tuple[int, int, int]) -> float:
+    """The static model's time of the kernel launched as `block` x `grid`: its trip counts, memory analysis and
+    occupancy worked out again under that launch. Raises NoGain where a loop's count changes with it (the
+    block size then changes each thread's work, not only how the work is split) or the launch cannot run."""
+    launch, gpu = ctx.report.launch, ctx.gpu
+    assert launch is not None and gpu is not None
+    moved = replace(launch, block=replace(launch.block, value=block), grid=replace(launch.grid, value=grid))
+    before = trip_values(trip_counts(ctx.function, ctx.cfg, ctx.loops, launch, ctx.dataflow, ctx.main_file))
+    after_counts = trip_counts(ctx.function, ctx.cfg, ctx.loops, moved, ctx.dataflow, ctx.main_file)
+    if trip_values(after_counts) != before:
+        raise NoGain("a loop's trip count depends on the block or grid size, so another split changes each "
+                     "thread's work")
+    tpb, blocks = math.prod(block), math.prod(grid)
+    occ = compute_occupancy(gpu, tpb, ctx.report.registers or 0,
+                            (ctx.report.shared_bytes or 0) + (launch.dynamic_shared_bytes.value or 0))
+    if occ.active_blocks_per_sm <= 0:
+        raise NoGain(f"a block of {tpb} threads does not fit on an SM")
+    trips = {h: int(v) for h, v in trip_values(ctx.trip_counts).items() if v >= 0}
+    memory = analyze_memory(ctx.module, ctx.function, ctx.cfg, ctx.loops, block, moved.known_params(), trips,
+                            ctx.options.thresholds, ctx.main_file, cuda_source=ctx.cuda_source,
+                            budget_s=ctx.options.budget_s, dataflow=ctx.dataflow)
+    model = static_model(ctx)
+    sizes = {"blocks": blocks, "threads_per_block": tpb, "trips": trip_values(ctx.trip_counts),
+             "blocks_per_sm": occ.active_blocks_per_sm, "registers": ctx.report.registers,
+             "shared_bytes": ctx.report.shared_bytes or 0, "memory": memory, "grid": grid, "block": block,
+             "graphs": time_graphs(ctx)}
+    if model == DEFAULT_TIME_MODEL:
+        return kerncast_us(ctx.cfg, ctx.loops, gpu, **sizes)
+    return predict_time(ctx.cfg, ctx.loops, gpu, occupancy=occ.occupancy, assumptions=[], model=model,
+                        **sizes).models[model]
+
+
 def _after(ctx: KernelContext, finding: Finding) -> float | None:
     """The static model's time with the finding's cost removed; None where nothing of the kernel carries it."""
     memory = ctx.memory
     if finding.code in _MEMORY_CODES:
         ideal = without_cost(memory, finding, ctx.report.line) if memory is not None else None
         return static_time(ctx, ideal) if ideal is not None else None
+    if finding.code == Code.LAUNCH_CONFIGURATION:
+        block, grid = fixed_block(ctx, finding)
+        after = relaunched_time(ctx, block, grid)
+        finding.detail["gain_launch"] = {"block": list(block), "grid": list(grid)}
+        return after
     if finding.code == Code.SHARED_TILING:
         tile = tiled(ctx, finding)
         if tile is None:
@@ -225,7 +303,7 @@ def finding_gain(ctx: KernelContext, finding: Finding) -> dict[str, Any] | None:
 
 #: the findings a re-prediction can price
 GAINED = frozenset({*_MEMORY_CODES, Code.SLOW_INTEGER_DIVISION, Code.FP64_IN_FP32, Code.LOCAL_MEMORY,
-                    Code.SHARED_TILING})
+                    Code.SHARED_TILING, Code.LAUNCH_CONFIGURATION})
 
 
 def gain_stage(ctx: KernelContext) -> None:
@@ -243,8 +321,17 @@ def gain_stage(ctx: KernelContext) -> None:
             continue
         if f.code not in GAINED:
             continue
-        gain = finding_gain(ctx, f)
+        try:
+            gain = finding_gain(ctx, f)
+        except NoGain as why:
+            f.detail["gain_unknown"] = str(why)
+            f.message += f"; gain unknown: {why}"
+            continue
         if gain is None:
             continue
         f.detail["gain"] = gain
+        shape = f.detail.get("gain_launch")
+        if shape is not None:  # the launch the gain was predicted for
+            f.message += (f"; as {math.prod(shape['grid'])} blocks of {math.prod(shape['block'])} threads "
+                          "(the same threads along x)")
         f.message += f"; {gain_text(gain['speedup'])}"
