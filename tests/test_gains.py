@@ -15,7 +15,7 @@ from kerncast.analysis.fixing import applicable_fix, apply_edits, broken_promise
 from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport
-from kerncast.analysis.stages.gains import GAINED, gain_stage, gain_text, tiled, unknown_reason
+from kerncast.analysis.stages.gains import GAINED, gain_stage, gain_text, packed, tiled, unknown_reason
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted(p.name for p in (REPO / "examples").glob("*.cu"))
@@ -129,9 +129,8 @@ def test_a_kernel_without_the_cost_gets_no_gain() -> None:
             assert "gain" not in f.detail, f"{f.code} on {f.kernel} got a gain"
 
 
-@pytest.fixture(scope="module")
-def matmul_contexts() -> dict[str, KernelContext]:
-    """The kernel contexts of `examples/matmul.cu` as the gain stage sees them (its stage wrapped to keep them)."""
+def _contexts(example: str) -> dict[str, KernelContext]:
+    """The kernel contexts of an example as the gain stage sees them (its stage wrapped to keep them)."""
     kept: dict[str, KernelContext] = {}
 
     def keep(ctx: KernelContext) -> None:
@@ -140,16 +139,15 @@ def matmul_contexts() -> dict[str, KernelContext]:
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(pipeline, "STAGES", [keep if s is gain_stage else s for s in pipeline.STAGES])
-        pipeline.analyze_file(REPO / "examples" / "matmul.cu", options=OPTIONS)
+        pipeline.analyze_file(REPO / "examples" / example, options=OPTIONS)
     return kept
 
 
-def test_a_tile_serves_its_loads_from_shared_memory_and_fills_once_per_block(
-        matmul_contexts: dict[str, KernelContext]) -> None:
+def test_a_tile_serves_its_loads_from_shared_memory_and_fills_once_per_block() -> None:
     """The tiling gain of the naive matrix multiply: the loads of A and B in the loop become conflict-free
     shared loads (class and access), and the tile's fill moves the share of their global requests that the
     finding counts (one in 32: each element loaded once per block row or column)."""
-    ctx = matmul_contexts["matmulNaive"]
+    ctx = _contexts("matmul.cu")["matmulNaive"]
     [finding] = [f for f in ctx.report.findings if f.code == "shared-tiling"]
     tile = tiled(ctx, finding)
     assert tile is not None
@@ -195,3 +193,20 @@ def test_a_launch_gain_is_the_time_of_the_code_launched_as_it_proposes() -> None
         assert gain["time_us_before"] == pytest.approx(_time(before, kernel), rel=1e-9)
         assert not [f for f in after.all_findings() if f.kernel == kernel and f.code == "launch-configuration"
                     and "multiple of" in f.message]
+
+
+def test_a_divergent_guard_is_priced_by_packing_its_passing_lanes_into_whole_warps() -> None:
+    """The interleaved reduction's `tid % (2 * s) == 0` over 256 threads: at steps s = 1, 2, ..., 128 the
+    passing threads are 128, 64, ..., 1. As written, a warp runs the add when any of its lanes passes: 8, 8,
+    8, 8, 8, 4, 2, 1 of the 8 warps (47 of 64); packed into whole warps they fill 4, 2, 1, 1, 1, 1, 1, 1 (12 of
+    64). The gain re-predicts the kernel with the second share, and the time drops."""
+    ctx = _contexts("reduction.cu")["reduceInterleaved"]
+    [finding] = [f for f in ctx.report.findings if f.code == "divergent-branch"]
+    assert ctx.memory is not None
+    fixed = packed(ctx.memory, ctx, finding)
+    changed = {b: (ctx.memory.warp_share.get(b, 1.0), share) for b, share in fixed.warp_share.items()
+               if share != ctx.memory.warp_share.get(b, 1.0)}
+    assert changed and all(was == pytest.approx(47 / 64) and now == pytest.approx(12 / 64)
+                           for was, now in changed.values()), changed
+    gain = finding.detail["gain"]
+    assert gain["time_us_after"] < gain["time_us_before"]

@@ -194,6 +194,10 @@ class MemoryAnalysis:
     #: blocks a lane-dependent guard makes some warps skip entirely (absent: every warp runs it); such a warp
     #: issues none of the block's instructions, so its issue cost scales by the share
     warp_share: dict[int, float] = field(default_factory=dict)
+    #: for the same blocks: the share of warps that would run it if the lanes passing its guards were packed
+    #: into whole warps (`ceil(passing threads / 32)` warps per block and iteration), what a divergent guard's
+    #: fix, which makes the condition uniform per warp, leaves to run (`stages.gains`)
+    packed_share: dict[int, float] = field(default_factory=dict)
 
     def _global(self) -> list[AccessInfo]:
         return [a for a in self.accesses if a.space == "global"]
@@ -715,10 +719,12 @@ class _Kernel:
             cached = self._stage1[key] = (subst, {})
         return key, cached[0], cached[1]
 
-    def warp_share(self, block: int) -> float | None:
-        """The share of (sampled iteration, warp) instances in which at least one lane reaches `block`, over
-        every warp of a known block; None where no branch condition guards it (every warp that reaches its
-        dominators runs it) or where a guard's lanes cannot be read as vectors.
+    def reach_shares(self, block: int) -> tuple[float, float] | None:
+        """(the share of (sampled iteration, warp) instances in which at least one lane reaches `block`, over
+        every warp of a known block; the share of warps that would run it were the lanes that reach it packed
+        into whole warps, `ceil(reaching threads / 32)` per block and instance); None where no branch condition
+        guards it (every warp that reaches its dominators runs it) or where a guard's lanes cannot be read as
+        vectors.
 
         A warp none of whose lanes passes a guard skips the guarded block: it issues none of its instructions.
         Every warp is read, not only the sampled ones: which warps skip (`tid < 128 / s`, `tid == 0`) is what
@@ -732,7 +738,7 @@ class _Kernel:
         vectors, threads = whole
         warps = -(-threads // WARP)
         padded = warps * WARP
-        active = total = 0
+        active = packed = total = 0
         for assign in self.iteration_assignments(block):
             key, subst, cache = self._stage(assign)
             reach = np.ones(threads, dtype=bool)
@@ -747,8 +753,9 @@ class _Kernel:
             per_warp = np.zeros(padded, dtype=bool)
             per_warp[:threads] = reach
             active += int(per_warp.reshape(warps, WARP).any(axis=1).sum())
+            packed += -(-int(reach.sum()) // WARP)
             total += warps
-        return active / total if total else None
+        return (active / total, packed / total) if total else None
 
     def _guard_chain(self, block: int) -> list[int]:
         """The blocks on `block`'s dominator chain (itself included) entered through a branch condition, up to
@@ -1384,21 +1391,27 @@ def analyze_memory(module: Module, function: Function, cfg: Cfg, loops: LoopFore
     result.work = k.work
     result.dead_blocks = k.dead
     if k.block is not None and (deadline is None or time.thread_time() < deadline):
-        result.warp_share = _warp_shares(k)
+        result.warp_share, result.packed_share = _warp_shares(k)
     result.facts = WarpFacts(function.display_name, k.block, k.sym, k.atoms, k.base, k.lane_atoms)
     return result
 
 
-def _warp_shares(k: _Kernel) -> dict[int, float]:
-    """`_Kernel.warp_share` of each basic block that runs and that some warps skip (share below 1)."""
+def _warp_shares(k: _Kernel) -> tuple[dict[int, float], dict[int, float]]:
+    """`_Kernel.reach_shares` of each basic block that runs and that some warps skip (share below 1) or that
+    fewer warps would run with its lanes packed: the warp shares and the packed shares."""
     out: dict[int, float] = {}
+    packed: dict[int, float] = {}
     for b in range(len(k.cfg.blocks)):
         if b in k.dead or b in k.cfg.unreachable or k.cfg.never_runs(b):
             continue
-        share = k.warp_share(b)
-        if share is not None and share < 1.0:
-            out[b] = share
-    return out
+        shares = k.reach_shares(b)
+        if shares is None:
+            continue
+        if shares[0] < 1.0:
+            out[b] = shares[0]
+        if shares[1] < shares[0]:
+            packed[b] = shares[1]
+    return out, packed
 
 
 def _read_at_first_warps(k: _Kernel, result: MemoryAnalysis, cuda_source: str | None) -> None:

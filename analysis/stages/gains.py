@@ -18,7 +18,9 @@ what the fixed code would cost, physically:
 * a launch configuration that idles lanes or SMs: the same threads along x relaunched in blocks a multiple of
   the warp wide, narrower where that gives more SMs a block (`fixed_block`), the trip counts, memory analysis
   and occupancy worked out again under that launch. No gain where the split changes each thread's work (a
-  loop count that follows the block size), for a block of several dimensions or a partial last wave.
+  loop count that follows the block size), for a block of several dimensions or a partial last wave;
+* a divergent branch: the blocks under it run by as many warps as their passing lanes fill when packed into
+  whole warps (`packed`), instead of every warp with any passing lane.
 
 Each takes one extra run of the kernel's static time model (`stages.static_time`: kerncast's when the trace
 model is chosen) and compares it with that model's point for the unchanged kernel. The other performance
@@ -261,6 +263,22 @@ def relaunched_time(ctx: KernelContext, block: tuple[int, int, int], grid: tuple
                         **sizes).models[model]
 
 
+def packed(memory: MemoryAnalysis, ctx: KernelContext, finding: Finding) -> MemoryAnalysis:
+    """`memory` with the basic blocks under a `divergent-branch` finding's branch run by as many warps as their
+    passing lanes fill (`MemoryAnalysis.packed_share`): what making the condition uniform per warp (the
+    threads that work numbered first, as sequential addressing does for a reduction) leaves, while a divergent
+    warp issues the whole block for any lane. Raises NoGain where no block under the branch would be run by
+    fewer warps (a loop's exit that the lanes take at different iterations: their counts are the data's)."""
+    cfg = ctx.cfg
+    heads = {cfg.block_of[b.index] for b in memory.branches
+             if b.divergent and b.line == finding.line and 0 <= b.index < len(cfg.block_of)}
+    fewer = {b: share for b, share in memory.packed_share.items()
+             if any(h != b and cfg.dominates(h, b) for h in heads)}
+    if not fewer:
+        raise NoGain("no block under the branch would be run by fewer warps with its lanes packed")
+    return replace(memory, warp_share={**memory.warp_share, **fewer})
+
+
 def _after(ctx: KernelContext, finding: Finding) -> float | None:
     """The static model's time with the finding's cost removed; None where nothing of the kernel carries it."""
     memory = ctx.memory
@@ -272,6 +290,8 @@ def _after(ctx: KernelContext, finding: Finding) -> float | None:
         after = relaunched_time(ctx, block, grid)
         finding.detail["gain_launch"] = {"block": list(block), "grid": list(grid)}
         return after
+    if finding.code == Code.DIVERGENT_BRANCH and memory is not None:
+        return static_time(ctx, packed(memory, ctx, finding))
     if finding.code == Code.SHARED_TILING:
         tile = tiled(ctx, finding)
         if tile is None:
@@ -303,7 +323,7 @@ def finding_gain(ctx: KernelContext, finding: Finding) -> dict[str, Any] | None:
 
 #: the findings a re-prediction can price
 GAINED = frozenset({*_MEMORY_CODES, Code.SLOW_INTEGER_DIVISION, Code.FP64_IN_FP32, Code.LOCAL_MEMORY,
-                    Code.SHARED_TILING, Code.LAUNCH_CONFIGURATION})
+                    Code.SHARED_TILING, Code.LAUNCH_CONFIGURATION, Code.DIVERGENT_BRANCH})
 
 
 def gain_stage(ctx: KernelContext) -> None:
