@@ -121,12 +121,17 @@ def test_every_verified_quick_fix_of_the_examples_keeps_its_gain(name: str) -> N
 
 
 def test_a_kernel_without_the_cost_gets_no_gain() -> None:
-    """A coalesced copy and a padded tile have no finding, hence nothing to gain: no gain is made up for the
-    kernel's other findings (the energy hotspot, a divergent branch) either."""
+    """A padded tile has no uncoalesced access or bank conflict, hence nothing of them to gain; no gain is made
+    up for a finding no re-prediction prices (the energy hotspot), and its missing `__restrict__` buys nothing
+    in the model (which charges the read-only path as the ordinary one on this GPU)."""
     report = analyze_file(REPO / "examples" / "transpose.cu", options=OPTIONS)
+    padded = [f for f in report.all_findings() if f.kernel == "transposePadded"]
+    assert {str(f.code) for f in padded} & {"uncoalesced-global", "shared-bank-conflict"} == set()
     for f in report.all_findings():
-        if f.kernel == "transposePadded" or str(f.code) not in GAINED:
+        if str(f.code) not in GAINED:
             assert "gain" not in f.detail, f"{f.code} on {f.kernel} got a gain"
+        if f.code == "missing-restrict":
+            assert f.detail["gain"]["speedup"] == 1.0 and "ahead of the stores" in f.detail["gain"]["basis"]
 
 
 def _contexts(example: str) -> dict[str, KernelContext]:
@@ -210,3 +215,11 @@ def test_a_divergent_guard_is_priced_by_packing_its_passing_lanes_into_whole_war
                            for was, now in changed.values()), changed
     gain = finding.detail["gain"]
     assert gain["time_us_after"] < gain["time_us_before"]
+
+
+def test_a_missing_restrict_on_a_gpu_whose_l1_holds_read_only_loads_only_has_no_gain() -> None:
+    """On a Pascal GPU the L1 caches global loads on the read-only path only: there `__restrict__` would buy a
+    cache the time model does not price, so the finding says its gain is unknown, not 1.0."""
+    report = analyze_file(REPO / "examples" / "vector_add.cu", options=AnalysisOptions(lime=False, gpu="gtx1050"))
+    [f] = [f for f in report.all_findings() if f.code == "missing-restrict"]
+    assert "gain" not in f.detail and "read-only path only" in f.detail["gain_unknown"], f.message

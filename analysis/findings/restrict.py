@@ -155,8 +155,9 @@ def restrict_edit(facts: SourceFacts, param: list) -> TextEdit | None:
     return TextEdit(line, column, line, column, "__restrict__" + ("" if after.isspace() else " "))
 
 
-def missing_restrict(ctx: KernelContext) -> Finding | None:
-    """The kernel's `missing-restrict` finding, on its first read-only pointer parameter without `__restrict__`."""
+def unrestricted(ctx: KernelContext) -> tuple[KernelDefinition, list[tuple[int, PointerUse, list]]] | None:
+    """The kernel's definition and its read-only pointer parameters loaded on the ordinary path whose declaration
+    has no `__restrict__`: (index, uses, declaration tokens) each; None without a source that declares them."""
     facts = scanned(ctx.cuda_source)
     if facts is None:
         return None  # no source to read the declarations from, nor to edit
@@ -174,8 +175,16 @@ def missing_restrict(ctx: KernelContext) -> Finding | None:
         if any(t.text in _RESTRICT or t.text == "volatile" for t in tokens) or not any(t.text == "*" for t in tokens):
             continue
         found.append((index, use, tokens))
-    if not found:
+    return kernel, found
+
+
+def missing_restrict(ctx: KernelContext) -> Finding | None:
+    """The kernel's `missing-restrict` finding, on its first read-only pointer parameter without `__restrict__`."""
+    facts = scanned(ctx.cuda_source)
+    read = unrestricted(ctx)
+    if facts is None or read is None or not read[1]:
         return None
+    kernel, found = read
     names = [kernel.params[i] or f"#{i + 1}" for i, _, _ in found]
     loads = sum(len(use.plain_loads) for _, use, _ in found)
     start_line, start_col = facts.position(found[0][2][0].offset)

@@ -20,7 +20,12 @@ what the fixed code would cost, physically:
   and occupancy worked out again under that launch. No gain where the split changes each thread's work (a
   loop count that follows the block size), for a block of several dimensions or a partial last wave;
 * a divergent branch: the blocks under it run by as many warps as their passing lanes fill when packed into
-  whole warps (`packed`), instead of every warp with any passing lane.
+  whole warps (`packed`), instead of every warp with any passing lane;
+* a missing `__restrict__`: the parameters' loads charged as the `ld.global.nc` nvcc then emits. The model
+  charges both paths alike, as the L1 of GPUs from compute capability 7.0 caches ordinary global loads too
+  (on older GPUs, whose L1 holds read-only-path loads only, the gain is unknown), and its dependence graph
+  orders instructions by their registers and barriers only, so it already lets the loads run ahead of the
+  stores as `__restrict__` would allow: the gain is 1.0 and the message says why (`data/gains.toml` [basis]).
 
 Each takes one extra run of the kernel's static time model (`stages.static_time`: kerncast's when the trace
 model is chosen) and compares it with that model's point for the unchanged kernel. The other performance
@@ -42,6 +47,7 @@ from kerncast.analysis.finding import Finding
 from kerncast.analysis.findings.fp64 import fp64_instructions
 from kerncast.analysis.findings.local_memory import local_accesses
 from kerncast.analysis.findings.memory_access import unit_stride_sectors
+from kerncast.analysis.findings.restrict import unrestricted
 from kerncast.analysis.findings.tiling import kernel_reuses
 from kerncast.analysis.isa import InstrClass, classify, is_runtime_division
 from kerncast.analysis.memory.analysis import AccessInfo, MemoryAnalysis, analyze_memory
@@ -49,6 +55,7 @@ from kerncast.analysis.occupancy import compute_occupancy
 from kerncast.analysis.ptx.model import Instruction, line_in_file
 from kerncast.analysis.rules import Code
 from kerncast.analysis.stages.time import static_model, static_time, time_graphs
+from kerncast.analysis.timing.cache_model import l1_hit_latency
 from kerncast.analysis.timing.estimate import DEFAULT_TIME_MODEL, TIME_MODELS, KernelGraphs, kerncast_us, predict_time
 from kerncast.analysis.tripcount import trip_counts, trip_values
 
@@ -143,6 +150,12 @@ def cheaper_classes(ctx: KernelContext, finding: Finding) -> dict[int, InstrClas
                 out[ins.index] = _FREE  # float <-> double: the float code has no conversion
             else:
                 out[ins.index] = _twin(ins, ins.opcode, tuple("f32" if m == "f64" else m for m in ins.modifiers))
+    elif finding.code == Code.MISSING_RESTRICT:
+        read = unrestricted(ctx)
+        for _, use, _ in read[1] if read is not None else ():
+            for ins in use.plain_loads:
+                rest = tuple(m for m in ins.modifiers if m != "global")
+                out[ins.index] = _twin(ins, "ld", ("global", "nc", *rest))  # what nvcc emits with __restrict__
     elif finding.code == Code.LOCAL_MEMORY:
         loads, stores = local_accesses(ctx)
         for ins in loads + stores:
@@ -298,10 +311,15 @@ def _after(ctx: KernelContext, finding: Finding) -> float | None:
             return None
         graphs = time_graphs(ctx)
         return static_time(ctx, tile[0], graphs=KernelGraphs(graphs.dags, {**graphs.classes, **tile[1]}))
+    if finding.code == Code.MISSING_RESTRICT and ctx.gpu is not None and l1_hit_latency(ctx.gpu) is None:
+        raise NoGain(f"the L1 of {ctx.gpu.name} caches global loads on the read-only path only, a reuse the "
+                     "time model does not price")
     classes = cheaper_classes(ctx, finding)
     if not classes:
         return None
     graphs = time_graphs(ctx)
+    if all(graphs.classes.get(i) == cls for i, cls in classes.items()) and ctx.report.time is not None:
+        return ctx.report.time.models.get(static_model(ctx))  # charged alike: the same run's answer
     return static_time(ctx, memory, graphs=KernelGraphs(graphs.dags, {**graphs.classes, **classes}))
 
 
@@ -323,7 +341,7 @@ def finding_gain(ctx: KernelContext, finding: Finding) -> dict[str, Any] | None:
 
 #: the findings a re-prediction can price
 GAINED = frozenset({*_MEMORY_CODES, Code.SLOW_INTEGER_DIVISION, Code.FP64_IN_FP32, Code.LOCAL_MEMORY,
-                    Code.SHARED_TILING, Code.LAUNCH_CONFIGURATION, Code.DIVERGENT_BRANCH})
+                    Code.SHARED_TILING, Code.LAUNCH_CONFIGURATION, Code.DIVERGENT_BRANCH, Code.MISSING_RESTRICT})
 
 
 def gain_stage(ctx: KernelContext) -> None:
@@ -354,4 +372,8 @@ def gain_stage(ctx: KernelContext) -> None:
         if shape is not None:  # the launch the gain was predicted for
             f.message += (f"; as {math.prod(shape['grid'])} blocks of {math.prod(shape['block'])} threads "
                           "(the same threads along x)")
+        basis = _gains_data().get("basis", {}).get(str(f.code))
+        if basis is not None:  # what the model prices of the fix, and what it already assumes
+            gain["basis"] = basis
+            f.message += f"; {basis}"
         f.message += f"; {gain_text(gain['speedup'])}"
