@@ -25,7 +25,9 @@ what the fixed code would cost, physically:
   charges both paths alike, as the L1 of GPUs from compute capability 7.0 caches ordinary global loads too
   (on older GPUs, whose L1 holds read-only-path loads only, the gain is unknown), and its dependence graph
   orders instructions by their registers and barriers only, so it already lets the loads run ahead of the
-  stores as `__restrict__` would allow: the gain is 1.0 and the message says why (`data/gains.toml` [basis]).
+  stores as `__restrict__` would allow: the gain is 1.0 and the message says why (`data/gains.toml` [basis]);
+* atomic contention: the line's atomics made one update per address per warp (warp aggregation, `aggregated`),
+  the other warps' and blocks' updates to that address still serialised by the contention model.
 
 Each takes one extra run of the kernel's static time model (`stages.static_time`: kerncast's when the trace
 model is chosen) and compares it with that model's point for the unchanged kernel. The other performance
@@ -276,6 +278,27 @@ def relaunched_time(ctx: KernelContext, block: tuple[int, int, int], grid: tuple
                         **sizes).models[model]
 
 
+def aggregated(memory: MemoryAnalysis, finding: Finding) -> MemoryAnalysis | None:
+    """`memory` with the atomics of an `atomic-contention` finding's line made as warp aggregation makes them:
+    one update per address per warp instruction (the lanes' values combined first), so no same-address lane of
+    a warp waits for another's update; the updates of other warps and blocks to that address remain, and the
+    contention model (`timing/atomics.py`) charges them. The combining shuffles (five steps of a 32-lane tree)
+    are not charged. None where the line has no such atomic."""
+    changed = False
+    accesses: list[AccessInfo] = []
+    for a in memory.accesses:
+        if a.kind == "atomic" and a.line == finding.line and a.lanes_per_address and a.lanes_per_address > 1:
+            changed = True
+            if a.space == "global":
+                a = replace(a, lanes_per_address=None, lanes_upper_bound=False, sectors_per_request=1.0,
+                            ideal_sectors=1.0)
+            else:
+                a = replace(a, lanes_per_address=None, lanes_upper_bound=False,
+                            wavefronts=a.ideal_wavefronts or a.wavefronts)
+        accesses.append(a)
+    return replace(memory, accesses=accesses) if changed else None
+
+
 def packed(memory: MemoryAnalysis, ctx: KernelContext, finding: Finding) -> MemoryAnalysis:
     """`memory` with the basic blocks under a `divergent-branch` finding's branch run by as many warps as their
     passing lanes fill (`MemoryAnalysis.packed_share`): what making the condition uniform per warp (the
@@ -303,6 +326,9 @@ def _after(ctx: KernelContext, finding: Finding) -> float | None:
         after = relaunched_time(ctx, block, grid)
         finding.detail["gain_launch"] = {"block": list(block), "grid": list(grid)}
         return after
+    if finding.code == Code.ATOMIC_CONTENTION and memory is not None:
+        fewer = aggregated(memory, finding)
+        return static_time(ctx, fewer) if fewer is not None else None
     if finding.code == Code.DIVERGENT_BRANCH and memory is not None:
         return static_time(ctx, packed(memory, ctx, finding))
     if finding.code == Code.SHARED_TILING:
@@ -341,7 +367,8 @@ def finding_gain(ctx: KernelContext, finding: Finding) -> dict[str, Any] | None:
 
 #: the findings a re-prediction can price
 GAINED = frozenset({*_MEMORY_CODES, Code.SLOW_INTEGER_DIVISION, Code.FP64_IN_FP32, Code.LOCAL_MEMORY,
-                    Code.SHARED_TILING, Code.LAUNCH_CONFIGURATION, Code.DIVERGENT_BRANCH, Code.MISSING_RESTRICT})
+                    Code.SHARED_TILING, Code.LAUNCH_CONFIGURATION, Code.DIVERGENT_BRANCH, Code.MISSING_RESTRICT,
+                    Code.ATOMIC_CONTENTION})
 
 
 def gain_stage(ctx: KernelContext) -> None:

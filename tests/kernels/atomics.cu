@@ -55,6 +55,16 @@ __global__ void laneZeroOnly(const float *in, float *total)
     if (threadIdx.x % 32 == 0) atomicAdd(total, v);
 }
 
+// perBlockSum aggregated by hand: the warp's lanes sum by shuffles, then one lane adds the sum
+// kerncast: block=256
+__global__ void perBlockSumByWarp(const float *in, float *blockSums)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float v = in[i];
+    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+    if (threadIdx.x % 32 == 0) atomicAdd(&blockSums[blockIdx.x], v);
+}
+
 // kerncast: block=256
 __global__ void histogram(const int *data, unsigned *hist, int n)
 {
@@ -103,6 +113,7 @@ int main()
     sharedCount<<<n / 256, 256>>>(d, e);
     ownElement<<<n / 256, 256>>>(a, b);
     laneZeroOnly<<<n / 256, 256>>>(a, b);
+    perBlockSumByWarp<<<n / 256, 256>>>(a, b);
     histogram<<<n / 256, 256>>>(d, c, n);
     groupLeader<<<n / 256, 256>>>(d, e, d);
     cudaDeviceSynchronize();
