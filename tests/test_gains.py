@@ -5,6 +5,7 @@ about as far as the gain said."""
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,17 @@ from kerncast.analysis.fixing import applicable_fix, apply_edits, broken_promise
 from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport
-from kerncast.analysis.stages.gains import GAINED, gain_stage, gain_text, packed, tiled, unknown_reason
+from kerncast.analysis.stages.gains import (
+    GAINED,
+    NoGain,
+    gain_stage,
+    gain_text,
+    packed,
+    raised_occupancy,
+    tiled,
+    time_at,
+    unknown_reason,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted(p.name for p in (REPO / "examples").glob("*.cu"))
@@ -134,8 +145,10 @@ def test_a_kernel_without_the_cost_gets_no_gain() -> None:
             assert f.detail["gain"]["speedup"] == 1.0 and "ahead of the stores" in f.detail["gain"]["basis"]
 
 
+@cache
 def _contexts(example: str) -> dict[str, KernelContext]:
-    """The kernel contexts of an example as the gain stage sees them (its stage wrapped to keep them)."""
+    """The kernel contexts of an example as the gain stage sees them (its stage wrapped to keep them); each
+    example is analysed once for the tests that read it."""
     kept: dict[str, KernelContext] = {}
 
     def keep(ctx: KernelContext) -> None:
@@ -235,3 +248,21 @@ def test_warp_aggregation_moves_the_time_as_the_atomic_contention_gain_promised(
     _kept_promise(found["perBlockSum"], _time(report, "perBlockSum"), _time(report, "perBlockSumByWarp"))
     assert found["perBlockSum"].detail["gain"]["speedup"] > 2.0
     assert found["countAll"].detail["gain"]["speedup"] < 1.02
+
+
+def test_a_register_limited_occupancy_is_raised_by_one_block_per_sm_and_re_predicted() -> None:
+    """matmulNaive's 1024-thread blocks hold 32 warps of an SM with its registers: one more block per SM needs
+    at most 32 registers per thread, and the kernel re-predicted at that occupancy is no slower. The
+    occupancy of a kernel its warps limit (a full SM) has no register or shared-memory fix to price."""
+    ctx = _contexts("matmul.cu")["matmulNaive"]
+    occ = ctx.report.occupancy
+    assert occ is not None and occ.limiter == "registers" and occ.active_blocks_per_sm == 1
+    raised, fit = raised_occupancy(ctx)
+    assert raised.active_blocks_per_sm == 2 and fit == f"at most 32 registers per thread (now {ctx.report.registers})"
+    launch = ctx.report.launch
+    assert launch is not None and ctx.report.time is not None
+    after = time_at(ctx, ctx.memory, launch.block_dims(), launch.grid_dims(), raised)  # type: ignore[arg-type]
+    assert after <= ctx.report.time.models["kerncast"] * (1 + 1e-9)
+    full = _contexts("reduction.cu")["reduceSequential"]
+    with pytest.raises(NoGain, match="limited by warps"):
+        raised_occupancy(full)

@@ -27,7 +27,11 @@ what the fixed code would cost, physically:
   orders instructions by their registers and barriers only, so it already lets the loads run ahead of the
   stores as `__restrict__` would allow: the gain is 1.0 and the message says why (`data/gains.toml` [basis]);
 * atomic contention: the line's atomics made one update per address per warp (warp aggregation, `aggregated`),
-  the other warps' and blocks' updates to that address still serialised by the contention model.
+  the other warps' and blocks' updates to that address still serialised by the contention model;
+* a low occupancy that registers or shared memory limit: one more resident block per SM, with the most
+  registers per thread or shared bytes per block that allow it named (`raised_occupancy`), the instructions as
+  they are (fewer registers that make ptxas spill would cost what no PTX shows). The model's resident blocks
+  hide latency only where the launch has more blocks than one wave holds, so the gain is 1.0 elsewhere.
 
 Each takes one extra run of the kernel's static time model (`stages.static_time`: kerncast's when the trace
 model is chosen) and compares it with that model's point for the unchanged kernel. The other performance
@@ -39,6 +43,7 @@ from __future__ import annotations
 
 import math
 import tomllib
+from collections.abc import Callable
 from dataclasses import replace
 from functools import cache
 from importlib import resources
@@ -53,7 +58,7 @@ from kerncast.analysis.findings.restrict import unrestricted
 from kerncast.analysis.findings.tiling import kernel_reuses
 from kerncast.analysis.isa import InstrClass, classify, is_runtime_division
 from kerncast.analysis.memory.analysis import AccessInfo, MemoryAnalysis, analyze_memory
-from kerncast.analysis.occupancy import compute_occupancy
+from kerncast.analysis.occupancy import Occupancy, compute_occupancy
 from kerncast.analysis.ptx.model import Instruction, line_in_file
 from kerncast.analysis.rules import Code
 from kerncast.analysis.stages.time import static_model, static_time, time_graphs
@@ -258,7 +263,7 @@ def relaunched_time(ctx: KernelContext, block: tuple[int, int, int], grid: tuple
     if trip_values(after_counts) != before:
         raise NoGain("a loop's trip count depends on the block or grid size, so another split changes each "
                      "thread's work")
-    tpb, blocks = math.prod(block), math.prod(grid)
+    tpb = math.prod(block)
     occ = compute_occupancy(gpu, tpb, ctx.report.registers or 0,
                             (ctx.report.shared_bytes or 0) + (launch.dynamic_shared_bytes.value or 0))
     if occ.active_blocks_per_sm <= 0:
@@ -267,15 +272,65 @@ def relaunched_time(ctx: KernelContext, block: tuple[int, int, int], grid: tuple
     memory = analyze_memory(ctx.module, ctx.function, ctx.cfg, ctx.loops, block, moved.known_params(), trips,
                             ctx.options.thresholds, ctx.main_file, cuda_source=ctx.cuda_source,
                             budget_s=ctx.options.budget_s, dataflow=ctx.dataflow)
+    return time_at(ctx, memory, block, grid, occ)
+
+
+def time_at(ctx: KernelContext, memory: MemoryAnalysis | None, block: tuple[int, int, int],
+            grid: tuple[int, int, int], occ: Occupancy) -> float:
+    """The static model's time of the kernel with `memory` as its memory analysis, launched as `block` x `grid`
+    with `occ`'s resident blocks per SM (`static_time` for another launch or occupancy)."""
+    assert ctx.gpu is not None
     model = static_model(ctx)
-    sizes = {"blocks": blocks, "threads_per_block": tpb, "trips": trip_values(ctx.trip_counts),
-             "blocks_per_sm": occ.active_blocks_per_sm, "registers": ctx.report.registers,
-             "shared_bytes": ctx.report.shared_bytes or 0, "memory": memory, "grid": grid, "block": block,
-             "graphs": time_graphs(ctx)}
+    sizes = {"blocks": math.prod(grid), "threads_per_block": math.prod(block),
+             "trips": trip_values(ctx.trip_counts), "blocks_per_sm": occ.active_blocks_per_sm,
+             "registers": ctx.report.registers, "shared_bytes": ctx.report.shared_bytes or 0, "memory": memory,
+             "grid": grid, "block": block, "graphs": time_graphs(ctx)}
     if model == DEFAULT_TIME_MODEL:
-        return kerncast_us(ctx.cfg, ctx.loops, gpu, **sizes)
-    return predict_time(ctx.cfg, ctx.loops, gpu, occupancy=occ.occupancy, assumptions=[], model=model,
+        return kerncast_us(ctx.cfg, ctx.loops, ctx.gpu, **sizes)
+    return predict_time(ctx.cfg, ctx.loops, ctx.gpu, occupancy=occ.occupancy, assumptions=[], model=model,
                         **sizes).models[model]
+
+
+def _largest(low: int, high: int, fits: Callable[[int], bool]) -> int | None:
+    """The largest value in [low, high] for which `fits` holds, `fits` holding for every value below one that
+    it holds for (fewer registers or bytes never lower the occupancy); None where it holds for none."""
+    if high < low or not fits(low):
+        return None
+    while low < high:
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid - 1)
+    return low
+
+
+def raised_occupancy(ctx: KernelContext) -> tuple[Occupancy, str]:
+    """The occupancy one more resident block per SM gives where registers or shared memory limit it, and what
+    the kernel must fit in for it (the most registers per thread or shared bytes per block that allow it).
+    Raises NoGain where another limit holds the occupancy too or the block size limits it (a launch change)."""
+    launch, gpu, occ = ctx.report.launch, ctx.gpu, ctx.report.occupancy
+    assert launch is not None and gpu is not None
+    if occ is None or not launch.threads_per_block:
+        raise NoGain("the occupancy is not known")
+    tpb, regs = launch.threads_per_block, ctx.report.registers or 0
+    dyn = int(launch.dynamic_shared_bytes.value or 0)
+    shared = (ctx.report.shared_bytes or 0) + dyn
+    want = occ.active_blocks_per_sm + 1
+
+    def more(r: int, b: int) -> bool:
+        return compute_occupancy(gpu, tpb, r, b).active_blocks_per_sm >= want
+
+    if occ.limiter == "registers" and regs > 1:
+        fit = _largest(1, regs - 1, lambda r: more(r, shared))
+        if fit is not None:
+            return compute_occupancy(gpu, tpb, fit, shared), f"at most {fit} registers per thread (now {regs})"
+    elif occ.limiter == "shared" and shared > 0:
+        fit = _largest(0, shared - 1, lambda b: more(regs, b))
+        if fit is not None:
+            return (compute_occupancy(gpu, tpb, regs, fit),
+                    f"at most {fit} bytes of shared memory per block (now {shared})")
+    if occ.limiter in ("registers", "shared"):
+        raise NoGain(f"another limit holds the occupancy at {occ.active_blocks_per_sm} blocks per SM as well")
+    raise NoGain(f"the occupancy is limited by {occ.limiter}: the block size, which the launch and the work "
+                 "decide")
 
 
 def aggregated(memory: MemoryAnalysis, finding: Finding) -> MemoryAnalysis | None:
@@ -326,6 +381,12 @@ def _after(ctx: KernelContext, finding: Finding) -> float | None:
         after = relaunched_time(ctx, block, grid)
         finding.detail["gain_launch"] = {"block": list(block), "grid": list(grid)}
         return after
+    if finding.code == Code.LOW_OCCUPANCY:
+        occ, fit = raised_occupancy(ctx)
+        launch = ctx.report.launch
+        assert launch is not None and launch.block_dims() is not None and launch.grid_dims() is not None
+        finding.detail["gain_fit"] = fit
+        return time_at(ctx, memory, launch.block_dims(), launch.grid_dims(), occ)  # type: ignore[arg-type]
     if finding.code == Code.ATOMIC_CONTENTION and memory is not None:
         fewer = aggregated(memory, finding)
         return static_time(ctx, fewer) if fewer is not None else None
@@ -368,7 +429,7 @@ def finding_gain(ctx: KernelContext, finding: Finding) -> dict[str, Any] | None:
 #: the findings a re-prediction can price
 GAINED = frozenset({*_MEMORY_CODES, Code.SLOW_INTEGER_DIVISION, Code.FP64_IN_FP32, Code.LOCAL_MEMORY,
                     Code.SHARED_TILING, Code.LAUNCH_CONFIGURATION, Code.DIVERGENT_BRANCH, Code.MISSING_RESTRICT,
-                    Code.ATOMIC_CONTENTION})
+                    Code.ATOMIC_CONTENTION, Code.LOW_OCCUPANCY})
 
 
 def gain_stage(ctx: KernelContext) -> None:
@@ -395,6 +456,9 @@ def gain_stage(ctx: KernelContext) -> None:
         if gain is None:
             continue
         f.detail["gain"] = gain
+        fit = f.detail.get("gain_fit")
+        if fit is not None:  # what the kernel must fit in for the occupancy the gain was predicted at
+            f.message += f"; with one more block per SM, {fit}"
         shape = f.detail.get("gain_launch")
         if shape is not None:  # the launch the gain was predicted for
             f.message += (f"; as {math.prod(shape['grid'])} blocks of {math.prod(shape['block'])} threads "
