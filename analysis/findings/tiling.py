@@ -42,6 +42,8 @@ MIN_READERS = 3
 MAX_ROWS = 8
 #: bytes one coalesced request of a warp moves at most (32 lanes of 4 bytes)
 REQUEST_BYTES = 128
+#: bytes of one sector, the unit the L2 and DRAM move
+SECTOR_BYTES = 32
 WARP = 32
 _DIMS = ("x", "y")
 _PARAM = re.compile(r"_param_(\d+)$")
@@ -64,6 +66,8 @@ class Reuse:
     #: the instruction indices of its loads (several for unrolled copies or a window's neighbours): the loads a
     #: tile would serve, which the finding's gain re-prices (`stages.gains`)
     loads: tuple[int, ...] = ()
+    #: the sectors the block's tile fill moves: its elements once each, loaded by whole rows of lanes
+    tiled_sectors: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,8 +133,9 @@ def _invariant(k: WarpFacts, ld: _Load, block: tuple[int, int, int]) -> Reuse | 
         return None
     requests = a.executions * _warps(block)
     shape = "block" if len(free) == 2 else "row" if free == ["x"] else "column"
-    return Reuse(a.line or 0, a.column, ld.array, shape, readers, requests, requests / readers, first=a.index,
-                 loads=(a.index,))
+    tiled = requests / readers
+    return Reuse(a.line or 0, a.column, ld.array, shape, readers, requests, tiled, first=a.index,
+                 loads=(a.index,), tiled_sectors=tiled * WARP * a.width_bytes / SECTOR_BYTES)
 
 
 def _offset(diff: E.Value, cx: int, cy: E.Value, block: tuple[int, int, int]) -> tuple[int, int] | None:
@@ -217,9 +222,11 @@ def _windows(loads: list[_Load], block: tuple[int, int, int]) -> list[Reuse]:
         rows = max(dy for _, dy in best) - min(dy for _, dy in best) + 1
         requests = sum(ld.a.executions for ld in group) * _warps(block)
         footprint_rows = (block[1] + rows - 1) * block[2]
-        tiled = ceil((block[0] + width - 1) * first.width_bytes / REQUEST_BYTES) * footprint_rows
+        row_bytes = (block[0] + width - 1) * first.width_bytes
+        tiled = ceil(row_bytes / REQUEST_BYTES) * footprint_rows
         out.append(Reuse(line, first.column, array, "window", len(best), requests, float(min(tiled, requests)),
-                         window=(width, rows), first=first.index, loads=tuple(ld.a.index for ld in group)))
+                         window=(width, rows), first=first.index, loads=tuple(ld.a.index for ld in group),
+                         tiled_sectors=float(ceil(row_bytes / SECTOR_BYTES) * footprint_rows)))
     return out
 
 
@@ -239,6 +246,7 @@ def reuses(k: WarpFacts, loads: list[_Load], block: tuple[int, int, int]) -> lis
             found[key].loads += r.loads
             found[key].requests += r.requests
             found[key].tiled_requests += r.tiled_requests
+            found[key].tiled_sectors += r.tiled_sectors
         else:
             found[key] = r
     return sorted(found.values(), key=lambda r: (r.line, r.column, r.first))

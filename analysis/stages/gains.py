@@ -183,15 +183,18 @@ def tiled(ctx: KernelContext, finding: Finding) -> tuple[MemoryAnalysis, dict[in
     Each load the tile serves becomes a load from shared memory at its place in the loop (the shared latency in
     the chain; the wavefronts of its lanes' distinct bytes, a broadcast or a contiguous row: no conflict). The
     tile is filled from global memory with the requests the finding counts for it (`tiled_requests`, each
-    element once per block): a copy of each load's access with its executions scaled by that share, under an
-    index of no instruction, so that it adds its DRAM/L2 traffic and footprint (the same distinct bytes) and
-    no issue slot or latency. What the fill adds besides, a global load and a shared store per thread per tile
-    and the two barriers around each tile, is left out: the gain is the loop's side of the trade."""
+    element once per block), moving the tile's sectors (`tiled_sectors`: whole rows of lanes, not the
+    broadcast or misaligned sectors of the loads it replaces): a copy of each load's access with its
+    executions scaled by that share and those sectors per request, under an index of no instruction, so that
+    it adds its DRAM/L2 traffic and footprint (the same distinct bytes) and no issue slot or latency. What the
+    fill adds besides, a global load and a shared store per thread per tile and the two barriers around each
+    tile, is left out: the gain is the loop's side of the trade."""
     memory = ctx.memory
     if memory is None:
         return None
-    found = [r for r in kernel_reuses(ctx) if r.line == finding.line and r.requests > 0]
+    found = [r for r in kernel_reuses(ctx) if r.line == finding.line and r.requests > 0 and r.tiled_requests > 0]
     share = {i: r.tiled_requests / r.requests for r in found for i in r.loads}
+    fill_sectors = {i: r.tiled_sectors / r.tiled_requests for r in found for i in r.loads}
     if not share:
         return None
     body = ctx.function.body
@@ -211,7 +214,9 @@ def tiled(ctx: KernelContext, finding: Finding) -> tuple[MemoryAnalysis, dict[in
         classes[a.index] = _shared_twin(body[a.index])
         if a.index in memory.addresses:
             addresses[fresh] = memory.addresses[a.index]
-        accesses.append(replace(a, index=fresh, executions=a.executions * share[a.index]))
+        accesses.append(replace(a, index=fresh, executions=a.executions * share[a.index],
+                                sectors_per_request=fill_sectors[a.index],
+                                ideal_sectors=min(fill_sectors[a.index], float(a.ideal_sectors or 1.0))))
         fresh += 1
     if not classes:
         return None
