@@ -121,7 +121,10 @@ def without_cost(memory: MemoryAnalysis, finding: Finding, kernel_line: int | No
 
 
 def gain_text(speedup: float) -> str:
-    """What a diagnostic says of a gain."""
+    """What a diagnostic says of a gain. Only a fix that changes the launch can be slower than the code as it is
+    (fewer SMs busy for fewer idle lanes): a removed cost never is."""
+    if speedup * _little() < 1.0:
+        return f"the fix as proposed is slower (model: {speedup:.2f}x)"
     if speedup < _little():
         return f"fixing this buys little (model: {speedup:.2f}x)"
     digits = 2 if speedup < 2 else 1 if speedup < 10 else 0
