@@ -234,7 +234,9 @@ def fixed_block(ctx: KernelContext, finding: Finding) -> tuple[tuple[int, int, i
     """The (block, grid) that a `launch-configuration` warning's fix gives the same threads along x: a block
     whose width is a multiple of the warp, as wide as the user's rounded up, or narrower where that leaves SMs
     without a block (the widest that gives every SM one, else one warp). Raises NoGain where no such reshaping
-    applies (a block of several dimensions, a last wave under half full, no narrower block to take)."""
+    applies (a block of several dimensions, a last wave under half full, no narrower block to take). The grid
+    is rounded up to whole blocks, and the up to one block's threads beyond the old count are charged the full
+    work (a bounds check would send them home at once): the gain errs low."""
     launch, gpu = ctx.report.launch, ctx.gpu
     assert launch is not None and gpu is not None
     block, grid = launch.block_dims(), launch.grid_dims()
@@ -366,8 +368,10 @@ def packed(memory: MemoryAnalysis, ctx: KernelContext, finding: Finding) -> Memo
     """`memory` with the basic blocks under a `divergent-branch` finding's branch run by as many warps as their
     passing lanes fill (`MemoryAnalysis.packed_share`): what making the condition uniform per warp (the
     threads that work numbered first, as sequential addressing does for a reduction) leaves, while a divergent
-    warp issues the whole block for any lane. Raises NoGain where no block under the branch would be run by
-    fewer warps (a loop's exit that the lanes take at different iterations: their counts are the data's)."""
+    warp issues the whole block for any lane. A block under a further guard inside the branch is packed too
+    (its share is that of all its guards' passing lanes), so a nested divergent branch's cost is counted in the
+    outer one's gain as well. Raises NoGain where no block under the branch would be run by fewer warps (a
+    loop's exit that the lanes take at different iterations: their counts are the data's)."""
     cfg = ctx.cfg
     heads = {cfg.block_of[b.index] for b in memory.branches
              if b.divergent and b.line == finding.line and 0 <= b.index < len(cfg.block_of)}
