@@ -50,6 +50,7 @@ from importlib import resources
 from typing import Any
 
 from kerncast.analysis.context import KernelContext
+from kerncast.analysis.dataflow import ODD_PTX_ERRORS
 from kerncast.analysis.finding import Finding
 from kerncast.analysis.findings.fp64 import fp64_instructions
 from kerncast.analysis.findings.local_memory import local_accesses
@@ -279,9 +280,12 @@ def relaunched_time(ctx: KernelContext, block: tuple[int, int, int], grid: tuple
     if occ.active_blocks_per_sm <= 0:
         raise NoGain(f"a block of {tpb} threads does not fit on an SM")
     trips = {h: int(v) for h, v in trip_values(ctx.trip_counts).items() if v >= 0}
-    memory = analyze_memory(ctx.module, ctx.function, ctx.cfg, ctx.loops, block, moved.known_params(), trips,
-                            ctx.options.thresholds, ctx.main_file, cuda_source=ctx.cuda_source,
-                            budget_s=ctx.options.budget_s, dataflow=ctx.dataflow)
+    try:
+        memory = analyze_memory(ctx.module, ctx.function, ctx.cfg, ctx.loops, block, moved.known_params(), trips,
+                                ctx.options.thresholds, ctx.main_file, cuda_source=ctx.cuda_source,
+                                budget_s=ctx.options.budget_s, dataflow=ctx.dataflow)
+    except ODD_PTX_ERRORS as exc:  # as the memory stage: PTX the analysis cannot read is no crash
+        raise NoGain(f"the memory analysis under that launch failed ({type(exc).__name__})") from exc
     return time_at(ctx, memory, block, grid, occ)
 
 
