@@ -12,7 +12,9 @@ import pytest
 from kerncast.analysis import pipeline
 from kerncast.analysis.context import KernelContext
 from kerncast.analysis.finding import Finding
+from kerncast.analysis.findings.gpu_profile import load_gpu
 from kerncast.analysis.fixing import applicable_fix, apply_edits, broken_promises
+from kerncast.analysis.occupancy import compute_occupancy
 from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.report import FileReport
@@ -267,3 +269,26 @@ def test_a_register_limited_occupancy_is_raised_by_one_block_per_sm_and_re_predi
     full = _contexts("reduction.cu")["reduceSequential"]
     with pytest.raises(NoGain, match="limited by warps"):
         raised_occupancy(full)
+
+
+def test_a_partial_last_wave_is_priced_at_the_block_width_that_fills_its_waves_best() -> None:
+    """scaleTail's 272 blocks of 1024 threads on an H100 (two per SM, 264 per wave) leave its third wave nearly
+    empty: the gain relaunches the same threads in the warp-multiple width whose waves leave the fewest block
+    slots idle, and re-predicts it."""
+    report = analyze_file(REPO / "tests" / "kernels" / "launch_config.cu", options=AnalysisOptions(lime=False,
+                                                                                                   gpu="h100"))
+    [f] = [f for f in report.all_findings() if f.kernel == "scaleTail" and f.code == "launch-configuration"]
+    shape = f.detail["gain_launch"]
+    width, blocks = shape["block"][0], shape["grid"][0]
+    assert width % 32 == 0 and width != 1024 and blocks == -(-272 * 1024 // width)
+    assert "gain" in f.detail and f.message.endswith(gain_text(f.detail["gain"]["speedup"]))
+    gpu, _ = load_gpu("h100")
+    [k] = [k for k in report.kernels if k.name == "scaleTail"]
+    assert gpu is not None and k.registers is not None
+
+    def idle(w: int, n: int) -> float:
+        per_wave = gpu.sm_count * compute_occupancy(gpu, w, k.registers, 0).active_blocks_per_sm
+        slots = -(-n // per_wave) * per_wave
+        return (slots - n) / slots
+
+    assert idle(width, blocks) < idle(1024, 272)

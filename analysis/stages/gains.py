@@ -234,8 +234,9 @@ class NoGain(Exception):
 def fixed_block(ctx: KernelContext, finding: Finding) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     """The (block, grid) that a `launch-configuration` warning's fix gives the same threads along x: a block
     whose width is a multiple of the warp, as wide as the user's rounded up, or narrower where that leaves SMs
-    without a block (the widest that gives every SM one, else one warp). Raises NoGain where no such reshaping
-    applies (a block of several dimensions, a last wave under half full, no narrower block to take). The grid
+    without a block (the widest that gives every SM one, else one warp); for a last wave under half full, the
+    width whose waves leave the fewest block slots idle (`fullest_last_wave`). Raises NoGain where no such
+    reshaping applies (a block of several dimensions, no narrower block or fuller last wave to take). The grid
     is rounded up to whole blocks, and the up to one block's threads beyond the old count are charged the full
     work (a bounds check would send them home at once): the gain errs low."""
     launch, gpu = ctx.report.launch, ctx.gpu
@@ -243,14 +244,15 @@ def fixed_block(ctx: KernelContext, finding: Finding) -> tuple[tuple[int, int, i
     block, grid = launch.block_dims(), launch.grid_dims()
     if block is None or grid is None:
         raise NoGain("the launch's shape is not known")
-    if "tail_wave_fill" in finding.detail:
-        raise NoGain("a whole last wave needs another block count, which the work per block decides")
     bx, by, bz = block
     if by * bz != 1:
         raise NoGain("the block has several dimensions: which one to reshape is the code's choice")
     warp = gpu.warp_size
     threads = grid[0] * bx
     others = grid[1] * grid[2]
+    if "tail_wave_fill" in finding.detail:
+        new = fullest_last_wave(ctx, threads, others, bx)
+        return (new, 1, 1), (-(-threads // new), grid[1], grid[2])
     widest = min(gpu.limits.max_threads_per_block, max(warp, -(-bx // warp) * warp))
     new = widest
     if others * -(-threads // new) < gpu.sm_count:
@@ -260,6 +262,34 @@ def fixed_block(ctx: KernelContext, finding: Finding) -> tuple[tuple[int, int, i
         raise NoGain(f"a block of {bx} threads is one warp already: more blocks need more threads, which the "
                      "work decides")
     return (new, 1, 1), (-(-threads // new), grid[1], grid[2])
+
+
+def idle_share(ctx: KernelContext, width: int, threads: int, others: int) -> float | None:
+    """The share of the GPU's block slots a launch of `threads` along x in blocks `width` wide leaves idle over
+    its waves (the last wave's empty slots over all the waves' slots); None where such a block cannot run."""
+    launch = ctx.report.launch
+    assert ctx.gpu is not None and launch is not None
+    shared = (ctx.report.shared_bytes or 0) + int(launch.dynamic_shared_bytes.value or 0)
+    occ = compute_occupancy(ctx.gpu, width, ctx.report.registers or 0, shared)
+    if occ.active_blocks_per_sm <= 0:
+        return None
+    per_wave = ctx.gpu.sm_count * occ.active_blocks_per_sm
+    blocks = others * -(-threads // width)
+    waves = -(-blocks // per_wave)
+    return (waves * per_wave - blocks) / (waves * per_wave)
+
+
+def fullest_last_wave(ctx: KernelContext, threads: int, others: int, width: int) -> int:
+    """The block width, a multiple of the warp, whose waves leave the fewest block slots idle for the same
+    threads along x (the nearest to `width` among equals); NoGain where none leaves fewer than `width` does."""
+    assert ctx.gpu is not None
+    warp = ctx.gpu.warp_size
+    now = idle_share(ctx, width, threads, others)
+    scored = [(idle, abs(w - width), w) for w in range(warp, ctx.gpu.limits.max_threads_per_block + 1, warp)
+              if (idle := idle_share(ctx, w, threads, others)) is not None]
+    if not scored or now is None or min(scored)[0] >= now:
+        raise NoGain("no block size of the warp's multiples fills the last wave better for the same threads")
+    return min(scored)[2]
 
 
 def relaunched_time(ctx: KernelContext, block: tuple[int, int, int], grid: tuple[int, int, int]) -> float:
