@@ -219,8 +219,7 @@ def tiled(ctx: KernelContext, finding: Finding) -> tuple[MemoryAnalysis, dict[in
         if a.index in memory.addresses:
             addresses[fresh] = memory.addresses[a.index]
         accesses.append(replace(a, index=fresh, executions=a.executions * share[a.index],
-                                sectors_per_request=fill_sectors[a.index],
-                                ideal_sectors=min(fill_sectors[a.index], float(a.ideal_sectors or 1.0))))
+                                sectors_per_request=fill_sectors[a.index], ideal_sectors=fill_sectors[a.index]))
         fresh += 1
     if not classes:
         return None
