@@ -37,6 +37,11 @@ changes how the parts combine, each change a physical property of the hardware:
   Never more than the requested sectors (no reuse at all). Each SM draws at most its even share of the
   bandwidth (Hong & Kim's per-SM memory queue), so a launch with fewer blocks than SMs pulls
   ``busy SMs / SMs`` of it: one SM's requests leave it one after another, and an idle SM issues none.
+* DRAM latency under load: a block holds its DRAM bytes in flight only for its loads' share of its stay (a
+  reduction loads, then runs a tree of barriers without loads), and the latency grows as the bandwidth fills. On a
+  GPU whose bandwidth against bytes in flight per SM was measured (`loaded_latency.py`), every SM busy, the loads
+  wait the latency at which the resident blocks' bytes in flight and their stay agree, and the stay is taken at
+  that latency where it is longer: blocks that keep too few bytes in flight stay below the bandwidth floor.
 * The launch: its fixed cost is paid once (`launch_cost.py`: the GPU's launch latency and the host's launch
   time that a short kernel cannot hide, or the thesis's event-timed intercept on its GPUs); its per-thread
   part (block dispatch) overlaps the kernel, so the time is ``fixed + max(kernel, dispatch)``.
@@ -47,7 +52,7 @@ Every call is O(instructions): loops multiply per-iteration costs, waves multipl
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +66,7 @@ from kerncast.analysis.timing.cache_model import L1Reuse, l1_hit_latency, load_l
 from kerncast.analysis.timing.constants import gpu_error_band, time_error_band, timing_constants
 from kerncast.analysis.timing.footprint import Footprint
 from kerncast.analysis.timing.launch_cost import block_dispatch_us, launch_cost
+from kerncast.analysis.timing.loaded_latency import LoadCurve, consistent_latency, load_curve
 
 MODEL = "kerncast"
 _FREE_SPACES = frozenset({"param", "const"})
@@ -216,6 +222,36 @@ def _block_issue(cost: _BlockCost, threads: int, warps: int, dispatch: float) ->
     return max([x * threads for x in cost.per_thread.values()] + [cost.warp_instructions * warps / dispatch])
 
 
+def _chain_and_stay(cfg: Cfg, loops: Any, costs: Mapping[int, _BlockCost], waits: set[int],
+                    trips: Mapping[int, float], warps_per_block: int, warp: int,
+                    dispatch: float) -> tuple[float, float]:
+    """(one warp's latency chain, the block's stay) along the longest path. A barrier makes every warp of a block
+    wait for the others: a basic block a barrier follows takes the longer of its chain and the issue of all the
+    block's warps through it, one basic block after another."""
+    chain = cfg_longest_path(cfg, loops, {b: c.drained if b in waits else c.chain for b, c in costs.items()}, trips)
+    stay = max(chain, cfg_longest_path(
+        cfg, loops, {b: max(c.drained, _block_issue(c, warps_per_block * warp, warps_per_block, dispatch))
+                     if b in waits else c.chain for b, c in costs.items()}, trips))
+    return chain, stay
+
+
+def _loaded_stay(curve: LoadCurve, chain_and_stay_at: Callable[[float], tuple[float, float]], latency: float,
+                 stay: float, resident: int, bytes_per_block: float,
+                 clock_mhz: float) -> tuple[float, tuple[float, float]]:
+    """(the DRAM load latency in ns the bytes in flight imply, (one warp's chain, the block's stay) in cycles at
+    that latency).
+
+    The stay is linear in the load latency along its longest path (each load on it adds the latency once), so two
+    evaluations give its slope and the fixed point is searched on that line (`loaded_latency.consistent_latency`);
+    the stay is then computed once more at the fixed point, where the longest path may be another."""
+    step = max(latency, 1.0)
+    slope = (chain_and_stay_at(latency + step)[1] - stay) / step
+    ns = 1e3 / clock_mhz  # nanoseconds per cycle
+    found = consistent_latency(curve, lambda lat_ns: (stay + slope * (lat_ns / ns - latency)) * ns, resident,
+                               bytes_per_block)
+    return found, chain_and_stay_at(found / ns)
+
+
 def blocks_before_a_barrier(cfg: Cfg) -> set[int]:
     """Basic blocks from which a barrier or fence is reachable through their successors: the stores such a
     block issues must be performed before that barrier lets the warp go on."""
@@ -271,11 +307,17 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     body = cfg.function.body
     tensor = tensor_slots(body, classes, profile)
     expand = expansion_slots(body, classes)
-    costs = {b: _block_cost(dags[b], body, classes, units, latency, replays, warp, tensor, own, expand)
-             if b not in dead else _BlockCost({}, 0.0, 0.0, 0.0) for b in dags}
-    for b, share in (warp_share or {}).items():
-        if b in costs:
-            costs[b] = _skipped_by_warps(costs[b], share)
+
+    def block_costs(lat: Mapping[str, float], own_lat: Mapping[int, float]) -> dict[int, _BlockCost]:
+        """Every basic block's cost with these latencies (the loaded DRAM latency below recomputes them)."""
+        out = {b: _block_cost(dags[b], body, classes, units, lat, replays, warp, tensor, own_lat, expand)
+               if b not in dead else _BlockCost({}, 0.0, 0.0, 0.0) for b in dags}
+        for b, share in (warp_share or {}).items():
+            if b in out:
+                out[b] = _skipped_by_warps(out[b], share)
+        return out
+
+    costs = block_costs(latency, own)
     weights = block_weights(cfg, loops, trips, dead)
     per_thread: dict[str, float] = {}
     warp_insts = 0.0
@@ -285,17 +327,26 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
             per_thread[r] = per_thread.get(r, 0.0) + x * w
         warp_insts += c.warp_instructions * w
     waits = blocks_before_a_barrier(cfg)
-    chain = cfg_longest_path(cfg, loops, {b: c.drained if b in waits else c.chain for b, c in costs.items()}, trips)
     dispatch = float(units.get("dispatch_units") or units.get("warp_schedulers") or 1)
     warps_per_block = math.ceil(threads_per_block / warp)
-    # a barrier makes every warp of a block wait for the others: a basic block a barrier follows takes the
-    # longer of its chain and the issue of all the block's warps through it, one basic block after another
-    stay = max(chain, cfg_longest_path(
-        cfg, loops, {b: max(c.drained, _block_issue(c, warps_per_block * warp, warps_per_block, dispatch))
-                     if b in waits else c.chain for b, c in costs.items()}, trips))
+    chain, stay = _chain_and_stay(cfg, loops, costs, waits, trips, warps_per_block, warp, dispatch)
     busy_per_block = {r: x * warps_per_block * warp for r, x in per_thread.items()}
     busy_per_block["dispatch"] = warp_insts * warps_per_block / dispatch
     per_block = max(busy_per_block.values(), default=0.0)
+    curve = load_curve(profile) if l2_hit is None and blocks >= profile.sm_count and dram > 0.0 else None
+    loaded_ns = None
+    if curve is not None:
+        def chain_and_stay_at(global_latency: float) -> tuple[float, float]:
+            lat = dict(latency, **{"global": global_latency, "memory": global_latency})
+            own_lat = load_latency(l1 or [], l1_hit, global_latency) if l1_hit is not None else {}
+            return _chain_and_stay(cfg, loops, block_costs(lat, own_lat), waits, trips, warps_per_block, warp,
+                                   dispatch)
+        loaded_ns, (loaded_chain, loaded_stay) = _loaded_stay(curve, chain_and_stay_at, latency["global"], stay,
+                                                              resident, dram / blocks, profile.core_clock_mhz)
+        if loaded_stay > stay:
+            chain, stay = max(chain, loaded_chain), loaded_stay
+        else:
+            loaded_ns = None
     first = max(per_block * resident, stay)
     # Little's law: a block's stay (its latency chain, and the issue its barriers wait for) hides only behind
     # the other resident blocks, so blocks retire at most `resident` per stay
@@ -333,7 +384,9 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     if bottleneck == "compute" and busy_per_block:
         unit = max(busy_per_block, key=lambda r: busy_per_block[r])
         latency_bound = later > per_block if blocks_on_sm > resident else chain > per_block * resident
-        bottleneck = "latency chain (too few warps to hide it)" if latency_bound else f"compute ({unit})"
+        bottleneck = (f"compute ({unit})" if not latency_bound else
+                      "DRAM latency under load (too few bytes in flight to fill the bandwidth)" if loaded_ns else
+                      "latency chain (too few warps to hide it)")
     basis = ("range: best case all latency hidden and the warm-cache floor; worst case no overlap of the latency "
              "chain with the busiest unit, a cold cache and the launch's dispatch added")
     low, high, basis = _widened(us, low, high, basis, profile.id)
@@ -349,6 +402,11 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
            "instead of the loaded DRAM latency"]
           if l2_hit is not None else []),
         *([reuse_note(l1 or [], l1_hit, latency["global"], profile)] if l1 and l1_hit is not None else []),
+        *([f"DRAM latency under load: {resident} resident blocks per SM, each holding its "
+           f"{dram / blocks / 1e3:.3g} kB for its loads' share of its stay, keep the DRAM at the point of "
+           f"{profile.id}'s measured bandwidth-against-bytes-in-flight curve where a load waits "
+           f"{loaded_ns * profile.core_clock_mhz / 1e3:.0f} cycles (data/timing.toml [kerncast.loaded_latency]); "
+           f"a block stays {stay:.0f} cycles"] if loaded_ns else []),
         *mem_notes,
         basis,
     ]
