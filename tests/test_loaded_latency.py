@@ -12,7 +12,7 @@ from kerncast.analysis.launch import LaunchOverrides
 from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.timing.constants import timing_constants
-from kerncast.analysis.timing.loaded_latency import consistent_latency, load_curve
+from kerncast.analysis.timing.loaded_latency import consistent_latency, load_curve, stream_bandwidth_gbs
 
 ROOT = Path(__file__).resolve().parent.parent
 SEQUENTIAL = ROOT / "validation" / "ladders" / "v100-double-sum" / "v3_sequential.cu"
@@ -54,6 +54,19 @@ def test_the_fixed_point_agrees_with_the_curve_and_the_stay(v100_curve):
     assert with_tree < alone
     held = blocks * nbytes * with_tree / (with_tree + 1000.0)
     assert c.latency_ns(held) == pytest.approx(with_tree, rel=1e-6)
+
+
+def test_the_floor_bandwidth_follows_the_mix_of_reads_and_writes():
+    """The measured read-only, half-written and write-only streams at their points, the time per byte linear in
+    the written share between them; a GPU with no such measurement keeps its single achievable bandwidth."""
+    row = timing_constants()["kerncast"]["loaded_latency"]["v100"]
+    v100 = load_profile("v100")
+    assert stream_bandwidth_gbs(v100, 0.0) == pytest.approx(row["gbs"][-1])
+    assert stream_bandwidth_gbs(v100, 0.5) == pytest.approx(row["read_write_gbs"])
+    assert stream_bandwidth_gbs(v100, 1.0) == pytest.approx(row["write_gbs"])
+    quarter = 1.0 / (0.5 / row["gbs"][-1] + 0.5 / row["read_write_gbs"])
+    assert stream_bandwidth_gbs(v100, 0.25) == pytest.approx(quarter)
+    assert stream_bandwidth_gbs(load_profile("k20"), 0.0) is None
 
 
 def test_a_reduction_that_loads_then_runs_its_tree_stays_below_the_bandwidth(nvcc_available):

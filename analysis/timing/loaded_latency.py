@@ -86,3 +86,19 @@ def consistent_latency(curve: LoadCurve, stay_ns: Callable[[float], float], resi
         else:
             hi = mid
     return 0.5 * (lo + hi)
+
+
+def stream_bandwidth_gbs(profile: Any, write_share: float) -> float | None:
+    """The DRAM bandwidth a streaming launch reaches when `write_share` of its DRAM bytes are written: the
+    benchmark's read-only, half-written and write-only streams at full occupancy, with the time per byte linear in
+    the share between them (reads and writes share the bus, and turning it round costs time: the half-written
+    stream is the slowest of the three). None where the GPU lists none."""
+    row = timing_constants()["kerncast"].get("loaded_latency", {}).get(profile.id)
+    if not isinstance(row, dict) or "read_write_gbs" not in row or "write_gbs" not in row:
+        return None
+    share = min(1.0, max(0.0, write_share))
+    points = ((0.0, float(row["gbs"][-1])), (0.5, float(row["read_write_gbs"])), (1.0, float(row["write_gbs"])))
+    (x0, g0), (x1, g1) = points[:2] if share <= 0.5 else points[1:]
+    per_byte = 1.0 / g0 + (1.0 / g1 - 1.0 / g0) * (share - x0) / (x1 - x0)
+    return 1.0 / per_byte
+

@@ -31,12 +31,14 @@ changes how the parts combine, each change a physical property of the hardware:
   memory access made before it is visible to the block's threads (CUDA C++ Programming Guide, synchronization
   functions), so a block from which a barrier or fence is reachable ends, for the chain, when its stores are
   performed (their latency), not when they are issued. Elsewhere a store costs its issue only.
-* A memory floor: DRAM bytes / achievable bandwidth. The bytes are the distinct bytes the launch touches
-  (`footprint.py`) when a wave's working set fits in L2; when it does not, the share of the wave's re-reads
-  that the L2 cannot hold goes to DRAM too; a load the L1 serves (`cache_model.py`) is no re-read of the L2.
-  Never more than the requested sectors (no reuse at all). Each SM draws at most its even share of the
-  bandwidth (Hong & Kim's per-SM memory queue), so a launch with fewer blocks than SMs pulls
-  ``busy SMs / SMs`` of it: one SM's requests leave it one after another, and an idle SM issues none.
+* A memory floor: DRAM bytes / achievable bandwidth (on a GPU whose read-only, half-written and write-only
+  streams were measured, that of the launch's share of written bytes, `loaded_latency.stream_bandwidth_gbs`). The
+  bytes are the distinct bytes the launch touches (`footprint.py`) when a wave's working set fits in L2; when it
+  does not, the share of the wave's re-reads that the L2 cannot hold goes to DRAM too; a load the L1 serves
+  (`cache_model.py`) is no re-read of the L2. Never more than the requested sectors (no reuse at all). Each SM
+  draws at most its even share of the bandwidth (Hong & Kim's per-SM memory queue), so a launch with fewer blocks
+  than SMs pulls ``busy SMs / SMs`` of it: one SM's requests leave it one after another, and an idle SM issues
+  none.
 * DRAM latency under load: a block holds its DRAM bytes in flight only for its loads' share of its stay (a
   reduction loads, then runs a tree of barriers without loads), and the latency grows as the bandwidth fills. On a
   GPU whose bandwidth against bytes in flight per SM was measured (`loaded_latency.py`), every SM busy, the loads
@@ -66,7 +68,7 @@ from kerncast.analysis.timing.cache_model import L1Reuse, l1_hit_latency, load_l
 from kerncast.analysis.timing.constants import gpu_error_band, time_error_band, timing_constants
 from kerncast.analysis.timing.footprint import Footprint
 from kerncast.analysis.timing.launch_cost import block_dispatch_us, launch_cost
-from kerncast.analysis.timing.loaded_latency import LoadCurve, consistent_latency, load_curve
+from kerncast.analysis.timing.loaded_latency import LoadCurve, consistent_latency, load_curve, stream_bandwidth_gbs
 
 MODEL = "kerncast"
 _FREE_SPACES = frozenset({"param", "const"})
@@ -357,6 +359,11 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     compute_us = compute_cycles / clock
 
     bw, bw_note = achievable_bandwidth_gbs(profile)
+    write_share = _dram_written(footprint, requested, profile, const) / dram if dram > 0.0 else 0.0
+    stream = stream_bandwidth_gbs(profile, write_share)
+    if stream is not None:
+        bw, bw_note = stream, (f"{write_share:.0%} of the bytes written: the measured streaming bandwidth of this "
+                               "GPU for that mix of reads and writes, data/timing.toml [kerncast.loaded_latency]")
     camping = footprint.camping if footprint is not None else 1.0
     busy_sms = min(profile.sm_count, blocks)
     # an SM's memory pipeline draws at most its even share of the DRAM bandwidth (Hong & Kim's per-SM DRAM
@@ -468,6 +475,16 @@ def _dram_bytes(profile: Any, fp: Footprint | None, requested: tuple[float, floa
         notes.append("some global addresses are not affine (or are tensor-core tiles): their requests count as "
                      "DRAM traffic in full")
     return warm, cold, notes
+
+
+def _dram_written(fp: Footprint | None, requested: tuple[float, float] | None, profile: Any,
+                  const: Mapping[str, Any]) -> float:
+    """The DRAM floor's written bytes (see `_warm_dram_bytes`): none when a warm L2 keeps the footprint."""
+    if fp is None or requested is None:
+        return 0.0
+    if const.get("warm_l2", False) and fp.distinct + requested[1] <= warm_l2_bytes(profile):
+        return 0.0
+    return fp.written
 
 
 def _warm_dram_bytes(fp: Footprint, uncovered: float, cold: float, l2: float) -> float:
