@@ -9,7 +9,7 @@ from kerncast.analysis.gpus import load_profile
 from kerncast.analysis.launch import LaunchOverrides
 from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
-from kerncast.analysis.timing.footprint import Lattice, union_bytes
+from kerncast.analysis.timing.footprint import Lattice, lattice_terms, union_bytes
 from kerncast.analysis.timing.pipelined import l2_partitions, warm_l2_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -120,3 +120,13 @@ def test_a_tile_indexed_by_quotient_and_remainder_has_its_footprint(tmp_path, nv
     rows = 128 * 10 * 3 * 32
     assert note.startswith(f"distinct global bytes {(rows + 128 * 240 * 4) / 1e6:.3g} MB"), note
     assert not any("not affine" in a for a in k.time.assumptions)
+
+
+def test_a_row_and_a_tap_with_one_stride_are_one_index():
+    """`in[(row + u) * w + col]` over 16 rows and 5 taps reads 20 rows, not 80: terms with one coefficient sum
+    into one index, indices of one value are dropped, and the distinct bytes agree with brute force."""
+    w = 8192 * 4
+    terms = lattice_terms([(w, 16), (w, 5), (4, 16), (16, 1)])
+    assert terms == ((4, 16), (w, 20))
+    unmerged = _lat(0, ((4, 16), (w, 16), (w, 5)))
+    assert union_bytes([_lat(0, terms)], 32) == _sectors([unmerged]) == 20 * 64

@@ -76,7 +76,7 @@ def tiled_matmul(facts: SourceFacts, kdef: KernelDefinition, block: tuple[int, i
     elem = g["type"]
     if not _types_agree(facts, kdef, elem, g["a"], g["b"], g["c"]):
         return None
-    tile, sa, sb, t = _fresh(facts, kdef, "TILE", "As", "Bs", "t")
+    tile, sa, sb, t, va, vb = _fresh(facts, kdef, "TILE", "As", "Bs", "t", "a", "b")
     row, col, n, k, s, zero = g["row"], g["col"], g["n"], g["k"], g["sum"], g["zero"]
     lines = [
         f"const int {tile} = {block[0]};  // launch with blockDim ({tile}, {tile}): one thread per element of a tile",
@@ -86,11 +86,14 @@ def tiled_matmul(facts: SourceFacts, kdef: KernelDefinition, block: tuple[int, i
         f"int {col} = blockIdx.x * blockDim.x + threadIdx.x;",
         f"{elem} {s} = {zero};",
         f"for (int {t} = 0; {t} < {n}; {t} += {tile}) {{",
-        f"    // the tiles are 0 outside the matrices, so n need not be a multiple of {tile}",
-        f"    {sa}[threadIdx.y][threadIdx.x] = ({row} < {n} && {t} + (int)threadIdx.x < {n}) "
+        f"    // the tiles are 0 outside the matrices, so n need not be a multiple of {tile}; both elements are",
+        "    // loaded before either is stored, so that the two loads are in flight together",
+        f"    {elem} {va} = ({row} < {n} && {t} + (int)threadIdx.x < {n}) "
         f"? {g['a']}[{row} * {n} + {t} + threadIdx.x] : {zero};",
-        f"    {sb}[threadIdx.y][threadIdx.x] = ({t} + (int)threadIdx.y < {n} && {col} < {n}) "
+        f"    {elem} {vb} = ({t} + (int)threadIdx.y < {n} && {col} < {n}) "
         f"? {g['b']}[({t} + threadIdx.y) * {n} + {col}] : {zero};",
+        f"    {sa}[threadIdx.y][threadIdx.x] = {va};",
+        f"    {sb}[threadIdx.y][threadIdx.x] = {vb};",
         "    __syncthreads();",
         f"    for (int {k} = 0; {k} < {tile}; ++{k}) {{",
         f"        {s} += {sa}[threadIdx.y][{k}] * {sb}[{k}][threadIdx.x];",

@@ -117,6 +117,9 @@ class AccessInfo(FieldsJson):
     #: the share of sampled warp instances with any lane active at the instruction (a `threadIdx.x == 0` leader's
     #: atomic runs in one warp of the block), None when nothing was sampled
     warp_share: float | None = None
+    #: for a global access: the distinct 128-byte lines one warp request touches (the passes of the L1's tag
+    #: stage), averaged over the sampled instances; None where some instance has no count
+    lines_per_request: float | None = None
     #: the largest power of two up to 128 that divides the address in every thread (its array's alignment and
     #: the constant and index terms): what tells whether ptxas may merge neighbouring loads into a vector load
     align: int | None = None
@@ -1137,6 +1140,8 @@ def _access(k: _Kernel, ins: Any) -> AccessInfo | None:
     info.symbolic = any(c.symbolic for c in costs)
     if space == "global":
         info.sectors_per_request, info.ideal_sectors = actual, ideal
+        if all(c.lines is not None for c in costs):
+            info.lines_per_request = sum(c.lines for c in costs) / len(costs)  # type: ignore[misc]
         if info.symbolic and isinstance(stride, str):
             info.condition = _coalesced_condition(k, ins.index, info.width_bytes)
     else:

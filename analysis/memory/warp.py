@@ -26,6 +26,8 @@ from kerncast.analysis.sampling import evenly_spread
 
 WARP = 32
 SECTOR = 32
+#: the L1's cache line: a global request takes one pass of the L1's tag stage per distinct line it touches
+LINE = 128
 BANKS = 32
 MAX_SAMPLED_WARPS = 3
 
@@ -110,6 +112,7 @@ class RequestCost:
     actual: float
     ideal: float
     symbolic: bool = False
+    lines: float | None = None  # global: the distinct 128-byte lines the lanes touch
 
 
 def address_alignment(atoms: Atoms, rest: Poly, align_of: dict[int, int]) -> int:
@@ -199,15 +202,17 @@ def global_cost(atoms: Atoms, addrs: Sequence[Value], width: int, align_of: dict
         return None
     groups, first = grouped
     actual = 0
+    lines = 0
     distinct = 0
     for rest, offsets in groups.items():
         c0, base_rest = E.split_const(E.add(first, rest) or E.ZERO)
         period = address_alignment(atoms, base_rest, align_of)
         residues = range(c0 % period, 128, period) if period < 128 else range(c0 % 128, c0 % 128 + 1)
         actual += _fewest_sectors(residues, offsets, width)
+        lines += _fewest_sectors(residues, offsets, width, LINE)
         distinct += _distinct_bytes(offsets, width)
     ideal = max(1, ceil(distinct / SECTOR))
-    return RequestCost(float(actual), float(min(ideal, actual)), symbolic=len(groups) > 1)
+    return RequestCost(float(actual), float(min(ideal, actual)), symbolic=len(groups) > 1, lines=float(lines))
 
 
 def divided_index_cost(atoms: Atoms, addrs: Sequence[Value], width: int,
@@ -238,7 +243,7 @@ def divided_index_cost(atoms: Atoms, addrs: Sequence[Value], width: int,
     start = addrs[0]
     run = [E.add(start, E.const(coefficient * k)) for k in range(span + 1)]
     cost = global_cost(atoms, run, min(width, coefficient), align_of)
-    return RequestCost(cost.actual, cost.actual, symbolic=False) if cost is not None else None
+    return RequestCost(cost.actual, cost.actual, symbolic=False, lines=cost.lines) if cost is not None else None
 
 
 def _quotient_term(atoms: Atoms, v: Poly) -> tuple[Poly, int, Poly, Poly, object] | None:
@@ -261,27 +266,28 @@ def _quotient_term(atoms: Atoms, v: Poly) -> tuple[Poly, int, Poly, Poly, object
     return tuple(t for i, t in enumerate(v) if i != n), c, x, d, extra
 
 
-def _fewest_sectors(residues: range, offsets: list[int], width: int) -> int:
-    """The fewest sectors the lanes touch over the possible base alignments (`residues` of the base address
-    modulo 128), all alignments and lanes at once: each lane's access spans its first and last sector."""
+def _fewest_sectors(residues: range, offsets: list[int], width: int, unit: int = SECTOR) -> int:
+    """The fewest sectors (or other aligned `unit`s: cache lines) the lanes touch over the possible base
+    alignments (`residues` of the base address modulo 128), all alignments and lanes at once: each lane's access
+    spans its first and last sector."""
     if not offsets or not residues:
         return 0
-    if width > SECTOR + 1:  # an access may span three sectors or more: count them one by one
-        return min(_sectors(r, offsets, width) for r in residues)
+    if width > unit + 1:  # an access may span three units or more: count them one by one
+        return min(_sectors(r, offsets, width, unit) for r in residues)
     if len(residues) <= 4:  # a known alignment leaves one or a few: sets of ints beat the array set-up
         last = width - 1
-        return min(len({(r + o) // SECTOR for o in offsets} | {(r + o + last) // SECTOR for o in offsets})
+        return min(len({(r + o) // unit for o in offsets} | {(r + o + last) // unit for o in offsets})
                    for r in residues)
     starts = np.asarray(residues, dtype=np.int64)[:, None] + np.asarray(offsets, dtype=np.int64)[None, :]
-    touched = np.sort(np.concatenate((starts // SECTOR, (starts + width - 1) // SECTOR), axis=1), axis=1)
+    touched = np.sort(np.concatenate((starts // unit, (starts + width - 1) // unit), axis=1), axis=1)
     distinct = 1 + np.count_nonzero(np.diff(touched, axis=1), axis=1)
     return int(distinct.min())
 
 
-def _sectors(r: int, offsets: list[int], width: int) -> int:
+def _sectors(r: int, offsets: list[int], width: int, unit: int = SECTOR) -> int:
     s: set[int] = set()
     for o in offsets:
-        s.update(range((r + o) // SECTOR, (r + o + width - 1) // SECTOR + 1))
+        s.update(range((r + o) // unit, (r + o + width - 1) // unit + 1))
     return len(s)
 
 

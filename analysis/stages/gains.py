@@ -101,7 +101,7 @@ def ideal_access(a: AccessInfo, code: str) -> AccessInfo | None:
         target = max(float(a.ideal_sectors or 0.0), unit_stride_sectors(a))
         if a.sectors_per_request > target:
             return replace(a, sectors_per_request=target, ideal_sectors=min(float(a.ideal_sectors or target),
-                                                                             target))
+                                                                             target), lines_per_request=None)
     if (code == Code.SHARED_BANK_CONFLICT and a.space == "shared" and a.known and a.wavefronts
             and a.ideal_wavefronts and a.wavefronts > a.ideal_wavefronts):
         return replace(a, wavefronts=a.ideal_wavefronts)

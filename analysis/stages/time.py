@@ -94,7 +94,8 @@ def repredict(ctx: KernelContext, memory: MemoryAnalysis | None, notes: list[str
                         occupancy=occupancy,
                         registers=ctx.report.registers, shared_bytes=ctx.report.shared_bytes or 0,
                         memory=memory, assumptions=notes, model=static_model(ctx),
-                        grid=launch.grid_dims(), block=launch.block_dims(), graphs=graphs or time_graphs(ctx))
+                        grid=launch.grid_dims(), block=launch.block_dims(), graphs=graphs or time_graphs(ctx),
+                        dynamic_shared=int(launch.dynamic_shared_bytes.value or 0))
 
 
 def static_time(ctx: KernelContext, memory: MemoryAnalysis | None, assumed_factor: float = 1.0,
@@ -112,7 +113,8 @@ def static_time(ctx: KernelContext, memory: MemoryAnalysis | None, assumed_facto
                        trips=scaled_trips(ctx.trip_counts, assumed_factor),
                        blocks_per_sm=occ.active_blocks_per_sm if occ is not None else None,
                        registers=ctx.report.registers, shared_bytes=ctx.report.shared_bytes or 0, memory=memory,
-                       grid=launch.grid_dims(), block=launch.block_dims(), graphs=graphs or time_graphs(ctx))
+                       grid=launch.grid_dims(), block=launch.block_dims(), graphs=graphs or time_graphs(ctx),
+                       dynamic_shared=int(launch.dynamic_shared_bytes.value or 0))
 
 
 def time_graphs(ctx: KernelContext) -> KernelGraphs:

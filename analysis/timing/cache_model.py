@@ -1,32 +1,48 @@
-"""Which global loads the L1 serves: reuse of a sector by the same thread on the next iteration of its loop.
+"""Which global loads the L1 serves, on GPUs whose L1 caches global loads by default (`data/timing.toml`
+[kerncast.l1_cache], compute capability 7.0 on): reuse by the same thread and by the other warps of its block.
 
-A thread that walks an array in steps smaller than a sector (`s += in[row * n + k]`, 4 bytes per iteration)
-finds its next element in the sector its previous iteration brought in: on GPUs whose L1 caches global loads
-by default (`data/timing.toml` [kerncast.l1_cache], compute capability 7.0 on), that load waits the L1 hit
-latency for ``1 - step / sector`` of its iterations and the L2 or DRAM latency for the rest. The reuse distance
-is one iteration of one warp, a few sectors per lane, which no L1 of these GPUs evicts in between; the
-assumption is stated with every prediction it changes.
+* The same thread's next iteration (`l1_reuse`): a thread that walks an array in steps smaller than a sector
+  (`s += in[row * n + k]`, 4 bytes per iteration) finds its next element in the sector its previous iteration
+  brought in, for ``1 - step / sector`` of its iterations. The reuse distance is one iteration of one warp, a
+  few sectors per lane, which no L1 of these GPUs evicts in between.
+* The block's other warps (`block_reuse`): the warps of a block read each other's sectors: a stencil's
+  neighbouring rows, a matrix product's row of B that every row of threads reads, a mask every thread reads.
+  The L1 is shared by the resident blocks of an SM and holds what the shared-memory carve-out leaves of its
+  storage (`unified_bytes`). When everything a block reads over its whole run fits in its part, each distinct
+  sector is fetched once per block and every other request hits. When it does not, only the reuse within one
+  iteration of the loops is counted (the block's warps at the same point of their loops, kept together by the
+  scheduler and by barriers), combined with the thread's own step.
 
-The module answers per access (`l1_reuse`): the share of its executions that hit in L1. The time model turns
-it into the load's latency (`load_latency`); the DRAM footprint is unaffected (the distinct bytes are moved
-once either way).
+A hit waits the L1 hit latency; a miss goes to the L2, which serves it unless it is one of the launch's DRAM
+bytes (`pipelined.py` weighs the L2 hit and DRAM latencies by that share). The module answers per access: the
+share of its executions that hit in L1; the time model turns it into the load's latency (`load_latency`) and
+removes the hits from the traffic the L2 sees; the DRAM footprint is unaffected (the distinct bytes are moved
+once either way). Every prediction that uses it states it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kerncast.analysis.timing.constants import timing_constants
+from kerncast.analysis.timing.footprint import block_groups, requested_sectors
 
 
 @dataclass(frozen=True, slots=True)
 class L1Reuse:
-    """One global load's L1 hits: `share` of its executions, from its `step` in bytes per loop iteration."""
+    """One global load's L1 hits: `share` of its executions; `step` its bytes per loop iteration where its own
+    previous iteration's sector is reused (0 otherwise); `block` what else the share counts: "" (the step
+    alone), "run" (sectors other warps of the block read over its whole run) or "iteration" (sectors other warps
+    read at the same iteration); `wait` the share of its executions whose warp does not wait for a miss of its
+    group (`group_waits`), None where that is `share`."""
 
     index: int
     step: int
     share: float
+    block: str = ""
+    wait: float | None = None
 
 
 def l1_hit_latency(profile: Any) -> float | None:
@@ -81,17 +97,111 @@ def l1_reuse(memory: Any, cfg: Any, loops: Any, sector: int) -> list[L1Reuse]:
     return out
 
 
+def unified_bytes(profile: Any) -> float | None:
+    """The L1 data cache and shared memory storage of one SM (bytes), None where the data has no figure."""
+    row = timing_constants()["kerncast"].get("l1_cache", {}).get("unified_bytes", {}).get(profile.cc)
+    return float(row) if isinstance(row, int | float) else None
+
+
+def l1_per_block(profile: Any, resident: int, shared_bytes: int) -> float | None:
+    """The L1 bytes one of `resident` blocks has: the unified storage less their shared memory, shared out."""
+    total = unified_bytes(profile)
+    if total is None:
+        return None
+    resident = max(1, resident)
+    return max(0.0, total - resident * max(0, shared_bytes)) / resident
+
+
+def block_reuse(memory: Any, cfg: Any, loops: Any, trips: Mapping[int, float], block: tuple[int, int, int],
+                grid: tuple[int, int, int], sector: int, capacity: float | None) -> list[L1Reuse]:
+    """Every global load's L1 hits from its own previous iteration and from the other warps of its block.
+
+    `capacity` is the L1 bytes one resident block has (`l1_per_block`): when the distinct bytes all the block's
+    loads touch over its run fit in it, a group of loads (one array, one index pattern: `block_groups`) misses
+    once per distinct byte; otherwise it misses once per distinct byte of each iteration, and of those the
+    thread's own step (`l1_reuse`) saves its share too."""
+    own = {r.index: r for r in l1_reuse(memory, cfg, loops, sector)}
+    threads = block[0] * block[1] * block[2]
+    warps = -(-threads // 32)
+    run = block_groups(memory, block, grid, trips, sector)
+    loads = {a.index: a for a in memory.accesses if a.index in run}
+    asked: dict[Any, float] = {}
+    for i, (key, _) in run.items():
+        a = loads[i]
+        asked[key] = asked.get(key, 0.0) + requested_sectors(a, sector) * sector * a.executions * warps
+    touched = sum({key: d for key, d in run.values()}.values())
+    out: dict[int, L1Reuse] = {}
+    if capacity is not None and touched <= capacity:
+        for i, (key, distinct) in run.items():
+            share = max(0.0, 1.0 - distinct / asked[key]) if asked[key] > 0 else 0.0
+            step = own.get(i)
+            if step is None or share > step.share:
+                out[i] = L1Reuse(i, 0, share, "run")
+    else:
+        once = block_groups(memory, block, grid, trips, sector, one_iteration=True)
+        per_iteration: dict[Any, float] = {}
+        for i, (key, _) in once.items():
+            per_iteration[key] = per_iteration.get(key, 0.0) + requested_sectors(loads[i], sector) * sector * warps
+        for i, (key, distinct) in once.items():
+            shared = max(0.0, 1.0 - distinct / per_iteration[key]) if per_iteration[key] > 0 else 0.0
+            step = own.get(i)
+            if shared > 0.0:
+                mine = step.share if step is not None else 0.0
+                out[i] = L1Reuse(i, step.step if step is not None else 0, 1.0 - (1.0 - shared) * (1.0 - mine),
+                                 "iteration")
+    for i, r in own.items():
+        out.setdefault(i, r)
+    return group_waits([r for r in out.values() if r.share > 0.0], {i: key for i, (key, _) in run.items()}, cfg)
+
+
+def group_waits(reuse: list[L1Reuse], group: Mapping[int, Any], cfg: Any) -> list[L1Reuse]:
+    """The reuse with each load's `wait`: the loads of one group in one basic block (the unrolled copies of
+    `mat[i * n + k]`, a stencil's neighbours) are issued together and their values used together, so the warp
+    waits whenever any of them misses. Their misses are the first touches of new sectors, one load's at a time,
+    so the chance that one of them misses is the sum of their miss shares: four copies that each miss an eighth
+    of the time make the warp wait every other iteration, not every eighth."""
+    def block(i: int) -> int:
+        return cfg.block_of[i] if 0 <= i < len(cfg.block_of) else -1  # -1: an access of no instruction
+
+    together: dict[tuple[Any, int], float] = {}
+    for r in reuse:
+        if r.index in group:
+            key = (group[r.index], block(r.index))
+            together[key] = together.get(key, 0.0) + 1.0 - r.share
+    out = []
+    for r in reuse:
+        key = (group.get(r.index), block(r.index))
+        miss = min(1.0, together[key]) if r.index in group else 1.0 - r.share
+        out.append(replace(r, wait=1.0 - miss) if miss > 1.0 - r.share + 1e-9 else r)
+    return out
+
+
 def load_latency(reuse: list[L1Reuse], l1: float, other: float) -> dict[int, float]:
-    """Instruction index -> the mean latency of a load that hits in L1 for its `share` and waits `other` (the
-    L2 or DRAM latency) for the rest."""
-    return {r.index: r.share * l1 + (1.0 - r.share) * other for r in reuse}
+    """Instruction index -> the mean latency of a load that hits in L1 for its `share` (its `wait` where its
+    group's misses hold it more often) and waits `other` (the L2 or DRAM latency) for the rest."""
+    out = {}
+    for r in reuse:
+        hit = r.share if r.wait is None else r.wait
+        out[r.index] = hit * l1 + (1.0 - hit) * other
+    return out
 
 
-def reuse_note(reuse: list[L1Reuse], l1: float, other: float, profile: Any) -> str:
+def reuse_note(reuse: list[L1Reuse], l1: float, other: float, profile: Any, capacity: float | None = None) -> str:
     """The assumption a prediction that used L1 reuse states."""
-    steps = sorted({r.step for r in reuse})
-    return (f"L1 reuse: {len(reuse)} global load(s) advance {', '.join(map(str, steps))} bytes per iteration of "
-            f"their loop, so {', '.join(f'{r.share:.0%}' for r in reuse[:4])} of their executions find the sector "
-            f"their previous iteration brought into L1 ({profile.arch} L1 caches global loads, {l1:g}-cycle hit, "
-            f"data/timing.toml [kerncast.l1_cache]); the rest wait {other:g} cycles")
+    steps = sorted({r.step for r in reuse if r.step})
+    why = []
+    if steps:
+        why.append(f"a thread's next element in the sector its previous iteration brought in (steps of "
+                   f"{', '.join(map(str, steps))} bytes)")
+    if any(r.block == "run" for r in reuse):
+        why.append("a sector another warp of the block read before: everything the block reads fits in its "
+                   f"{(capacity or 0) / 1024:.3g} KB share of the L1 (data/timing.toml [kerncast.l1_cache] "
+                   "unified_bytes, less the resident blocks' shared memory)")
+    if any(r.block == "iteration" for r in reuse):
+        why.append("a sector another warp of the block read at the same iteration of its loops (what the block "
+                   f"reads over its run exceeds its {(capacity or 0) / 1024:.3g} KB share of the L1)")
+    return (f"L1 reuse: {len(reuse)} global load(s) find {', '.join(f'{r.share:.0%}' for r in reuse[:4])}"
+            f"{', ...' if len(reuse) > 4 else ''} of their executions in L1: {'; '.join(why)} ({profile.arch} L1 "
+            f"caches global loads, {l1:g}-cycle hit, data/timing.toml [kerncast.l1_cache]); the rest wait "
+            f"{other:.4g} cycles")
 

@@ -18,10 +18,10 @@ from kerncast.analysis.isa import InstrClass, classify
 from kerncast.analysis.memory.analysis import MemoryAnalysis
 from kerncast.analysis.ptx.model import Addr, Reg
 from kerncast.analysis.timing.atomics import contention, with_contention
-from kerncast.analysis.timing.cache_model import L1Reuse, l1_hit_latency, l1_reuse
+from kerncast.analysis.timing.cache_model import L1Reuse, block_reuse, l1_hit_latency, l1_per_block
 from kerncast.analysis.timing.constants import timing_constants
 from kerncast.analysis.timing.counts import dynamic_counts
-from kerncast.analysis.timing.footprint import Footprint, footprint, wave_extent
+from kerncast.analysis.timing.footprint import Footprint, footprint, requested_sectors, wave_extent
 from kerncast.analysis.timing.mwp_cwp import departure_scale, mwp_cwp, mwp_cwp_params
 from kerncast.analysis.timing.partitions import camping_factor, dram_partitions
 from kerncast.analysis.timing.penalties import thesis_penalties
@@ -37,6 +37,8 @@ from kerncast.analysis.timing.scheduler import (
 )
 
 MODEL = "thesis-scheduler"
+#: the L1 cache line (bytes): the unit of the L1 tag stage's passes (`unit_replays`)
+_LINE = 128
 #: the models a user can choose (`--time-model`, setting `kerncast.timeModel`) -> the name a report shows
 TIME_MODELS = {"kerncast": "kerncast", "thesis": MODEL, "mwp-cwp": "mwp-cwp", "trace": "trace"}
 DEFAULT_TIME_MODEL = "kerncast"
@@ -176,14 +178,16 @@ def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per
                  occupancy: float | None = None, registers: int | None = None, shared_bytes: int = 0,
                  memory: RequestCounts | None = None, assumptions: list[str] | None = None,
                  model: str = DEFAULT_TIME_MODEL, grid: tuple[int, int, int] | None = None,
-                 block: tuple[int, int, int] | None = None, graphs: KernelGraphs | None = None) -> TimeEstimate:
+                 block: tuple[int, int, int] | None = None, graphs: KernelGraphs | None = None,
+                 dynamic_shared: int = 0) -> TimeEstimate:
     """Predict one launch with every model (kerncast, thesis Algorithms 6-8 plus Eqs. 4.8-4.12, MWP-CWP) and
     the roofline range; `model` picks the one whose time is `us` ("kerncast", "thesis" or "mwp-cwp").
 
     `trips` maps loop header block ids to trip counts (a loop missing from it runs the data file's default);
     `blocks_per_sm` is the occupancy calculator's resident blocks (else thesis Algorithm 8 lines 4-8);
     `grid`/`block` the launch's shapes (default: 1-D), which the distinct-bytes footprint needs; `graphs` the
-    kernel's `kernel_graphs` when the caller keeps them for several predictions.
+    kernel's `kernel_graphs` when the caller keeps them for several predictions; `dynamic_shared` the launch's
+    dynamic shared memory per block, which with `shared_bytes` decides what is left of the SM's storage for L1.
     """
     if model not in TIME_MODELS or model == "trace":  # the trace model needs the pipeline (stages.py)
         raise ValueError(f"unknown time model {model!r}: choose one of {', '.join(TIME_MODELS)}")
@@ -250,7 +254,7 @@ def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per
     block = block or (threads_per_block, 1, 1)
     kc, fp, requested, replays = _kerncast(cfg, loops, profile, blocks=blocks, threads_per_block=threads_per_block,
                                            trip_map=trip_map, resident=plan.blocks_per_wave, grid=grid, block=block,
-                                           memory=memory, graphs=graphs)
+                                           memory=memory, graphs=graphs, shared=shared_bytes + dynamic_shared)
     # the roofline's best memory line: the DRAM traffic the kerncast model counts with a warm L2 (the distinct
     # bytes, and the requests of addresses with no footprint in full unless the L2 holds them)
     compulsory = min(fp.total + requested[1], kc.dram_bytes) if fp is not None and requested is not None else None
@@ -302,20 +306,23 @@ def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per
 
 def _kerncast(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per_block: int,
               trip_map: Mapping[int, float], resident: int, grid: tuple[int, int, int], block: tuple[int, int, int],
-              memory: RequestCounts | None, graphs: KernelGraphs
+              memory: RequestCounts | None, graphs: KernelGraphs, shared: int = 0
               ) -> tuple[PipelinedResult, Footprint | None, tuple[float, float] | None, dict[int, float]]:
     """The kerncast model's prediction, with the global traffic it was made from (footprint, requested bytes,
-    replays), which the roofline reads too. `resident` is the blocks per SM of one wave."""
+    replays), which the roofline reads too. `resident` is the blocks per SM of one wave, `shared` the shared
+    memory of one block (static and dynamic)."""
     warps = blocks * -(-threads_per_block // profile.warp_size)
     fp, requested, replays = global_traffic(memory, cfg, block, grid, resident * profile.sm_count, trip_map,
                                             warps, profile)
-    reuse = (l1_reuse(memory, cfg, loops, int(profile.sector_bytes or 32))
-             if isinstance(memory, MemoryAnalysis) else [])
+    sector = int(profile.sector_bytes or 32)
+    capacity = l1_per_block(profile, resident, shared)
+    reuse = (block_reuse(memory, cfg, loops, trip_map, block, grid, sector, capacity)
+             if isinstance(memory, MemoryAnalysis) and l1_hit_latency(profile) is not None else [])
     kc = predict_pipelined(cfg, loops, profile, dags=graphs.dags, classes=graphs.classes, trips=trip_map,
                            blocks=blocks, threads_per_block=threads_per_block, blocks_per_sm=resident, grid=grid,
                            replays=replays, footprint=fp, requested=requested, l1=reuse,
-                           l1_hit_bytes=l1_hit_bytes(memory, reuse, fp, warps, int(profile.sector_bytes or 32))
-                           if fp is not None and l1_hit_latency(profile) is not None else 0.0,
+                           l1_hit_bytes=l1_hit_bytes(memory, reuse, fp, warps, sector)
+                           if fp is not None and reuse else 0.0, l1_capacity=capacity,
                            dead=_dead(memory), warp_share=memory.warp_share
                            if isinstance(memory, MemoryAnalysis) else None)
     kc = with_contention(kc, contention(memory, cfg, profile, blocks=blocks, threads_per_block=threads_per_block,
@@ -332,7 +339,7 @@ def kerncast_us(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per_
                 trips: Mapping[int, float] | None = None, blocks_per_sm: int | None = None,
                 registers: int | None = None, shared_bytes: int = 0, memory: RequestCounts | None = None,
                 grid: tuple[int, int, int] | None = None, block: tuple[int, int, int] | None = None,
-                graphs: KernelGraphs | None = None) -> float:
+                graphs: KernelGraphs | None = None, dynamic_shared: int = 0) -> float:
     """The kerncast model's time alone: `predict_time(...).models["kerncast"]` for the same inputs without the
     thesis scheduler, MWP-CWP and the roofline, for a re-prediction that compares one model's time with itself
     (a gain's, an assumed loop count's bound)."""
@@ -343,7 +350,8 @@ def kerncast_us(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per_
     plan = plan_waves(blocks, profile.sm_count, blocks_per_sm)
     kc, *_ = _kerncast(cfg, loops, profile, blocks=blocks, threads_per_block=threads_per_block, trip_map=trip_map,
                        resident=plan.blocks_per_wave, grid=grid or (blocks, 1, 1),
-                       block=block or (threads_per_block, 1, 1), memory=memory, graphs=graphs or kernel_graphs(cfg))
+                       block=block or (threads_per_block, 1, 1), memory=memory, graphs=graphs or kernel_graphs(cfg),
+                       shared=shared_bytes + dynamic_shared)
     return kc.us
 
 
@@ -381,22 +389,23 @@ def l1_hit_bytes(memory: MemoryAnalysis, reuse: list[L1Reuse], fp: Footprint, wa
                if a.index in share and fp.covered is not None and a.index in fp.covered)
 
 
-def requested_sectors(access: Any, sector: int) -> float:
-    """The sectors one warp request of a global access moves, as the DRAM floor counts them: the memory
-    analysis's count where the address is known, else the bytes the lanes ask for (no reuse, no waste assumed)."""
-    if access.known and access.sectors_per_request:
-        return float(access.sectors_per_request)
-    return 32.0 * access.width_bytes / sector
-
-
 def unit_replays(memory: MemoryAnalysis | None, cfg: Cfg | None = None, profile: Any = None) -> dict[int, float]:
     """Memory instruction index -> the load/store unit's passes per warp request: sectors (global) or wavefronts
     (shared) over the ideal; accesses of unknown pattern and ideal ones are left out (one pass). Broadcast shared
-    loads that ptxas merges into one vector load share its passes (`vector_merged`)."""
+    loads that ptxas merges into one vector load share its passes (`vector_merged`).
+
+    On a GPU whose L1 caches global loads (`cache_model.l1_hit_latency`), a global request passes the L1's tag
+    stage once per distinct 128-byte line it touches, hit or miss, so its passes are its lines over the fewest
+    lines its bytes fit in: lanes a row apart touch 32 lines, 32 passes, where sectors over the ideal say 8."""
     replays: dict[int, float] = {}
+    by_line = profile is not None and l1_hit_latency(profile) is not None
     for a in memory.accesses if memory is not None else ():
         if a.space == "global" and a.known and a.sectors_per_request and a.ideal_sectors:
-            replays[a.index] = max(1.0, a.sectors_per_request / a.ideal_sectors)
+            if by_line and a.lines_per_request:
+                ideal_lines = math.ceil(a.ideal_sectors * int(profile.sector_bytes or 32) / _LINE - 1e-9)
+                replays[a.index] = max(1.0, a.lines_per_request / max(1, ideal_lines))
+            else:
+                replays[a.index] = max(1.0, a.sectors_per_request / a.ideal_sectors)
         elif a.space == "shared" and a.known and a.wavefronts and a.ideal_wavefronts:
             replays[a.index] = max(1.0, a.wavefronts / a.ideal_wavefronts)
     if memory is not None and cfg is not None and profile is not None:

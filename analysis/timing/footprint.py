@@ -213,6 +213,18 @@ def _split_quotients(terms: list[tuple[int, _Index]]) -> list[tuple[int, _Index]
     return out
 
 
+def lattice_terms(extents: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """An address's (coefficient, extent) terms in one form: indices that take one value dropped (they move
+    nothing), and indices with the same coefficient summed into one: a stencil's `row + u` over 16 rows and 5
+    taps is 20 rows, not 80 (the values `c * i + c * j` for i < n1, j < n2 are the `c * k` for k < n1 + n2 - 1).
+    Two accesses with the same terms address one lattice, whatever loops of one iteration they sit in."""
+    merged: dict[int, int] = {}
+    for c, n in extents:
+        if n > 1 and c:
+            merged[c] = merged[c] + n - 1 if c in merged else n
+    return tuple(sorted(merged.items()))
+
+
 def access_bytes(extents: list[tuple[int, int]], width: int, sector: int) -> float:
     """Distinct bytes one access touches, sector-rounded, from its (coefficient, extent) pairs."""
     terms = [(c, n) for c, n in extents if c and n > 1]
@@ -330,6 +342,47 @@ def _merged(groups: Mapping[Any, list[Lattice]], sector: int, keep: str = "all")
     return total
 
 
+def requested_sectors(access: Any, sector: int) -> float:
+    """The sectors one warp request of a global access moves, as the DRAM floor counts them: the memory
+    analysis's count where the address is known, else the bytes the lanes ask for (no reuse, no waste assumed)."""
+    if access.known and access.sectors_per_request:
+        return float(access.sectors_per_request)
+    return 32.0 * access.width_bytes / sector
+
+
+def block_groups(memory: MemoryAnalysis, block: tuple[int, int, int], grid: tuple[int, int, int],
+                 trips: Mapping[int, float], sector: int = 32, *, one_iteration: bool = False
+                 ) -> dict[int, tuple[Any, float]]:
+    """Global load index -> (its group, the distinct bytes the group's loads touch in one block).
+
+    One block is the block index fixed (extent 1) with every thread of the block varying; the loops run their
+    counts, or once each with `one_iteration` (what the block's warps read at the same point of their loops).
+    Loads of one array with the same varying terms form a group and are merged as the launch footprint merges
+    them (`union_bytes`): a stencil's neighbours, the unrolled copies of one load. A load whose address is not
+    affine has no entry."""
+    out: dict[int, tuple[Any, float]] = {}
+    atoms, addresses = memory.atoms, memory.addresses
+    if atoms is None:
+        return out
+    loop_trips = {atom: 1.0 if one_iteration else float(trips.get(header, 1.0))
+                  for header, atom in memory.iteration_atoms.items()}
+    groups: dict[Any, list[tuple[int, Lattice]]] = {}
+    for a in memory.accesses:
+        if a.space != "global" or a.kind != "load" or a.executions <= 0.0:
+            continue
+        poly = addresses.get(a.index)
+        ext = affine_extents(atoms, poly, block, (1, 1, 1), loop_trips, grid) if poly is not None else None
+        where = _base_and_offset(atoms, poly, loop_trips) if ext is not None else None
+        if ext is None or where is None:
+            continue
+        terms = lattice_terms(ext)
+        groups.setdefault((where[0], terms), []).append((a.index, Lattice(where[1], terms, a.width_bytes, False)))
+    for key, members in groups.items():
+        distinct = union_bytes([x for _, x in members], sector)
+        out.update({i: (key, distinct) for i, _ in members})
+    return out
+
+
 def footprint(memory: MemoryAnalysis, block: tuple[int, int, int], grid: tuple[int, int, int], wave_blocks: int,
               trips: Mapping[int, float], sector: int = 32) -> Footprint:
     """Distinct bytes of every global access of `memory` (a MemoryAnalysis) for the launch and one wave.
@@ -357,10 +410,10 @@ def footprint(memory: MemoryAnalysis, block: tuple[int, int, int], grid: tuple[i
             out.complete = False
             continue
         base, offset = where
-        terms = tuple(sorted(ext))
+        terms = lattice_terms(ext)
         written = a.kind != "load"
         launch.setdefault((base, terms), []).append(Lattice(offset, terms, a.width_bytes, written))
-        wave.setdefault((base, terms), []).append(Lattice(offset, tuple(sorted(ext_w)), a.width_bytes, written))
+        wave.setdefault((base, terms), []).append(Lattice(offset, lattice_terms(ext_w), a.width_bytes, written))
         out.covered.add(a.index)  # type: ignore[union-attr]
     out.distinct = _merged(launch, sector)
     out.written = _merged(launch, sector, keep="written")

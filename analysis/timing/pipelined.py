@@ -66,6 +66,7 @@ from kerncast.analysis.matrix_ops import matrix_op, tensor_cycles
 from kerncast.analysis.ptx.model import Instruction
 from kerncast.analysis.timing.cache_model import L1Reuse, l1_hit_latency, load_latency, reuse_note
 from kerncast.analysis.timing.constants import gpu_error_band, time_error_band, timing_constants
+from kerncast.analysis.timing.deferred import DeferredLoads, deferred_loads
 from kerncast.analysis.timing.footprint import Footprint
 from kerncast.analysis.timing.launch_cost import block_dispatch_us, launch_cost
 from kerncast.analysis.timing.loaded_latency import LoadCurve, consistent_latency, load_curve, stream_bandwidth_gbs
@@ -167,10 +168,12 @@ def expansion_slots(body: Any, classes: Mapping[int, InstrClass]) -> dict[int, d
 def _block_cost(dag: DepGraph, body: Any, classes: Mapping[int, InstrClass], units: Mapping[str, int],
                 latency: Mapping[str, float], replays: Mapping[int, float], warp: int,
                 tensor: Mapping[int, float], own: Mapping[int, float] | None = None,
-                expand: Mapping[int, Mapping[str, int]] | None = None) -> _BlockCost:
+                expand: Mapping[int, Mapping[str, int]] | None = None,
+                deferred: DeferredLoads | None = None) -> _BlockCost:
     """One basic block's cost; `own` holds the latencies of single instructions that differ from their class's
     (loads that hit in L1 for part of their executions, `cache_model.py`), `expand` the instructions that issue
-    as several, per unit (`expansion_slots`)."""
+    as several, per unit (`expansion_slots`), `deferred` the loads whose value a later block waits for and the
+    instructions that wait (`deferred.py`)."""
     per_thread: dict[str, float] = {}
     ready: dict[int, float] = {}
     chain = drained = 0.0
@@ -202,10 +205,14 @@ def _block_cost(dag: DepGraph, body: Any, classes: Mapping[int, InstrClass], uni
             count += 1.0
         # the latest of the predecessors' results (all earlier in the block, so all in `ready`), else 0
         start = max([ready[u] for u, _ in preds[v] if u in ready], default=0.0)
+        if deferred is not None and v in deferred.waits:
+            start = max(start, deferred.waits[v])  # an operand loaded in an earlier block
         ready[v] = start + cycles
-        # a store has no result to wait for: the warp goes on once it is issued
-        chain = max(chain, start + 1.0 if ins.opcode in _STORES else ready[v])
-        drained = max(drained, ready[v])
+        # a store has no result to wait for, nor a load whose value a later block reads: the warp goes on once
+        # it is issued
+        later = deferred is not None and v in deferred.loads
+        chain = max(chain, ready[v] if ins.opcode not in _STORES and not later else start + 1.0)
+        drained = max(drained, start + 1.0 if later else ready[v])  # its wait is the using block's
     return _BlockCost(per_thread, count, chain, max(chain, drained))
 
 
@@ -279,7 +286,8 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
                       replays: Mapping[int, float], footprint: Footprint | None,
                       requested: tuple[float, float] | None, l1: list[L1Reuse] | None = None,
                       l1_hit_bytes: float = 0.0, dead: frozenset[int] = frozenset(),
-                      warp_share: Mapping[int, float] | None = None) -> PipelinedResult:
+                      warp_share: Mapping[int, float] | None = None,
+                      l1_capacity: float | None = None) -> PipelinedResult:
     """Predict one launch with the kerncast model (see the module docstring).
 
     `replays` maps an instruction index to its unit passes per warp (1 when ideal); `requested` is the bytes
@@ -289,6 +297,7 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     nothing and wait for nothing. `warp_share` maps a basic block to the share of warps that run it
     (`MemoryAnalysis.warp_share`): a warp none of whose lanes passes its guard skips it, so its issue cycles
     and warp instructions count only for that share of the warps; its latency chain stays whole.
+    `l1_capacity` is the L1 bytes one resident block has, which the notes name.
     """
     const = timing_constants()["kerncast"]
     warp = profile.warp_size
@@ -300,19 +309,21 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     blocks_on_sm = math.ceil(blocks / profile.sm_count)
     resident = max(1, min(blocks_per_sm, blocks_on_sm))
     dram, cold, mem_notes = _dram_bytes(profile, footprint, requested, blocks, resident, const, l1_hit_bytes)
-    l2_hit = _l2_hit_latency(profile, footprint, requested, const)
-    if l2_hit is not None:
-        # the loads' inputs are warm in the L2 (see _warm_dram_bytes): they wait the L2 hit latency
-        latency["global"] = latency["memory"] = l2_hit
+    written = _dram_written(footprint, requested, profile, const)
+    from_dram, l2_hit, reach = _l2_share(profile, dram, requested, l1_hit_bytes, written)
+    dram_latency = latency["global"]
+    latency["global"] = latency["memory"] = miss = _miss_at(from_dram, l2_hit, dram_latency)
     l1_hit = l1_hit_latency(profile) if l1 else None
-    own = load_latency(l1 or [], l1_hit, latency["global"]) if l1_hit is not None else {}
+    own = load_latency(l1 or [], l1_hit, miss) if l1_hit is not None else {}
     body = cfg.function.body
     tensor = tensor_slots(body, classes, profile)
     expand = expansion_slots(body, classes)
 
     def block_costs(lat: Mapping[str, float], own_lat: Mapping[int, float]) -> dict[int, _BlockCost]:
         """Every basic block's cost with these latencies (the loaded DRAM latency below recomputes them)."""
-        out = {b: _block_cost(dags[b], body, classes, units, lat, replays, warp, tensor, own_lat, expand)
+        later_use = deferred_loads(cfg, loops, dags, classes,
+                                   lambda v: own_lat.get(v, lat.get(classes[v].latency, lat["global"])))
+        out = {b: _block_cost(dags[b], body, classes, units, lat, replays, warp, tensor, own_lat, expand, later_use)
                if b not in dead else _BlockCost({}, 0.0, 0.0, 0.0) for b in dags}
         for b, share in (warp_share or {}).items():
             if b in out:
@@ -335,15 +346,16 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     busy_per_block = {r: x * warps_per_block * warp for r, x in per_thread.items()}
     busy_per_block["dispatch"] = warp_insts * warps_per_block / dispatch
     per_block = max(busy_per_block.values(), default=0.0)
-    curve = load_curve(profile) if l2_hit is None and blocks >= profile.sm_count and dram > 0.0 else None
+    curve = load_curve(profile) if from_dram > 0.0 and blocks >= profile.sm_count and dram > 0.0 else None
     loaded_ns = None
     if curve is not None:
-        def chain_and_stay_at(global_latency: float) -> tuple[float, float]:
+        def chain_and_stay_at(dram_cycles: float) -> tuple[float, float]:
+            global_latency = _miss_at(from_dram, l2_hit, dram_cycles)
             lat = dict(latency, **{"global": global_latency, "memory": global_latency})
             own_lat = load_latency(l1 or [], l1_hit, global_latency) if l1_hit is not None else {}
             return _chain_and_stay(cfg, loops, block_costs(lat, own_lat), waits, trips, warps_per_block, warp,
                                    dispatch)
-        loaded_ns, (loaded_chain, loaded_stay) = _loaded_stay(curve, chain_and_stay_at, latency["global"], stay,
+        loaded_ns, (loaded_chain, loaded_stay) = _loaded_stay(curve, chain_and_stay_at, dram_latency, stay,
                                                               resident, dram / blocks, profile.core_clock_mhz)
         if loaded_stay > stay:
             chain, stay = max(chain, loaded_chain), loaded_stay
@@ -397,6 +409,7 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     basis = ("range: best case all latency hidden and the warm-cache floor; worst case no overlap of the latency "
              "chain with the busiest unit, a cold cache and the launch's dispatch added")
     low, high, basis = _widened(us, low, high, basis, profile.id)
+    waited = loaded_ns * clock / 1e3 if loaded_ns else dram_latency  # the DRAM latency the loads wait
     notes = [
         "kerncast model: parameter/constant loads cost no unit slot; units are held for their issue cycles "
         f"and dependants wait for native latencies ({profile.arch} rows of data/timing.toml); waves overlap "
@@ -404,11 +417,9 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
         "stores before it are performed",
         cost.note,
         f"DRAM floor: {dram / 1e6:.3g} MB at {bw:.4g} GB/s ({bw_note})",
-        *([f"global loads hit the warm L2: {l2_hit:g}-cycle L2 hit latency ({profile.arch} row of "
-           "data/timing.toml [kerncast.l2_hit_latency], averaged with the far partition's where the L2 has two) "
-           "instead of the loaded DRAM latency"]
-          if l2_hit is not None else []),
-        *([reuse_note(l1 or [], l1_hit, latency["global"], profile)] if l1 and l1_hit is not None else []),
+        *([note] if (note := _l2_note(profile, from_dram, l2_hit, reach, max(0.0, dram - written), waited)) else []),
+        *([reuse_note(l1 or [], l1_hit, _miss_at(from_dram, l2_hit, waited), profile, l1_capacity)]
+          if l1 and l1_hit is not None else []),
         *([f"DRAM latency under load: {resident} resident blocks per SM, each holding its "
            f"{dram / blocks / 1e3:.3g} kB for its loads' share of its stay, keep the DRAM at the point of "
            f"{profile.id}'s measured bandwidth-against-bytes-in-flight curve where a load waits "
@@ -524,19 +535,43 @@ def warm_l2_bytes(profile: Any) -> float:
     return float(profile.l2_bytes) / count
 
 
-def _l2_hit_latency(profile: Any, fp: Footprint | None, requested: tuple[float, float] | None,
-                    const: Mapping[str, Any]) -> float | None:
-    """The L2 hit latency (cycles) when the launch's loads find their inputs warm in the L2, else None.
+def _l2_share(profile: Any, dram: float, requested: tuple[float, float] | None, l1_hit_bytes: float,
+              written: float = 0.0) -> tuple[float, float | None, float]:
+    """(the share of the bytes the L1 does not serve that come from DRAM, the L2 hit latency in cycles or None,
+    the load bytes that reach the L2).
 
-    Under the warm-cache assumption an input set that fits in the L2 is found there, so a global load waits
-    the L2's hit latency, not DRAM's (pointer-chase microbenchmarks per architecture, `data/timing.toml`). On
-    a partitioned L2 the line is as often in the far half as in the near one: the mean of the two latencies.
-    """
+    A global load the L1 does not serve is served by the L2 unless its sector is one of the launch's DRAM
+    bytes: of the bytes the launch's loads bring to the L2 (all it requests but what the L1 serves), the DRAM
+    floor's read bytes come from DRAM, each once, and every other request finds its sector in the L2, left there
+    by an earlier request of the launch or, with a warm cache, by what ran before it (`_warm_dram_bytes`). Such
+    a load waits the L2 hit latency (pointer-chase microbenchmarks per architecture, `data/timing.toml`
+    [kerncast.l2_hit_latency]) for the hits and the DRAM latency for the rest, in that proportion (`_miss_at`).
+    The written lines' part of the DRAM bytes (`written`) is no load's miss and is left out of both sides.
+    Without an L2 figure or a memory analysis every load waits the DRAM latency (share 1)."""
     hit = l2_hit_cycles(profile)
-    if not const.get("warm_l2", False) or fp is None or requested is None or hit is None:
+    if hit is None or requested is None:
+        return 1.0, None, 0.0
+    reach = sum(requested) - l1_hit_bytes - written
+    share = min(1.0, max(0.0, dram - written) / reach) if reach > 0 else 1.0
+    return (1.0, None, reach) if share >= 0.99 else (share, hit, reach)
+
+
+def _miss_at(share: float, hit: float | None, dram_latency: float) -> float:
+    """The mean latency of a global load the L1 does not serve, for a DRAM latency (`_l2_share`)."""
+    return dram_latency if hit is None else share * dram_latency + (1.0 - share) * hit
+
+
+def _l2_note(profile: Any, share: float, hit: float | None, reach: float, dram_read: float,
+             dram_latency: float) -> str | None:
+    """The assumption a prediction whose loads find part of their sectors in the L2 states."""
+    if hit is None:
         return None
-    reads = fp.total - fp.written + requested[1]
-    return hit if reads <= warm_l2_bytes(profile) else None
+    return (f"global loads the L1 does not serve: {1.0 - share:.0%} of the bytes they ask of the L2 are found there "
+            f"({dram_read / 1e6:.3g} MB read from DRAM for {reach / 1e6:.3g} MB of loads reaching the L2), so they "
+            f"wait the {hit:g}-cycle L2 hit latency ({profile.arch} row of data/timing.toml "
+            "[kerncast.l2_hit_latency], averaged with the far partition's where the L2 has two) for that share "
+            f"and the DRAM latency of {dram_latency:.4g} cycles for the rest: "
+            f"{_miss_at(share, hit, dram_latency):.4g} cycles")
 
 
 def l2_hit_cycles(profile: Any) -> float | None:

@@ -40,8 +40,8 @@ from kerncast.analysis.deps import DepGraph
 from kerncast.analysis.loops import LoopForest
 from kerncast.analysis.memory.analysis import MemoryAnalysis
 from kerncast.analysis.timing.cache_model import l1_hit_latency, l1_reuse, load_latency, reuse_note
-from kerncast.analysis.timing.estimate import KernelGraphs, loop_trips, requested_sectors, unit_replays
-from kerncast.analysis.timing.footprint import wave_extent
+from kerncast.analysis.timing.estimate import KernelGraphs, loop_trips, unit_replays
+from kerncast.analysis.timing.footprint import requested_sectors, wave_extent
 from kerncast.analysis.timing.launch_cost import block_dispatch_us, launch_cost
 from kerncast.analysis.timing.partitions import camping_factor, dram_partitions
 from kerncast.analysis.timing.pipelined import achievable_bandwidth_gbs, l2_hit_cycles, native_latencies, tensor_slots
