@@ -180,6 +180,17 @@ def _shared_twin(ins: Instruction) -> InstrClass:
     return _twin(ins, "ld", ("shared", *kept))
 
 
+def _tile_alignment(ctx: KernelContext, a: AccessInfo) -> int | None:
+    """The alignment of a tile row's element in shared memory: a row of blockDim.x elements starts on a multiple
+    of its bytes (up to 16, the widest vector load), and the element lies at its own offset in it."""
+    launch = ctx.report.launch
+    block = launch.block_dims() if launch is not None else None
+    if not block or a.width_bytes <= 0:
+        return a.align
+    row = block[0] * a.width_bytes
+    return math.gcd(16, row) if row % a.width_bytes == 0 else a.align
+
+
 def tiled(ctx: KernelContext, finding: Finding) -> tuple[MemoryAnalysis, dict[int, InstrClass]] | None:
     """The kernel's memory analysis and instruction classes as a shared tile would make them for the loads of a
     `shared-tiling` finding, None when they are not found.
@@ -213,8 +224,10 @@ def tiled(ctx: KernelContext, finding: Finding) -> tuple[MemoryAnalysis, dict[in
             continue
         bytes_needed = float(a.ideal_sectors or 1.0) * sector
         waves = max(1.0, -(-bytes_needed // _WAVEFRONT_BYTES))
+        # the tile is an array of its own, its rows aligned to whole vector loads where their bytes allow: the
+        # row reads of an unrolled loop merge into vector loads there (`estimate.vector_merged`)
         accesses.append(replace(a, space="shared", sectors_per_request=None, ideal_sectors=None,
-                                wavefronts=waves, ideal_wavefronts=waves))
+                                wavefronts=waves, ideal_wavefronts=waves, align=_tile_alignment(ctx, a)))
         classes[a.index] = _shared_twin(body[a.index])
         if a.index in memory.addresses:
             addresses[fresh] = memory.addresses[a.index]
