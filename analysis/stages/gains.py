@@ -227,7 +227,8 @@ def tiled(ctx: KernelContext, finding: Finding) -> tuple[MemoryAnalysis, dict[in
         # the tile is an array of its own, its rows aligned to whole vector loads where their bytes allow: the
         # row reads of an unrolled loop merge into vector loads there (`estimate.vector_merged`)
         accesses.append(replace(a, space="shared", sectors_per_request=None, ideal_sectors=None,
-                                wavefronts=waves, ideal_wavefronts=waves, align=_tile_alignment(ctx, a)))
+                                wavefronts=waves, ideal_wavefronts=waves, align=_tile_alignment(ctx, a),
+                                lines_per_request=None))
         classes[a.index] = _shared_twin(body[a.index])
         if a.index in memory.addresses:
             addresses[fresh] = memory.addresses[a.index]
@@ -340,7 +341,8 @@ def time_at(ctx: KernelContext, memory: MemoryAnalysis | None, block: tuple[int,
     sizes = {"blocks": math.prod(grid), "threads_per_block": math.prod(block),
              "trips": trip_values(ctx.trip_counts), "blocks_per_sm": occ.active_blocks_per_sm,
              "registers": ctx.report.registers, "shared_bytes": ctx.report.shared_bytes or 0, "memory": memory,
-             "grid": grid, "block": block, "graphs": time_graphs(ctx)}
+             "grid": grid, "block": block, "graphs": time_graphs(ctx),
+             "dynamic_shared": int(ctx.report.launch.dynamic_shared_bytes.value or 0) if ctx.report.launch else 0}
     if model == DEFAULT_TIME_MODEL:
         return kerncast_us(ctx.cfg, ctx.loops, ctx.gpu, **sizes)
     return predict_time(ctx.cfg, ctx.loops, ctx.gpu, occupancy=occ.occupancy, assumptions=[], model=model,
