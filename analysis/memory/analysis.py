@@ -1164,12 +1164,22 @@ class _Seen:
     reached: list[bool] = field(default_factory=list)
 
 
+def _one_lane_cost(info: AccessInfo) -> RequestCost:
+    """The request of a warp with one active lane (`if (threadIdx.x == 0) out[blockIdx.x] = ...`): the sectors of
+    its own element (global; an element no wider than a sector, aligned to its width, lies in one), one line, one
+    wavefront (shared)."""
+    units = float(max(1, -(-info.width_bytes // 32))) if info.space == "global" else 1.0
+    return RequestCost(units, units, lines=1.0)
+
+
 def _request_costs(k: _Kernel, info: AccessInfo, instances: list[tuple[list[int], list[Value]]]) -> _Seen:
     """The cost of each instance's warp-wide request (sectors for global, wavefronts for shared)."""
     seen = _Seen()
     atoms = k.atoms
     for active, vals in instances:
         seen.reached.append(bool(active))
+        if len(active) == 1:
+            seen.costs.append(_one_lane_cost(info))  # a leader's access: its own bytes, no neighbour to relate
         if len(active) < 2:
             continue
         seen.lanes_active.append(len(active))

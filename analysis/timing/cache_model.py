@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kerncast.analysis.timing.constants import timing_constants
-from kerncast.analysis.timing.footprint import block_groups, requested_sectors
+from kerncast.analysis.timing.footprint import block_groups, requested_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +128,7 @@ def block_reuse(memory: Any, cfg: Any, loops: Any, trips: Mapping[int, float], b
     asked: dict[Any, float] = {}
     for i, (key, _) in run.items():
         a = loads[i]
-        asked[key] = asked.get(key, 0.0) + requested_sectors(a, sector) * sector * a.executions * warps
+        asked[key] = asked.get(key, 0.0) + requested_bytes(a, sector, warps)
     touched = sum({key: d for key, d in run.values()}.values())
     out: dict[int, L1Reuse] = {}
     if capacity is not None and touched <= capacity:
@@ -141,7 +141,8 @@ def block_reuse(memory: Any, cfg: Any, loops: Any, trips: Mapping[int, float], b
         once = block_groups(memory, block, grid, trips, sector, one_iteration=True)
         per_iteration: dict[Any, float] = {}
         for i, (key, _) in once.items():
-            per_iteration[key] = per_iteration.get(key, 0.0) + requested_sectors(loads[i], sector) * sector * warps
+            per_iteration[key] = per_iteration.get(key, 0.0) + requested_bytes(loads[i], sector, warps) / max(
+                loads[i].executions, 1e-9)
         for i, (key, distinct) in once.items():
             shared = max(0.0, 1.0 - distinct / per_iteration[key]) if per_iteration[key] > 0 else 0.0
             step = own.get(i)

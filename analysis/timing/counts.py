@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kerncast.analysis.cfg import Cfg
-from kerncast.analysis.isa import classify
+from kerncast.analysis.isa import classify, division_costs, ieee_expansion, is_runtime_division
 from kerncast.analysis.loops import block_weights
 from kerncast.analysis.matrix_ops import MatrixOp, matrix_op
 from kerncast.analysis.ptx.model import WARP_THREADS
@@ -82,7 +82,7 @@ def dynamic_counts(cfg: Cfg, loops: Any, trips: Mapping[int, float], fma_ops: fl
                 out.matrix_ops[op] = out.matrix_ops.get(op, 0.0) + w
                 out.flops += w * op.flops_per_warp / WARP_THREADS
             elif cls.type == "compute":
-                ops = fma_ops if ins.opcode in _FMA else 1.0
+                ops = fma_ops if ins.opcode in _FMA else issued_instructions(ins, cls)
                 if ins.opcode not in _FMA:
                     out.has_non_fma = True
                 out.alu_ops += w * ops
@@ -91,3 +91,14 @@ def dynamic_counts(cfg: Cfg, loops: Any, trips: Mapping[int, float], fma_ops: fl
                 if ins.dtype in _FLOAT:
                     out.flops += w * ops
     return out
+
+
+def issued_instructions(ins: Any, cls: Any) -> float:
+    """The SASS instructions one PTX compute instruction issues on the lanes: an integer division by a run-time
+    value expands to its reciprocal-and-correction sequence (`data/int_division.toml`), an IEEE-rounded divide,
+    square root or reciprocal to its estimate and refinement steps (`data/ieee_expansion.toml`); the time model
+    issues them so (`pipelined.expansion_slots`) and the roofline's compute line counts them alike."""
+    if cls.latency == "divs" and is_runtime_division(ins):
+        return float(division_costs()[0])
+    slots = ieee_expansion(ins)
+    return float(sum(slots.values())) if slots else 1.0

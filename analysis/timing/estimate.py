@@ -21,7 +21,7 @@ from kerncast.analysis.timing.atomics import contention, with_contention
 from kerncast.analysis.timing.cache_model import L1Reuse, block_reuse, l1_hit_latency, l1_per_block
 from kerncast.analysis.timing.constants import timing_constants
 from kerncast.analysis.timing.counts import dynamic_counts
-from kerncast.analysis.timing.footprint import Footprint, footprint, requested_sectors, wave_extent
+from kerncast.analysis.timing.footprint import Footprint, footprint, requested_bytes, wave_extent
 from kerncast.analysis.timing.mwp_cwp import departure_scale, mwp_cwp, mwp_cwp_params
 from kerncast.analysis.timing.partitions import camping_factor, dram_partitions
 from kerncast.analysis.timing.penalties import thesis_penalties
@@ -264,7 +264,7 @@ def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per
                                           requested_bytes=sum(requested) * fp.camping
                                           if requested is not None and fp is not None else None,
                                           fixed_us=kc.launch_us, dispatch_us=kc.dispatch_us,
-                                          latency_us=kc.latency_chain_cycles / profile.core_clock_mhz,
+                                          latency_us=plan.waves * kc.latency_chain_cycles / profile.core_clock_mhz,
                                           lsu_replays=max([1.0, *replays.values()]),
                                           quantization=math.ceil(blocks / profile.sm_count)
                                           / (blocks / profile.sm_count)))
@@ -372,7 +372,7 @@ def global_traffic(memory: RequestCounts | None, cfg: Cfg, block: tuple[int, int
     covered = uncovered = 0.0
     for a in accesses:
         if a.space == "global":
-            moved = requested_sectors(a, sector) * sector * a.executions * warps
+            moved = requested_bytes(a, sector, warps)
             if fp.covered is not None and a.index in fp.covered:
                 covered += moved
             else:
@@ -384,7 +384,7 @@ def l1_hit_bytes(memory: MemoryAnalysis, reuse: list[L1Reuse], fp: Footprint, wa
     """The requested bytes of accesses in the footprint that the L1 serves: each reused load's requested sectors
     times the share of its executions that find their sector there (`cache_model.l1_reuse`)."""
     share = {r.index: r.share for r in reuse}
-    return sum(requested_sectors(a, sector) * sector * a.executions * warps * share[a.index]
+    return sum(requested_bytes(a, sector, warps) * share[a.index]
                for a in memory.accesses
                if a.index in share and fp.covered is not None and a.index in fp.covered)
 

@@ -350,6 +350,14 @@ def requested_sectors(access: Any, sector: int) -> float:
     return 32.0 * access.width_bytes / sector
 
 
+def requested_bytes(access: Any, sector: int, warps: float) -> float:
+    """The bytes `warps` warps' requests of a global access move with no reuse: its sectors per request times
+    its executions, in the share of the warps that run it at all (a leader's `if (threadIdx.x == 0)` store is
+    made by one warp of the block, not by each)."""
+    share = access.warp_share if access.warp_share is not None else 1.0
+    return requested_sectors(access, sector) * sector * access.executions * warps * share
+
+
 def block_groups(memory: MemoryAnalysis, block: tuple[int, int, int], grid: tuple[int, int, int],
                  trips: Mapping[int, float], sector: int = 32, *, one_iteration: bool = False
                  ) -> dict[int, tuple[Any, float]]:

@@ -80,7 +80,7 @@ class RooflineInputs:
     lsu_replays: float = 1.0  # worst passes per load/store instruction
     quantization: float = 1.0  # busiest SM's blocks / the average SM's (whole blocks per SM)
     fixed_us: float = 0.0  # launch latency every kernel pays
-    latency_us: float = 0.0  # one wave's dependence chain
+    latency_us: float = 0.0  # every wave's dependence chain, none hidden behind another wave's (the worst case)
     dp_ops_per_thread: float = 0.0  # the FP64 part of f m + o, run on the double-precision units
     p_dp: float = 0.0  # DP units x SMs x clock x 2 (ops/s)
     dispatch_us: float = 0.0  # the launch's block dispatch, which no kernel finishes before
