@@ -28,23 +28,29 @@ _REACH = 8
 
 @dataclass(slots=True)
 class DeferredLoads:
-    """`loads`: load indices that cost their issue only in their own block; `waits`: instruction index -> the
-    cycles from its block's start before its operand from such a load is ready."""
+    """`loads`: load indices that cost their issue only in their own block; `uses`: instruction index -> the
+    deferred loads whose value it first reads; `waits`: instruction index -> the cycles from its block's start
+    before those values are ready (`at`, for one set of load latencies)."""
 
     loads: frozenset[int] = frozenset()
+    uses: dict[int, tuple[int, ...]] = field(default_factory=dict)
     waits: dict[int, float] = field(default_factory=dict)
 
+    def at(self, latency_of: Callable[[int], float]) -> DeferredLoads:
+        """The same loads and uses, each use waiting the longest latency of the loads it reads: the search for
+        the uses depends on the code alone and is made once, the waits on the latencies of each prediction."""
+        return DeferredLoads(self.loads, self.uses,
+                             {u: max(latency_of(v) for v in loads) for u, loads in self.uses.items()})
 
-def deferred_loads(cfg: Any, loops: Any, dags: Mapping[int, DepGraph], classes: Mapping[int, Any],
-                   latency_of: Callable[[int], float]) -> DeferredLoads:
+
+def deferred_loads(cfg: Any, loops: Any, dags: Mapping[int, DepGraph], classes: Mapping[int, Any]) -> DeferredLoads:
     """The global loads of the kernel whose value leaves their block unread, and where it is first read.
 
     A load whose first use lies in a loop the load is not in stays charged in its own block: the use runs
     every iteration and waits only in the first (a value loaded before a loop and carried through it)."""
     body = cfg.function.body
-    within = _loops_of(loops)
     loads: set[int] = set()
-    waits: dict[int, float] = {}
+    uses: dict[int, list[int]] = {}
     for b, dag in dags.items():
         for v in dag.nodes:
             ins, cls = body[v], classes.get(v)
@@ -55,22 +61,15 @@ def deferred_loads(cfg: Any, loops: Any, dags: Mapping[int, DepGraph], classes: 
             written = set(ins.registers_written)
             if not written or _rewritten_later(body, dag, v, written):
                 continue
-            uses = _first_uses(cfg, b, written)
-            if not uses or any(not within.get(cfg.block_of[u], set()) <= within.get(b, set()) for u in uses):
+            first = _first_uses(cfg, b, written)
+            around = {lp.header for lp in loops.enclosing(b)}
+            if not first or any(not {lp.header for lp in loops.enclosing(cfg.block_of[u])} <= around
+                                for u in first):
                 continue
             loads.add(v)
-            for u in uses:
-                waits[u] = max(waits.get(u, 0.0), latency_of(v))
-    return DeferredLoads(frozenset(loads), waits)
-
-
-def _loops_of(loops: Any) -> dict[int, set[int]]:
-    """Basic block -> the headers of the loops that hold it."""
-    out: dict[int, set[int]] = {}
-    for lp in loops.loops:
-        for b in lp.blocks:
-            out.setdefault(b, set()).add(lp.header)
-    return out
+            for u in first:
+                uses.setdefault(u, []).append(v)
+    return DeferredLoads(frozenset(loads), {u: tuple(vs) for u, vs in uses.items()})
 
 
 def _rewritten_later(body: Any, dag: DepGraph, v: int, registers: set[str]) -> bool:

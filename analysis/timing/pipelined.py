@@ -319,10 +319,11 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     tensor = tensor_slots(body, classes, profile)
     expand = expansion_slots(body, classes)
 
+    deferred = deferred_loads(cfg, loops, dags, classes)
+
     def block_costs(lat: Mapping[str, float], own_lat: Mapping[int, float]) -> dict[int, _BlockCost]:
         """Every basic block's cost with these latencies (the loaded DRAM latency below recomputes them)."""
-        later_use = deferred_loads(cfg, loops, dags, classes,
-                                   lambda v: own_lat.get(v, lat.get(classes[v].latency, lat["global"])))
+        later_use = deferred.at(lambda v: own_lat.get(v, lat.get(classes[v].latency, lat["global"])))
         out = {b: _block_cost(dags[b], body, classes, units, lat, replays, warp, tensor, own_lat, expand, later_use)
                if b not in dead else _BlockCost({}, 0.0, 0.0, 0.0) for b in dags}
         for b, share in (warp_share or {}).items():
@@ -371,7 +372,7 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     compute_us = compute_cycles / clock
 
     bw, bw_note = achievable_bandwidth_gbs(profile)
-    write_share = _dram_written(footprint, requested, profile, const) / dram if dram > 0.0 else 0.0
+    write_share = written / dram if dram > 0.0 else 0.0
     stream = stream_bandwidth_gbs(profile, write_share)
     if stream is not None:
         bw, bw_note = stream, (f"{write_share:.0%} of the bytes written: the measured streaming bandwidth of this "
