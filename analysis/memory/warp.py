@@ -208,8 +208,9 @@ def global_cost(atoms: Atoms, addrs: Sequence[Value], width: int, align_of: dict
         c0, base_rest = E.split_const(E.add(first, rest) or E.ZERO)
         period = address_alignment(atoms, base_rest, align_of)
         residues = range(c0 % period, 128, period) if period < 128 else range(c0 % 128, c0 % 128 + 1)
-        actual += _fewest_sectors(residues, offsets, width)
-        lines += _fewest_sectors(residues, offsets, width, LINE)
+        fewest, their_lines = _fewest_sectors(residues, offsets, width)
+        actual += fewest
+        lines += their_lines
         distinct += _distinct_bytes(offsets, width)
     ideal = max(1, ceil(distinct / SECTOR))
     return RequestCost(float(actual), float(min(ideal, actual)), symbolic=len(groups) > 1, lines=float(lines))
@@ -266,29 +267,39 @@ def _quotient_term(atoms: Atoms, v: Poly) -> tuple[Poly, int, Poly, Poly, object
     return tuple(t for i, t in enumerate(v) if i != n), c, x, d, extra
 
 
-def _fewest_sectors(residues: range, offsets: list[int], width: int, unit: int = SECTOR) -> int:
-    """The fewest sectors (or other aligned `unit`s: cache lines) the lanes touch over the possible base
-    alignments (`residues` of the base address modulo 128), all alignments and lanes at once: each lane's access
-    spans its first and last sector."""
+def _fewest_sectors(residues: range, offsets: list[int], width: int) -> tuple[int, int]:
+    """(sectors, 128-byte lines) the lanes touch at the base alignment (of the possible `residues` of the base
+    address modulo 128) that gives the fewest sectors, fewest lines among equals: each lane's access spans its
+    first and last sector, and a sector lies in one line. One pass gives both, as the warp's addresses have one
+    alignment."""
     if not offsets or not residues:
-        return 0
-    if width > unit + 1:  # an access may span three units or more: count them one by one
-        return min(_sectors(r, offsets, width, unit) for r in residues)
+        return 0, 0
+    per_line = LINE // SECTOR
+    if width > SECTOR + 1:  # an access may span three sectors or more: count them one by one
+        return min(_counts(_sectors(r, offsets, width), per_line) for r in residues)
     if len(residues) <= 4:  # a known alignment leaves one or a few: sets of ints beat the array set-up
         last = width - 1
-        return min(len({(r + o) // unit for o in offsets} | {(r + o + last) // unit for o in offsets})
-                   for r in residues)
+        return min(_counts({(r + o) // SECTOR for o in offsets} | {(r + o + last) // SECTOR for o in offsets},
+                           per_line) for r in residues)
     starts = np.asarray(residues, dtype=np.int64)[:, None] + np.asarray(offsets, dtype=np.int64)[None, :]
-    touched = np.sort(np.concatenate((starts // unit, (starts + width - 1) // unit), axis=1), axis=1)
-    distinct = 1 + np.count_nonzero(np.diff(touched, axis=1), axis=1)
-    return int(distinct.min())
+    touched = np.sort(np.concatenate((starts // SECTOR, (starts + width - 1) // SECTOR), axis=1), axis=1)
+    sectors = 1 + np.count_nonzero(np.diff(touched, axis=1), axis=1)
+    lines = 1 + np.count_nonzero(np.diff(touched // per_line, axis=1), axis=1)
+    best = int(np.lexsort((lines, sectors))[0])
+    return int(sectors[best]), int(lines[best])
 
 
-def _sectors(r: int, offsets: list[int], width: int, unit: int = SECTOR) -> int:
+def _counts(sectors: set[int], per_line: int) -> tuple[int, int]:
+    """(sectors, the lines they lie in) of one alignment's touched sector indices."""
+    return len(sectors), len({x // per_line for x in sectors})
+
+
+def _sectors(r: int, offsets: list[int], width: int) -> set[int]:
+    """The sector indices the lanes touch at base residue `r`."""
     s: set[int] = set()
     for o in offsets:
-        s.update(range((r + o) // unit, (r + o + width - 1) // unit + 1))
-    return len(s)
+        s.update(range((r + o) // SECTOR, (r + o + width - 1) // SECTOR + 1))
+    return s
 
 
 def _distinct_bytes(offsets: list[int], width: int) -> int:

@@ -16,6 +16,7 @@ from kerncast.analysis.cfg import TRIG_REDUCTION_BOUND, Cfg
 from kerncast.analysis.deps import DepGraph, block_dependences
 from kerncast.analysis.isa import InstrClass, classify
 from kerncast.analysis.memory.analysis import MemoryAnalysis
+from kerncast.analysis.memory.warp import LINE
 from kerncast.analysis.ptx.model import Addr, Reg
 from kerncast.analysis.timing.atomics import contention, with_contention
 from kerncast.analysis.timing.cache_model import L1Reuse, block_reuse, l1_hit_latency, l1_per_block
@@ -37,8 +38,6 @@ from kerncast.analysis.timing.scheduler import (
 )
 
 MODEL = "thesis-scheduler"
-#: the L1 cache line (bytes): the unit of the L1 tag stage's passes (`unit_replays`)
-_LINE = 128
 #: the models a user can choose (`--time-model`, setting `kerncast.timeModel`) -> the name a report shows
 TIME_MODELS = {"kerncast": "kerncast", "thesis": MODEL, "mwp-cwp": "mwp-cwp", "trace": "trace"}
 DEFAULT_TIME_MODEL = "kerncast"
@@ -402,7 +401,7 @@ def unit_replays(memory: MemoryAnalysis | None, cfg: Cfg | None = None, profile:
     for a in memory.accesses if memory is not None else ():
         if a.space == "global" and a.known and a.sectors_per_request and a.ideal_sectors:
             if by_line and a.lines_per_request:
-                ideal_lines = math.ceil(a.ideal_sectors * int(profile.sector_bytes or 32) / _LINE - 1e-9)
+                ideal_lines = math.ceil(a.ideal_sectors * int(profile.sector_bytes or 32) / LINE - 1e-9)
                 replays[a.index] = max(1.0, a.lines_per_request / max(1, ideal_lines))
             else:
                 replays[a.index] = max(1.0, a.sectors_per_request / a.ideal_sectors)
