@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kerncast.analysis.timing.constants import timing_constants
-from kerncast.analysis.timing.footprint import block_groups, requested_bytes
+from kerncast.analysis.timing.footprint import block_groups, request_bytes, requested_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,8 +141,7 @@ def block_reuse(memory: Any, cfg: Any, loops: Any, trips: Mapping[int, float], b
         once = block_groups(memory, block, grid, trips, sector, one_iteration=True)
         per_iteration: dict[Any, float] = {}
         for i, (key, _) in once.items():
-            per_iteration[key] = per_iteration.get(key, 0.0) + requested_bytes(loads[i], sector, warps) / max(
-                loads[i].executions, 1e-9)
+            per_iteration[key] = per_iteration.get(key, 0.0) + request_bytes(loads[i], sector, warps)
         for i, (key, distinct) in once.items():
             shared = max(0.0, 1.0 - distinct / per_iteration[key]) if per_iteration[key] > 0 else 0.0
             step = own.get(i)

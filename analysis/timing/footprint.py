@@ -350,12 +350,31 @@ def requested_sectors(access: Any, sector: int) -> float:
     return 32.0 * access.width_bytes / sector
 
 
-def requested_bytes(access: Any, sector: int, warps: float) -> float:
-    """The bytes `warps` warps' requests of a global access move with no reuse: its sectors per request times
-    its executions, in the share of the warps that run it at all (a leader's `if (threadIdx.x == 0)` store is
-    made by one warp of the block, not by each)."""
+def request_bytes(access: Any, sector: int, warps: float) -> float:
+    """The bytes one execution of a global access by `warps` warps moves with no reuse: its sectors per request,
+    in the share of the warps that run it at all (a leader's `if (threadIdx.x == 0)` store is made by one warp of
+    the block, not by each)."""
     share = access.warp_share if access.warp_share is not None else 1.0
-    return requested_sectors(access, sector) * sector * access.executions * warps * share
+    return requested_sectors(access, sector) * sector * warps * share
+
+
+def requested_bytes(access: Any, sector: int, warps: float) -> float:
+    """The bytes all the executions of a global access by `warps` warps move with no reuse (`request_bytes`)."""
+    return request_bytes(access, sector, warps) * access.executions
+
+
+def _lattice(memory: MemoryAnalysis, a: Any, block: tuple[int, int, int], grid: tuple[int, int, int],
+             loop_trips: Mapping[int, float], launch_grid: tuple[int, int, int]) -> tuple[Any, Lattice] | None:
+    """(the group key, the lattice) of access `a` over the thread, block (`grid`: the extents to vary) and loop
+    indices: accesses of one key (the same uniform base and varying terms) address one lattice at different
+    offsets. None when its address is not affine."""
+    poly = memory.addresses.get(a.index)
+    ext = affine_extents(memory.atoms, poly, block, grid, loop_trips, launch_grid) if poly is not None else None
+    where = _base_and_offset(memory.atoms, poly, loop_trips) if ext is not None else None
+    if ext is None or where is None:
+        return None
+    terms = lattice_terms(ext)
+    return (where[0], terms), Lattice(where[1], terms, a.width_bytes, a.kind != "load")
 
 
 def block_groups(memory: MemoryAnalysis, block: tuple[int, int, int], grid: tuple[int, int, int],
@@ -369,8 +388,7 @@ def block_groups(memory: MemoryAnalysis, block: tuple[int, int, int], grid: tupl
     them (`union_bytes`): a stencil's neighbours, the unrolled copies of one load. A load whose address is not
     affine has no entry."""
     out: dict[int, tuple[Any, float]] = {}
-    atoms, addresses = memory.atoms, memory.addresses
-    if atoms is None:
+    if memory.atoms is None:
         return out
     loop_trips = {atom: 1.0 if one_iteration else float(trips.get(header, 1.0))
                   for header, atom in memory.iteration_atoms.items()}
@@ -378,13 +396,9 @@ def block_groups(memory: MemoryAnalysis, block: tuple[int, int, int], grid: tupl
     for a in memory.accesses:
         if a.space != "global" or a.kind != "load" or a.executions <= 0.0:
             continue
-        poly = addresses.get(a.index)
-        ext = affine_extents(atoms, poly, block, (1, 1, 1), loop_trips, grid) if poly is not None else None
-        where = _base_and_offset(atoms, poly, loop_trips) if ext is not None else None
-        if ext is None or where is None:
-            continue
-        terms = lattice_terms(ext)
-        groups.setdefault((where[0], terms), []).append((a.index, Lattice(where[1], terms, a.width_bytes, False)))
+        found = _lattice(memory, a, block, (1, 1, 1), loop_trips, grid)
+        if found is not None:
+            groups.setdefault(found[0], []).append((a.index, found[1]))
     for key, members in groups.items():
         distinct = union_bytes([x for _, x in members], sector)
         out.update({i: (key, distinct) for i, _ in members})
@@ -399,29 +413,23 @@ def footprint(memory: MemoryAnalysis, block: tuple[int, int, int], grid: tuple[i
     odd halves `g[2*t]`, `g[2*t+1]`, a stencil's neighbours) are merged into the distinct sectors they touch
     together (`union_bytes`); accesses of different arrays or strides are added."""
     out = Footprint(covered=set())
-    atoms, addresses, loop_atoms = memory.atoms, memory.addresses, memory.iteration_atoms
-    if atoms is None:
+    if memory.atoms is None:
         out.complete = False
         return out
-    loop_trips = {atom: float(trips.get(header, 1.0)) for header, atom in loop_atoms.items()}
+    loop_trips = {atom: float(trips.get(header, 1.0)) for header, atom in memory.iteration_atoms.items()}
     wave_grid = wave_extent(grid, wave_blocks)
     launch: dict[Any, list[Lattice]] = {}
     wave: dict[Any, list[Lattice]] = {}
     for a in memory.accesses:
         if a.space != "global" or a.executions <= 0.0:
             continue  # an access no thread of the launch runs touches nothing
-        poly = addresses.get(a.index)
-        ext = affine_extents(atoms, poly, block, grid, loop_trips) if poly is not None else None
-        ext_w = affine_extents(atoms, poly, block, wave_grid, loop_trips, grid) if ext is not None else None
-        where = _base_and_offset(atoms, poly, loop_trips) if ext_w is not None else None
-        if ext is None or ext_w is None or where is None:
+        whole = _lattice(memory, a, block, grid, loop_trips, grid)
+        one_wave = _lattice(memory, a, block, wave_grid, loop_trips, grid) if whole is not None else None
+        if whole is None or one_wave is None:
             out.complete = False
             continue
-        base, offset = where
-        terms = lattice_terms(ext)
-        written = a.kind != "load"
-        launch.setdefault((base, terms), []).append(Lattice(offset, terms, a.width_bytes, written))
-        wave.setdefault((base, terms), []).append(Lattice(offset, lattice_terms(ext_w), a.width_bytes, written))
+        launch.setdefault(whole[0], []).append(whole[1])
+        wave.setdefault(whole[0], []).append(one_wave[1])  # grouped as over the launch
         out.covered.add(a.index)  # type: ignore[union-attr]
     out.distinct = _merged(launch, sector)
     out.written = _merged(launch, sector, keep="written")
