@@ -132,6 +132,11 @@ class Launch:
         return math.prod(self.grid.value) if self.grid.value is not None else None
 
     @property
+    def dynamic_shared(self) -> int:
+        """The dynamic shared memory per block in bytes (0 where none is given)."""
+        return int(self.dynamic_shared_bytes.value or 0)
+
+    @property
     def total_threads(self) -> int | None:
         tpb, blocks = self.threads_per_block, self.blocks
         return tpb * blocks if tpb is not None and blocks is not None else None

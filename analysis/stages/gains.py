@@ -282,7 +282,7 @@ def idle_share(ctx: KernelContext, width: int, threads: int, others: int) -> flo
     its waves (the last wave's empty slots over all the waves' slots); None where such a block cannot run."""
     launch = ctx.report.launch
     assert ctx.gpu is not None and launch is not None
-    shared = (ctx.report.shared_bytes or 0) + int(launch.dynamic_shared_bytes.value or 0)
+    shared = (ctx.report.shared_bytes or 0) + launch.dynamic_shared
     occ = compute_occupancy(ctx.gpu, width, ctx.report.registers or 0, shared)
     if occ.active_blocks_per_sm <= 0:
         return None
@@ -319,7 +319,7 @@ def relaunched_time(ctx: KernelContext, block: tuple[int, int, int], grid: tuple
                      "thread's work")
     tpb = math.prod(block)
     occ = compute_occupancy(gpu, tpb, ctx.report.registers or 0,
-                            (ctx.report.shared_bytes or 0) + (launch.dynamic_shared_bytes.value or 0))
+                            (ctx.report.shared_bytes or 0) + launch.dynamic_shared)
     if occ.active_blocks_per_sm <= 0:
         raise NoGain(f"a block of {tpb} threads does not fit on an SM")
     trips = {h: int(v) for h, v in trip_values(ctx.trip_counts).items() if v >= 0}
@@ -342,7 +342,7 @@ def time_at(ctx: KernelContext, memory: MemoryAnalysis | None, block: tuple[int,
              "trips": trip_values(ctx.trip_counts), "blocks_per_sm": occ.active_blocks_per_sm,
              "registers": ctx.report.registers, "shared_bytes": ctx.report.shared_bytes or 0, "memory": memory,
              "grid": grid, "block": block, "graphs": time_graphs(ctx),
-             "dynamic_shared": int(ctx.report.launch.dynamic_shared_bytes.value or 0) if ctx.report.launch else 0}
+             "dynamic_shared": ctx.report.launch.dynamic_shared if ctx.report.launch else 0}
     if model == DEFAULT_TIME_MODEL:
         return kerncast_us(ctx.cfg, ctx.loops, ctx.gpu, **sizes)
     return predict_time(ctx.cfg, ctx.loops, ctx.gpu, occupancy=occ.occupancy, assumptions=[], model=model,
@@ -369,7 +369,7 @@ def raised_occupancy(ctx: KernelContext) -> tuple[Occupancy, str]:
     if occ is None or not launch.threads_per_block:
         raise NoGain("the occupancy is not known")
     tpb, regs = launch.threads_per_block, ctx.report.registers or 0
-    dyn = int(launch.dynamic_shared_bytes.value or 0)
+    dyn = launch.dynamic_shared
     shared = (ctx.report.shared_bytes or 0) + dyn
     want = occ.active_blocks_per_sm + 1
 

@@ -81,7 +81,7 @@ def power_stage(ctx: KernelContext) -> None:
         report.notes.append("no power prediction: the GPU profile or the launch size is unknown")
         return
     weights = _instruction_weights(ctx)
-    shape = LaunchShape(launch.grid.value, launch.block.value, launch.dynamic_shared_bytes.value or 0)
+    shape = LaunchShape(launch.grid.value, launch.block.value, launch.dynamic_shared)
     # the statistical model's features count as its training data's did (every block); the events the launch
     # runs leave out the blocks it never reaches, as the time model does
     features = extract_features(ctx.function, ctx.module, shape, gpu, ctx.report.resources, weights=weights)

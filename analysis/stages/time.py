@@ -42,8 +42,7 @@ def occupancy_stage(ctx: KernelContext) -> None:
         ctx.time_assumptions.append(
             "registers per thread unknown (ptxas did not run): occupancy counts no register limit")
         regs = 0
-    dyn = ctx.report.launch.dynamic_shared_bytes.value or 0
-    shared = (ctx.report.shared_bytes or 0) + dyn
+    shared = (ctx.report.shared_bytes or 0) + ctx.report.launch.dynamic_shared
     occ = compute_occupancy(profile, tpb, regs, shared)
     ctx.report.occupancy = occ
 
@@ -95,7 +94,7 @@ def repredict(ctx: KernelContext, memory: MemoryAnalysis | None, notes: list[str
                         registers=ctx.report.registers, shared_bytes=ctx.report.shared_bytes or 0,
                         memory=memory, assumptions=notes, model=static_model(ctx),
                         grid=launch.grid_dims(), block=launch.block_dims(), graphs=graphs or time_graphs(ctx),
-                        dynamic_shared=int(launch.dynamic_shared_bytes.value or 0))
+                        dynamic_shared=launch.dynamic_shared)
 
 
 def static_time(ctx: KernelContext, memory: MemoryAnalysis | None, assumed_factor: float = 1.0,
@@ -114,7 +113,7 @@ def static_time(ctx: KernelContext, memory: MemoryAnalysis | None, assumed_facto
                        blocks_per_sm=occ.active_blocks_per_sm if occ is not None else None,
                        registers=ctx.report.registers, shared_bytes=ctx.report.shared_bytes or 0, memory=memory,
                        grid=launch.grid_dims(), block=launch.block_dims(), graphs=graphs or time_graphs(ctx),
-                       dynamic_shared=int(launch.dynamic_shared_bytes.value or 0))
+                       dynamic_shared=launch.dynamic_shared)
 
 
 def time_graphs(ctx: KernelContext) -> KernelGraphs:
