@@ -312,9 +312,8 @@ def relaunched_time(ctx: KernelContext, block: tuple[int, int, int], grid: tuple
     launch, gpu = ctx.report.launch, ctx.gpu
     assert launch is not None and gpu is not None
     moved = replace(launch, block=replace(launch.block, value=block), grid=replace(launch.grid, value=grid))
-    before = trip_values(trip_counts(ctx.function, ctx.cfg, ctx.loops, launch, ctx.dataflow, ctx.main_file))
     after_counts = trip_counts(ctx.function, ctx.cfg, ctx.loops, moved, ctx.dataflow, ctx.main_file)
-    if trip_values(after_counts) != before:
+    if trip_values(after_counts) != trip_values(ctx.trip_counts):  # the trip-count stage's, under `launch`
         raise NoGain("a loop's trip count depends on the block or grid size, so another split changes each "
                      "thread's work")
     tpb = math.prod(block)
