@@ -368,8 +368,7 @@ def raised_occupancy(ctx: KernelContext) -> tuple[Occupancy, str]:
     if occ is None or not launch.threads_per_block:
         raise NoGain("the occupancy is not known")
     tpb, regs = launch.threads_per_block, ctx.report.registers or 0
-    dyn = launch.dynamic_shared
-    shared = (ctx.report.shared_bytes or 0) + dyn
+    shared = (ctx.report.shared_bytes or 0) + launch.dynamic_shared
     want = occ.active_blocks_per_sm + 1
 
     def more(r: int, b: int) -> bool:
