@@ -34,6 +34,7 @@ from importlib import resources
 from typing import Any
 
 from kerncast.analysis.memory.analysis import AccessInfo, MemoryAnalysis
+from kerncast.analysis.timing.constants import capability
 from kerncast.analysis.timing.launch_cost import launch_cost
 from kerncast.analysis.timing.pipelined import PipelinedResult, l2_hit_cycles, l2_partitions
 
@@ -118,7 +119,7 @@ def aggregated_by_compiler(ins: Any, address_varies_by_lane: bool, cc: tuple[int
     """Whether ptxas turns this atomic into one update per warp (`data/atomics.toml` [aggregation]): an integer
     operation it can reduce, on an address the same in every lane as the compiler sees it."""
     rule = atomic_rates()["aggregation"]
-    if address_varies_by_lane or cc < _cc(float(rule["from_cc"])):
+    if address_varies_by_lane or cc < capability(float(rule["from_cc"])):
         return False
     mods = set(ins.modifiers)
     return bool(mods & set(rule["operations"])) and bool(mods & set(rule["integer_types"]))
@@ -292,9 +293,3 @@ def with_contention(kc: PipelinedResult, c: Contention | None, profile: Any) -> 
     high = max(kc.high_us, cost.fixed_us + c.high_us, us * kc.high_us / kc.us if kc.us > 0 else us)
     return dataclasses.replace(kc, us=us, low_us=min(us, low), high_us=max(us, high), launch_us=cost.fixed_us,
                                host_us=cost.host_us, bottleneck=f"atomics ({c.limit})", notes=notes)
-
-
-def _cc(version: float) -> tuple[int, int]:
-    """A compute capability written as a number (7.5) as the profiles' (major, minor)."""
-    major = int(version)
-    return major, round((version - major) * 10)

@@ -32,3 +32,9 @@ def gpu_error_band(profile_id: str) -> dict[str, Any]:
     GPU's range carries it instead of the general spread. No prediction reads it."""
     entry = time_error_band().get("gpu", {}).get(profile_id, {})
     return entry if isinstance(entry, dict) else {}
+
+
+def capability(version: float) -> tuple[int, int]:
+    """A compute capability written as a number in the data files (7.5) as the profiles' (major, minor)."""
+    major = int(version)
+    return major, round((version - major) * 10)

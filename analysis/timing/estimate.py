@@ -20,7 +20,7 @@ from kerncast.analysis.memory.warp import LINE
 from kerncast.analysis.ptx.model import Addr, Reg
 from kerncast.analysis.timing.atomics import contention, with_contention
 from kerncast.analysis.timing.cache_model import L1Reuse, block_reuse, l1_hit_latency, l1_per_block
-from kerncast.analysis.timing.constants import timing_constants
+from kerncast.analysis.timing.constants import capability, timing_constants
 from kerncast.analysis.timing.counts import dynamic_counts
 from kerncast.analysis.timing.footprint import Footprint, footprint, requested_bytes, wave_extent
 from kerncast.analysis.timing.mwp_cwp import departure_scale, mwp_cwp, mwp_cwp_params
@@ -423,7 +423,7 @@ def vector_merged(memory: MemoryAnalysis, cfg: Cfg, profile: Any) -> dict[int, f
     broadcast) on a GPU that packs such returns: then its passes are fewer than its registers."""
     row = timing_constants()["kerncast"].get("shared_vector", {})
     size, packing = int(row.get("bytes", 0)), float(row.get("uniform_packing", 1))
-    if packing <= 1.0 or tuple(profile.compute_capability) < _cc(float(row.get("packing_from_cc", 0.0))):
+    if packing <= 1.0 or tuple(profile.compute_capability) < capability(float(row.get("packing_from_cc", 0.0))):
         return {}
     body = cfg.function.body
     by_base: dict[tuple[int, str, int], dict[int, Any]] = {}
@@ -449,9 +449,3 @@ def vector_merged(memory: MemoryAnalysis, cfg: Cfg, profile: Any) -> dict[int, f
                 share = registers / packing / n
                 out.update({m.index: share for m in members if m is not None and share < 1.0})
     return out
-
-
-def _cc(version: float) -> tuple[int, int]:
-    """A compute capability written as a number (7.0) as the profiles' (major, minor)."""
-    major = int(version)
-    return major, round((version - major) * 10)
