@@ -59,9 +59,7 @@ def test_every_performance_finding_of_the_examples_has_a_gain(name: str) -> None
             assert f.detail["gain_unknown"] == reason and f.message.endswith(f"gain unknown: {reason}"), f.message
             continue
         assert f.code in GAINED, f"{name}:{f.line} {f.code}: a performance finding neither priced nor unknown"
-        if "gain_unknown" in f.detail:  # priced, but not re-predictable here: said why, with no number
-            assert "gain" not in f.detail and f.message.endswith(f"gain unknown: {f.detail['gain_unknown']}")
-            continue
+        assert "gain_unknown" not in f.detail, f"{name}:{f.line} {f.code}: {f.detail.get('gain_unknown')}"
         gain = f.detail.get("gain")
         assert gain is not None, f"{name}:{f.line} {f.code} has no gain"
         assert gain["model"] == "kerncast"
@@ -192,22 +190,27 @@ def test_a_tile_serves_its_loads_from_shared_memory_and_fills_once_per_block() -
 def test_a_launch_gain_is_the_time_of_the_code_launched_as_it_proposes() -> None:
     """The gain of a `launch-configuration` warning re-predicts the kernel under the block and grid it names
     (the same threads along x, blocks a multiple of the warp): the analysis of the file whose launches say so
-    predicts that very time. A launch whose kernel's loop count follows the block size (`treeSum`) has no
-    gain: another split changes each thread's work."""
+    predicts that very time. A launch whose kernel's loop count follows the block size (`treeSum`, log2 of
+    blockDim steps) is priced with each thread's loops run as often as now, which its message says: the
+    relaunched file whose loop keeps the 8 steps it runs as launched predicts that time."""
     path = REPO / "examples" / "loops.cu"
     text = path.read_text(encoding="utf-8")
     before = analyze_file(path, options=OPTIONS)
     found = {f.kernel: f for f in before.all_findings() if f.code == "launch-configuration"}
-    assert "gain_unknown" in found["treeSum"].detail and "trip count" in found["treeSum"].detail["gain_unknown"]
+    assert found["treeSum"].detail["gain_launch"]["trips_held"]
+    assert "loops run as often as now" in found["treeSum"].message
+    assert not found["rowSum"].detail["gain_launch"]["trips_held"]
     moved = text
     for kernel, call in (("rowSum", "rowSum<<<(n + THREADS - 1) / THREADS, THREADS>>>"),
-                         ("ragged", "ragged<<<n, 1>>>")):
+                         ("ragged", "ragged<<<n, 1>>>"), ("treeSum", "treeSum<<<1, THREADS>>>")):
         shape = found[kernel].detail["gain_launch"]
         assert shape["block"][0] % 32 == 0 and shape["block"][1:] == [1, 1]
         assert call in moved
         moved = moved.replace(call, f"{kernel}<<<{shape['grid'][0]}, {shape['block'][0]}>>>")
+    # the work each thread keeps: the 8 steps of a 256-thread block, written out
+    moved = moved.replace("s = blockDim.x / 2;", "s = 128u;")
     after = analyze_file(path, text=moved, options=OPTIONS)
-    for kernel in ("rowSum", "ragged"):
+    for kernel in ("rowSum", "ragged", "treeSum"):
         gain = found[kernel].detail["gain"]
         print(f"{kernel}: {gain['speedup']:.3f}x as {found[kernel].detail['gain_launch']}")
         assert gain["time_us_after"] == pytest.approx(_time(after, kernel), rel=1e-9)

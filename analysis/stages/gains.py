@@ -305,17 +305,25 @@ def fullest_last_wave(ctx: KernelContext, threads: int, others: int, width: int)
     return min(scored)[2]
 
 
+def trips_follow_launch(ctx: KernelContext, block: tuple[int, int, int], grid: tuple[int, int, int]) -> bool:
+    """Whether a loop's trip count changes when the kernel is launched as `block` x `grid` instead of as now (a
+    tree sum's loop runs log2(blockDim) times): the reshaped launch then splits the work differently, and a gain
+    that keeps each thread's work must say it holds the counts."""
+    launch = ctx.report.launch
+    assert launch is not None
+    moved = replace(launch, block=replace(launch.block, value=block), grid=replace(launch.grid, value=grid))
+    after_counts = trip_counts(ctx.function, ctx.cfg, ctx.loops, moved, ctx.dataflow, ctx.main_file)
+    return trip_values(after_counts) != trip_values(ctx.trip_counts)  # the trip-count stage's, under `launch`
+
+
 def relaunched_time(ctx: KernelContext, block: tuple[int, int, int], grid: tuple[int, int, int]) -> float:
-    """The static model's time of the kernel launched as `block` x `grid`: its trip counts, memory analysis and
-    occupancy worked out again under that launch. Raises NoGain where a loop's count changes with it (the
-    block size then changes each thread's work, not only how the work is split) or the launch cannot run."""
+    """The static model's time of the kernel launched as `block` x `grid`: its memory analysis and occupancy
+    worked out again under that launch, each thread's loops run as often as the trip-count stage found for the
+    launch as it is (the same work split otherwise; `trips_follow_launch` tells where the code's own counts
+    would change). Raises NoGain where the launch cannot run."""
     launch, gpu = ctx.report.launch, ctx.gpu
     assert launch is not None and gpu is not None
     moved = replace(launch, block=replace(launch.block, value=block), grid=replace(launch.grid, value=grid))
-    after_counts = trip_counts(ctx.function, ctx.cfg, ctx.loops, moved, ctx.dataflow, ctx.main_file)
-    if trip_values(after_counts) != trip_values(ctx.trip_counts):  # the trip-count stage's, under `launch`
-        raise NoGain("a loop's trip count depends on the block or grid size, so another split changes each "
-                     "thread's work")
     tpb = math.prod(block)
     occ = compute_occupancy(gpu, tpb, ctx.report.registers or 0,
                             (ctx.report.shared_bytes or 0) + launch.dynamic_shared)
@@ -437,7 +445,8 @@ def _after(ctx: KernelContext, finding: Finding) -> float | None:
     if finding.code == Code.LAUNCH_CONFIGURATION:
         block, grid = fixed_block(ctx, finding)
         after = relaunched_time(ctx, block, grid)
-        finding.detail["gain_launch"] = {"block": list(block), "grid": list(grid)}
+        finding.detail["gain_launch"] = {"block": list(block), "grid": list(grid),
+                                         "trips_held": trips_follow_launch(ctx, block, grid)}
         return after
     if finding.code == Code.LOW_OCCUPANCY:
         occ, fit = raised_occupancy(ctx)
@@ -519,8 +528,10 @@ def gain_stage(ctx: KernelContext) -> None:
             f.message += f"; with one more block per SM, {fit}"
         shape = f.detail.get("gain_launch")
         if shape is not None:  # the launch the gain was predicted for
+            held = (", each thread's loops run as often as now: their counts follow the launch's shape, so the "
+                    "code must keep that work" if shape["trips_held"] else "")
             f.message += (f"; as {math.prod(shape['grid'])} blocks of {math.prod(shape['block'])} threads "
-                          "(the same threads along x)")
+                          f"(the same threads along x{held})")
         basis = _gains_data().get("basis", {}).get(str(f.code))
         if basis is not None:  # what the model prices of the fix, and what it already assumes
             gain["basis"] = basis
