@@ -547,13 +547,16 @@ def clear_cache() -> None:
 
 
 def compile_cuda(path: str | Path, text: str | None = None,
-                 options: CompileOptions | None = None, with_resources: bool = True) -> CompileResult:
+                 options: CompileOptions | None = None, with_resources: bool = True,
+                 started: Callable[[], object] | None = None) -> CompileResult:
     """Compile a `.cu` file (or `text`, an unsaved buffer of it) to PTX and collect ptxas resources.
 
     Compile errors, timeouts and ptxas failures become diagnostics; a missing nvcc, ptxas or host compiler
     raises ToolchainError. The returned object is shared with the cache: treat it as read-only.
     `with_resources=False` skips ptxas (`resources` stays empty), for callers that run `ptxas_resources`
-    themselves, concurrently with their own work on the PTX.
+    themselves, concurrently with their own work on the PTX. `started` is called once, when the first nvcc
+    process exists (never for a cached result or a refused source): the caller's work that overlaps the compile
+    starts then (`toolchain.run_tool`).
     """
     options = options or CompileOptions()
     toolchain = find_toolchain(options.nvcc_path)
@@ -587,7 +590,7 @@ def compile_cuda(path: str | Path, text: str | None = None,
         return _failed(toolchain, options, [CompileDiagnostic(str(original), refusal.line, refusal.column,
                                                               "error", refusal.message)])
     result, cacheable = _compile_uncached(original, text, from_buffer, options, toolchain, include_dirs,
-                                          with_resources)
+                                          with_resources, started)
     if not cacheable:
         return result
     if result.nearby_dirs or (cached is not None and cached.nearby_dirs):
@@ -721,6 +724,8 @@ class _NvccJob:
     #: a run ended by the timeout, a signal or the memory limit: a retry that stopped so leaves the result
     #: (the first run's errors) uncached, since a new compile may go further
     transient: bool = False
+    #: called when the first run's nvcc process exists (`compile_cuda`), then dropped
+    started: Callable[[], object] | None = None
 
     def run(self, folders: list[Path] | None = None, flags: list[str] | None = None) -> ToolRun:
         """nvcc with the include path (plus `folders`, else the nearby ones) and `flags`; once a run fails only
@@ -731,9 +736,10 @@ class _NvccJob:
             if d not in self._given:
                 self._given[d] = _shell_safe_dir(d, self.tmp_dir / f"include-{len(self._given)}")
         given = [self._given[d] for d in dirs]
+        started, self.started = self.started, None
         run = run_tool(_nvcc_args(self.toolchain, self.options, self.source, self.out, given, self.relocatable,
                                   flags), self.options.timeout_s, cwd=self.tmp_dir, temp_dir=self.tmp_dir,
-                       memory_mb=self.options.memory_mb)
+                       memory_mb=self.options.memory_mb, started=started)
         if not self.relocatable and _needs_rdc(run, self.options):
             self.relocatable = True
             run = run_tool(_nvcc_args(self.toolchain, self.options, self.source, self.out, given, True, flags),
@@ -756,8 +762,8 @@ class _NvccJob:
 
 
 def _compile_uncached(original: Path, text: str, from_buffer: bool, options: CompileOptions,
-                      toolchain: Toolchain, include_dirs: list[Path],
-                      with_resources: bool = True) -> tuple[CompileResult, bool]:
+                      toolchain: Toolchain, include_dirs: list[Path], with_resources: bool = True,
+                      started: Callable[[], object] | None = None) -> tuple[CompileResult, bool]:
     """Run nvcc then ptxas in a temporary directory that is always removed; False: do not cache (a timeout).
 
     nvcc's own temporaries go there too (TMPDIR). A source whose path the compiler's shell would interpret
@@ -771,7 +777,7 @@ def _compile_uncached(original: Path, text: str, from_buffer: bool, options: Com
             source.write_text(text, encoding="utf-8")
             include_dirs = [original.parent, *include_dirs]
         job = _NvccJob(toolchain, options, original, text, source, tmp_dir / (_safe_stem(original) + ".ptx"),
-                       tmp_dir, include_dirs)
+                       tmp_dir, include_dirs, started=started)
         run = job.run()
         notes: list[str] = []
         if run.transient:

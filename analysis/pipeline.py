@@ -9,6 +9,7 @@ exceptions.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import threading
@@ -232,10 +233,13 @@ def _analyze_cuda(report: FileReport, path: Path, source: str, options: Analysis
         copts.defines = [*build.defines, *copts.defines]
         copts.extra_flags = [*build.flags, *(f"-U{u}" for u in build.undefines)]
     # the launch sites are scanned from the source (with its headers' macros) while nvcc runs (its wait frees
-    # the interpreter); the scan is cached by text and macros, so the launch stage finds it done
-    _SCAN_POOL.submit(scan_file, source, str(path), list(options.include_dirs))
+    # the interpreter); the scan is cached by text and macros, so the launch stage finds it done. It starts once
+    # nvcc's process exists: started before, its thread would hold the interpreter while this one starts nvcc
+    # (a 5 ms switch interval at least, on the path the save waits on)
+    include_dirs = list(options.include_dirs)
+    scan = functools.partial(_SCAN_POOL.submit, scan_file, source, str(path), include_dirs)
     try:
-        result = compile_cuda(path, text=source, options=copts, with_resources=False)
+        result = compile_cuda(path, text=source, options=copts, with_resources=False, started=scan)
     except ToolchainError as exc:
         report.findings.append(toolchain_finding(str(exc)))
         return report

@@ -19,7 +19,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -292,7 +292,7 @@ def compile_share_mb(budget_mb: int) -> int:
 def run_tool(args: list[str], timeout_s: float, cwd: str | Path | None = None,
              env: dict[str, str] | None = None, temp_dir: str | Path | None = None,
              memory_mb: int | None = None, bound_memory: bool = True,
-             cancel: threading.Event | None = None) -> ToolRun:
+             cancel: threading.Event | None = None, started: Callable[[], object] | None = None) -> ToolRun:
     """Run a command (argument list, no shell) under a memory limit, and kill its whole process group if it
     overruns its time.
 
@@ -310,10 +310,13 @@ def run_tool(args: list[str], timeout_s: float, cwd: str | Path | None = None,
     When `cancel` is set while the tool runs (its result is no longer wanted: the document was closed), its
     group is killed as on a timeout, and the run ends as one killed by SIGKILL (`ToolRun.transient`); set
     before the tool got its slot, the tool is not started, and the run ends so at once.
+    `started` is called once the tool's process exists, before its end is awaited: the caller's work that can
+    overlap the tool (the source scan beside nvcc) starts then, not before, since a Python thread started
+    earlier holds the interpreter while this one needs it to start the tool.
     """
     budget_mb = default_compile_memory_mb() if memory_mb is None else memory_mb
     with _slots:
-        return _run_in_slot(args, timeout_s, cwd, env, temp_dir, budget_mb, bound_memory, cancel)
+        return _run_in_slot(args, timeout_s, cwd, env, temp_dir, budget_mb, bound_memory, cancel, started)
 
 
 #: seconds between two looks at a tool run's cancel signal
@@ -324,7 +327,7 @@ _SIGKILL = int(getattr(signal, "SIGKILL", 9))
 
 def _run_in_slot(args: list[str], timeout_s: float, cwd: str | Path | None, env: dict[str, str] | None,
                  temp_dir: str | Path | None, budget_mb: int, bound_memory: bool = True,
-                 cancel: threading.Event | None = None) -> ToolRun:
+                 cancel: threading.Event | None = None, started: Callable[[], object] | None = None) -> ToolRun:
     """`run_tool`'s work, once it holds a slot."""
     share_mb = compile_share_mb(budget_mb)
     bounded = bound_memory and resource is not None  # no address-space limit on Windows
@@ -355,6 +358,8 @@ def _run_in_slot(args: list[str], timeout_s: float, cwd: str | Path | None, env:
     _RUNNING.add(proc)
     try:
         _check_stop()  # a stop request that came while the tool started did not see it
+        if started is not None:
+            started()
         out, err = _communicate(proc, timeout_s, cancel)
     except subprocess.TimeoutExpired:
         _kill_group(proc)

@@ -1,0 +1,57 @@
+"""What a language server's save waits for between the save and its diagnostics: nothing of Kerncast's own runs
+before nvcc starts, and work that can overlap nvcc starts only once nvcc runs (counted and observed, never
+timed; benchmarks/nvim_latency.py measures the latency)."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+from kerncast.analysis import pipeline, toolchain
+from kerncast.analysis.compile import CompileOptions, compile_cuda
+from kerncast.analysis.options import AnalysisOptions
+from kerncast.analysis.pipeline import analyze_file
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "vector_add.cu"
+
+
+class _WatchedPool:
+    """Stands for the pipeline's scan pool: records which tools were running at each submit, then submits."""
+
+    def __init__(self, pool: Any) -> None:
+        self.pool = pool
+        self.running_at_submit: list[list[str]] = []
+
+    def submit(self, fn: Any, *args: Any) -> Future:
+        self.running_at_submit.append([Path(str(p.args[-1])).name for p in list(toolchain._RUNNING)])
+        return self.pool.submit(fn, *args)
+
+
+def test_the_source_scan_starts_once_nvcc_runs(nvcc_available, monkeypatch, tmp_path: Path) -> None:
+    """Started before nvcc, the scan's thread would hold the interpreter while the analysis starts nvcc."""
+    watched = _WatchedPool(pipeline._SCAN_POOL)
+    monkeypatch.setattr(pipeline, "_SCAN_POOL", watched)
+    source = tmp_path / "vector_add.cu"
+    text = EXAMPLE.read_text() + f"\n// {tmp_path.name}\n"  # a text no earlier compile of this process had
+    source.write_text(text)
+    report = analyze_file(source, text=text, options=AnalysisOptions(lime=False))
+    assert [k.name for k in report.kernels] == ["vectorAdd"]
+    assert report.kernels[0].launch is not None and report.kernels[0].launch.block.value is not None
+    # one scan, submitted while nvcc (its last argument is the source it compiles) was running
+    assert watched.running_at_submit == [["vector_add.cu"]]
+
+
+def test_compile_started_is_called_once_and_not_for_a_cached_result(nvcc_available, tmp_path: Path) -> None:
+    source = tmp_path / "vector_add.cu"
+    text = EXAMPLE.read_text() + f"\n// {tmp_path.name}\n"
+    source.write_text(text)
+    running: list[int] = []
+    options = CompileOptions(arch="sm_75")
+    first = compile_cuda(source, text=text, options=options, with_resources=False,
+                         started=lambda: running.append(len(toolchain._RUNNING)))
+    assert first.ok and running == [1]  # called once, with nvcc's process running
+    again = compile_cuda(source, text=text, options=options, with_resources=False,
+                         started=lambda: running.append(-1))
+    assert again is first and running == [1]  # a cached result starts no nvcc, so nothing is called
