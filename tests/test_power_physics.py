@@ -233,6 +233,28 @@ def test_static_power_follows_the_node_not_the_clock():
     assert boost.static_w == pytest.approx(t.watts_by_class["int_fp"] / t.sm_count * hopper / volta * 132)
 
 
+def test_a_generations_event_scale_moves_its_on_chip_event_energies_not_dram_or_static_power():
+    # Kepler and Maxwell share a 28 nm node; NVIDIA's Maxwell whitepapers give Maxwell twice Kepler's performance
+    # per watt, so Kepler's on-chip events cost twice Maxwell's, while its DRAM sector (memory type) and its
+    # static power (the node) keep their own figures
+    data = tomllib.loads((ROOT / "analysis" / "data" / "energy.toml").read_text(encoding="utf-8"))
+    base, gens = data["base_45nm"], data["generations"]
+    kepler, maxwell, volta = load_constants("Kepler"), load_constants("Maxwell"), load_constants("Volta")
+    assert "event_scale" in gens["Kepler"] and "NV14" in gens["Kepler"]["source"]
+    for event in ("int", "fp32", "shared_wavefront", "l2_sector"):
+        assert kepler.pj[event] == pytest.approx(2 * maxwell.pj[event])
+        assert volta.pj[event] == pytest.approx(base[f"{event}_pj"] * gens["Volta"]["node_scale"])  # no event_scale
+    assert kepler.pj["dram_sector"] == gens["Kepler"]["dram_sector_pj"]
+    assert kepler.node_scale == gens["Kepler"]["node_scale"] and "event_scale" in kepler.source
+    ev = EventEnergy(1.0, 0.0, 0.0, {"FP32 arithmetic": 1.0}, {}, [], kepler)
+    k20 = load_profile("k20")
+    p = event_power(ev, k20, _time(100.0), blocks=k20.sm_count, blocks_per_sm=1, warps_per_block=8)
+    t = static_table()
+    assert p.static_w == pytest.approx(t.watts_by_class["int_fp"] / t.sm_count * kepler.node_scale
+                                       / volta.node_scale * k20.sm_count)
+    assert k20.idle_w < p.interval[0] <= p.watts <= p.interval[1] <= k20.tdp_w
+
+
 def test_evaluate_measured_scores_both_models_on_measured_launches(nvcc_available, tmp_path):
     csv_path = tmp_path / "measured.csv"
     saxpy = ROOT / "examples" / "saxpy.cu"
@@ -269,6 +291,8 @@ def test_a_scored_launch_row_carries_the_event_models_parts_and_both_times(nvcc_
     assert row["events"] == pytest.approx(ev["watts"], abs=0.05)
     assert ev["watts"] == pytest.approx(ev["idle_w"] + ev["static_w"] + ev["dynamic_w"])
     assert row["drivers"] and row["drivers"][0][0] == ev["drivers"][0]["driver"]
+    lo, hi = row["intervals"]["events"]  # each model's interval beside its point, for coverage by launch size
+    assert lo <= row["events"] <= hi and set(row["intervals"]) == set(scored.answers)
 
 
 def test_read_launches_takes_a_campaigns_semicolon_separated_parameters(tmp_path):

@@ -65,7 +65,8 @@ class EnergyConstants:
     constant_share: float
     source: str
     calibrated: bool
-    #: the generation's process-node factor on the 45 nm figures (also scales static power, physics.py)
+    #: the generation's process-node factor on the 45 nm figures, which scales static power (physics.py); the
+    #: on-chip energies in `pj` take the generation's event_scale instead where its design sets them apart
     node_scale: float = 1.0
 
     def to_json(self) -> dict[str, Any]:
@@ -87,10 +88,12 @@ def load_constants(arch: str) -> EnergyConstants:
                                    f"(known: {', '.join(table['generations'])})")
     base = table["base_45nm"]
     scale = float(gen["node_scale"])
-    pj = {k[:-3]: float(v) * scale for k, v in base.items() if k.endswith("_pj")}
+    events = float(gen.get("event_scale", scale))
+    pj = {k[:-3]: float(v) * events for k, v in base.items() if k.endswith("_pj")}
     pj["dram_sector"] = float(gen["dram_sector_pj"])
+    scaled = f"node_scale {scale:g}" if events == scale else f"event_scale {events:g}"
     return EnergyConstants(arch, pj, float(gen["constant_share"]),
-                           f"data/energy.toml: base_45nm x node_scale {scale:g} ({gen['source']})",
+                           f"data/energy.toml: base_45nm x {scaled} ({gen['source']})",
                            bool(gen.get("calibrated", False)), scale)
 
 

@@ -214,6 +214,8 @@ def evaluate(samples: Path, seed: int = 0, data_dir: Path | None = None, rodinia
                              "rows": [{"benchmark": s.launch.benchmark, "kernel": s.launch.kernel,
                                        "measured_w": s.launch.power_w,
                                        **{k: round(v[0], 1) for k, v in s.answers.items()},
+                                       "intervals": {k: [round(v[1][0], 1), round(v[1][1], 1)]
+                                                     for k, v in s.answers.items()},
                                        **{f"events {k}": round(float(s.events[k]), 1)
                                           for k in ("static_w", "idle_sms_w", "dynamic_w") if k in s.events},
                                        "predicted_us": s.time_us} for s in scored]}

@@ -58,13 +58,15 @@ class Scored:
     time_us: float | None = None  # the predicted time the event model divided the energy by
 
     def row(self) -> dict[str, Any]:
-        """The launch, every model's point, the event model's parts and both times, for a per-launch table."""
+        """The launch, every model's point and interval, the event model's parts and both times, for a per-launch
+        table."""
         m = self.launch
         ev = self.events
         return {"kernel": m.kernel, "benchmark": m.benchmark,
                 "launch": f"<<<{_dims(m.launch.grid)}, {_dims(m.launch.block)}>>>",
                 "measured_w": m.power_w, "measured_us": m.time_us, "predicted_us": self.time_us,
                 **{name: round(w, 1) for name, (w, _) in self.answers.items()},
+                "intervals": {name: [round(lo, 1), round(hi, 1)] for name, (_, (lo, hi)) in self.answers.items()},
                 **{k: round(float(ev[k]), 1) for k in ("idle_w", "static_w", "idle_sms_w", "dynamic_w") if k in ev},
                 "drivers": [(d["driver"], round(d["share"], 2)) for d in ev.get("drivers", [])[:3]]}
 
