@@ -128,7 +128,8 @@ class KernelCache:
 
 
 _ENTRY_RE = re.compile(r"^[ \t]*(?:\.(?:visible|extern|weak)[ \t]+)*\.entry[ \t]+([A-Za-z_$%][\w$%]*)", re.MULTILINE)
-_LINE_TABLE_RE = re.compile(r"^[ \t]*\.(?:loc|file)\b")
+#: a whole `.loc`/`.file` line-table line, with its line end
+_LINE_TABLE_RE = re.compile(r"^[ \t]*\.(?:loc|file)\b[^\n]*\n?", re.MULTILINE)
 
 
 def entry_spans(ptx: str) -> dict[str, tuple[int, int]]:
@@ -137,9 +138,9 @@ def entry_spans(ptx: str) -> dict[str, tuple[int, int]]:
     return dict(zip(starts, function_spans(ptx, list(starts.values())), strict=True))
 
 
-def ptxas_text(lines: list[str]) -> list[str]:
-    """The lines ptxas's register allocation depends on: without the `.loc`/`.file` line-table directives."""
-    return [ln for ln in lines if not _LINE_TABLE_RE.match(ln)]
+def ptxas_text(text: str) -> str:
+    """The text ptxas's register allocation depends on: without the `.loc`/`.file` line-table directives."""
+    return _LINE_TABLE_RE.sub("", text)
 
 
 def ptxas_keys(ptx: str, spans: dict[str, tuple[int, int]], *context: Any) -> dict[str, str]:
@@ -148,22 +149,34 @@ def ptxas_keys(ptx: str, spans: dict[str, tuple[int, int]], *context: Any) -> di
     `context` (target, toolchain)."""
     lines = ptx.splitlines()
     outside = without_debug_sections(without_lines(ptx, list(spans.values())))
-    shared = digest(ptxas_text(outside.splitlines()), *context)
-    return {name: digest(shared, ptxas_text(lines[first - 1:last])) for name, (first, last) in spans.items()}
+    shared = digest(ptxas_text(outside), *context)
+    return {name: digest(shared, ptxas_text("\n".join(lines[first - 1:last])))
+            for name, (first, last) in spans.items()}
 
 
 def function_spans(ptx: str, starts: list[int]) -> list[tuple[int, int]]:
     """For each function's first line (1-based), the (first, last) line of its text up to its closing brace."""
-    lines = ptx.splitlines()
+    return line_spans(ptx.splitlines(), starts)
+
+
+def line_spans(lines: list[str], starts: list[int]) -> list[tuple[int, int]]:
+    """`function_spans` of text already split into lines."""
     return [(start, span_end(lines, start)) for start in starts]
 
 
 def without_lines(ptx: str, spans: list[tuple[int, int]]) -> str:
-    """The PTX text with the given (first, last) line spans removed (for ptxas on the changed kernels only)."""
-    drop = set()
-    for first, last in spans:
-        drop.update(range(first, last + 1))
-    return "\n".join(ln for i, ln in enumerate(ptx.splitlines(), 1) if i not in drop) + "\n"
+    """The PTX text with the given (first, last) line spans removed (for ptxas on the changed kernels only).
+
+    Made of the slices between the spans, not line by line: the kernel keys of every analysis cut every kernel
+    out of the module this way."""
+    lines = ptx.splitlines()
+    kept: list[str] = []
+    at = 0  # 0-based index of the first line not yet kept or dropped
+    for first, last in sorted(spans):
+        kept += lines[at:max(at, first - 1)]
+        at = max(at, last)
+    kept += lines[at:]
+    return "\n".join(kept) + "\n"
 
 
 def without_debug_sections(ptx: str) -> str:
@@ -175,9 +188,14 @@ def without_debug_sections(ptx: str) -> str:
 
 
 def digest(*parts: Any) -> str:
-    """A stable hash of the parts' text forms."""
+    """A stable hash of the parts' text forms: a string's own characters (not its `repr`, an escaped copy of
+    a whole module's text), marked as a string so that "1" and 1 differ; any other part's `repr`."""
     h = hashlib.sha256()
     for p in parts:
-        h.update(repr(p).encode("utf-8", "surrogatepass"))
+        if type(p) is str:
+            h.update(b"\x01")
+            h.update(p.encode("utf-8", "surrogatepass"))
+        else:
+            h.update(repr(p).encode("utf-8", "surrogatepass"))
         h.update(b"\0")
     return h.hexdigest()

@@ -60,7 +60,7 @@ from kerncast.analysis.kernel_cache import (
     KernelCache,
     digest,
     entry_spans,
-    function_spans,
+    line_spans,
     ptxas_keys,
     without_debug_sections,
     without_lines,
@@ -336,9 +336,11 @@ def start_ptxas(ptx: str, options: AnalysisOptions, cancel: threading.Event | No
 
 
 def start_ptxas_cached(ptx: str, options: AnalysisOptions, cache: KernelCache,
-                       cancel: threading.Event | None = None) -> tuple[Future[PtxasResult], set[str]]:
+                       cancel: threading.Event | None = None
+                       ) -> tuple[Future[PtxasResult], dict[str, tuple[int, int]]]:
     """ptxas on the kernels whose assembled text is new to the cache, started at once (before the parse; the
-    kernels are found by a text scan), and the others' numbers from the cache; also the kernels scanned."""
+    kernels are found by a text scan), and the others' numbers from the cache; also the kernels scanned, with
+    the (first, last) line of each one's text."""
     spans = entry_spans(ptx)
     keys = ptxas_keys(ptx, spans, _ptxas_target(ptx, options), options.nvcc_path)
     table = {name: found for name, key in keys.items() if (found := cache.resources(key)) is not None}
@@ -346,7 +348,7 @@ def start_ptxas_cached(ptx: str, options: AnalysisOptions, cache: KernelCache,
     out: Future[PtxasResult] = Future()
     if not missing:
         out.set_result(PtxasResult(table))
-        return out, set(spans)
+        return out, spans
     cache.counters.ptxas_runs += 1
     cache.counters.ptxas_kernels += len(missing)
     fresh = start_ptxas(without_lines(ptx, [spans[n] for n in table]) if table else ptx, options, cancel)
@@ -363,7 +365,7 @@ def start_ptxas_cached(ptx: str, options: AnalysisOptions, cache: KernelCache,
         out.set_result(new._replace(table={**table, **new.table}))
 
     fresh.add_done_callback(merge)
-    return out, set(spans)
+    return out, spans
 
 
 def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_source: str | None,
@@ -373,7 +375,7 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
     the kernels defined in the analysed file are reported, with their launches read from the includer."""
     # ptxas starts at once, overlapping the parse and the analysis; with a cache, on the new kernels only.
     if cache is None:
-        resources, seen = start_ptxas(ptx, options, cancel), set()
+        resources, seen = start_ptxas(ptx, options, cancel), {}
     else:
         resources, seen = start_ptxas_cached(ptx, options, cache, cancel)
     try:
@@ -386,7 +388,7 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
     if not module.kernels:
         report.notes.append("no kernel (.entry) in this file")
         return report
-    if cache is not None and not {fn.name for fn in module.kernels} <= seen:  # the scan missed a kernel
+    if cache is not None and not {fn.name for fn in module.kernels} <= seen.keys():  # the scan missed a kernel
         resources = start_ptxas(ptx, options, cancel)
     check_cancel(cancel)
     names = _display_names(module)
@@ -421,21 +423,12 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
     # Every kernel's stages that need no ptxas numbers run first, while ptxas works in the background.
     split = STAGES.index(resources_stage) if resources_stage in STAGES else 0
     keyed = STAGES.index(launch_stage) + 1 if launch_stage in STAGES[:split] else 0
-    todo, keys = contexts, {}
+    todo, keys, moved_keys = contexts, {}, {}
     if cache is not None:
         _run_stages(contexts, STAGES[:keyed], cancel)
-        keys, moved_keys = _kernel_keys(ptx, module, contexts, options, gpu, cuda_source, report.file, main_file)
-        cached = {id(ctx): cache.get(keys[id(ctx)]) for ctx in contexts}
-        for ctx in contexts:  # a kernel that only moved: its previous report on its new lines
-            if cached[id(ctx)] is None and id(ctx) in moved_keys:
-                cached[id(ctx)] = cache.moved(ctx.function.name, moved_keys[id(ctx)], ctx.report.line,
-                                              ctx.function.ptx_line)
-                if cached[id(ctx)] is not None:
-                    cache.put(keys[id(ctx)], cached[id(ctx)])
-        todo = [ctx for ctx in contexts if cached[id(ctx)] is None]
-        for ctx in contexts:
-            if cached[id(ctx)] is not None:
-                ctx.report = cached[id(ctx)]
+        keying = _KernelKeys(ptx, contexts, options, gpu, cuda_source, report.file, main_file, seen)
+        keys, moved_keys = _look_up(cache, keying, contexts)
+        todo = [ctx for ctx in contexts if id(ctx) in keys]
     first = keyed if cache is not None else 0
     _run_stages(todo, STAGES[first:split], cancel)
     _run_stages(todo, STAGES[split:], cancel)
@@ -467,46 +460,101 @@ def _run_stages(contexts: list[KernelContext], stages: list[Stage], cancel: thre
             stage(ctx)
 
 
-def _kernel_keys(ptx: str, module: Module, contexts: list[KernelContext], options: AnalysisOptions,
-                 gpu: GpuProfile | None, cuda_source: str | None, file: str,
-                 main_file: str | None) -> tuple[dict[int, str], dict[int, str]]:
-    """Per kernel context (by id), the cache key: its PTX text and position, the rest of the module, its
-    launch (which with the PTX fixes the trip counts, worked out after the lookup), the GPU profile, the
+def _look_up(cache: KernelCache, keying: _KernelKeys, contexts: list[KernelContext]
+              ) -> tuple[dict[int, str], dict[int, str]]:
+    """Give each kernel found in the cache, by its key or as moved, its report; the keys and moved keys (by
+    context id) of the others, which are to be analysed and kept under them.
+
+    A kernel found by its key needs no moved key: only the others' are made (a save that changed one kernel
+    makes one)."""
+    keys = {id(ctx): keying.key(ctx) for ctx in contexts}
+    missed: dict[int, str] = {}
+    moved_keys: dict[int, str] = {}
+    for ctx in contexts:
+        found = cache.get(keys[id(ctx)])
+        moved = keying.moved_key(ctx) if found is None else None
+        if moved is not None:  # a kernel that only moved: its previous report on its new lines
+            found = cache.moved(ctx.function.name, moved, ctx.report.line, ctx.function.ptx_line)
+            if found is not None:
+                cache.put(keys[id(ctx)], found)
+        if found is not None:
+            ctx.report = found
+            continue
+        missed[id(ctx)] = keys[id(ctx)]
+        if moved is not None:
+            moved_keys[id(ctx)] = moved
+    return missed, moved_keys
+
+
+class _KernelKeys:
+    """The cache keys of one analysis's kernels: per kernel, its PTX text and position, the rest of the module,
+    its launch (which with the PTX fixes the trip counts, worked out after the lookup), the GPU profile, the
     settings and the source lines its findings may point at (in the file that defines it, which for a kernel of
     an included header is the header).
 
     Also, for the kernels of a `.cu` file's own text, the moved key: the same parts with the analysed file's
     lines written relative to the kernel's first line (`kernel_shift`), equal for the kernel moved by an edit
-    above it."""
-    kernels = [ctx.function for ctx in contexts]
-    spans = dict(zip((fn.name for fn in kernels), function_spans(ptx, [fn.ptx_line for fn in kernels]),
-                     strict=True))
-    lines = ptx.splitlines()
-    outside = without_debug_sections(without_lines(ptx, list(spans.values())))
-    settings = (repr(options), repr(gpu), file, main_file, cuda_source is None)
-    shared = digest(outside, *settings)
-    index = file_index(ptx, main_file) if cuda_source is not None else None
-    outside_base = first_loc_line(outside, index)  # the module's other code, relative to its own first line
-    shared_moved = digest(relative_loc(outside, index, outside_base or 0), *settings)
-    keys: dict[int, str] = {}
-    moved: dict[int, str] = {}
-    for ctx in contexts:
-        first, last = spans[ctx.function.name]
-        used = sorted({ln for i in ctx.function.body if (ln := line_in_file(i.loc, ctx.main_file)) is not None}
-                      | {ctx.report.line or 0})
-        source_lines = ctx.cuda_source.splitlines() if ctx.cuda_source is not None else []
-        text = [source_lines[ln - 1] for ln in used if 1 <= ln <= len(source_lines)]
-        own = lines[first - 1:last]
-        keys[id(ctx)] = digest(shared, first, last, own, ctx.function.display_name,
-                               ctx.report.file, ctx.main_file, ctx.report.line, repr(ctx.report.launch),
-                               used, text)
+    above it. The parts every kernel shares are made once; those only moved keys need, only when a kernel
+    missed its key (a save that changed one kernel makes one moved key, not one per kernel)."""
+
+    def __init__(self, ptx: str, contexts: list[KernelContext], options: AnalysisOptions, gpu: GpuProfile | None,
+                 cuda_source: str | None, file: str, main_file: str | None,
+                 scanned_spans: dict[str, tuple[int, int]] | None = None) -> None:
+        kernels = [ctx.function for ctx in contexts]
+        self.lines = ptx.splitlines()
+        # the text scan's spans where it found the kernel where the parser did (`start_ptxas_cached`)
+        known = scanned_spans or {}
+        self.spans = {fn.name: span if (span := known.get(fn.name)) is not None and span[0] == fn.ptx_line
+                      else line_spans(self.lines, [fn.ptx_line])[0] for fn in kernels}
+        self.outside = without_debug_sections(without_lines(ptx, list(self.spans.values())))
+        self.settings = (repr(options), repr(gpu), file, main_file, cuda_source is None)
+        self.shared = digest(self.outside, *self.settings)
+        self.index = file_index(ptx, main_file) if cuda_source is not None else None
+        #: per kernel context (by id): the source lines its findings may point at, and their text
+        self._used: dict[int, tuple[list[int], list[str]]] = {}
+        #: each source text's lines, split once for all the kernels that read it
+        self._source_lines: dict[int, list[str]] = {}
+
+    def used(self, ctx: KernelContext) -> tuple[list[int], list[str]]:
+        """The lines of the analysed file the kernel's instructions (and its first line) name, and their text."""
+        found = self._used.get(id(ctx))
+        if found is None:
+            used = sorted({ln for i in ctx.function.body if (ln := line_in_file(i.loc, ctx.main_file)) is not None}
+                          | {ctx.report.line or 0})
+            source = ctx.cuda_source
+            lines = [] if source is None else self._source_lines.setdefault(id(source), source.splitlines())
+            found = self._used[id(ctx)] = (used, [lines[ln - 1] for ln in used if 1 <= ln <= len(lines)])
+        return found
+
+    def own(self, ctx: KernelContext) -> tuple[int, int, str]:
+        """The kernel's first and last PTX line and its text."""
+        first, last = self.spans[ctx.function.name]
+        return first, last, "\n".join(self.lines[first - 1:last])
+
+    def key(self, ctx: KernelContext) -> str:
+        """The kernel's cache key."""
+        first, last, own = self.own(ctx)
+        used, text = self.used(ctx)
+        return digest(self.shared, first, last, own, ctx.function.display_name, ctx.report.file, ctx.main_file,
+                      ctx.report.line, repr(ctx.report.launch), used, text)
+
+    @functools.cached_property
+    def shared_moved(self) -> tuple[int | None, str]:
+        """The first line the module's other code names, and the digest of that code relative to it."""
+        base = first_loc_line(self.outside, self.index)
+        return base, digest(relative_loc(self.outside, self.index, base or 0), *self.settings)
+
+    def moved_key(self, ctx: KernelContext) -> str | None:
+        """The kernel's moved key; None for a kernel of another file or without a line or a `.file` entry."""
         base = ctx.report.line
-        if index is not None and base is not None and ctx.report.file is None:
-            moved[id(ctx)] = digest(
-                shared_moved, None if outside_base is None else outside_base - base, last - first,
-                relative_loc("\n".join(own), index, base), ctx.function.display_name, ctx.main_file,
-                repr(shifted(ctx.report.launch, -base, -first)), [moved_line(ln, -base) for ln in used], text)
-    return keys, moved
+        if self.index is None or base is None or ctx.report.file is not None:
+            return None
+        first, last, own = self.own(ctx)
+        used, text = self.used(ctx)
+        outside_base, shared = self.shared_moved
+        return digest(shared, None if outside_base is None else outside_base - base, last - first,
+                      relative_loc(own, self.index, base), ctx.function.display_name, ctx.main_file,
+                      repr(shifted(ctx.report.launch, -base, -first)), [moved_line(ln, -base) for ln in used], text)
 
 
 def _homes(kernels: list[Function], cuda_source: str | None, file: str,
@@ -592,14 +640,26 @@ def _kernel_line(fn: Function, main_file: str | None, cuda_source: str) -> int |
     return min(found) if found else None
 
 
-def _definition_spans(fn: Function, cuda_source: str) -> list[tuple[int, int]]:
+def _definition_spans(fn: Function, cuda_source: str) -> tuple[tuple[int, int], ...]:
     """(first, last) line of each definition in the source of a kernel with this function's name."""
+    base, _ = split_kernel_name(fn.display_name)
+    return _definitions(cuda_source).get(base, ())
+
+
+@functools.lru_cache(maxsize=8)
+def _definitions(cuda_source: str) -> dict[str, tuple[tuple[int, int], ...]]:
+    """Per kernel name (without template arguments), the (first, last) line of each of its definitions in the
+    source; made once per text, not once per kernel and question (each of a file's kernels asks two or three
+    times, and each answer looked through every definition). Treat as read-only: it is shared."""
     facts = scanned(cuda_source)
     if facts is None:  # unscannable source: no spans, every line counts
-        return []
-    base, _ = split_kernel_name(fn.display_name)
-    return [(facts.position(d.start_offset)[0], facts.position(d.body_end)[0])
-            for d in facts.kernels if d.base_name == base and d.body_end is not None]
+        return {}
+    found: dict[str, list[tuple[int, int]]] = {}
+    for d in facts.kernels:
+        if d.body_end is not None:
+            found.setdefault(d.base_name, []).append((facts.position(d.start_offset)[0],
+                                                      facts.position(d.body_end)[0]))
+    return {name: tuple(spans) for name, spans in found.items()}
 
 
 # ------------------------------------------------------------------------------------------------ stages

@@ -35,7 +35,7 @@ from kerncast.analysis.report import FileReport
 
 ROOT = Path(__file__).resolve().parent.parent
 #: the pipeline's module-level steps besides the per-kernel stages
-STEPS = ("parse_ptx", "_kernel_keys", "finish_power", "_kernel_context", "start_ptxas_cached")
+STEPS = ("parse_ptx", "_look_up", "finish_power", "_kernel_context", "start_ptxas_cached")
 
 
 def _timed(fn: Callable[..., Any], name: str, totals: dict[str, float]) -> Callable[..., Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from kerncast.analysis import pipeline
 from kerncast.analysis.kernel_cache import KernelCache
 from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
@@ -30,15 +31,20 @@ def test_unchanged_file_is_answered_from_the_cache(nvcc_available) -> None:
     assert _json(again) == _json(first)
 
 
-def test_a_changed_kernel_is_the_only_one_analysed_again(nvcc_available) -> None:
+def test_a_changed_kernel_is_the_only_one_analysed_again(nvcc_available, monkeypatch) -> None:
     cache = KernelCache()
     text = EXAMPLE.read_text()
     analyze_file(EXAMPLE, text=text, options=OPTIONS, cache=cache)
     # the padded tile loses its padding: same line count, only transposePadded's PTX changes
     edited = text.replace("tile[TILE_DIM][TILE_DIM + 1];", "tile[TILE_DIM][TILE_DIM + 0];")
     assert edited != text
+    moved_keys: list[str] = []  # the kernels whose moved key was made: a kernel found by its key needs none
+    made = pipeline._KernelKeys.moved_key
+    monkeypatch.setattr(pipeline._KernelKeys, "moved_key",
+                        lambda self, ctx: moved_keys.append(ctx.function.display_name) or made(self, ctx))
     cached = analyze_file(EXAMPLE, text=edited, options=OPTIONS, cache=cache)
     assert (cache.counters.hits, cache.counters.misses) == (2, 4)
+    assert [name.split("(")[0] for name in moved_keys] == ["transposePadded"]
     assert cache.counters.ptxas_kernels == 3 + 1  # ptxas compiled only the changed kernel
     fresh = analyze_file(EXAMPLE, text=edited, options=OPTIONS)
     assert _json(cached) == _json(fresh)
