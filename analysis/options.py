@@ -80,8 +80,8 @@ class AnalysisOptions:
     loops: int | None = None
     #: the time model whose prediction is the kernel's time: "kerncast" (default), "thesis" or "mwp-cwp"
     time_model: str = "kerncast"
-    #: the power model whose answer is the kernel's power: "auto" (the event model on GPUs without a measured
-    #: power dataset, else the statistical one), "statistical" or "events"; both are always in the JSON
+    #: the power model whose answer is the kernel's power: "auto" (the event model wherever it answers, on every
+    #: GPU: analysis/power/combine.py), "statistical" or "events"; both are always in the JSON
     power_model: str = "auto"
     thresholds: Thresholds = field(default_factory=Thresholds)
     #: LIME weights in power explanations (exact contributions are always there); the server adds them lazily

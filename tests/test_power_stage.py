@@ -34,7 +34,8 @@ def test_every_kernel_has_power_energy_and_what_they_assume(matmul):
         lo, hi = p["interval"]
         assert lo <= p["watts"] <= hi and p["watts"] > 0
         assert v100.idle_w <= lo and hi <= v100.tdp_w  # the interval stays inside the GPU's physics
-        assert p["model"].endswith("@v100") and p["trained_on"]
+        # auto shows the event model, with the statistical one (trained on measured GPUs) beside it
+        assert p["model"] == "events@v100" and p["models"]["statistical"]["trained_on"]
         assert e["uj"] == pytest.approx(p["watts"] * t["us"])
         assert 0 < e["interval"][0] <= e["uj"] <= e["interval"][1]
         # the energy interval is the power interval over the time range

@@ -62,14 +62,6 @@ def select_model(gpu_id: str, role: str = "default") -> tuple[str, bool]:
     return idx["pooled"], False
 
 
-def has_own_dataset(gpu_id: str) -> bool:
-    """Whether the statistical model was trained on measurements of this GPU (K20, M60, V100)."""
-    try:
-        return gpu_id in _index()["gpus"]
-    except ModelsMissing:
-        return False
-
-
 def _floor_w(gpu: GpuProfile, model: PowerModel) -> float:
     """The pooled target's per-GPU constant: the lowest measured kernel power where the GPU has a dataset,
     else the profile's idle power (docs/power-model.md)."""

@@ -255,7 +255,8 @@ def event_power(event: EventEnergy, gpu: Any, time: Any, blocks: int, blocks_per
         f"figure scaled to this node, not to the clock) x {sms:.0f} busy SMs x {partitions:.0%} of their schedulers x "
         f"{share:.0%} of the time outside the launch overhead, and {idle_sms:.1f} W for the "
         f"{max(0.0, gpu.sm_count - sms):.0f} SMs the grid leaves idle (AccelWattch's idle-SM power)",
-        f"dynamic: {dynamic_uj:.3g} µJ of events over the predicted {us:.3g} µs"
+        f"dynamic: {dynamic_uj:.3g} µJ of events (executed with the loop trip counts of the time prediction) over "
+        f"the predicted {us:.3g} µs"
         + (f" (DRAM: the timing stage's {dram_bytes / 1e6:.3g} MB, with L2 reuse)" if dram_bytes is not None else
            " (DRAM: every loaded sector, no memory analysis)"),
         f"interval: energies per event within a factor {k:g} (uncalibrated), static power within {k_static:g}, "

@@ -7,8 +7,8 @@ row's launch and scores, per GPU and grouped by benchmark:
 * the event model (its point and interval, from the source: nothing of the dataset reaches it);
 * the statistical default model *out of fold*: predicted for each row by a model trained with that row's whole
   benchmark held out (grouped CV, `evaluate.grouped_oof`), since the shipped model was trained on these rows;
-* the answer the event model would show as the default: its point, its interval widened to the statistical
-  model's point.
+* the shown answer (`auto`, "shown"): the event model's point, its interval widened to the statistical model's
+  point.
 
     kerncast power evaluate --samples DIR [--rodinia DIR] [--format json]
 
@@ -200,14 +200,13 @@ def evaluate(samples: Path, seed: int = 0, data_dir: Path | None = None, rodinia
                 stat = float(oof[i])
                 ev_w, ev_iv = s.answers["events"]
                 s.answers = {"statistical (out of fold)": (stat, (stat, stat)), "events": (ev_w, ev_iv),
-                             "events shown": (ev_w, hull(ev_iv, stat, ds.descriptor["idle_w"],
-                                                         ds.descriptor["tdp_w"]))}
+                             "shown": (ev_w, hull(ev_iv, stat, ds.descriptor["idle_w"], ds.descriptor["tdp_w"]))}
                 scored.append(s)
             idle, tdp = ds.descriptor["idle_w"], ds.descriptor["tdp_w"]
             results[name] = {"gpu": gpu, "idle_w": idle, "tdp_w": tdp,
                              "benchmarks": sorted({s.launch.benchmark for s in scored}),
                              "models": {k: metrics(scored, k, idle, tdp)
-                                        for k in ("statistical (out of fold)", "events", "events shown")},
+                                        for k in ("statistical (out of fold)", "events", "shown")},
                              # the out-of-fold predictions carry no interval of their own
                              "no_interval": ["statistical (out of fold)"],
                              "skipped": skipped,
