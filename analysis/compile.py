@@ -301,7 +301,7 @@ def ptxas_resources(ptx: str, arch: str, toolchain: Toolchain, timeout_s: float 
     if const_bytes > CONST_BANK_BYTES:
         raise PtxasError(f"ptxas not run: the .const data ({const_bytes} bytes) exceeds the "
                          f"{CONST_BANK_BYTES // 1024} KB constant bank")
-    with tool_temp_dir("kerncast-ptxas-") as tmp:
+    with tool_temp_dir("kerncast-ptxas-", remove_later=True) as tmp:
         src = tmp / "kernel.ptx"
         src.write_text(ptx, encoding="utf-8")
         cubin = tmp / "kernel.cubin"
@@ -770,7 +770,7 @@ def _compile_uncached(original: Path, text: str, from_buffer: bool, options: Com
     (`$`, a backtick, a quote) is compiled as a copy with a plain name, and an include directory whose
     absolute path holds such characters (a hostile workspace folder name) is handed to nvcc as a link.
     """
-    with tool_temp_dir("kerncast-nvcc-") as tmp_dir:
+    with tool_temp_dir("kerncast-nvcc-", remove_later=True) as tmp_dir:
         source = original
         if from_buffer or not is_shell_safe_path(original) or not _short_plain_name(original.name):
             source = tmp_dir / (original.name if _short_plain_name(original.name) else "source" + original.suffix)

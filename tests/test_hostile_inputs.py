@@ -25,7 +25,7 @@ from kerncast.analysis.compile import (
 )
 from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
-from kerncast.analysis.toolchain import MAX_TIMEOUT_S, check_define, check_timeout, run_tool, shown
+from kerncast.analysis.toolchain import MAX_TIMEOUT_S, check_define, check_timeout, finish_removals, run_tool, shown
 
 CLI = [sys.executable, "-m", "kerncast.server"]
 KERNEL_CU = "__global__ void k(int *p) { p[threadIdx.x] = 1; }\n"
@@ -234,6 +234,7 @@ def test_timed_out_compile_leaves_no_temporary_files(nvcc_available: object, tmp
                              f"j += blockDim.x) p[j] = p[j] * {i}.0f + sinf(p[j]); }}" for i in range(3000)))
     result = compile_cuda(src, options=CompileOptions(timeout_s=2.0))
     assert not result.ok and "did not finish within 2 s" in result.diagnostics[0].message
+    finish_removals()  # the directory is removed after the result is returned
     assert sorted(p.name for p in temp_root.iterdir()) == []
 
 

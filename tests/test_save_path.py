@@ -4,10 +4,14 @@ timed; benchmarks/nvim_latency.py measures the latency)."""
 
 from __future__ import annotations
 
-from concurrent.futures import Future
+import multiprocessing
+import tempfile
+import threading
+from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kerncast.analysis import pipeline, toolchain
 from kerncast.analysis.compile import CompileOptions, compile_cuda
 from kerncast.analysis.options import AnalysisOptions
@@ -55,3 +59,36 @@ def test_compile_started_is_called_once_and_not_for_a_cached_result(nvcc_availab
     again = compile_cuda(source, text=text, options=options, with_resources=False,
                          started=lambda: running.append(-1))
     assert again is first and running == [1]  # a cached result starts no nvcc, so nothing is called
+
+
+def test_a_tool_directory_is_removed_after_its_caller_left_it(tmp_path: Path, monkeypatch) -> None:
+    """Removing a directory costs milliseconds on some file systems: it happens behind the caller's back."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    held = threading.Event()
+    toolchain._REMOVER.submit(held.wait, 30)  # the remover is busy until `held` is set
+    with toolchain.tool_temp_dir("kerncast-test-", remove_later=True) as scratch:
+        (scratch / "out.ptx").write_text("x")
+    assert scratch.is_dir()  # left, not yet removed: the caller did not wait for it
+    held.set()
+    toolchain.finish_removals()
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(RuntimeError), toolchain.tool_temp_dir("kerncast-test-", remove_later=True) as failed:
+        raise RuntimeError("a tool run that failed")
+    assert not failed.exists()  # left by an exception: removed at once
+
+
+def _removes_in_a_forked_child(scratch_root: str) -> bool:
+    tempfile.tempdir = scratch_root
+    with toolchain.tool_temp_dir("kerncast-child-", remove_later=True) as scratch:
+        (scratch / "out.ptx").write_text("x")
+    toolchain.finish_removals()  # its own remover: the parent's thread does not exist in a fork
+    return not scratch.exists()
+
+
+def test_a_forked_worker_removes_its_own_directories(tmp_path: Path) -> None:
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork on this platform: the workers of `kerncast analyze` many start fresh")
+    toolchain.finish_removals()  # the parent's remover thread exists before the fork
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+        assert pool.submit(_removes_in_a_forked_child, str(tmp_path)).result(timeout=60)
+    assert list(tmp_path.iterdir()) == []
