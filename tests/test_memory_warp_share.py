@@ -8,11 +8,16 @@ cached one of the example (the same the time-model tests use).
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 from kerncast.analysis.cfg import build_cfg
+from kerncast.analysis.compile import CompileOptions, compile_cuda
 from kerncast.analysis.loops import find_loops
 from kerncast.analysis.memory import analyze_memory
 from kerncast.analysis.options import Thresholds
 from kerncast.analysis.ptx import parse_ptx
+
+KERNELS = Path(__file__).resolve().parent / "kernels"
 
 
 def _halving_share(threads: int) -> float:
@@ -39,3 +44,30 @@ def test_guarded_body_share_halves_each_step(compile_example) -> None:
             assert abs(memory.warp_share[body] - _halving_share(threads)) < 1e-9, (name, threads)
             assert abs(memory.warp_share[leader] - 32 / threads) < 1e-9, (name, threads)
             assert 0 not in memory.warp_share  # the entry block runs in every warp
+
+
+def test_a_guard_on_the_loop_counter_and_the_lane_is_read_per_iteration(nvcc_available) -> None:
+    """`tests/kernels/halo.cu`: inside the tap loop, a lane reads its neighbour from global memory only where
+    `k = i - taps / 2 + j` falls outside its block's tile, a test of both the lane and the loop counter `j`.
+    Read at sampled values of the counter, the global path is run by one warp of the block's eight at most
+    (the first at the early taps, the last at the late ones) and, in those warps, by the edge lanes only; with
+    the counter left a symbol the test was undecided and every warp was taken to run it."""
+    path = KERNELS / "halo.cu"
+    source = path.read_text(encoding="utf-8")
+    result = compile_cuda(path, options=CompileOptions(arch="sm_86"))
+    assert result.ok, result.diagnostics
+    module = parse_ptx(result.ptx)
+    fn = next(f for f in module.kernels if "haloFromGlobal" in f.name)
+    cfg = build_cfg(fn)
+    loops = find_loops(cfg)
+    memory = analyze_memory(module, fn, cfg, loops, (256, 1, 1), {"taps": 5, "n": 1 << 20}, {}, Thresholds(),
+                            cuda_source=source, budget_s=None)
+    line = next(n for n, text in enumerate(source.splitlines(), 1) if "acc += in[k]" in text)
+    halo = [a for a in memory.accesses if a.space == "global" and a.kind == "load" and a.line == line]
+    assert len(halo) >= 4  # `in[k]` and `mask[j]` in the unrolled copies and the remainder
+    shares = [memory.warp_share.get(cfg.block_of[a.index], 1.0) for a in halo]
+    assert all(s <= 1 / 8 + 1e-9 for s in shares), shares
+    assert sum(shares) > 0.0, shares
+    assert all(a.active_lanes is None or a.active_lanes <= 2 for a in halo), [a.active_lanes for a in halo]
+    tile = [a for a in memory.accesses if a.space == "global" and a.kind == "load" and a.line == line - 2]
+    assert tile and all(memory.warp_share.get(cfg.block_of[a.index], 1.0) == 1.0 for a in tile)

@@ -324,6 +324,7 @@ class _Kernel:
         self._geo_cache: dict[int, list[int] | None] = {}
         self._exits: dict[int, dict[int, Value]] | None = None
         self._after_cache: dict[int, dict[int, Value]] = {}
+        self._guard_samples: dict[int, list[dict[int, Value]] | None] = {}
         self.dead = self._dead_blocks()
         #: deterministic count of the warp-level work done (lane tables, reach masks, instances): what the
         #: time budget bounds, and what a test can check grows linearly with the kernel
@@ -742,7 +743,7 @@ class _Kernel:
         warps = -(-threads // WARP)
         padded = warps * WARP
         active = packed = total = 0
-        for assign in self.iteration_assignments(block):
+        for assign in self.guard_samples(block) or self.iteration_assignments(block):
             key, subst, cache = self._stage(assign)
             reach = np.ones(threads, dtype=bool)
             for b in guards:
@@ -759,6 +760,24 @@ class _Kernel:
             packed += -(-int(reach.sum()) // WARP)
             total += warps
         return (active / total, packed / total) if total else None
+
+    def guard_samples(self, block: int) -> list[dict[int, Value]] | None:
+        """The iterations at which the lanes reaching `block` are read where a guard on its dominator chain
+        compares a lane's value with a loop counter or a block index (a convolution's halo test `k >= tile_start`
+        with `k = i - half + j`): `sampled_assignments` of the guards' conditions, once per block. None where no
+        guard needs them (then `iteration_assignments`): with the counter left a symbol such a comparison is not
+        decided, and every lane is taken to pass it."""
+        if block in self._guard_samples:
+            return self._guard_samples[block]
+        guards = self._guard_chain(block)
+        found = None
+        if guards:
+            joined = self.conditions[guards[0]]
+            for b in guards[1:]:
+                joined = E.add(joined, self.conditions[b])
+            found = self.sampled_assignments(block, joined)
+        self._guard_samples[block] = samples = found[0] if found is not None else None
+        return samples
 
     def _guard_chain(self, block: int) -> list[int]:
         """The blocks on `block`'s dominator chain (itself included) entered through a branch condition, up to
@@ -1103,7 +1122,7 @@ def _access(k: _Kernel, ins: Any) -> AccessInfo | None:
     info.arrays = _arrays(k, addr)
     if space not in ("global", "shared") or info.width_bytes <= 0:
         return info
-    seen = _request_costs(k, info, k.instances(ins.index, addr))
+    seen = _request_costs(k, info, k.instances(ins.index, addr, assignments=k.guard_samples(block)))
     if not seen.costs or seen.unknown:
         info.gather = k.dataflow.reaching.loaded_into(ins)
         sampled = None if info.gather else k.sampled_assignments(block, addr)
