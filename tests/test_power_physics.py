@@ -20,7 +20,14 @@ from kerncast.analysis.power import public
 from kerncast.analysis.power.combine import chosen_model
 from kerncast.analysis.power.events import EventEnergy, load_constants
 from kerncast.analysis.power.physics import busy_sms, event_power, static_table, uncertainty
-from kerncast.analysis.power.validation import MeasuredLaunch, read_launches, score_launch
+from kerncast.analysis.power.validation import MODELS as VALIDATION_MODELS
+from kerncast.analysis.power.validation import (
+    MeasuredLaunch,
+    Scored,
+    by_measured_time,
+    read_launches,
+    score_launch,
+)
 from kerncast.analysis.timing.estimate import TimeEstimate
 from kerncast.server.config import parse_settings
 from kerncast.server.hover import power_section
@@ -296,6 +303,22 @@ def test_a_scored_launch_row_carries_the_event_models_parts_and_both_times(nvcc_
     assert row["drivers"] and row["drivers"][0][0] == ev["drivers"][0]["driver"]
     lo, hi = row["intervals"]["events"]  # each model's interval beside its point, for coverage by launch size
     assert lo <= row["events"] <= hi and set(row["intervals"]) == set(scored.answers)
+
+
+def test_scores_by_measured_launch_time_split_the_timed_launches_at_the_edges():
+    # a microsecond launch's reading carries what ran around it: its range is scored apart from the longer ones
+    def scored(us: float | None, measured: float, point: float) -> Scored:
+        launch = MeasuredLaunch(Path("k.cu"), "k", LaunchOverrides(), measured, f"b{us}", us)
+        return Scored(launch, {name: (point, (point - 10, point + 10)) for name in VALIDATION_MODELS})
+
+    rows = [scored(4.0, 100.0, 150.0), scored(9.99, 100.0, 100.0), scored(10.0, 200.0, 180.0),
+            scored(5000.0, 300.0, 300.0), scored(None, 100.0, 100.0)]
+    parts = by_measured_time(rows, 90.0, 700.0)
+    assert [p["range_us"] for p in parts] == [[0.0, 10.0], [10.0, 100.0], [100.0, None]]
+    assert [p["models"]["default"]["rows"] for p in parts] == [2, 1, 1]  # the untimed launch is in none
+    assert parts[0]["models"]["events"]["mape"] == pytest.approx(100 * (0.5 + 0.0) / 2)
+    assert parts[0]["models"]["default"]["coverage"] == 0.5 and parts[1]["models"]["default"]["coverage"] == 0.0
+    assert by_measured_time([scored(None, 100.0, 100.0)], 90.0, 700.0) == []
 
 
 def test_read_launches_takes_a_campaigns_semicolon_separated_parameters(tmp_path):
