@@ -63,6 +63,9 @@ class KernelCache:
     _moved: BoundedLru[str, tuple[str, int, int, Any]] = field(init=False)
     #: parsed PTX functions, so that a save parses only the functions whose text changed (ptx/reuse.py)
     functions: FunctionReuse = field(default_factory=FunctionReuse)
+    #: per parsed function kept in `functions` (by identity), the CFG and loops made of it: the launch stage that
+    #: keys a kernel needs a context, which holds them, and a kernel found in the cache needs nothing more
+    _structures: BoundedLru[int, tuple[Any, Any, Any]] = field(init=False)
     #: power predictions by GPU and feature values (`stages.power.PowerMemo`), made when first needed: the
     #: power runtime is not loaded for files without kernels
     _powers: Any = None
@@ -73,6 +76,7 @@ class KernelCache:
         self._reports = BoundedLru(self.max_kernels)
         self._resources = BoundedLru(self.max_kernels)
         self._moved = BoundedLru(self.max_kernels)
+        self._structures = BoundedLru(self.max_kernels)
 
     @property
     def powers(self) -> Any:
@@ -115,6 +119,15 @@ class KernelCache:
     def put_moved(self, name: str, moved_key: str, report: Any, ptx_line: int) -> None:
         """Keep `report` as the latest of kernel `name`, for a later analysis in which it only moved."""
         self._moved.put(name, (moved_key, report.line, ptx_line, report))
+
+    def structure(self, function: Any) -> tuple[Any, Any] | None:
+        """The CFG and loops kept for this very function object (`put_structure`), or None."""
+        kept = self._structures.get(id(function))
+        return (kept[1], kept[2]) if kept is not None and kept[0] is function else None
+
+    def put_structure(self, function: Any, cfg: Any, loops: Any) -> None:
+        """Keep a function's CFG and loops (the function is kept with them, so that its id stays its own)."""
+        self._structures.put(id(function), (function, cfg, loops))
 
     def resources(self, key: str) -> Any:
         """ptxas's numbers for one kernel by its `ptxas_keys` key, or None."""

@@ -19,7 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from kerncast.analysis.cfg import build_cfg
+from kerncast.analysis.cfg import Cfg, build_cfg
 from kerncast.analysis.compile import (
     CompileOptions,
     CompileResult,
@@ -68,7 +68,7 @@ from kerncast.analysis.kernel_cache import (
 from kerncast.analysis.kernel_homes import KernelHome, included_homes
 from kerncast.analysis.kernel_shift import file_index, first_loc_line, moved_line, relative_loc, shifted
 from kerncast.analysis.launch import split_kernel_name
-from kerncast.analysis.loops import find_loops
+from kerncast.analysis.loops import LoopForest, find_loops
 from kerncast.analysis.options import DEFAULT_MAX_FILE_BYTES, AnalysisOptions, PtxasResult, Thresholds
 from kerncast.analysis.ptx import PtxSyntaxError, parse_ptx
 from kerncast.analysis.ptx.model import Function, Module, SourceLoc, line_in_file
@@ -407,11 +407,11 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
         report.notes.append(f"no kernel is defined in {Path(report.file).name}")
         return report
     homes = _homes(kernels, cuda_source, report.file, options) if includer is None else {}
-    contexts = []
-    for fn in kernels:
+
+    def context(fn: Function, structure: tuple[Cfg, LoopForest] | None = None) -> KernelContext:
         home = homes.get(fn.name)
         ctx = _kernel_context(module, fn, options, home.text if home else cuda_source,
-                              home.ptx_file if home else main_file, resources)
+                              home.ptx_file if home else main_file, resources, structure)
         ctx.gpu = gpu
         ctx.source_path = home.path if home else report.file
         if includer is not None:
@@ -419,18 +419,20 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
         elif home is not None:  # defined in a file the analysed one includes, launched from the analysed one
             ctx.launch_source = (cuda_source or "", report.file)
             ctx.report.file = home.path
-        contexts.append(ctx)
+        return ctx
+
     # Every kernel's stages that need no ptxas numbers run first, while ptxas works in the background.
     split = STAGES.index(resources_stage) if resources_stage in STAGES else 0
-    keyed = STAGES.index(launch_stage) + 1 if launch_stage in STAGES[:split] else 0
-    todo, keys, moved_keys = contexts, {}, {}
-    if cache is not None:
-        _run_stages(contexts, STAGES[:keyed], cancel)
-        keying = _KernelKeys(ptx, contexts, options, gpu, cuda_source, report.file, main_file, seen)
-        keys, moved_keys = _look_up(cache, keying, contexts)
-        todo = [ctx for ctx in contexts if id(ctx) in keys]
-    first = keyed if cache is not None else 0
-    _run_stages(todo, STAGES[first:split], cancel)
+    if cache is None:
+        todo = contexts = [context(fn) for fn in kernels]
+        keys: dict[int, str] = {}
+        moved_keys: dict[int, str] = {}
+    else:
+        contexts, todo, keys, moved_keys = _from_cache(cache, kernels, context, split, cancel,
+                                                       lambda contexts: _KernelKeys(ptx, contexts, options, gpu,
+                                                                                    cuda_source, report.file,
+                                                                                    main_file, seen))
+    _run_stages(todo, STAGES[:split], cancel)
     _run_stages(todo, STAGES[split:], cancel)
     check_cancel(cancel)
     finish_power(todo, cache)  # every analysed kernel's power in one batched prediction
@@ -458,6 +460,41 @@ def _run_stages(contexts: list[KernelContext], stages: list[Stage], cancel: thre
         check_cancel(cancel)
         for stage in stages:
             stage(ctx)
+
+
+def _from_cache(cache: KernelCache, kernels: list[Function], context: Callable[..., KernelContext], split: int,
+                cancel: threading.Event | None, keying: Callable[[list[KernelContext]], _KernelKeys]
+                ) -> tuple[list[KernelContext], list[KernelContext], dict[int, str], dict[int, str]]:
+    """Every kernel's context, the kernels found in the cache given their reports; also the contexts to analyse
+    and their keys and moved keys (by context id).
+
+    A kernel's key needs its launch, so the launch stage runs on every kernel first, and nothing else: no other
+    stage before it feeds the key. A kernel whose parsed function is the one an earlier analysis had (its text
+    and place unchanged) takes that analysis's CFG and loops for this, instead of building them again, since the
+    launch stage reads neither. A kernel to analyse gets a context of its own (its CFG its own, never an earlier
+    analysis's) and a fresh report, on which every stage runs in order, as without a cache."""
+    built: set[int] = set()  # contexts whose CFG and loops were made now
+    contexts = []
+    for fn in kernels:
+        kept = cache.structure(fn)
+        ctx = context(fn, kept)
+        if kept is None:
+            built.add(id(ctx))
+            cache.put_structure(fn, ctx.cfg, ctx.loops)
+        contexts.append(ctx)
+    _run_stages(contexts, [launch_stage] if launch_stage in STAGES[:split] else [], cancel)
+    keys, moved_keys = _look_up(cache, keying(contexts), contexts)
+    todo = []
+    for i, ctx in enumerate(contexts):
+        if id(ctx) not in keys:
+            continue
+        fresh = context(ctx.function, (ctx.cfg, ctx.loops) if id(ctx) in built else None)
+        keys[id(fresh)] = keys.pop(id(ctx))
+        if id(ctx) in moved_keys:
+            moved_keys[id(fresh)] = moved_keys.pop(id(ctx))
+        contexts[i] = fresh
+        todo.append(fresh)
+    return contexts, todo, keys, moved_keys
 
 
 def _look_up(cache: KernelCache, keying: _KernelKeys, contexts: list[KernelContext]
@@ -622,9 +659,13 @@ def _main_file(module: Module, path: str) -> str:
 
 
 def _kernel_context(module: Module, fn: Function, options: AnalysisOptions, cuda_source: str | None,
-                    main_file: str | None, ptxas: Future[PtxasResult] | None) -> KernelContext:
-    cfg = build_cfg(fn)
-    loops = find_loops(cfg)
+                    main_file: str | None, ptxas: Future[PtxasResult] | None,
+                    structure: tuple[Cfg, LoopForest] | None = None) -> KernelContext:
+    """A kernel's context before any stage, with the given CFG and loops (made now without)."""
+    if structure is None:
+        cfg = build_cfg(fn)
+        structure = cfg, find_loops(cfg)
+    cfg, loops = structure
     line = fn.ptx_line if cuda_source is None else _kernel_line(fn, main_file, cuda_source)
     report = KernelReport(name=fn.display_name, mangled=fn.name, line=line)
     return KernelContext(module, fn, report, options, cuda_source, main_file, cfg, loops, ptxas=ptxas)

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from kerncast.analysis import pipeline
+from kerncast.analysis.cfg import build_cfg
 from kerncast.analysis.kernel_cache import KernelCache
 from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
@@ -42,9 +43,12 @@ def test_a_changed_kernel_is_the_only_one_analysed_again(nvcc_available, monkeyp
     made = pipeline._KernelKeys.moved_key
     monkeypatch.setattr(pipeline._KernelKeys, "moved_key",
                         lambda self, ctx: moved_keys.append(ctx.function.display_name) or made(self, ctx))
+    cfgs: list[str] = []  # the kernels whose CFG was built: the unchanged ones keep their earlier one
+    monkeypatch.setattr(pipeline, "build_cfg", lambda fn: cfgs.append(fn.display_name) or build_cfg(fn))
     cached = analyze_file(EXAMPLE, text=edited, options=OPTIONS, cache=cache)
     assert (cache.counters.hits, cache.counters.misses) == (2, 4)
     assert [name.split("(")[0] for name in moved_keys] == ["transposePadded"]
+    assert [name.split("(")[0] for name in cfgs] == ["transposePadded"]
     assert cache.counters.ptxas_kernels == 3 + 1  # ptxas compiled only the changed kernel
     fresh = analyze_file(EXAMPLE, text=edited, options=OPTIONS)
     assert _json(cached) == _json(fresh)
@@ -52,13 +56,17 @@ def test_a_changed_kernel_is_the_only_one_analysed_again(nvcc_available, monkeyp
     assert any(f.code == "shared-bank-conflict" for f in padded.findings)  # the new result, not the old one
 
 
-def test_a_changed_launch_or_setting_is_a_miss(nvcc_available) -> None:
+def test_a_changed_launch_or_setting_is_a_miss(nvcc_available, monkeypatch) -> None:
     cache = KernelCache()
     text = EXAMPLE.read_text()
     analyze_file(EXAMPLE, text=text, options=OPTIONS, cache=cache)
     relaunched = text.replace("transposeNaive<<<grid, block>>>", "transposeNaive<<<grid, 64>>>")
+    cfgs: list[str] = []
+    monkeypatch.setattr(pipeline, "build_cfg", lambda fn: cfgs.append(fn.display_name) or build_cfg(fn))
     cached = analyze_file(EXAMPLE, text=relaunched, options=OPTIONS, cache=cache)
     assert (cache.counters.hits, cache.counters.misses) == (2, 4)
+    # its PTX is unchanged (its parsed function reused), yet the kernel analysed again gets a CFG of its own
+    assert [name.split("(")[0] for name in cfgs] == ["transposeNaive"]
     naive = next(k for k in cached.kernels if k.name.startswith("transposeNaive"))
     assert naive.launch.block.value == (64, 1, 1)
     analyze_file(EXAMPLE, text=relaunched, options=AnalysisOptions(lime=False, gpu="a100"), cache=cache)
