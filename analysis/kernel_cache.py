@@ -63,9 +63,10 @@ class KernelCache:
     _moved: BoundedLru[str, tuple[str, int, int, Any]] = field(init=False)
     #: parsed PTX functions, so that a save parses only the functions whose text changed (ptx/reuse.py)
     functions: FunctionReuse = field(default_factory=FunctionReuse)
-    #: per parsed function kept in `functions` (by identity), the CFG and loops made of it: the launch stage that
-    #: keys a kernel needs a context, which holds them, and a kernel found in the cache needs nothing more
-    _structures: BoundedLru[int, tuple[Any, Any, Any]] = field(init=False)
+    #: per kernel function of the latest analysis (by identity: `functions` hands the same object to the next
+    #: analysis while its text is unchanged), the CFG and loops made of it: the launch stage that keys a kernel
+    #: needs a context, which holds them, and a kernel found in the cache needs nothing more
+    _structures: dict[int, tuple[Any, Any, Any]] = field(default_factory=dict)
     #: power predictions by GPU and feature values (`stages.power.PowerMemo`), made when first needed: the
     #: power runtime is not loaded for files without kernels
     _powers: Any = None
@@ -76,7 +77,6 @@ class KernelCache:
         self._reports = BoundedLru(self.max_kernels)
         self._resources = BoundedLru(self.max_kernels)
         self._moved = BoundedLru(self.max_kernels)
-        self._structures = BoundedLru(self.max_kernels)
 
     @property
     def powers(self) -> Any:
@@ -121,13 +121,14 @@ class KernelCache:
         self._moved.put(name, (moved_key, report.line, ptx_line, report))
 
     def structure(self, function: Any) -> tuple[Any, Any] | None:
-        """The CFG and loops kept for this very function object (`put_structure`), or None."""
+        """The CFG and loops kept for this very function object (`keep_structures`), or None."""
         kept = self._structures.get(id(function))
         return (kept[1], kept[2]) if kept is not None and kept[0] is function else None
 
-    def put_structure(self, function: Any, cfg: Any, loops: Any) -> None:
-        """Keep a function's CFG and loops (the function is kept with them, so that its id stays its own)."""
-        self._structures.put(id(function), (function, cfg, loops))
+    def keep_structures(self, kept: list[tuple[Any, Any, Any]]) -> None:
+        """Keep these (function, CFG, loops), those of the latest analysis's kernels, in place of the ones kept
+        before (each function is kept with them, so that its id stays its own)."""
+        self._structures = {id(function): (function, cfg, loops) for function, cfg, loops in kept}
 
     def resources(self, key: str) -> Any:
         """ptxas's numbers for one kernel by its `ptxas_keys` key, or None."""

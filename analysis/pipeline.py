@@ -480,8 +480,8 @@ def _from_cache(cache: KernelCache, kernels: list[Function], context: Callable[.
         ctx = context(fn, kept)
         if kept is None:
             built.add(id(ctx))
-            cache.put_structure(fn, ctx.cfg, ctx.loops)
         contexts.append(ctx)
+    cache.keep_structures([(ctx.function, ctx.cfg, ctx.loops) for ctx in contexts])
     _run_stages(contexts, [launch_stage] if launch_stage in STAGES[:split] else [], cancel)
     keys, moved_keys = _look_up(cache, keying(contexts), contexts)
     todo = []
