@@ -67,6 +67,9 @@ class KernelCache:
     #: analysis while its text is unchanged), the CFG and loops made of it: the launch stage that keys a kernel
     #: needs a context, which holds them, and a kernel found in the cache needs nothing more
     _structures: dict[int, tuple[Any, Any, Any]] = field(default_factory=dict)
+    #: per kernel function of the latest analysis (by identity) and file, the lines of the file its instructions
+    #: name (the kernel's first line and its cache key read them)
+    _body_lines: dict[tuple[int, str | None], tuple[Any, tuple[int, ...]]] = field(default_factory=dict)
     #: power predictions by GPU and feature values (`stages.power.PowerMemo`), made when first needed: the
     #: power runtime is not loaded for files without kernels
     _powers: Any = None
@@ -129,6 +132,16 @@ class KernelCache:
         """Keep these (function, CFG, loops), those of the latest analysis's kernels, in place of the ones kept
         before (each function is kept with them, so that its id stays its own)."""
         self._structures = {id(function): (function, cfg, loops) for function, cfg, loops in kept}
+        self._body_lines = {key: found for key, found in self._body_lines.items() if key[0] in self._structures}
+
+    def body_lines(self, function: Any, file: str | None) -> tuple[int, ...] | None:
+        """The lines of `file` kept for this very function object (`put_body_lines`), or None."""
+        kept = self._body_lines.get((id(function), file))
+        return kept[1] if kept is not None and kept[0] is function else None
+
+    def put_body_lines(self, function: Any, file: str | None, lines: tuple[int, ...]) -> None:
+        """Keep the lines of `file` a kernel function's instructions name, until an analysis no longer has it."""
+        self._body_lines[(id(function), file)] = (function, lines)
 
     def resources(self, key: str) -> Any:
         """ptxas's numbers for one kernel by its `ptxas_keys` key, or None."""

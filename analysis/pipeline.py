@@ -411,7 +411,7 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
     def context(fn: Function, structure: tuple[Cfg, LoopForest] | None = None) -> KernelContext:
         home = homes.get(fn.name)
         ctx = _kernel_context(module, fn, options, home.text if home else cuda_source,
-                              home.ptx_file if home else main_file, resources, structure)
+                              home.ptx_file if home else main_file, resources, structure, cache)
         ctx.gpu = gpu
         ctx.source_path = home.path if home else report.file
         if includer is not None:
@@ -431,7 +431,7 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
         contexts, todo, keys, moved_keys = _from_cache(cache, kernels, context, split, cancel,
                                                        lambda contexts: _KernelKeys(ptx, contexts, options, gpu,
                                                                                     cuda_source, report.file,
-                                                                                    main_file, seen))
+                                                                                    main_file, seen, cache))
     _run_stages(todo, STAGES[:split], cancel)
     _run_stages(todo, STAGES[split:], cancel)
     check_cancel(cancel)
@@ -536,8 +536,9 @@ class _KernelKeys:
 
     def __init__(self, ptx: str, contexts: list[KernelContext], options: AnalysisOptions, gpu: GpuProfile | None,
                  cuda_source: str | None, file: str, main_file: str | None,
-                 scanned_spans: dict[str, tuple[int, int]] | None = None) -> None:
+                 scanned_spans: dict[str, tuple[int, int]] | None = None, cache: KernelCache | None = None) -> None:
         kernels = [ctx.function for ctx in contexts]
+        self.cache = cache
         self.lines = ptx.splitlines()
         # the text scan's spans where it found the kernel where the parser did (`start_ptxas_cached`)
         known = scanned_spans or {}
@@ -556,8 +557,7 @@ class _KernelKeys:
         """The lines of the analysed file the kernel's instructions (and its first line) name, and their text."""
         found = self._used.get(id(ctx))
         if found is None:
-            used = sorted({ln for i in ctx.function.body if (ln := line_in_file(i.loc, ctx.main_file)) is not None}
-                          | {ctx.report.line or 0})
+            used = sorted({*_body_lines(ctx.function, ctx.main_file, self.cache), ctx.report.line or 0})
             source = ctx.cuda_source
             lines = [] if source is None else self._source_lines.setdefault(id(source), source.splitlines())
             found = self._used[id(ctx)] = (used, [lines[ln - 1] for ln in used if 1 <= ln <= len(lines)])
@@ -660,25 +660,40 @@ def _main_file(module: Module, path: str) -> str:
 
 def _kernel_context(module: Module, fn: Function, options: AnalysisOptions, cuda_source: str | None,
                     main_file: str | None, ptxas: Future[PtxasResult] | None,
-                    structure: tuple[Cfg, LoopForest] | None = None) -> KernelContext:
-    """A kernel's context before any stage, with the given CFG and loops (made now without)."""
+                    structure: tuple[Cfg, LoopForest] | None = None, cache: KernelCache | None = None
+                    ) -> KernelContext:
+    """A kernel's context before any stage, with the given CFG and loops (made now without); `cache` keeps what
+    its first line is read from (`_body_lines`)."""
     if structure is None:
         cfg = build_cfg(fn)
         structure = cfg, find_loops(cfg)
     cfg, loops = structure
-    line = fn.ptx_line if cuda_source is None else _kernel_line(fn, main_file, cuda_source)
+    line = fn.ptx_line if cuda_source is None else _kernel_line(fn, main_file, cuda_source, cache)
     report = KernelReport(name=fn.display_name, mangled=fn.name, line=line)
     return KernelContext(module, fn, report, options, cuda_source, main_file, cfg, loops, ptxas=ptxas)
 
 
-def _kernel_line(fn: Function, main_file: str | None, cuda_source: str) -> int | None:
+def _kernel_line(fn: Function, main_file: str | None, cuda_source: str, cache: KernelCache | None = None
+                 ) -> int | None:
     """The kernel's first line in the analysed file, from the instructions that lie in its own definition:
     device functions inlined into it are defined elsewhere (often above it), and their lines would move it."""
-    lines = [ln for i in fn.body if (ln := line_in_file(i.loc, main_file)) is not None]
+    lines = _body_lines(fn, main_file, cache)
     spans = _definition_spans(fn, cuda_source)
     own = [ln for ln in lines if any(first <= ln <= last for first, last in spans)]
     found = own or lines
     return min(found) if found else None
+
+
+def _body_lines(fn: Function, main_file: str | None, cache: KernelCache | None = None) -> tuple[int, ...]:
+    """The lines of `main_file` the function's instructions name, in order, each once. With a cache, made once
+    per parsed function: a kernel whose text is unchanged is handed on as the same object (`ptx.reuse`), and its
+    first line and its cache key read these on every save."""
+    kept = cache.body_lines(fn, main_file) if cache is not None else None
+    if kept is None:
+        kept = tuple(sorted({ln for i in fn.body if (ln := line_in_file(i.loc, main_file)) is not None}))
+        if cache is not None:
+            cache.put_body_lines(fn, main_file, kept)
+    return kept
 
 
 def _definition_spans(fn: Function, cuda_source: str) -> tuple[tuple[int, int], ...]:

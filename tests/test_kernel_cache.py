@@ -11,6 +11,7 @@ from kerncast.analysis.cfg import build_cfg
 from kerncast.analysis.kernel_cache import KernelCache
 from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
+from kerncast.analysis.ptx.model import line_in_file
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "transpose.cu"
@@ -45,10 +46,13 @@ def test_a_changed_kernel_is_the_only_one_analysed_again(nvcc_available, monkeyp
                         lambda self, ctx: moved_keys.append(ctx.function.display_name) or made(self, ctx))
     cfgs: list[str] = []  # the kernels whose CFG was built: the unchanged ones keep their earlier one
     monkeypatch.setattr(pipeline, "build_cfg", lambda fn: cfgs.append(fn.display_name) or build_cfg(fn))
+    walked: list[int] = []  # the instructions whose source line was read: the unchanged kernels' are kept
+    monkeypatch.setattr(pipeline, "line_in_file", lambda loc, file: walked.append(1) or line_in_file(loc, file))
     cached = analyze_file(EXAMPLE, text=edited, options=OPTIONS, cache=cache)
     assert (cache.counters.hits, cache.counters.misses) == (2, 4)
     assert [name.split("(")[0] for name in moved_keys] == ["transposePadded"]
     assert [name.split("(")[0] for name in cfgs] == ["transposePadded"]
+    assert len(walked) == next(k.instruction_count for k in cached.kernels if k.name.startswith("transposePadded"))
     assert cache.counters.ptxas_kernels == 3 + 1  # ptxas compiled only the changed kernel
     fresh = analyze_file(EXAMPLE, text=edited, options=OPTIONS)
     assert _json(cached) == _json(fresh)
