@@ -2,7 +2,9 @@
 -- Opens the file, waits for the first diagnostics (server start, imports, first analysis), then for each
 -- round makes an edit, writes the buffer and waits for the diagnostics of that buffer version:
 --   "all"  inserts a comment line at the top: every kernel's lines move (each report is shifted, none made again);
---   "one"  toggles a constant inside the first kernel: only that kernel's PTX changes.
+--   "one"  toggles a constant inside the first kernel: only that kernel's PTX changes (from the second round on,
+--          to a text seen before, whose ptxas numbers the server kept); with $KERNCAST_NVIM_NEW_CODE set, it
+--          writes a constant no save had before, so that ptxas runs on the kernel as after a real edit.
 -- After each save the bare `nvcc -ptx` of the same file ($KERNCAST_NVIM_NVCC, arch $KERNCAST_NVIM_ARCH) is timed
 -- too, so that every save has its own baseline taken under the same load of the machine.
 -- Writes the latencies (seconds) as JSON to $KERNCAST_NVIM_OUT.
@@ -11,6 +13,7 @@ local file = assert(os.getenv("KERNCAST_NVIM_FILE"))
 local rounds = tonumber(os.getenv("KERNCAST_NVIM_ROUNDS") or "5")
 local nvcc = os.getenv("KERNCAST_NVIM_NVCC")
 local arch = os.getenv("KERNCAST_NVIM_ARCH") or "sm_75"
+local new_code = (os.getenv("KERNCAST_NVIM_NEW_CODE") or "") ~= ""
 local result = { all = {}, one = {}, base_all = {}, base_one = {} }
 local published = {}
 
@@ -64,8 +67,13 @@ local function run()
     table.insert(result.all, save_and_wait(buf))
     table.insert(result.base_all, bare_nvcc())
     local line = vim.api.nvim_buf_get_lines(buf, target - 1, target, false)[1]
-    local toggled = line:find("a * x[i];", 1, true) and line:gsub("a %* x%[i%];", "a * x[i] + 1.0f;")
-      or line:gsub("a %* x%[i%] %+ 1%.0f;", "a * x[i];")
+    local toggled
+    if new_code then
+      toggled = line:gsub("a %* x%[i%][^;]*;", "a * x[i] + " .. r .. ".5f;")
+    else
+      toggled = line:find("a * x[i];", 1, true) and line:gsub("a %* x%[i%];", "a * x[i] + 1.0f;")
+        or line:gsub("a %* x%[i%] %+ 1%.0f;", "a * x[i];")
+    end
     vim.api.nvim_buf_set_lines(buf, target - 1, target, false, { toggled })
     table.insert(result.one, save_and_wait(buf))
     table.insert(result.base_one, bare_nvcc())
