@@ -284,10 +284,10 @@ RDC_NOTE = ("compiled with -rdc=true (relocatable device code): the file launche
 
 
 def ptxas_resources(ptx: str, arch: str, toolchain: Toolchain, timeout_s: float = 60,
-                    memory_mb: int | None = None,
-                    cancel: threading.Event | None = None) -> dict[str, KernelResources]:
+                    memory_mb: int | None = None, cancel: threading.Event | None = None,
+                    started: Callable[[], object] | None = None) -> dict[str, KernelResources]:
     """Assemble `ptx` with `ptxas -v` into a throw-away cubin and parse the per-kernel report (ptxas is killed
-    when `cancel` is set: see `run_tool`).
+    when `cancel` is set, and `started` is called once its process exists: see `run_tool`).
 
     PTX whose `.const` data cannot fit the constant bank, or that declares more than MAX_PTXAS_REGISTERS
     virtual registers, is refused before ptxas sees it: ptxas would allocate for all of it first
@@ -308,7 +308,7 @@ def ptxas_resources(ptx: str, arch: str, toolchain: Toolchain, timeout_s: float 
         args = [str(toolchain.ptxas), "-v", f"-arch={_ptxas_arch(arch)}", str(src), "-o", str(cubin)]
         if _EXTERN_FUNC_RE.search(ptx):
             args.insert(1, "-c")  # relocatable code: its callees are linked later, ptxas refuses them otherwise
-        run = run_tool(args, timeout_s, cwd=tmp, temp_dir=tmp, memory_mb=memory_mb, cancel=cancel)
+        run = run_tool(args, timeout_s, cwd=tmp, temp_dir=tmp, memory_mb=memory_mb, cancel=cancel, started=started)
     if run.timed_out:
         raise PtxasError(f"ptxas did not finish within {timeout_s:g} s", timed_out=True)
     if run.transient:

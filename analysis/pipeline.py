@@ -310,12 +310,14 @@ def _ptxas_target(ptx: str, options: AnalysisOptions) -> str:
     return m.group(1) if m else (options.arch or "sm_75")
 
 
-def _ptxas_resources(ptx: str, options: AnalysisOptions, cancel: threading.Event | None = None) -> PtxasResult:
-    """Registers, shared memory and spills per kernel from ptxas, or none and why not."""
+def _ptxas_resources(ptx: str, options: AnalysisOptions, cancel: threading.Event | None = None,
+                     started: Callable[[], object] | None = None) -> PtxasResult:
+    """Registers, shared memory and spills per kernel from ptxas, or none and why not; `started` is called once
+    ptxas's process exists."""
     try:
         toolchain = find_toolchain(options.nvcc_path)
         return PtxasResult(ptxas_resources(ptx, _ptxas_target(ptx, options), toolchain, timeout_s=options.timeout_s,
-                                           memory_mb=options.compile_memory_mb, cancel=cancel))
+                                           memory_mb=options.compile_memory_mb, cancel=cancel, started=started))
     except ToolchainError as exc:
         return PtxasResult({}, f"registers unknown: {exc}")
     except PtxasError as exc:
@@ -330,9 +332,22 @@ def _ptxas_resources(ptx: str, options: AnalysisOptions, cancel: threading.Event
 PTXAS_STOPPED = "registers unknown for now (ptxas was stopped; the next analysis runs it again): "
 
 
+#: seconds `start_ptxas` waits at most for ptxas's process to exist (it exists within a few ms when a worker and
+#: a compile slot are free)
+PTXAS_START_WAIT_S = 0.02
+
+
 def start_ptxas(ptx: str, options: AnalysisOptions, cancel: threading.Event | None = None) -> Future[PtxasResult]:
-    """Run ptxas in the background: it takes as long as parsing and the memory analysis, which run meanwhile."""
-    return _PTXAS_POOL.submit(_ptxas_resources, ptx, options, cancel)
+    """Run ptxas in the background: the parse and the stages that need no register numbers run meanwhile.
+
+    Returns once ptxas's process exists (or the job ended, or after PTXAS_START_WAIT_S): the worker needs the
+    interpreter for a few ms to start it, and the analysis thread, which goes on at once with the parse, would
+    hold it for a switch interval (5 ms) at a time, while ptxas, and the stages waiting for it, have not begun."""
+    running = threading.Event()
+    job = _PTXAS_POOL.submit(_ptxas_resources, ptx, options, cancel, running.set)
+    job.add_done_callback(lambda _: running.set())
+    running.wait(PTXAS_START_WAIT_S)
+    return job
 
 
 def start_ptxas_cached(ptx: str, options: AnalysisOptions, cache: KernelCache,

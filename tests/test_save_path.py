@@ -92,3 +92,12 @@ def test_a_forked_worker_removes_its_own_directories(tmp_path: Path) -> None:
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
         assert pool.submit(_removes_in_a_forked_child, str(tmp_path)).result(timeout=60)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_ptxas_is_running_when_the_analysis_goes_on(compile_example) -> None:
+    """The analysis thread, busy with the parse, would otherwise keep the worker from starting ptxas."""
+    ptx = compile_example("vector_add").ptx
+    job = pipeline.start_ptxas(ptx, AnalysisOptions(lime=False))
+    running = [Path(str(p.args[-3])).name for p in list(toolchain._RUNNING)]  # ptxas -v -arch=.. FILE -o OUT
+    assert job.done() or running == ["kernel.ptx"]
+    assert "_Z9vectorAddPKfS0_Pfi" in job.result(timeout=60).table
