@@ -200,6 +200,7 @@ def test_temporary_files_are_removed(nvcc_available, tmp_path: Path, monkeypatch
     src = write(tmp_path / "t.cu", "__global__ void k(float *p) { p[0] = 1; }\n")
     assert compile_cuda(src, text="__global__ void k(float *p) { p[0] = 2; }\n").ok
     assert not compile_cuda(src, text="__global__ void k( {}\n").ok
+    toolchain_mod.finish_removals()  # they are removed once the results are returned
     assert list(scratch.iterdir()) == []
 
 
