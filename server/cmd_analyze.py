@@ -111,8 +111,8 @@ def add_time_model_argument(parser: argparse.ArgumentParser) -> None:
                              "(per-warp traces through a warp-pipeline simulation)")
     parser.add_argument("--power-model", dest="power_model", choices=POWER_MODELS,
                         default=AnalysisOptions().power_model,
-                        help="power model shown: auto (default: events on GPUs without a measured power dataset, "
-                             "statistical on K20, M60, V100), statistical or events; both are in the JSON")
+                        help="power model shown: auto (default: the event model on every GPU), statistical or "
+                             "events; both are in the JSON")
 
 
 def add_launch_arguments(parser: argparse.ArgumentParser) -> None:

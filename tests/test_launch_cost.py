@@ -10,7 +10,7 @@ from kerncast.analysis.launch import LaunchOverrides
 from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.timing.constants import timing_constants
-from kerncast.analysis.timing.launch_cost import device_launch_us, exposed_host_us, launch_cost
+from kerncast.analysis.timing.launch_cost import block_dispatch_us, device_launch_us, exposed_host_us, launch_cost
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -35,6 +35,21 @@ def test_modern_gpus_pay_their_device_latency_and_thesis_gpus_keep_their_interce
     assert short.fixed_us == pytest.approx(float(listed["9.0"]) + 2.76)
     assert launch_cost(h100, 500.0).host_us == 0.0
     assert launch_cost(k20, 0.2).fixed_us == pytest.approx(k20.launch_overhead.intercept)
+
+
+def test_a_block_smaller_than_the_swept_one_costs_the_dispatch_of_a_swept_block():
+    """The launch-overhead line was swept with blocks of `sweep_block_threads` threads: its cost per thread is a
+    block's dispatch shared over those threads. The same threads in blocks of 32 are eight times the blocks, and
+    each is charged a swept block's dispatch; blocks at least that large keep the line's cost per thread."""
+    h100 = load_profile("h100")
+    swept = int(timing_constants()["kerncast"]["launch"]["sweep_block_threads"])
+    assert swept == 256
+    threads = 1 << 26
+    per_thread = block_dispatch_us(h100, threads // 256, 256)
+    assert per_thread == pytest.approx(threads * h100.launch_overhead.slope)
+    assert block_dispatch_us(h100, threads // 1024, 1024) == pytest.approx(per_thread)
+    assert block_dispatch_us(h100, threads // 32, 32) == pytest.approx(8 * per_thread)
+    assert block_dispatch_us(h100, threads // 64, 64) == pytest.approx(4 * per_thread)
 
 
 def test_a_small_launch_on_an_h100_is_predicted_at_the_event_timed_launch_cost(nvcc_available):

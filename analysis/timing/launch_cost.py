@@ -49,11 +49,16 @@ def overhead_us(profile: Any, value: float) -> float:
     return value * (1e3 if unit.startswith("ms") else 1e-3 if unit.startswith("ns") else 1.0)
 
 
-def block_dispatch_us(profile: Any, threads: int) -> float:
-    """What the launch-overhead line adds over an empty launch for `threads` threads (thesis section 3.4: the
-    line grows with the threads launched): the dispatch of the launch's blocks, in microseconds. The dispatch
-    runs beside the kernel's work, so a model's kernel time is at least this, never this on top of its work."""
+def block_dispatch_us(profile: Any, blocks: int, threads_per_block: int) -> float:
+    """What the launch-overhead line adds over an empty launch for the launch's threads (thesis section 3.4: the
+    line grows with the threads launched): the dispatch of the launch's blocks, in microseconds. The line is
+    swept with blocks of `sweep_block_threads` threads (`data/timing.toml` [kerncast.launch]), so what it gives
+    per thread is that block's dispatch shared out over its threads: a smaller block costs the SM's block
+    scheduler no less, and each block is charged at least a swept block's share. The dispatch runs beside the
+    kernel's work, so a model's kernel time is at least this, never this on top of its work."""
     lo = profile.launch_overhead
+    swept = int(timing_constants()["kerncast"]["launch"]["sweep_block_threads"])
+    threads = blocks * max(threads_per_block, swept)
     return overhead_us(profile, max(0.0, lo(threads) - float(lo.intercept)))
 
 

@@ -392,7 +392,7 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
                          f"{camping:.2f}x the even share (data/timing.toml [kerncast.partitions]), so the DRAM "
                          "time grows by that factor")
 
-    dispatch_us = block_dispatch_us(profile, blocks * threads_per_block)
+    dispatch_us = block_dispatch_us(profile, blocks, threads_per_block)
     kernel = max(compute_us, memory_us, dispatch_us)
     cost = launch_cost(profile, kernel)
     fixed = cost.fixed_us

@@ -366,7 +366,7 @@ def predict_trace(cfg: Cfg, loops: LoopForest, profile: Any, symbolic: SymbolicR
         per_round = max(one.last_retire, one.busy)
         cycles = per_round * full + (max(tail.last_retire, tail.busy) if tail is not None else 0.0)
         pace, first_round = 0.0, per_round
-    dispatch_us = block_dispatch_us(profile, blocks * threads_per_block)
+    dispatch_us = block_dispatch_us(profile, blocks, threads_per_block)
     kernel_us = max(cycles / clock, dispatch_us)
     cost = launch_cost(profile, kernel_us)
     divergent = len({i for _, t in traces for i, d in t.decisions.items() if d == DIVERGENT})
