@@ -59,8 +59,9 @@ class KernelCache:
     _resources: BoundedLru[str, Any] = field(init=False)
     #: per kernel name, its latest report with its moved key, first source line and first PTX line: a kernel
     #: that an edit above it only moved is shifted from it (`kernel_shift`), matched by name as the change
-    #: since the last save matches kernels
-    _moved: BoundedLru[str, tuple[str, int, int, Any]] = field(init=False)
+    #: since the last save matches kernels; also the parts of the report known to hold no line, which its
+    #: shifted copies share (`kernel_shift.shifted`'s `fixed`)
+    _moved: BoundedLru[str, tuple[str, int, int, Any, dict[int, Any]]] = field(init=False)
     #: parsed PTX functions, so that a save parses only the functions whose text changed (ptx/reuse.py)
     functions: FunctionReuse = field(default_factory=FunctionReuse)
     #: per kernel function of the latest analysis (by identity: `functions` hands the same object to the next
@@ -112,16 +113,16 @@ class KernelCache:
         kept = self._moved.get(name)
         if kept is None or kept[0] != moved_key:
             return None
-        _, old_line, old_ptx_line, report = kept
-        out = shifted(report, line - old_line, ptx_line - old_ptx_line)
-        self._moved.put(name, (moved_key, line, ptx_line, out))
+        _, old_line, old_ptx_line, report, fixed = kept
+        out = shifted(report, line - old_line, ptx_line - old_ptx_line, fixed)
+        self._moved.put(name, (moved_key, line, ptx_line, out, fixed))
         with self._lock:
             self.counters.shifted += 1
         return out
 
     def put_moved(self, name: str, moved_key: str, report: Any, ptx_line: int) -> None:
         """Keep `report` as the latest of kernel `name`, for a later analysis in which it only moved."""
-        self._moved.put(name, (moved_key, report.line, ptx_line, report))
+        self._moved.put(name, (moved_key, report.line, ptx_line, report, {}))
 
     def structure(self, function: Any) -> tuple[Any, Any] | None:
         """The CFG and loops kept for this very function object (`keep_structures`), or None."""

@@ -65,52 +65,93 @@ def _is_line_name(name: str) -> bool:
 _LINE_NAMES: dict[str, bool] = {}
 
 
-def _shift_lines(value: Any, delta: int, ptx_delta: int) -> Any:
+def _shift_lines(value: Any, delta: int, ptx_delta: int, fixed: dict[int, Any] | None) -> tuple[Any, bool]:
     """The line number(s) of a field named like a line: an int, or ints in a tuple or list (other items, such as
-    per-line records, are shifted as any value)."""
+    per-line records, are shifted as any value); and whether the value holds no line (`_shift`)."""
     if isinstance(value, int) and not isinstance(value, bool):
-        return moved_line(value, delta)
+        return moved_line(value, delta), not value
     if isinstance(value, tuple | list):
-        return type(value)(_shift_lines(v, delta, ptx_delta) for v in value)
-    return shifted(value, delta, ptx_delta)
+        moved = [_shift_lines(v, delta, ptx_delta, fixed) for v in value]
+        return type(value)(v for v, _ in moved), all(free for _, free in moved)
+    return _shift(value, delta, ptx_delta, fixed)
 
 
-def shifted(value: Any, delta: int, ptx_delta: int = 0) -> Any:
+def shifted(value: Any, delta: int, ptx_delta: int = 0, fixed: dict[int, Any] | None = None) -> Any:
     """A copy of `value` (a report or any part of it) with every source line it holds moved by `delta` (and
     every PTX line it names by `ptx_delta`).
 
-    Dataclasses, lists, tuples and dicts are copied (the original, which a cache and earlier results share,
-    is never changed); strings have their "line N" phrases moved; other values are shared as they are. A save
-    that moved every kernel shifts every report, so the common leaves (numbers, strings without "line") are
-    decided here without a call."""
+    Dataclasses, lists, tuples and dicts that hold a line are copied (the original, which a cache and earlier
+    results share, is never changed); strings have their "line N" phrases moved; a part that holds no line at
+    all (no line number but 0, no string that says "line": a power explanation, an instruction mix) is shared
+    as it is, like every other value. With `fixed`, a memo kept with the report and its shifted copies (which
+    share those parts), a part found to hold no line is remembered and passed over the next time: a save that
+    moved every kernel shifts every report, and most of a report holds no line."""
+    return _shift(value, delta, ptx_delta, fixed)[0]
+
+
+def _shift(value: Any, delta: int, ptx_delta: int, fixed: dict[int, Any] | None) -> tuple[Any, bool]:
+    """`shifted`, and whether `value` holds no line (it is then returned itself, and remembered in `fixed`)."""
     kind = type(value)
     if kind in _PLAIN:
-        return value
+        return value, True
     if kind is str:
-        return shifted_text(value, delta, ptx_delta)
+        return (value, True) if "line" not in value else (shifted_text(value, delta, ptx_delta), False)
+    if fixed is not None and fixed.get(id(value)) is value:
+        return value, True
     names = _dataclass_fields(kind)
     if names is not None:
-        out = object.__new__(kind)  # every field is set below (a copy without __init__'s checks, or a deep copy)
+        fields = []
+        free = True
         for name, is_line in names:
             old = getattr(value, name)
-            object.__setattr__(out, name, _shift_lines(old, delta, ptx_delta) if is_line
-                               else old if _unchanged(old) else shifted(old, delta, ptx_delta))
-        return out
+            if is_line:
+                new, free_here = _shift_lines(old, delta, ptx_delta, fixed)
+            elif _unchanged(old):
+                new, free_here = old, True
+            else:
+                new, free_here = _shift(old, delta, ptx_delta, fixed)
+            fields.append((name, new))
+            free = free and free_here
+        if free:
+            return _kept(value, fixed)
+        out = object.__new__(kind)  # every field is set below (a copy without __init__'s checks, or a deep copy)
+        for name, new in fields:
+            object.__setattr__(out, name, new)
+        return out, False
     if isinstance(value, dict):
         # most entries are numbers (instruction mixes, breakdowns, feature values): kept without a call
-        made = {k: (_shift_lines(v, delta, ptx_delta) if type(k) is str and _is_line_name(k)
-                    else v if _unchanged(v) else shifted(v, delta, ptx_delta)) for k, v in value.items()}
+        made = {}
+        free = True
+        for k, v in value.items():
+            if type(k) is str and _is_line_name(k):
+                new, free_here = _shift_lines(v, delta, ptx_delta, fixed)
+            elif _unchanged(v):
+                new, free_here = v, True
+            else:
+                new, free_here = _shift(v, delta, ptx_delta, fixed)
+            made[k] = new
+            free = free and free_here
+        if free:
+            return _kept(value, fixed)
         if kind is dict:
-            return made
+            return made, False
         out = copy.copy(value)  # a defaultdict keeps its factory
         out.clear()
         out.update(made)
-        return out
-    if kind is list:
-        return [v if _unchanged(v) else shifted(v, delta, ptx_delta) for v in value]
-    if kind is tuple:
-        return tuple(v if _unchanged(v) else shifted(v, delta, ptx_delta) for v in value)
-    return value
+        return out, False
+    if kind is list or kind is tuple:
+        items = [(v, True) if _unchanged(v) else _shift(v, delta, ptx_delta, fixed) for v in value]
+        if all(free for _, free in items):
+            return _kept(value, fixed)
+        return kind(v for v, _ in items), False
+    return value, True
+
+
+def _kept(value: Any, fixed: dict[int, Any] | None) -> tuple[Any, bool]:
+    """A part that holds no line: itself, remembered in `fixed` (which keeps it, so that its id stays its own)."""
+    if fixed is not None:
+        fixed[id(value)] = value
+    return value, True
 
 
 def _unchanged(value: Any) -> bool:

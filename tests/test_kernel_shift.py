@@ -98,3 +98,19 @@ def test_relative_loc_touches_only_the_analysed_files_lines() -> None:
     ptx = "\t.loc\t1 30 5\n\t.loc\t2 439 9, function_name $L__info_string0, inlined_at 1 31 9\n\t.loc\t1 0 0\n"
     assert relative_loc(ptx, "1", 30) == (
         "\t.loc\t1 @0 5\n\t.loc\t2 439 9, function_name $L__info_string0, inlined_at 1 @1 9\n\t.loc\t1 0 0\n")
+
+
+def test_parts_without_a_line_are_shared_and_passed_over_next_time() -> None:
+    """A save that moved every kernel shifts every report: the parts of a report that hold no line (a power
+    explanation, an instruction mix) are shared with the copy, and with a memo not looked through again."""
+    mix = {"ld.global": 3, "st.global": 1}
+    report = {"line": 12, "mix": mix, "notes": ["no place named here"], "launch": [{"line": 40, "value": 256}]}
+    fixed: dict[int, object] = {}
+    moved = shifted(report, 4, 0, fixed)
+    assert moved["line"] == 16 and moved["launch"] == [{"line": 44, "value": 256}]
+    assert moved["mix"] is mix and moved["notes"] is report["notes"]  # shared, not copied
+    assert moved["launch"] is not report["launch"] and report["launch"][0]["line"] == 40  # copied, original kept
+    mix["ld.global"] = {"line": 99}  # a remembered part is not looked through again
+    again = shifted(moved, 1, 0, fixed)
+    assert again["mix"] is mix and again["line"] == 17
+    assert shifted(moved, 1)["mix"]["ld.global"] == {"line": 100}  # without the memo it is
