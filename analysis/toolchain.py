@@ -191,10 +191,13 @@ def tool_temp_dir(prefix: str, remove_later: bool = False) -> Iterator[Path]:
     except BaseException:
         _remove_tree(path)
         raise
-    if remove_later:
-        _REMOVER.submit(_remove_tree, path)
-    else:
-        _remove_tree(path)
+    try:
+        if remove_later:
+            _REMOVER.submit(_remove_tree, path)
+            return
+    except RuntimeError:  # the interpreter is exiting (a worker thread's last compile): no new thread now
+        pass
+    _remove_tree(path)
 
 
 def _new_remover() -> ThreadPoolExecutor:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import multiprocessing
 import tempfile
 import threading
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -101,3 +101,14 @@ def test_ptxas_is_running_when_the_analysis_goes_on(compile_example) -> None:
     running = [Path(str(p.args[-3])).name for p in list(toolchain._RUNNING)]  # ptxas -v -arch=.. FILE -o OUT
     assert job.done() or running == ["kernel.ptx"]
     assert "_Z9vectorAddPKfS0_Pfi" in job.result(timeout=60).table
+
+
+def test_a_directory_left_while_the_interpreter_exits_is_removed_at_once(tmp_path: Path, monkeypatch) -> None:
+    """A worker thread's last compile during the exit: no thread can take the removal, so the caller does it."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    exited = ThreadPoolExecutor(1)
+    exited.shutdown()  # refuses new work as the executors do once the interpreter exits
+    monkeypatch.setattr(toolchain, "_REMOVER", exited)
+    with toolchain.tool_temp_dir("kerncast-test-", remove_later=True) as scratch:
+        (scratch / "out.ptx").write_text("x")
+    assert not scratch.exists()
