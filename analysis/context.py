@@ -23,6 +23,7 @@ from kerncast.analysis.options import AnalysisOptions, PtxasResult
 from kerncast.analysis.power.inputs import PowerInputs
 from kerncast.analysis.ptx.model import Function, Module
 from kerncast.analysis.report import KernelReport
+from kerncast.analysis.source_model import FileScans
 from kerncast.analysis.timing.estimate import KernelGraphs
 
 
@@ -58,6 +59,8 @@ class KernelContext:
     #: (text, path) of the file the kernel is launched from when it is not the analysed file: a fragment's
     #: kernels are launched from the file that #includes it (`includes.find_includers`)
     launch_source: tuple[str, str] | None = None
+    #: the source files' scans for the launch inference, shared by the kernels of one analysis (`FileScans`)
+    scans: FileScans = field(default_factory=FileScans)
     #: the kernel's dataflow facts (reaching definitions, symbolic values, induction variables), each computed
     #: on first use and shared: trip counts (launch stage) and addresses and branches (memory stage) query it
     dataflow: KernelDataflow = field(init=False)

@@ -35,11 +35,14 @@ class Included:
 
 def read_included(text: str, path: str | Path, include_dirs: list[str] | None = None) -> Included:
     """The quoted includes of `text` (the file at `path`), followed recursively."""
+    quoted = _quoted_includes(text)
+    if not quoted:  # the common case of a file with system includes only: its line index is not needed
+        return Included((), ())
     dirs = [Path(d) for d in include_dirs or []]
     lines = LineIndex(text)
     seen: dict[Path, Path] = {}  # real path -> the path it was reached by, in the order reached
     out: list[Macro] = []
-    for offset, name in _quoted_includes(text):
+    for offset, name in quoted:
         target = resolve_include(name, True, Path(path).parent, dirs)
         if target is None:
             continue

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kerncast.analysis.source_model import (
@@ -300,7 +302,8 @@ def infer_launch(kernel_name: str, cuda_source: str | None, overrides: LaunchOve
                  settings: LaunchOverrides | None = None, kernel_params: list[str] | None = None,
                  reqntid: tuple[int, ...] | None = None, default_block: Dim | None = DEFAULT_BLOCK,
                  default_grid: Dim | None = DEFAULT_GRID, default_loops: int = DEFAULT_LOOPS,
-                 source_path: str | None = None, include_dirs: list[str] | None = None) -> Launch:
+                 source_path: str | None = None, include_dirs: list[str] | None = None,
+                 scan: Callable[[str, str | Path | None, list[str] | None], SourceFacts] = scan_file) -> Launch:
     """The launch of `kernel_name` (its demangled display name), each field from the best source there is.
 
     Precedence per field: CLI overrides > settings > an annotation above the launch > an annotation above
@@ -308,13 +311,14 @@ def infer_launch(kernel_name: str, cuda_source: str | None, overrides: LaunchOve
     An annotation above the launch wins over one above the kernel because it is the more specific of the
     two. Never raises: a source that cannot be scanned is recorded as an assumption and the defaults apply.
     With `source_path`, kernels defined in `#include`d `.cu`/`.cuh` files (beside it or in `include_dirs`)
-    are known too, so their parameters can be given by name.
+    are known too, so their parameters can be given by name. `scan` reads the source's facts: `scan_file`, or
+    an analysis's `FileScans.scan`, which reads a file once for all its kernels.
     """
     assumptions: list[str] = []
     facts = None
     if cuda_source:
         try:
-            facts = scan_file(cuda_source, source_path, include_dirs)
+            facts = scan(cuda_source, source_path, include_dirs)
         except (ValueError, IndexError, RecursionError) as exc:
             assumptions.append(f"the CUDA source could not be scanned for launches ({exc})")
     site = _choose_site(kernel_name, facts, assumptions)

@@ -74,7 +74,7 @@ from kerncast.analysis.ptx import PtxSyntaxError, parse_ptx
 from kerncast.analysis.ptx.model import Function, Module, SourceLoc, line_in_file
 from kerncast.analysis.report import FileReport, KernelReport
 from kerncast.analysis.rules import Code
-from kerncast.analysis.source_model import scan_file, scanned
+from kerncast.analysis.source_model import FileScans, scanned
 from kerncast.analysis.stages.gains import gain_stage
 from kerncast.analysis.stages.launch import launch_stage, trip_count_stage
 from kerncast.analysis.stages.memory import memory_stage
@@ -237,7 +237,8 @@ def _analyze_cuda(report: FileReport, path: Path, source: str, options: Analysis
     # nvcc's process exists: started before, its thread would hold the interpreter while this one starts nvcc
     # (a 5 ms switch interval at least, on the path the save waits on)
     include_dirs = list(options.include_dirs)
-    scan = functools.partial(_SCAN_POOL.submit, scan_file, source, str(path), include_dirs)
+    scans = FileScans()  # the launch stage takes the scan from here (a later save makes its own)
+    scan = functools.partial(_SCAN_POOL.submit, scans.scan, source, str(path), include_dirs)
     try:
         result = compile_cuda(path, text=source, options=copts, with_resources=False, started=scan)
     except ToolchainError as exc:
@@ -260,13 +261,13 @@ def _analyze_cuda(report: FileReport, path: Path, source: str, options: Analysis
         assert included.ptx is not None
         return _analyze_ptx(report, included.ptx, options, cuda_source=source, cache=cache,
                             includer=(includer, includer.read_text(encoding="utf-8", errors="replace")),
-                            cancel=cancel)
+                            cancel=cancel, scans=scans)
     report.findings.extend(compile_findings(result.diagnostics, source, path.parent))
     if not result.ok or result.ptx is None:
         if not any(f.severity == "error" for f in report.findings):
             report.findings.append(input_finding("nvcc produced no PTX", code=Code.COMPILE_ERROR))
         return report
-    return _analyze_ptx(report, result.ptx, options, cuda_source=source, cache=cache, cancel=cancel)
+    return _analyze_ptx(report, result.ptx, options, cuda_source=source, cache=cache, cancel=cancel, scans=scans)
 
 
 #: includers compiled at most for one fragment (each is an nvcc run)
@@ -385,9 +386,10 @@ def start_ptxas_cached(ptx: str, options: AnalysisOptions, cache: KernelCache,
 
 def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_source: str | None,
                  cache: KernelCache | None = None, includer: tuple[Path, str] | None = None,
-                 cancel: threading.Event | None = None) -> FileReport:
+                 cancel: threading.Event | None = None, scans: FileScans | None = None) -> FileReport:
     """The stages on every kernel of `ptx`; with an `includer` (path, text), the PTX is that file's and only
-    the kernels defined in the analysed file are reported, with their launches read from the includer."""
+    the kernels defined in the analysed file are reported, with their launches read from the includer. `scans`
+    holds the source scans made for this analysis so far (the one made while nvcc ran)."""
     # ptxas starts at once, overlapping the parse and the analysis; with a cache, on the new kernels only.
     if cache is None:
         resources, seen = start_ptxas(ptx, options, cancel), {}
@@ -422,6 +424,8 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
         report.notes.append(f"no kernel is defined in {Path(report.file).name}")
         return report
     homes = _homes(kernels, cuda_source, report.file, options) if includer is None else {}
+    scans = FileScans() if scans is None else scans  # each source file scanned once for all the kernels' launches
+
 
     def context(fn: Function, structure: tuple[Cfg, LoopForest] | None = None) -> KernelContext:
         home = homes.get(fn.name)
@@ -429,6 +433,7 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
                               home.ptx_file if home else main_file, resources, structure, cache)
         ctx.gpu = gpu
         ctx.source_path = home.path if home else report.file
+        ctx.scans = scans
         if includer is not None:
             ctx.launch_source = (includer[1], str(includer[0]))
         elif home is not None:  # defined in a file the analysed one includes, launched from the analysed one

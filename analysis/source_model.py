@@ -661,3 +661,35 @@ def scan_file(cuda_source: str, path: str | Path | None, include_dirs: list[str]
         return facts
     return SourceFacts(facts.env, facts.sites, facts.kernels, facts.annotations, facts.functions, facts.arrays,
                        found)
+
+
+#: what `scan_file` raises for a source it cannot read; `FileScans` keeps it as it keeps a result
+_SCAN_ERRORS = (ValueError, IndexError, RecursionError)
+
+
+class FileScans:
+    """`scan_file`'s results within one analysis, by (text, path, include directories).
+
+    Every kernel's launch inference asks for the facts of the same file, and `scan_file` reaches them through
+    the file's headers (each resolved and its stamp read), the folder's sources and the line index of the text:
+    work that depends on the file alone. One analysis asks once per file; a later analysis makes its own, so a
+    header edited between two saves of the same text is read again. A scan that fails fails again the same way.
+    """
+
+    def __init__(self) -> None:
+        self._found: dict[tuple[str, str | None, tuple[str, ...]], SourceFacts | Exception] = {}
+
+    def scan(self, cuda_source: str, path: str | Path | None, include_dirs: list[str] | None = None
+             ) -> SourceFacts:
+        """`scan_file(cuda_source, path, include_dirs)`, made on the first call for these arguments."""
+        key = (cuda_source, None if path is None else str(path), tuple(include_dirs or ()))
+        found = self._found.get(key)
+        if found is None:
+            try:
+                found = scan_file(cuda_source, path, include_dirs)
+            except _SCAN_ERRORS as exc:
+                found = exc
+            self._found[key] = found
+        if isinstance(found, Exception):
+            raise found.with_traceback(None)
+        return found

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import os
 
-from kerncast.analysis.header_macros import included_macros
+from kerncast.analysis import source_model
+from kerncast.analysis.header_macros import included_macros, read_included
 from kerncast.analysis.launch import infer_launch
 from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
+from kerncast.analysis.source_model import FileScans
 
 KERNEL = "__global__ void k(float *y) { y[threadIdx.x] = 0; }\n"
 
@@ -76,3 +78,57 @@ def test_the_projects_include_directories_from_compile_commands_reach_launch_inf
     assert report.ok, [f.message for f in report.findings]
     (kernel,) = report.kernels
     assert kernel.launch.block.value == (192, 1, 1) and kernel.launch.block.source == "launch-site"
+
+
+def _twenty_kernels(tmp_path):
+    """A file whose 20 kernels take their block size from one header."""
+    header = _write(tmp_path / "sizes.h", "#define BLOCK 128\n")
+    kernels = "".join(f"__global__ void k{i}(float *y) {{ y[threadIdx.x] = {i}; }}\n" for i in range(20))
+    launches = "".join(f"  k{i}<<<8, BLOCK>>>(y);\n" for i in range(20))
+    src = _write(tmp_path / "main.cu", '#include "sizes.h"\n' + kernels + "int main() { float *y;\n" + launches
+                 + "}\n")
+    return header, src
+
+
+def test_one_analysis_reads_a_files_headers_once_for_all_its_kernels(tmp_path, monkeypatch):
+    """The kernels of one save share a `FileScans`: the headers are walked once, not once per kernel, and the
+    launches are those each kernel gets alone; a later save with an edited header reads it again."""
+    header, src = _twenty_kernels(tmp_path)
+    walks: list[str] = []
+
+    def counted(text, path, include_dirs=None):
+        walks.append(str(path))
+        return read_included(text, path, include_dirs)
+
+    monkeypatch.setattr(source_model, "read_included", counted)
+    text = src.read_text()
+    scans = FileScans()
+    shared = [infer_launch(f"k{i}", text, source_path=str(src), scan=scans.scan) for i in range(20)]
+    assert walks == [str(src)]
+    alone = [infer_launch(f"k{i}", text, source_path=str(src)) for i in range(20)]
+    assert [x.to_json() for x in shared] == [x.to_json() for x in alone]
+    assert {x.block.value for x in shared} == {(128, 1, 1)}
+    header.write_text("#define BLOCK 1024\n")
+    stat = header.stat()
+    os.utime(header, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    walks.clear()
+    again = FileScans()
+    assert {infer_launch(f"k{i}", text, source_path=str(src), scan=again.scan).block.value
+            for i in range(20)} == {(1024, 1, 1)}
+    assert walks == [str(src)]
+
+
+def test_a_scan_that_fails_fails_the_same_way_for_every_kernel(monkeypatch):
+    """A source the scanner cannot read gives each kernel the same assumption, from one attempt."""
+    attempts: list[str] = []
+
+    def failing(text, path, include_dirs=None):
+        attempts.append(text)
+        raise ValueError("nesting too deep")
+
+    monkeypatch.setattr(source_model, "scan_file", failing)
+    scans = FileScans()
+    launches = [infer_launch(name, "__global__ void a() {}", source_path="x.cu", scan=scans.scan)
+                for name in ("a", "b")]
+    assert len(attempts) == 1
+    assert all("could not be scanned for launches (nesting too deep)" in x.assumptions[0] for x in launches)

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kerncast.analysis import pipeline, toolchain
+from kerncast.analysis import pipeline, source_model, toolchain
 from kerncast.analysis.compile import CompileOptions, compile_cuda
+from kerncast.analysis.header_macros import read_included
 from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 
@@ -112,3 +113,25 @@ def test_a_directory_left_while_the_interpreter_exits_is_removed_at_once(tmp_pat
     with toolchain.tool_temp_dir("kerncast-test-", remove_later=True) as scratch:
         (scratch / "out.ptx").write_text("x")
     assert not scratch.exists()
+
+
+def test_a_save_walks_the_files_headers_once_for_all_its_kernels(nvcc_available, monkeypatch, tmp_path: Path) -> None:
+    """The scan made while nvcc runs is the one every kernel's launch inference reads: the headers are walked
+    once per save, not once more per kernel."""
+    (tmp_path / "sizes.h").write_text("#define BLOCK 64\n")
+    kernels = "".join(f"__global__ void k{i}(float *y) {{ y[threadIdx.x] = {i}; }}\n" for i in range(4))
+    launches = "".join(f"  k{i}<<<2, BLOCK>>>(y);\n" for i in range(4))
+    source = tmp_path / "four.cu"
+    text = '#include "sizes.h"\n' + kernels + "int main() { float *y = 0;\n" + launches + "}\n"
+    source.write_text(text)
+    walks: list[str] = []
+
+    def counted(text: str, path: Any, include_dirs: Any = None) -> Any:
+        walks.append(Path(path).name)
+        return read_included(text, path, include_dirs)
+
+    monkeypatch.setattr(source_model, "read_included", counted)
+    report = analyze_file(source, text=text, options=AnalysisOptions(lime=False))
+    assert sorted(k.name for k in report.kernels) == [f"k{i}" for i in range(4)]
+    assert {k.launch.block.value for k in report.kernels if k.launch is not None} == {(64, 1, 1)}
+    assert walks == ["four.cu"]

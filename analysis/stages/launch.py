@@ -42,7 +42,7 @@ def launch_stage(ctx: KernelContext) -> None:
     def infer(text: str | None, where: str | None) -> Launch:
         return infer_launch(ctx.function.display_name, text, overrides=overrides, settings=_kernel_settings(ctx),
                             reqntid=tuple(reqntid) if reqntid else None, source_path=where,
-                            include_dirs=list(ctx.options.include_dirs))
+                            include_dirs=list(ctx.options.include_dirs), scan=ctx.scans.scan)
 
     launch = infer(source, path)
     if ctx.launch_source is not None and not _from_source(launch):
