@@ -49,9 +49,10 @@ def test_guarded_body_share_halves_each_step(compile_example) -> None:
 def test_a_guard_on_the_loop_counter_and_the_lane_is_read_per_iteration(nvcc_available) -> None:
     """`tests/kernels/halo.cu`: inside the tap loop, a lane reads its neighbour from global memory only where
     `k = i - taps / 2 + j` falls outside its block's tile, a test of both the lane and the loop counter `j`.
-    Read at sampled values of the counter, the global path is run by one warp of the block's eight at most
-    (the first at the early taps, the last at the late ones) and, in those warps, by the edge lanes only; with
-    the counter left a symbol the test was undecided and every warp was taken to run it."""
+    Read at sampled values of the counter (and of the block index, in the grid's first blocks, which the
+    assumptions say), the global path is run by one warp of the block's eight at most (the first at the early
+    taps, the last at the late ones) and, in those warps, by the edge lanes only; with the counter left a symbol
+    the test was undecided and every warp was taken to run it."""
     path = KERNELS / "halo.cu"
     source = path.read_text(encoding="utf-8")
     result = compile_cuda(path, options=CompileOptions(arch="sm_86"))
@@ -71,3 +72,5 @@ def test_a_guard_on_the_loop_counter_and_the_lane_is_read_per_iteration(nvcc_ava
     assert all(a.active_lanes is None or a.active_lanes <= 2 for a in halo), [a.active_lanes for a in halo]
     tile = [a for a in memory.accesses if a.space == "global" and a.kind == "load" and a.line == line - 2]
     assert tile and all(memory.warp_share.get(cfg.block_of[a.index], 1.0) == 1.0 for a in tile)
+    # the first blocks stand for all (block 0 has no left halo: its `k >= 0` test fails there), and it is said
+    assert any(str(line) in note and "blocks 0-" in note and "guards decide" in note for note in memory.assumptions)

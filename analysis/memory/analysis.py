@@ -324,7 +324,7 @@ class _Kernel:
         self._geo_cache: dict[int, list[int] | None] = {}
         self._exits: dict[int, dict[int, Value]] | None = None
         self._after_cache: dict[int, dict[int, Value]] = {}
-        self._guard_samples: dict[int, list[dict[int, Value]] | None] = {}
+        self._guard_samples: dict[int, tuple[list[dict[int, Value]], set[str]] | None] = {}
         self.dead = self._dead_blocks()
         #: deterministic count of the warp-level work done (lane tables, reach masks, instances): what the
         #: time budget bounds, and what a test can check grows linearly with the kernel
@@ -743,7 +743,8 @@ class _Kernel:
         warps = -(-threads // WARP)
         padded = warps * WARP
         active = packed = total = 0
-        for assign in self.guard_samples(block) or self.iteration_assignments(block):
+        sampled = self.guard_samples(block)
+        for assign in sampled[0] if sampled is not None else self.iteration_assignments(block):
             key, subst, cache = self._stage(assign)
             reach = np.ones(threads, dtype=bool)
             for b in guards:
@@ -761,12 +762,12 @@ class _Kernel:
             total += warps
         return (active / total, packed / total) if total else None
 
-    def guard_samples(self, block: int) -> list[dict[int, Value]] | None:
+    def guard_samples(self, block: int) -> tuple[list[dict[int, Value]], set[str]] | None:
         """The iterations at which the lanes reaching `block` are read where a guard on its dominator chain
         compares a lane's value with a loop counter or a block index (a convolution's halo test `k >= tile_start`
-        with `k = i - half + j`): `sampled_assignments` of the guards' conditions, once per block. None where no
-        guard needs them (then `iteration_assignments`): with the counter left a symbol such a comparison is not
-        decided, and every lane is taken to pass it."""
+        with `k = i - half + j`), and what of them is assumed: `sampled_assignments` of the guards' conditions,
+        once per block. None where no guard needs them (then `iteration_assignments`): with the counter left a
+        symbol such a comparison is not decided, and every lane is taken to pass it."""
         if block in self._guard_samples:
             return self._guard_samples[block]
         guards = self._guard_chain(block)
@@ -776,8 +777,8 @@ class _Kernel:
             for b in guards[1:]:
                 joined = E.add(joined, self.conditions[b])
             found = self.sampled_assignments(block, joined)
-        self._guard_samples[block] = samples = found[0] if found is not None else None
-        return samples
+        self._guard_samples[block] = found
+        return found
 
     def _guard_chain(self, block: int) -> list[int]:
         """The blocks on `block`'s dominator chain (itself included) entered through a branch condition, up to
@@ -1122,7 +1123,11 @@ def _access(k: _Kernel, ins: Any) -> AccessInfo | None:
     info.arrays = _arrays(k, addr)
     if space not in ("global", "shared") or info.width_bytes <= 0:
         return info
-    seen = _request_costs(k, info, k.instances(ins.index, addr, assignments=k.guard_samples(block)))
+    guarded = k.guard_samples(block)
+    seen = _request_costs(k, info, k.instances(ins.index, addr, assignments=guarded[0] if guarded else None))
+    if guarded is not None and line is not None:
+        for what in guarded[1]:
+            k.sampled_lines[what].add(line)
     if not seen.costs or seen.unknown:
         info.gather = k.dataflow.reaching.loaded_into(ins)
         sampled = None if info.gather else k.sampled_assignments(block, addr)
@@ -1480,9 +1485,10 @@ def _note_sampled(k: _Kernel) -> None:
     """Say which accesses were read at sampled values that stand for others (see `_Kernel.sampled_assignments`):
     the first blocks of the grid, or the first iterations of a loop whose count is not known."""
     notes = {"blocks": f"were read in blocks 0-{SAMPLED_BLOCKS - 1}, taken as every block's pattern (their lanes "
-                       "relate only once the block index is a number)",
+                       "relate, or their guards decide which lanes run them, only once the block index is a number)",
              "iterations": f"were read at the first {SAMPLED_ITERATIONS} iterations of a loop whose count is not "
-                           "known (their lanes relate only once its counter is a number)"}
+                           "known (their lanes relate, or their guards decide which lanes run them, only once its "
+                           "counter is a number)"}
     for what, lines in k.sampled_lines.items():
         if lines:
             k.assumptions.append(f"the accesses at line{'s' if len(lines) > 1 else ''} "
