@@ -155,7 +155,8 @@ class KernelCache:
         return len(self._reports)
 
 
-_ENTRY_RE = re.compile(r"^[ \t]*(?:\.(?:visible|extern|weak)[ \t]+)*\.entry[ \t]+([A-Za-z_$%][\w$%]*)", re.MULTILINE)
+#: a kernel's first line, from the newline before it (`match_lines`)
+_ENTRY_RE = re.compile(r"\n[ \t]*(?:\.(?:visible|extern|weak)[ \t]+)*\.entry[ \t]+([A-Za-z_$%][\w$%]*)")
 #: a whole `.loc`/`.file` line-table line, with its line end
 _LINE_TABLE_RE = re.compile(r"^[ \t]*\.(?:loc|file)\b[^\n]*\n?", re.MULTILINE)
 

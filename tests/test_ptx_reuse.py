@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-from kerncast.analysis.ptx import parse_ptx
+from kerncast.analysis.kernel_cache import entry_spans
+from kerncast.analysis.ptx import parse_ptx, reuse
 from kerncast.analysis.ptx.reuse import FunctionReuse
 
 
@@ -118,3 +119,18 @@ def test_a_function_whose_lines_moved_apart_or_are_written_otherwise_is_parsed_a
     module = parse_ptx(octal, "t.cu", reuse=reuse)
     assert reuse.parsed == 5 and reuse.moved == 4
     _fresh_equal(module, octal, "t.cu")
+
+
+def test_functions_are_found_at_line_starts_as_a_multiline_anchor_finds_them() -> None:
+    """The function scan (a pattern that begins with the newline before a line) finds the lines, names and
+    spans that `^` under MULTILINE finds: on the first line, indented, after blank lines, on the last line
+    without a newline, and not where `.entry` is inside a line."""
+    text = (".visible .entry first()\n{\n}\n\n  \t.weak .func (.reg .b32 r) helper()\n{\n ret;\n}\n"
+            "// not .entry here\n.file 1 \"a.cu\"\n\t.file 2 \"b.cu\"\n.entry last(){\n}")
+    anchored = re.compile(r"^[ \t]*(?:\.(?:visible|weak|extern)[ \t]+)*\.(?:entry|func)\b", re.MULTILINE)
+    expected = [text.count("\n", 0, m.start()) + 1 for m in anchored.finditer(text)]
+    assert expected == [1, 5, 12]
+    assert [line for line, _ in reuse.match_lines(text, reuse._START_RE)] == expected
+    assert list(entry_spans(text)) == ["first", "last"]
+    assert entry_spans(text) == {"first": (1, 3), "last": (12, 13)}
+    assert [m.group(1) for _, m in reuse.match_lines(text, reuse._FILE_RE)] == ['.file 1 "a.cu"', '\t.file 2 "b.cu"']
