@@ -578,10 +578,18 @@ class _KernelKeys:
         found = self._used.get(id(ctx))
         if found is None:
             used = sorted({*_body_lines(ctx.function, ctx.main_file, self.cache), ctx.report.line or 0})
-            source = ctx.cuda_source
-            lines = [] if source is None else self._source_lines.setdefault(id(source), source.splitlines())
+            lines = self._lines_of(ctx.cuda_source)
             found = self._used[id(ctx)] = (used, [lines[ln - 1] for ln in used if 1 <= ln <= len(lines)])
         return found
+
+    def _lines_of(self, source: str | None) -> list[str]:
+        """A source text's lines, split on the first kernel's question only."""
+        if source is None:
+            return []
+        lines = self._source_lines.get(id(source))
+        if lines is None:
+            lines = self._source_lines[id(source)] = source.splitlines()
+        return lines
 
     def own(self, ctx: KernelContext) -> tuple[int, int, str]:
         """The kernel's first and last PTX line and its text."""

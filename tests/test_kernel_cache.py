@@ -12,6 +12,7 @@ from kerncast.analysis.kernel_cache import KernelCache
 from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.ptx.model import line_in_file
+from kerncast.analysis.report import FileReport
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "transpose.cu"
@@ -121,3 +122,31 @@ def test_kernels_the_text_scan_misses_still_get_ptxas(tmp_path: Path, compile_ex
     cached = analyze_file(path, text=ptx, options=OPTIONS, cache=cache)
     assert len(cached.kernels) == 3 and all(k.registers for k in cached.kernels)
     assert _json(cached) == _json(analyze_file(path, text=ptx, options=OPTIONS))
+
+
+class _CountedSplits(str):
+    """A source text that counts how often its lines are split."""
+
+    splits = 0
+
+    def splitlines(self, keepends: bool = False) -> list[str]:  # type: ignore[override]
+        _CountedSplits.splits += 1
+        return super().splitlines(keepends)
+
+
+def test_the_kernel_keys_split_the_source_once_for_all_the_kernels(compile_example) -> None:
+    """Every kernel's key reads its source lines; the text is split once per analysis, not once per kernel."""
+    ptx = compile_example("transpose").ptx
+    text = _CountedSplits(EXAMPLE.read_text())
+    cache = KernelCache()
+
+    def analyse():
+        report = FileReport(file=str(EXAMPLE), gpu=OPTIONS.gpu, arch=OPTIONS.arch)
+        return pipeline._analyze_ptx(report, ptx, OPTIONS, text, cache)
+
+    first = analyse()
+    _CountedSplits.splits = 0
+    again = analyse()  # every kernel from the cache: launches and keys only
+    assert cache.counters.hits == 3
+    assert _CountedSplits.splits == 1
+    assert _json(again) == _json(first)
