@@ -332,7 +332,9 @@ class KerncastServer(LanguageServer):
         try:
             report = await job
         finally:
-            self.end_progress(token)
+            # ended on the loop's next turn: the caller publishes the result first, with no await in between,
+            # so the client reads the diagnostics before the progress message, not after
+            loop.call_soon(self.end_progress, token)
         if report is None:
             return None
         if not whole_lines:

@@ -695,6 +695,35 @@ async def test_progress_only_where_supported(s: Session) -> None:
     s.close(uri)
 
 
+async def test_the_diagnostics_go_out_before_the_analysis_progress_ends(s: Session) -> None:
+    """The progress of an analysis ends once its diagnostics are sent: its end is no message on the way to them
+    (the client reads messages in order, so at the diagnostics it has the begin and not yet the end)."""
+    name = "progress_order.cu"
+    shutil.copy(s.workdir / "vector_add.cu", s.workdir / name)
+    features = s.client.protocol.fm.features
+    original = features[lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS]
+    ended_at_publish: list[bool] = []
+
+    def watch(params: lsp.PublishDiagnosticsParams) -> None:
+        original(params)
+        if params.uri.endswith("/" + name):
+            mine = [rs for rs in s.client.progress_reports.values()
+                    if rs and isinstance(rs[0], lsp.WorkDoneProgressBegin) and rs[0].message == f"analysing {name}"]
+            ended_at_publish.append(any(isinstance(r, lsp.WorkDoneProgressEnd) for r in mine[-1]))
+
+    features[lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = watch
+    try:
+        uri = s.open(name)
+        await s.diagnostics(uri)
+        await s.wait_for(lambda: any(isinstance(r, lsp.WorkDoneProgressEnd)
+                                     for rs in s.client.progress_reports.values() for r in rs
+                                     if rs and getattr(rs[0], "message", "") == f"analysing {name}"))
+    finally:
+        features[lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = original
+    assert ended_at_publish[:1] == [False]
+    s.close(uri)
+
+
 # ------------------------------------------------------------------------------------------ robustness
 
 
