@@ -266,12 +266,13 @@ def _site_matches_template(site: LaunchSite, wanted: list[str]) -> bool | None:
     return True
 
 
-def _choose_site(kernel_name: str, facts: SourceFacts | None, assumptions: list[str]) -> LaunchSite | None:
-    """The launch site of the kernel: by base name, then by template arguments when they can be compared."""
+def _choose_site(base: str, targs: list[str] | None, facts: SourceFacts | None, assumptions: list[str]
+                 ) -> LaunchSite | None:
+    """The launch site of the kernel (its base name and template arguments, `split_kernel_name`): by base name,
+    then by template arguments when they can be compared."""
     if facts is None:
         return None
-    base, targs = split_kernel_name(kernel_name)
-    sites = [s for s in facts.sites if s.base_name == base]
+    sites = facts.sites_of(base)
     if targs is not None and sites:
         verdicts = [_site_matches_template(s, targs) for s in sites]
         exact = [s for s, v in zip(sites, verdicts, strict=True) if v]
@@ -321,8 +322,8 @@ def infer_launch(kernel_name: str, cuda_source: str | None, overrides: LaunchOve
             facts = scan(cuda_source, source_path, include_dirs)
         except (ValueError, IndexError, RecursionError) as exc:
             assumptions.append(f"the CUDA source could not be scanned for launches ({exc})")
-    site = _choose_site(kernel_name, facts, assumptions)
-    base, _ = split_kernel_name(kernel_name)
+    base, targs = split_kernel_name(kernel_name)
+    site = _choose_site(base, targs, facts, assumptions)
     kdef = facts.kernel(base) if facts else None
     names: list[str | None] = list(kernel_params) if kernel_params is not None else \
         (list(kdef.params) if kdef else [])

@@ -19,6 +19,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kerncast.analysis.cexpr import ConstEnv, Folded, Macro, Token
 from kerncast.analysis.csyntax import matching_bracket, split_parameters, split_top
@@ -184,6 +185,9 @@ class SourceFacts:
     arrays: list[ArrayDeclaration] = field(default_factory=list)
     #: kernels defined in `#include`d `.cu` files and headers (see `scan_file`)
     included_kernels: list[KernelDefinition] = field(default_factory=list)
+    #: the launch sites and kernels by base name, made on the first question: a file's facts are read-only once
+    #: scanned, and each of its kernels asks for its own name (a look through every site and kernel per kernel)
+    _named: dict[str, dict[str, list[Any]]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def text(self) -> str:
@@ -209,9 +213,25 @@ class SourceFacts:
 
     def kernel(self, base_name: str, *, included: bool = True) -> KernelDefinition | None:
         """The kernel of that name: its definition if there is one, else its declaration."""
-        pool = self.kernels + (self.included_kernels if included else [])
-        named = [d for d in pool if d.base_name == base_name]
+        named = self._by_name("kernels" if included else "own kernels").get(base_name, [])
         return next((d for d in named if d.is_definition), named[0] if named else None)
+
+    def sites_of(self, base_name: str) -> list[LaunchSite]:
+        """The launch sites of kernels of that base name, in the file's order."""
+        return list(self._by_name("sites").get(base_name, ()))
+
+    def _by_name(self, what: str) -> dict[str, list[Any]]:
+        """The sites, the kernels (included ones after the file's own) or the file's own kernels by base name,
+        each in order; made once per kind."""
+        found = self._named.get(what)
+        if found is None:
+            pool: list[Any] = self.sites if what == "sites" else \
+                self.kernels + (self.included_kernels if what == "kernels" else [])
+            found = {}
+            for item in pool:
+                found.setdefault(item.base_name, []).append(item)
+            self._named[what] = found
+        return found
 
     def function_at(self, offset: int) -> FunctionBody | None:
         """The function whose body holds the offset."""

@@ -81,12 +81,13 @@ def test_the_projects_include_directories_from_compile_commands_reach_launch_inf
 
 
 def _twenty_kernels(tmp_path):
-    """A file whose 20 kernels take their block size from one header."""
+    """A file whose 20 kernels take their block size from one header (a text of its own: no scan kept from another
+    test answers for it)."""
     header = _write(tmp_path / "sizes.h", "#define BLOCK 128\n")
     kernels = "".join(f"__global__ void k{i}(float *y) {{ y[threadIdx.x] = {i}; }}\n" for i in range(20))
     launches = "".join(f"  k{i}<<<8, BLOCK>>>(y);\n" for i in range(20))
     src = _write(tmp_path / "main.cu", '#include "sizes.h"\n' + kernels + "int main() { float *y;\n" + launches
-                 + "}\n")
+                 + f"}}\n// {tmp_path.name}\n")
     return header, src
 
 
@@ -132,3 +133,18 @@ def test_a_scan_that_fails_fails_the_same_way_for_every_kernel(monkeypatch):
                 for name in ("a", "b")]
     assert len(attempts) == 1
     assert all("could not be scanned for launches (nesting too deep)" in x.assumptions[0] for x in launches)
+
+
+def test_each_kernels_launch_finds_its_sites_through_an_index_made_once(tmp_path, monkeypatch):
+    """The launch sites are grouped by kernel name once per scan: twenty kernels' launches read each site's
+    name once, not once per kernel, and find the same sites."""
+    _, src = _twenty_kernels(tmp_path)
+    asked: list[str] = []
+    name_of = source_model.LaunchSite.base_name
+    monkeypatch.setattr(source_model.LaunchSite, "base_name",
+                        property(lambda site: asked.append(site.kernel) or name_of.fget(site)))
+    text = src.read_text()
+    scans = FileScans()
+    launches = [infer_launch(f"k{i}", text, source_path=str(src), scan=scans.scan) for i in range(20)]
+    assert len(asked) == 20  # one per site
+    assert [x.grid.line for x in launches] == [23 + i for i in range(20)]
