@@ -134,3 +134,15 @@ def test_functions_are_found_at_line_starts_as_a_multiline_anchor_finds_them() -
     assert list(entry_spans(text)) == ["first", "last"]
     assert entry_spans(text) == {"first": (1, 3), "last": (12, 13)}
     assert [m.group(1) for _, m in reuse.match_lines(text, reuse._FILE_RE)] == ['.file 1 "a.cu"', '\t.file 2 "b.cu"']
+
+
+def test_a_functions_end_is_its_closing_brace_or_a_declarations_semicolon() -> None:
+    """The end of a function's text: the brace that closes its body (braces in comments and in nested blocks
+    counted as the parser counts them), or the `;` of a declaration; parameter lines are passed over."""
+    lines = [".visible .entry k(", "\t.param .u64 p_0, // {", "\t.param .u32 p_1", ")", "{", "\t{ // inner", "\t}",
+             "\tret; // }", "}", ".func (.reg .b32 r) f(", "\t.param .b32 a", ");", ".entry e() { ret; }",
+             ".entry open(", "\t.param .u32 q"]
+    assert reuse.span_end(lines, 1) == 9
+    assert reuse.span_end(lines, 10) == 12
+    assert reuse.span_end(lines, 13) == 13
+    assert reuse.span_end(lines, 14) == len(lines)  # no end: the text's last line

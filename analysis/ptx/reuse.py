@@ -106,11 +106,12 @@ def span_end(lines: list[str], first: int) -> int:
     declaration without a body.
 
     Once the body's `{` is seen the depth stays above 0 until the closing brace, so a line without a brace
-    changes nothing and is passed over without cutting its comment off (most of a function's lines)."""
+    changes nothing and is passed over without cutting its comment off (most of a function's lines); before
+    it, so is a line without a brace or a `;` (a parameter's line)."""
     depth, seen = 0, False
     for i in range(first - 1, len(lines)):
         line = lines[i]
-        if seen and "{" not in line and "}" not in line:
+        if "{" not in line and "}" not in line and (seen or ";" not in line):
             continue
         code = line.split("//", 1)[0]
         depth += code.count("{") - code.count("}")
