@@ -125,9 +125,14 @@ class KernelCache:
         self._moved.put(name, (moved_key, report.line, ptx_line, report, {}))
 
     def structure(self, function: Any) -> tuple[Any, Any] | None:
-        """The CFG and loops kept for this very function object (`keep_structures`), or None."""
-        kept = self._structures.get(id(function))
-        return (kept[1], kept[2]) if kept is not None and kept[0] is function else None
+        """The CFG and loops kept for this very function object (`keep_structures`), or for the function the
+        parse copied it from with its source lines moved (`FunctionReuse.origin`: the same instructions, which
+        is all a CFG is made of; the launch stage, the one stage before the lookup, reads neither), or None."""
+        for candidate in (function, self.functions.origin(function)):
+            kept = self._structures.get(id(candidate))
+            if kept is not None and kept[0] is candidate:
+                return kept[1], kept[2]
+        return None
 
     def keep_structures(self, kept: list[tuple[Any, Any, Any]]) -> None:
         """Keep these (function, CFG, loops), those of the latest analysis's kernels, in place of the ones kept

@@ -92,15 +92,18 @@ def test_ptx_input_is_cached_by_kernel_text_and_position(tmp_path: Path, compile
     assert _json(shifted) == _json(analyze_file(path, text="// moved\n" + ptx, options=OPTIONS))
 
 
-def test_moved_kernels_are_shifted_not_analysed_again(nvcc_available) -> None:
+def test_moved_kernels_are_shifted_not_analysed_again(nvcc_available, monkeypatch) -> None:
     """A line inserted above every kernel moves all of them: no kernel is analysed again (no stage, no ptxas
-    run, no power prediction); each previous report is moved one line down, and the result is the fresh
-    analysis's."""
+    run, no power prediction, no CFG: the launch that keys a kernel gets the CFG of the function its copy was
+    made from); each previous report is moved one line down, and the result is the fresh analysis's."""
     cache = KernelCache()
     text = EXAMPLE.read_text()
     before = analyze_file(EXAMPLE, text=text, options=OPTIONS, cache=cache)
     moved = "// a line above every kernel\n" + text
+    cfgs: list[str] = []
+    monkeypatch.setattr(pipeline, "build_cfg", lambda fn: cfgs.append(fn.display_name) or build_cfg(fn))
     cached = analyze_file(EXAMPLE, text=moved, options=OPTIONS, cache=cache)
+    assert cfgs == []
     assert (cache.counters.hits, cache.counters.misses, cache.counters.shifted) == (0, 6, 3)
     assert (cache.counters.ptxas_runs, cache.counters.ptxas_kernels) == (1, 3)
     assert cache.powers.hits == 0  # no power prediction was asked for (a moved kernel analysed again finds 3)
@@ -150,3 +153,18 @@ def test_the_kernel_keys_split_the_source_once_for_all_the_kernels(compile_examp
     assert cache.counters.hits == 3
     assert _CountedSplits.splits == 1
     assert _json(again) == _json(first)
+
+
+def test_a_moved_kernel_analysed_again_gets_a_cfg_of_its_own(nvcc_available, monkeypatch) -> None:
+    """A kernel that moved and whose launch changed misses the cache: it is analysed on a CFG made of its own
+    moved function (its findings name the new lines), as a fresh analysis is."""
+    cache = KernelCache()
+    text = EXAMPLE.read_text()
+    analyze_file(EXAMPLE, text=text, options=OPTIONS, cache=cache)
+    edited = "// a line above every kernel\n" + text.replace("width = 2048", "width = 1024")
+    built: list[object] = []
+    monkeypatch.setattr(pipeline, "build_cfg", lambda fn: built.append(fn) or build_cfg(fn))
+    cached = analyze_file(EXAMPLE, text=edited, options=OPTIONS, cache=cache)
+    assert cache.counters.shifted == 0 and len(built) == 3
+    assert all(cache.functions.origin(fn) is not None for fn in built)  # made of this parse's moved copies
+    assert _json(cached) == _json(analyze_file(EXAMPLE, text=edited, options=OPTIONS))

@@ -84,6 +84,8 @@ class _Parser:
         self.moved_keys: dict[int, tuple[str, dict[str, int]] | None] = {}
         #: of `kept`, the functions copied from an earlier one that had only moved in the source
         self.moved: list[tuple[str, Function]] = []
+        #: each such copy with the function it was copied from
+        self.origins: list[tuple[Function, Function]] = []
         if reuse is not None:
             self.take_reused(reuse, path)
         skip = {s.first: (s.last, s.key) for s in self.spans.values() if s.key in self.kept}
@@ -115,6 +117,7 @@ class _Parser:
                     if deltas is not None:
                         fn = moved_function(earlier[0], deltas)
                         self.moved.append((span.key, fn))
+                        self.origins.append((fn, earlier[0]))
             if fn is not None:
                 self.kept[span.key] = fn
 
@@ -857,6 +860,7 @@ def _keep(reuse: FunctionReuse, parser: _Parser, path: str | None, files: dict[i
         found = parser.moved_key(firsts[key], path)
         if found is not None:
             reuse.put_moved(found[0], fn, found[1], files)
+    reuse.keep_origins(parser.origins)
     reuse.reused += len(parser.kept)
     reuse.parsed += len(parser.fresh)
     reuse.moved += len(parser.moved)

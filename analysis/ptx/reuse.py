@@ -52,6 +52,8 @@ class FunctionReuse(BoundedLru[str, Function]):
         self.moved = 0
         #: by moved key, the latest function parsed or moved with it, its files' first lines and `.file` table
         self._by_moved_key: BoundedLru[str, MovedEntry] = BoundedLru(max_functions)
+        #: the functions the latest parse copied with moved lines, by identity, each with its original
+        self._origins: dict[int, tuple[Function, Function]] = {}
 
     def get_moved(self, key: str) -> MovedEntry | None:
         """The function last seen with this moved key, the first line of each file index in it, and the
@@ -60,6 +62,15 @@ class FunctionReuse(BoundedLru[str, Function]):
 
     def put_moved(self, key: str, fn: Function, bases: dict[str, int], files: dict[int, str]) -> None:
         self._by_moved_key.put(key, (fn, bases, files))
+
+    def keep_origins(self, origins: list[tuple[Function, Function]]) -> None:
+        """Keep the latest parse's (copy, original) pairs in place of the earlier parse's."""
+        self._origins = {id(copy): (copy, original) for copy, original in origins}
+
+    def origin(self, fn: Function) -> Function | None:
+        """The function the latest parse copied `fn` from with its lines moved; None for any other function."""
+        found = self._origins.get(id(fn))
+        return found[1] if found is not None and found[0] is fn else None
 
 
 @dataclass(frozen=True)
