@@ -58,6 +58,7 @@ from kerncast.analysis.findings.memory_access import unit_stride_sectors
 from kerncast.analysis.findings.restrict import unrestricted
 from kerncast.analysis.findings.tiling import kernel_reuses
 from kerncast.analysis.isa import InstrClass, classify, is_runtime_division
+from kerncast.analysis.launch import Launch
 from kerncast.analysis.memory.analysis import AccessInfo, MemoryAnalysis, analyze_memory
 from kerncast.analysis.occupancy import Occupancy, compute_occupancy
 from kerncast.analysis.ptx.model import Instruction, line_in_file
@@ -305,13 +306,18 @@ def fullest_last_wave(ctx: KernelContext, threads: int, others: int, width: int)
     return min(scored)[2]
 
 
+def _relaunched(ctx: KernelContext, block: tuple[int, int, int], grid: tuple[int, int, int]) -> Launch:
+    """The kernel's launch with `block` and `grid` in place of its own (every other field as found)."""
+    launch = ctx.report.launch
+    assert launch is not None
+    return replace(launch, block=replace(launch.block, value=block), grid=replace(launch.grid, value=grid))
+
+
 def trips_follow_launch(ctx: KernelContext, block: tuple[int, int, int], grid: tuple[int, int, int]) -> bool:
     """Whether a loop's trip count changes when the kernel is launched as `block` x `grid` instead of as now (a
     tree sum's loop runs log2(blockDim) times): the reshaped launch then splits the work differently, and a gain
     that keeps each thread's work must say it holds the counts."""
-    launch = ctx.report.launch
-    assert launch is not None
-    moved = replace(launch, block=replace(launch.block, value=block), grid=replace(launch.grid, value=grid))
+    moved = _relaunched(ctx, block, grid)
     after_counts = trip_counts(ctx.function, ctx.cfg, ctx.loops, moved, ctx.dataflow, ctx.main_file)
     return trip_values(after_counts) != trip_values(ctx.trip_counts)  # the trip-count stage's, under `launch`
 
@@ -323,7 +329,7 @@ def relaunched_time(ctx: KernelContext, block: tuple[int, int, int], grid: tuple
     would change). Raises NoGain where the launch cannot run."""
     launch, gpu = ctx.report.launch, ctx.gpu
     assert launch is not None and gpu is not None
-    moved = replace(launch, block=replace(launch.block, value=block), grid=replace(launch.grid, value=grid))
+    moved = _relaunched(ctx, block, grid)
     tpb = math.prod(block)
     occ = compute_occupancy(gpu, tpb, ctx.report.registers or 0,
                             (ctx.report.shared_bytes or 0) + launch.dynamic_shared)
