@@ -426,7 +426,6 @@ def _analyze_ptx(report: FileReport, ptx: str, options: AnalysisOptions, cuda_so
     homes = _homes(kernels, cuda_source, report.file, options) if includer is None else {}
     scans = FileScans() if scans is None else scans  # each source file scanned once for all the kernels' launches
 
-
     def context(fn: Function, structure: tuple[Cfg, LoopForest] | None = None) -> KernelContext:
         home = homes.get(fn.name)
         ctx = _kernel_context(module, fn, options, home.text if home else cuda_source,

@@ -191,12 +191,12 @@ def tool_temp_dir(prefix: str, remove_later: bool = False) -> Iterator[Path]:
     except BaseException:
         _remove_tree(path)
         raise
-    try:
-        if remove_later:
+    if remove_later:
+        try:
             _REMOVER.submit(_remove_tree, path)
             return
-    except RuntimeError:  # the interpreter is exiting (a worker thread's last compile): no new thread now
-        pass
+        except RuntimeError:  # the interpreter is exiting (a worker thread's last compile): no new thread now
+            pass
     _remove_tree(path)
 
 
