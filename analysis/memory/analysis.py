@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import product
 from math import gcd, prod
@@ -325,6 +326,8 @@ class _Kernel:
         self._exits: dict[int, dict[int, Value]] | None = None
         self._after_cache: dict[int, dict[int, Value]] = {}
         self._guard_samples: dict[int, tuple[list[dict[int, Value]], set[str]] | None] = {}
+        #: request costs by what they are a function of (see `request_cost`)
+        self._costs: dict[tuple, RequestCost | None] = {}
         self.dead = self._dead_blocks()
         #: deterministic count of the warp-level work done (lane tables, reach masks, instances): what the
         #: time budget bounds, and what a test can check grows linearly with the kernel
@@ -722,6 +725,35 @@ class _Kernel:
             subst.update(assign)
             cached = self._stage1[key] = (subst, {})
         return key, cached[0], cached[1]
+
+    def request_cost(self, space: str, active: list[int], vals: Sequence[Value], width: int) -> RequestCost | None:
+        """The cost of one warp instance's request (`global_cost`, or `divided_index_cost` where it gives up, for a
+        global access; `shared_cost` for a shared one), worked out once per distinct input within the kernel.
+
+        Sampled warps and iterations mostly repeat one pattern: lanes `base + 4 * lane` in every warp, the base
+        128 bytes further each time. The key holds all that the cost reads (the atoms' keys and alignments are
+        fixed for the kernel): for lanes apart by constants (`LaneConstants`) their common symbolic part, the
+        offsets from the first lane and, for a global request, the first lane's constant modulo 128 (the only
+        way it enters: sectors and lines are counted at residues modulo a power of two up to 128); a shared
+        request's banks and phases read only the offsets and the lane numbers. Other values are keyed whole.
+        """
+        if isinstance(vals, LaneConstants):
+            c0 = vals.consts[0]
+            offsets = tuple([c - c0 for c in vals.consts])
+            key: tuple = (space, width, vals.rest, offsets, c0 % 128) if space == "global" else \
+                (space, width, vals.rest, offsets, tuple(active))
+        else:
+            key = (space, width, None, tuple(vals), tuple(active) if space != "global" else None)
+        if key in self._costs:
+            return self._costs[key]
+        if space == "global":
+            c = global_cost(self.atoms, vals, width, self.align_of)
+            if c is None and not isinstance(vals, LaneConstants):
+                c = divided_index_cost(self.atoms, vals, width, self.align_of)
+        else:
+            c = shared_cost(self.atoms, active, vals, width)
+        self._costs[key] = c
+        return c
 
     def reach_shares(self, block: int) -> tuple[float, float] | None:
         """(the share of (sampled iteration, warp) instances in which at least one lane reaches `block`, over
@@ -1199,7 +1231,6 @@ def _one_lane_cost(info: AccessInfo) -> RequestCost:
 def _request_costs(k: _Kernel, info: AccessInfo, instances: list[tuple[list[int], list[Value]]]) -> _Seen:
     """The cost of each instance's warp-wide request (sectors for global, wavefronts for shared)."""
     seen = _Seen()
-    atoms = k.atoms
     for active, vals in instances:
         seen.reached.append(bool(active))
         if len(active) == 1:
@@ -1207,12 +1238,7 @@ def _request_costs(k: _Kernel, info: AccessInfo, instances: list[tuple[list[int]
         if len(active) < 2:
             continue
         seen.lanes_active.append(len(active))
-        if info.space == "global":
-            c = global_cost(atoms, vals, info.width_bytes, k.align_of)
-            if c is None and not isinstance(vals, LaneConstants):
-                c = divided_index_cost(atoms, vals, info.width_bytes, k.align_of)
-        else:
-            c = shared_cost(atoms, active, vals, info.width_bytes)
+        c = k.request_cost(info.space, active, vals, info.width_bytes)
         if c is None:
             seen.unknown = True
             continue
