@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 from kerncast.analysis.dataflow import expr as E
-from kerncast.analysis.dataflow.expr import Atoms, Mono, Value
+from kerncast.analysis.dataflow.expr import Atoms, Mono, Poly, Value
 from kerncast.analysis.intops import LANES, NoValue
 from kerncast.analysis.memory.warp import Lane
 
@@ -94,6 +94,8 @@ class LaneVectors:
         self._atom_cache: dict[int, tuple[VecPoly, bool, int]] = {}
         self._uniform_cache: dict[int, bool] = {}
         self._constants: dict[int, np.ndarray] = {}
+        #: `_poly` of values without a constant term, with whether it was symbolic (None: it gave up)
+        self._rest_cache: dict[Value, tuple[VecPoly, int, bool] | None] = {}
         #: set while evaluating a value when an operation had to be simplified lane by lane
         self.symbolic = False
 
@@ -104,12 +106,42 @@ class LaneVectors:
             return None
         self.symbolic = False
         try:
-            vp, _ = self._poly(v, 0)
+            vp = self._shifted(v) if not self.capped else self._poly(v, 0)[0]
         except (GiveUp, ArithmeticError, ValueError, OverflowError):
             return None
-        if self.symbolic and not self._within_caps(vp):
+        if vp is None or self.symbolic and not self._within_caps(vp):
             return None
         return vp
+
+    def _shifted(self, v: Poly) -> VecPoly | None:
+        """`_poly(v, 0)` as the lane vectors of `v` without its constant term (worked out once per such rest),
+        the constant added to the constant lane vector; None where `_poly` gives up.
+
+        The values read at sampled blocks or iterations are mostly one value shifted by a constant (`4 * (256 *
+        blockIdx.x + tid)` at blockIdx.x = 0, 1, 2, 3). `_poly` takes the constant term first: with it the
+        terms are those of the rest, in the same order, the constant's lane vector the rest's plus `c` (exact
+        integers), its bound the rest's plus |c| (it gives up when that reaches the limit: the checks along the
+        way are on partial sums of the same bounds). Without caps (a known block) nothing else reads the
+        constant, so the result is the same. `symbolic` is set as `_poly` of `v` would set it."""
+        c, rest = (v[0][1], v[1:]) if v and not v[0][0] else (0, v)
+        if rest in self._rest_cache:
+            hit = self._rest_cache[rest]
+        else:
+            try:
+                vp, bound = self._poly(rest, 0)
+                hit = (vp, bound, self.symbolic)
+            except (GiveUp, ArithmeticError, ValueError, OverflowError):
+                hit = None
+            self._rest_cache[rest] = hit
+        if hit is None:
+            return None
+        vp, bound, self.symbolic = hit
+        if not c:
+            return dict(vp)
+        _check(bound + abs(c))
+        out: VecPoly = {(): vp[()] + c if () in vp else self._filled(c)}
+        out.update((m, arr) for m, arr in vp.items() if m)
+        return out
 
     def _within_caps(self, vp: VecPoly) -> bool:
         """Whether a value built with lane-by-lane simplification stays within `expr`'s degree and term caps
