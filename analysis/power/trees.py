@@ -129,6 +129,11 @@ class _SubsetTables:
     by_feature: np.ndarray  # (S,) the slots ordered by feature ...
     starts: np.ndarray      # ... where each feature's run starts in that order ...
     features: np.ndarray    # ... and which feature it is
+    #: `bit`, `others` and `full` as uint16 (a mask has at most 16 bits): a quarter of the int64 arrays'
+    #: memory traffic for the masks, the same integers
+    bit16: np.ndarray
+    others16: np.ndarray
+    full16: np.ndarray
 
     @classmethod
     def build(cls, d: np.ndarray, feature: np.ndarray, zero: np.ndarray, lo: np.ndarray, hi: np.ndarray,
@@ -152,9 +157,11 @@ class _SubsetTables:
         feat = pick(feature)
         by_feature = np.argsort(feat, kind="stable")
         features, starts = _runs(feat[by_feature])
+        full = (size - 1).astype(np.int64)
         return cls(runs, feat, pick(lo), pick(hi_in).astype(np.float32), pick(nan_ok), bit, ~bit,
                    np.concatenate([start[:r] for r in runs]), 1.0 / pick(zero), tables, value,
-                   (size - 1).astype(np.int64), by_feature, starts, features)
+                   full, by_feature, starts, features, bit.astype(np.uint16), (~bit).astype(np.uint16),
+                   full.astype(np.uint16))
 
     def evaluate(self, X: np.ndarray, n_features: int) -> tuple[np.ndarray, np.ndarray]:
         """(value of the reached leaves per row, (n, k) contributions of the tabulated leaves)."""
@@ -162,18 +169,18 @@ class _SubsetTables:
         taken = (x >= self.lo) & (x <= self.hi)
         if np.isnan(X).any():
             taken |= np.isnan(x) & self.nan_ok
-        bits = taken * self.bit
+        bits = taken * self.bit16  # uint16 throughout the masks: paths are at most 16 features long
         mask = bits[:, :self.runs[0]].copy()
         pos = self.runs[0]
         for run in self.runs[1:]:
             mask[:, :run] += bits[:, pos:pos + run]
             pos += run
-        reached = ((mask == self.full) * self.value).sum(axis=1)
+        reached = ((mask == self.full16) * self.value).sum(axis=1)
         slot_mask = np.concatenate([mask[:, :run] for run in self.runs], axis=1)
-        slot_mask &= self.others  # the subset without the slot's own feature: A for o = 0, A minus i for o = 1
-        slot_mask += self.offset
-        phi = self.table.take(slot_mask)
-        factor = taken * self.inv_zero
+        slot_mask &= self.others16  # the subset without the slot's own feature: A for o = 0, A minus i for o = 1
+        phi = self.table.take(np.add(slot_mask, self.offset))  # an int64 index: what take reads without a copy
+        factor = taken.astype(np.float64)  # 1.0 or 0.0, then exactly 1 / z or 0
+        factor *= self.inv_zero
         factor -= 1.0  # o = 1: (1 - z) / z; o = 0: -1
         phi *= factor
         out = np.zeros((X.shape[0], n_features))
