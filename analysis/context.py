@@ -64,6 +64,9 @@ class KernelContext:
     #: the kernel's dataflow facts (reaching definitions, symbolic values, induction variables), each computed
     #: on first use and shared: trip counts (launch stage) and addresses and branches (memory stage) query it
     dataflow: KernelDataflow = field(init=False)
+    #: `findings.restrict.unrestricted` of the kernel, in a 1-tuple once worked out: the missing-restrict rule
+    #: and its gain both read it, and it depends only on the kernel, its name and the source
+    unrestricted: tuple[object] | None = None
 
     def __post_init__(self) -> None:
         self.dataflow = KernelDataflow(self.function, self.cfg, self.loops)

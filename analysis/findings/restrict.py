@@ -157,7 +157,14 @@ def restrict_edit(facts: SourceFacts, param: list) -> TextEdit | None:
 
 def unrestricted(ctx: KernelContext) -> tuple[KernelDefinition, list[tuple[int, PointerUse, list]]] | None:
     """The kernel's definition and its read-only pointer parameters loaded on the ordinary path whose declaration
-    has no `__restrict__`: (index, uses, declaration tokens) each; None without a source that declares them."""
+    has no `__restrict__`: (index, uses, declaration tokens) each; None without a source that declares them.
+    Worked out once per kernel context (the finding and its gain both ask); callers only read it."""
+    if ctx.unrestricted is None:
+        ctx.unrestricted = (_unrestricted(ctx),)
+    return ctx.unrestricted[0]  # type: ignore[return-value]
+
+
+def _unrestricted(ctx: KernelContext) -> tuple[KernelDefinition, list[tuple[int, PointerUse, list]]] | None:
     facts = scanned(ctx.cuda_source)
     if facts is None:
         return None  # no source to read the declarations from, nor to edit
