@@ -68,29 +68,33 @@ def _address(ins: Instruction) -> Addr | None:
 
 def provenance(function: Function) -> dict[str, frozenset[int]]:
     """Register -> the pointer parameters (by index) its value is computed from. A fixed point over the body,
-    so that a pointer advanced in a loop keeps its parameter."""
+    so that a pointer advanced in a loop keeps its parameter; the instructions that can carry a pointer are
+    read once, and the passes go over those alone."""
+    steps: list[tuple[str, frozenset[int] | None, tuple[str, ...]]] = []  # (dest, a parameter's, or the sources)
+    for ins in function.body:
+        if not ins.has_dest or not ins.dests:
+            continue
+        dest = ins.dests[0]
+        if not isinstance(dest, Reg):
+            continue
+        if ins.opcode == "ld":
+            addr = _address(ins)
+            if ins.space != "param" or addr is None or not isinstance(addr.base, Sym):
+                continue  # a loaded value belongs to no parameter
+            index = _param_index(addr.base.name)
+            steps.append((dest.name, frozenset({index}) if index is not None else frozenset(), ()))
+        elif ins.opcode in ("atom", "call") or not (_WIDE & set(ins.modifiers) or "wide" in ins.modifiers):
+            continue
+        else:
+            steps.append((dest.name, None, tuple(r for op in ins.srcs for r in _registers(op))))
     origin: dict[str, frozenset[int]] = {}
     changed = True
     while changed:
         changed = False
-        for ins in function.body:
-            if not ins.has_dest or not ins.dests:
-                continue
-            dest = ins.dests[0]
-            if not isinstance(dest, Reg):
-                continue
-            if ins.opcode == "ld":
-                addr = _address(ins)
-                if ins.space != "param" or addr is None or not isinstance(addr.base, Sym):
-                    continue  # a loaded value belongs to no parameter
-                index = _param_index(addr.base.name)
-                found = frozenset({index}) if index is not None else frozenset()
-            elif ins.opcode in ("atom", "call") or not (_WIDE & set(ins.modifiers) or "wide" in ins.modifiers):
-                continue
-            else:
-                found = frozenset().union(*(origin.get(r, frozenset()) for op in ins.srcs for r in _registers(op)))
-            if found and not found <= origin.get(dest.name, frozenset()):
-                origin[dest.name] = origin.get(dest.name, frozenset()) | found
+        for dest_name, fixed, sources in steps:
+            found = fixed if fixed is not None else frozenset().union(*(origin.get(r, frozenset()) for r in sources))
+            if found and not found <= origin.get(dest_name, frozenset()):
+                origin[dest_name] = origin.get(dest_name, frozenset()) | found
                 changed = True
     return origin
 
@@ -120,9 +124,8 @@ def pointer_uses(function: Function) -> dict[int, PointerUse]:
             for p in through:
                 use(p).written |= ins.opcode in _WRITES  # a write, or (ld.local/shared of it) nothing to say
         # a parameter's pointer used as a value, not an address: stored, passed on, compared into memory
-        values = [r for op in ins.operands if not isinstance(op, Addr) for r in _registers(op)]
         if ins.opcode in ("st", "atom", "red", "call"):
-            for r in values:
+            for r in [r for op in ins.operands if not isinstance(op, Addr) for r in _registers(op)]:
                 for p in origin.get(r, frozenset()):
                     use(p).written = True
     return uses
