@@ -131,10 +131,10 @@ class Atoms:
         self._fresh = 0
 
     def atom(self, key: tuple, lane: bool = False) -> int:
-        i = self._ids.get(key)
-        if i is None:
-            i = len(self.keys)
-            self._ids[key] = i
+        # one lookup that inserts when missing: a key (nested tuples, not cached by Python) is hashed once
+        n = len(self.keys)
+        i = self._ids.setdefault(key, n)
+        if i == n:
             self.keys.append(key)
             self.lane.append(lane)
         return i
