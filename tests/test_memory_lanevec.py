@@ -15,7 +15,7 @@ from kerncast.analysis.compile import CompileOptions, compile_cuda
 from kerncast.analysis.dataflow import expr as E
 from kerncast.analysis.loops import find_loops
 from kerncast.analysis.memory.analysis import _Kernel
-from kerncast.analysis.memory.lanevec import concrete_op_lanes
+from kerncast.analysis.memory.lanevec import GiveUp, LaneVectors, concrete_op_lanes
 from kerncast.analysis.memory.warp import LaneConstants, branch_outcome, lane_offsets
 from kerncast.analysis.ptx import parse_ptx
 
@@ -96,3 +96,37 @@ def test_elementwise_operations_follow_the_integer_semantics() -> None:
         got = concrete_op_lanes(name, [a, b], extra).tolist()
         want = [E.concrete_op(name, [int(x), int(y)], extra) for x, y in zip(a, b, strict=True)]
         assert got == want, name
+
+
+def _whole_value(lanes: LaneVectors, v: E.Value) -> dict | None:
+    """`LaneVectors.evaluate` of `v` worked out term by term from its constant on, with no part of it kept."""
+    lanes.symbolic = False
+    try:
+        vp, _ = lanes._poly(v, 0)  # noqa: SLF001 - the evaluation the kept rest stands for
+    except GiveUp:
+        return None
+    return None if lanes.symbolic and not lanes._within_caps(vp) else vp  # noqa: SLF001
+
+
+def test_a_value_shifted_by_a_constant_reads_as_its_whole_evaluation() -> None:
+    """A value evaluated as its non-constant part (kept from an earlier value) plus its constant gives the lanes,
+    the monomials in their order and the give-up near int64's limit of evaluating the whole value."""
+    atoms = E.Atoms()
+    tid = atoms.atom(("sym", "tid.x"), True)
+    ctaid = atoms.sym("ctaid.x")
+    t = (((tid,), 1),)
+    shr = atoms.op("shr", (E.add(E.scale(t, 4), E.const(3)), E.const(5)), (32, False))
+    rest = E.add(E.add(E.scale(t, 4), E.scale(ctaid, 1024)), shr)
+    shared = LaneVectors(atoms, {tid: {(): np.arange(64, dtype=np.int64)}}, 64, False)
+    reference = LaneVectors(atoms, {tid: {(): np.arange(64, dtype=np.int64)}}, 64, False)
+    gave_up = 0
+    for c in (0, 4096, -12, 8192, 1 << 61, (1 << 62) - 300, 1 << 62):
+        v = E.add(rest, E.const(c))
+        got, want = shared.evaluate(v), _whole_value(reference, v)
+        assert (got is None) == (want is None), c
+        if want is None:
+            gave_up += 1
+            continue
+        assert list(got) == list(want), c
+        assert all(np.array_equal(got[m], want[m]) for m in want), c
+    assert gave_up == 2  # the two constants whose sum with the lanes' bound leaves int64's safe range
