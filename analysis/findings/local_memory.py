@@ -1,9 +1,11 @@
 """The `local-memory` finding: a per-thread array that the compiler placed in local memory.
 
 A thread's array indexed with a value known only at run time cannot live in registers, so nvcc declares it in
-the kernel's `.local` depot and reads and writes it with `ld.local`/`st.local`: each access goes through L1
-and, on a miss, to DRAM, with the latency of global memory. This is the source's own choice, visible in the
-PTX before ptxas runs, and so distinct from `register-spill` (ptxas moving live values out of registers).
+the kernel's `.local` depot and reads and writes it with `ld.local`/`st.local`: device memory holds a frame per
+resident thread slot, cached in L1 and L2 like global data, so the accesses stay on chip only while the frames
+of the threads resident at once fit there (the time model counts that traffic, `timing/local_memory.py`). This
+is the source's own choice, visible in the PTX before ptxas runs, and so distinct from `register-spill` (ptxas
+moving live values out of registers).
 Reported when the kernel both writes and reads its depot (a depot only written is the argument buffer of a
 `printf`), ptxas, when it ran, kept a stack frame (ptxas may still promote a small array to registers), and a
 load sits on a line that indexes an array and calls no trig function (sinf's slow path has a buffer of its own).
@@ -67,15 +69,19 @@ def local_memory(ctx: KernelContext) -> Finding | None:
     store_bytes = sum(i.access_bytes for i in stores)
     launch = ctx.report.launch
     threads = launch.total_threads if launch is not None and launch.known["grid"] and launch.known["block"] else None
-    footprint = f", {size * threads / 2**20:.1f} MiB for the {threads} threads of the launch" if threads else ""
+    occ = ctx.report.occupancy
+    resident = occ.active_warps_per_sm * 32 if occ is not None else 0
+    footprint = (f", {size * resident / 1024:.4g} KiB for the {resident} threads an SM holds at once"
+                 if resident else "")
     message = (f"per-thread array in local memory: {size} bytes per thread{footprint}; its {len(loads)} ld.local and "
-               f"{len(stores)} st.local instructions ({load_bytes} and {store_bytes} bytes) go through L1 to DRAM "
-               "with global-memory latency, because the array is indexed at run time")
+               f"{len(stores)} st.local instructions ({load_bytes} and {store_bytes} bytes) are cached in L1 and L2 "
+               "like global data and reach DRAM when the resident threads' arrays do not fit there, because the "
+               "array is indexed at run time")
     related = [line_related(ctx.cuda_source, n, "another access of the local array") for n in lines[1:6]]
     detail = {"local_bytes_per_thread": size, "load_instructions": len(loads), "store_instructions": len(stores),
               "load_bytes_of_instructions": load_bytes, "store_bytes_of_instructions": store_bytes,
               "stack_bytes": res.stack_bytes if res is not None else None, "launch_local_bytes": size * threads
-              if threads else None,
+              if threads else None, "resident_local_bytes_per_sm": size * resident if resident else None,
               "advice": "index the array with compile-time constants (unroll the loop that indexes it with "
                         "#pragma unroll), keep it in shared memory, or use a few scalar variables"}
     return Finding(Code.LOCAL_MEMORY, "warning", line, start, line, end, message, detail=detail, related=related,

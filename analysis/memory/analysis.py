@@ -54,6 +54,7 @@ from kerncast.analysis.memory.warp import (
     global_cost,
     lane_ints,
     lanes_taken,
+    local_cost,
     shared_cost,
     warp_lanes,
 )
@@ -728,14 +729,16 @@ class _Kernel:
 
     def request_cost(self, space: str, active: list[int], vals: Sequence[Value], width: int) -> RequestCost | None:
         """The cost of one warp instance's request (`global_cost`, or `divided_index_cost` where it gives up, for a
-        global access; `shared_cost` for a shared one), worked out once per distinct input within the kernel.
+        global access; `local_cost` and `shared_cost` for a local and a shared one), worked out once per distinct
+        input within the kernel.
 
         Sampled warps and iterations mostly repeat one pattern: lanes `base + 4 * lane` in every warp, the base
         128 bytes further each time. The key holds all that the cost reads (the atoms' keys and alignments are
         fixed for the kernel): for lanes apart by constants (`LaneConstants`) their common symbolic part, the
         offsets from the first lane and, for a global request, the first lane's constant modulo 128 (the only
         way it enters: sectors and lines are counted at residues modulo a power of two up to 128); a shared
-        request's banks and phases read only the offsets and the lane numbers. Other values are keyed whole.
+        request's banks and phases, and a local request's interleaved words, read only the offsets and the lane
+        numbers. Other values are keyed whole.
         """
         if isinstance(vals, LaneConstants):
             c0 = vals.consts[0]
@@ -750,6 +753,8 @@ class _Kernel:
             c = global_cost(self.atoms, vals, width, self.align_of)
             if c is None and not isinstance(vals, LaneConstants):
                 c = divided_index_cost(self.atoms, vals, width, self.align_of)
+        elif space == "local":
+            c = local_cost(self.atoms, active, vals, width)
         else:
             c = shared_cost(self.atoms, active, vals, width)
         self._costs[key] = c
@@ -1153,7 +1158,7 @@ def _access(k: _Kernel, ins: Any) -> AccessInfo | None:
     info.executions = k.executions(block)
     atoms = k.atoms
     info.arrays = _arrays(k, addr)
-    if space not in ("global", "shared") or info.width_bytes <= 0:
+    if space not in ("global", "shared", "local") or info.width_bytes <= 0:
         return info
     guarded = k.guard_samples(block)
     seen = _request_costs(k, info, k.instances(ins.index, addr, assignments=guarded[0] if guarded else None))
@@ -1194,7 +1199,7 @@ def _access(k: _Kernel, ins: Any) -> AccessInfo | None:
     actual = sum(c.actual for c in costs) / len(costs)
     ideal = sum(c.ideal for c in costs) / len(costs)
     info.symbolic = any(c.symbolic for c in costs)
-    if space == "global":
+    if space in ("global", "local"):
         info.sectors_per_request, info.ideal_sectors = actual, ideal
         if all(c.lines is not None for c in costs):
             info.lines_per_request = sum(c.lines for c in costs) / len(costs)  # type: ignore[misc]
@@ -1223,7 +1228,11 @@ class _Seen:
 def _one_lane_cost(info: AccessInfo) -> RequestCost:
     """The request of a warp with one active lane (`if (threadIdx.x == 0) out[blockIdx.x] = ...`): the sectors of
     its own element (global; an element no wider than a sector, aligned to its width, lies in one), one line, one
-    wavefront (shared)."""
+    wavefront (shared); in local memory, whose words are interleaved across the lanes (`local_cost`), a sector
+    and a line per word."""
+    if info.space == "local":
+        words = float(max(1, -(-info.width_bytes // 4)))
+        return RequestCost(words, 1.0, lines=words)
     units = float(max(1, -(-info.width_bytes // 32))) if info.space == "global" else 1.0
     return RequestCost(units, units, lines=1.0)
 

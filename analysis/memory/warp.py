@@ -314,6 +314,32 @@ def _distinct_bytes(offsets: list[int], width: int) -> int:
     return total
 
 
+# ------------------------------------------------------------------------------------------------ local
+
+def local_cost(atoms: Atoms, lanes: list[int], addrs: Sequence[Value], width: int) -> RequestCost | None:
+    """Sectors and 128-byte lines of a warp's request to local memory, and the ideal.
+
+    A thread's local array is private, but the device lays the frames of a warp's lanes out interleaved word
+    by word (CUDA C++ Programming Guide, "Device Memory Accesses", local memory: "organized such that
+    consecutive 32-bit words are accessed by consecutive thread IDs"): word `w` of lane `l` lies at byte
+    `128 * w + 4 * l` of the warp's stretch. Lanes that read one offset of their frames (`t[k]`, `k` uniform)
+    touch one line per word; lanes whose indices differ (`t[threadIdx.x % 8]`) touch a line per distinct word.
+    The frames' base is a multiple of 16 bytes (nvcc's `__local_depot` alignment), so a lane's offset counted
+    from lane 0's keeps its word boundaries when lane 0's offset is a whole word. None when lanes' offsets
+    differ by a symbolic amount."""
+    grouped = _request_groups(atoms, addrs, width)
+    if grouped is None or len(grouped[0]) != 1:
+        return None
+    offsets = next(iter(grouped[0].values()))
+    sectors: set[int] = set()
+    for lane, off in zip(lanes, offsets, strict=True):
+        for word in range(off // 4, (off + width - 1) // 4 + 1):
+            sectors.add(word * (LINE // SECTOR) + (lane % WARP) * 4 // SECTOR)
+    ideal = max(1, ceil(len(lanes) * width / SECTOR))
+    lines = len({x // (LINE // SECTOR) for x in sectors})
+    return RequestCost(float(len(sectors)), float(min(ideal, len(sectors))), lines=float(lines))
+
+
 # ----------------------------------------------------------------------------------------------- shared
 
 def shared_cost(atoms: Atoms, lanes: list[int], addrs: Sequence[Value], width: int) -> RequestCost | None:

@@ -23,6 +23,7 @@ from kerncast.analysis.timing.cache_model import L1Reuse, block_reuse, l1_hit_la
 from kerncast.analysis.timing.constants import capability, timing_constants
 from kerncast.analysis.timing.counts import dynamic_counts
 from kerncast.analysis.timing.footprint import Footprint, footprint, requested_bytes, wave_extent
+from kerncast.analysis.timing.local_memory import local_traffic
 from kerncast.analysis.timing.mwp_cwp import departure_scale, mwp_cwp, mwp_cwp_params
 from kerncast.analysis.timing.partitions import camping_factor, dram_partitions
 from kerncast.analysis.timing.penalties import thesis_penalties
@@ -315,6 +316,11 @@ def _kerncast(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per_bl
                                             warps, profile)
     sector = int(profile.sector_bytes or 32)
     capacity = l1_per_block(profile, resident, shared)
+    local = local_traffic(memory, cfg, profile, warps=warps, threads_per_sm=resident * threads_per_block,
+                          busy_sms=min(profile.sm_count, blocks),
+                          l1_per_sm=capacity * resident if capacity is not None else None)
+    if local is not None:
+        replays = {**replays, **local.replays}
     reuse = (block_reuse(memory, cfg, loops, trip_map, block, grid, sector, capacity)
              if isinstance(memory, MemoryAnalysis) and l1_hit_latency(profile) is not None else [])
     kc = predict_pipelined(cfg, loops, profile, dags=graphs.dags, classes=graphs.classes, trips=trip_map,
@@ -322,7 +328,7 @@ def _kerncast(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per_bl
                            replays=replays, footprint=fp, requested=requested, l1=reuse,
                            l1_hit_bytes=l1_hit_bytes(memory, reuse, fp, warps, sector)
                            if fp is not None and reuse else 0.0, l1_capacity=capacity,
-                           dead=_dead(memory), warp_share=memory.warp_share
+                           dead=_dead(memory), local=local, warp_share=memory.warp_share
                            if isinstance(memory, MemoryAnalysis) else None)
     kc = with_contention(kc, contention(memory, cfg, profile, blocks=blocks, threads_per_block=threads_per_block,
                                         resident=resident, trips=trip_map), profile)

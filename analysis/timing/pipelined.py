@@ -70,6 +70,7 @@ from kerncast.analysis.timing.deferred import DeferredLoads, deferred_loads
 from kerncast.analysis.timing.footprint import Footprint
 from kerncast.analysis.timing.launch_cost import block_dispatch_us, launch_cost
 from kerncast.analysis.timing.loaded_latency import LoadCurve, consistent_latency, load_curve, stream_bandwidth_gbs
+from kerncast.analysis.timing.local_memory import LocalTraffic
 
 MODEL = "kerncast"
 _FREE_SPACES = frozenset({"param", "const"})
@@ -287,7 +288,7 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
                       requested: tuple[float, float] | None, l1: list[L1Reuse] | None = None,
                       l1_hit_bytes: float = 0.0, dead: frozenset[int] = frozenset(),
                       warp_share: Mapping[int, float] | None = None,
-                      l1_capacity: float | None = None) -> PipelinedResult:
+                      l1_capacity: float | None = None, local: LocalTraffic | None = None) -> PipelinedResult:
     """Predict one launch with the kerncast model (see the module docstring).
 
     `replays` maps an instruction index to its unit passes per warp (1 when ideal); `requested` is the bytes
@@ -297,7 +298,8 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     nothing and wait for nothing. `warp_share` maps a basic block to the share of warps that run it
     (`MemoryAnalysis.warp_share`): a warp none of whose lanes passes its guard skips it, so its issue cycles
     and warp instructions count only for that share of the warps; its latency chain stays whole.
-    `l1_capacity` is the L1 bytes one resident block has, which the notes name.
+    `l1_capacity` is the L1 bytes one resident block has, which the notes name; `local` the launch's local
+    memory traffic (`local_memory.py`), whose DRAM bytes join the global ones.
     """
     const = timing_constants()["kerncast"]
     warp = profile.warp_size
@@ -309,6 +311,9 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     blocks_on_sm = math.ceil(blocks / profile.sm_count)
     resident = max(1, min(blocks_per_sm, blocks_on_sm))
     dram, cold, mem_notes = _dram_bytes(profile, footprint, requested, blocks, resident, const, l1_hit_bytes)
+    if local is not None:
+        dram, cold = dram + local.dram, cold + local.dram
+        mem_notes.append(local.note)
     written = _dram_written(footprint, requested, profile, const)
     from_dram, l2_hit, reach = _l2_share(profile, dram, requested, l1_hit_bytes, written)
     dram_latency = latency["global"]
