@@ -20,6 +20,7 @@ from kerncast.analysis.finding import Finding, line_range, line_related
 from kerncast.analysis.ptx.model import Instruction, line_in_file
 from kerncast.analysis.rules import Code
 from kerncast.analysis.source_model import SourceFacts, scanned
+from kerncast.analysis.timing.local_memory import frame_bytes
 
 #: sinf/cosf/tanf/sincosf and their double twins reduce a large argument through a local buffer of their own
 _TRIG_RE = re.compile(r"(?:__)?(?:sin|cos|tan|sincos|sinpi|cospi)f?")
@@ -30,11 +31,6 @@ def local_accesses(ctx: KernelContext) -> tuple[list[Instruction], list[Instruct
     loads = [i for i in ctx.function.body if i.opcode == "ld" and "local" in i.modifiers]
     stores = [i for i in ctx.function.body if i.opcode == "st" and "local" in i.modifiers]
     return loads, stores
-
-
-def local_bytes(ctx: KernelContext) -> int:
-    """Bytes per thread of the kernel's `.local` declarations (nvcc's `__local_depot`)."""
-    return sum(d.size_bytes for d in ctx.function.decls if d.space == "local")
 
 
 def _indexes_without_trig(facts: SourceFacts, line: int) -> bool:
@@ -48,7 +44,7 @@ def _indexes_without_trig(facts: SourceFacts, line: int) -> bool:
 
 def local_memory(ctx: KernelContext) -> Finding | None:
     """The kernel's `local-memory` finding, on the line of its first local load in the analysed file."""
-    size = local_bytes(ctx)
+    size = frame_bytes(ctx.function)
     loads, stores = local_accesses(ctx)
     if size <= 0 or not loads or not stores:
         return None

@@ -23,6 +23,7 @@ from typing import Any
 
 from kerncast.analysis.memory.analysis import MemoryAnalysis
 from kerncast.analysis.memory.warp import LINE
+from kerncast.analysis.ptx.model import Function
 from kerncast.analysis.timing.footprint import requested_bytes
 
 
@@ -38,9 +39,9 @@ class LocalTraffic:
     note: str
 
 
-def frame_bytes(cfg: Any) -> int:
+def frame_bytes(function: Function) -> int:
     """The local bytes one thread's frame holds: the kernel's `.local` declarations (nvcc's `__local_depot`)."""
-    return sum(d.size_bytes for d in cfg.function.decls if d.space == "local")
+    return sum(d.size_bytes for d in function.decls if d.space == "local")
 
 
 def _shares(frame: int, threads_per_sm: int, busy_sms: int, l1_per_sm: float | None,
@@ -53,13 +54,13 @@ def _shares(frame: int, threads_per_sm: int, busy_sms: int, l1_per_sm: float | N
     return l1_hit, l2_miss
 
 
-def _passes(a: Any, l1_hit: float) -> float | None:
+def _passes(a: Any, l1_hit: float, sector: int) -> float | None:
     """Unit passes per request of one known local access: its sectors over the ideal on an L1 hit, its lines over
     the fewest its bytes fit in on a miss, in the proportion of the L1's share."""
     if not (a.known and a.sectors_per_request and a.ideal_sectors):
         return None
     hit = max(1.0, a.sectors_per_request / a.ideal_sectors)
-    ideal_lines = max(1.0, a.ideal_sectors * 32 / LINE)
+    ideal_lines = max(1.0, a.ideal_sectors * sector / LINE)
     miss = max(1.0, (a.lines_per_request or a.sectors_per_request) / ideal_lines)
     return l1_hit * hit + (1.0 - l1_hit) * miss
 
@@ -72,12 +73,12 @@ def local_traffic(memory: Any, cfg: Any, profile: Any, *, warps: int, threads_pe
     if not isinstance(memory, MemoryAnalysis):
         return None
     local = [a for a in memory.accesses if a.space == "local" and a.executions > 0.0]
-    frame = frame_bytes(cfg)
+    frame = frame_bytes(cfg.function)
     if not local or frame <= 0:
         return None
     sector = int(profile.sector_bytes or 32)
     l1_hit, l2_miss = _shares(frame, threads_per_sm, busy_sms, l1_per_sm, float(profile.l2_bytes))
-    replays = {a.index: p for a in local if (p := _passes(a, l1_hit)) is not None}
+    replays = {a.index: p for a in local if (p := _passes(a, l1_hit, sector)) is not None}
     past_l1 = sum(requested_bytes(a, sector, warps) for a in local) * (1.0 - l1_hit)
     dram = past_l1 * l2_miss
     note = (f"local memory: a {frame}-byte frame per thread, {frame * threads_per_sm / 1e3:.4g} kB for an SM's "
