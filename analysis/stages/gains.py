@@ -470,7 +470,7 @@ def _after(ctx: KernelContext, finding: Finding) -> float | None:
         if tile is None:
             return None
         graphs = time_graphs(ctx)
-        return static_time(ctx, tile[0], graphs=KernelGraphs(graphs.dags, {**graphs.classes, **tile[1]}))
+        return static_time(ctx, tile[0], graphs=KernelGraphs(graphs.dags, {**graphs.classes, **tile[1]}, graphs.memo))
     if finding.code == Code.MISSING_RESTRICT and ctx.gpu is not None and l1_hit_latency(ctx.gpu) is None:
         raise NoGain(f"the L1 of {ctx.gpu.name} caches global loads on the read-only path only, a reuse the "
                      "time model does not price")
@@ -480,7 +480,7 @@ def _after(ctx: KernelContext, finding: Finding) -> float | None:
     graphs = time_graphs(ctx)
     if all(graphs.classes.get(i) == cls for i, cls in classes.items()) and ctx.report.time is not None:
         return ctx.report.time.models.get(static_model(ctx))  # charged alike: the same run's answer
-    return static_time(ctx, memory, graphs=KernelGraphs(graphs.dags, {**graphs.classes, **classes}))
+    return static_time(ctx, memory, graphs=KernelGraphs(graphs.dags, {**graphs.classes, **classes}, graphs.memo))
 
 
 def finding_gain(ctx: KernelContext, finding: Finding) -> dict[str, Any] | None:

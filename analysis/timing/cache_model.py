@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kerncast.analysis.timing.constants import timing_constants
-from kerncast.analysis.timing.footprint import block_groups, request_bytes, requested_bytes
+from kerncast.analysis.timing.footprint import block_groups, block_groups_key, memoised, request_bytes, requested_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,17 +113,19 @@ def l1_per_block(profile: Any, resident: int, shared_bytes: int) -> float | None
 
 
 def block_reuse(memory: Any, cfg: Any, loops: Any, trips: Mapping[int, float], block: tuple[int, int, int],
-                grid: tuple[int, int, int], sector: int, capacity: float | None) -> list[L1Reuse]:
+                grid: tuple[int, int, int], sector: int, capacity: float | None,
+                memo: dict[Any, Any] | None = None) -> list[L1Reuse]:
     """Every global load's L1 hits from its own previous iteration and from the other warps of its block.
 
     `capacity` is the L1 bytes one resident block has (`l1_per_block`): when the distinct bytes all the block's
     loads touch over its run fit in it, a group of loads (one array, one index pattern: `block_groups`) misses
     once per distinct byte; otherwise it misses once per distinct byte of each iteration, and of those the
-    thread's own step (`l1_reuse`) saves its share too."""
+    thread's own step (`l1_reuse`) saves its share too. `memo` (`KernelGraphs.memo`) keeps the load groups for
+    the kernel's other predictions at the same launch."""
     own = {r.index: r for r in l1_reuse(memory, cfg, loops, sector)}
     threads = block[0] * block[1] * block[2]
     warps = -(-threads // 32)
-    run = block_groups(memory, block, grid, trips, sector)
+    run = _groups(memo, memory, block, grid, trips, sector, one_iteration=False)
     loads = {a.index: a for a in memory.accesses if a.index in run}
     asked: dict[Any, float] = {}
     for i, (key, _) in run.items():
@@ -138,7 +140,7 @@ def block_reuse(memory: Any, cfg: Any, loops: Any, trips: Mapping[int, float], b
             if step is None or share > step.share:
                 out[i] = L1Reuse(i, 0, share, "run")
     else:
-        once = block_groups(memory, block, grid, trips, sector, one_iteration=True)
+        once = _groups(memo, memory, block, grid, trips, sector, one_iteration=True)
         per_iteration: dict[Any, float] = {}
         for i, (key, _) in once.items():
             per_iteration[key] = per_iteration.get(key, 0.0) + request_bytes(loads[i], sector, warps)
@@ -152,6 +154,14 @@ def block_reuse(memory: Any, cfg: Any, loops: Any, trips: Mapping[int, float], b
     for i, r in own.items():
         out.setdefault(i, r)
     return group_waits([r for r in out.values() if r.share > 0.0], {i: key for i, (key, _) in run.items()}, cfg)
+
+
+def _groups(memo: dict[Any, Any] | None, memory: Any, block: tuple[int, int, int], grid: tuple[int, int, int],
+            trips: Mapping[int, float], sector: int, *, one_iteration: bool) -> dict[int, tuple[Any, float]]:
+    """`block_groups(...)`, a copy of the one `memo` kept for the same inputs where it kept one."""
+    key = block_groups_key(memory, block, grid, trips, sector, one_iteration=one_iteration)
+    return dict(memoised(memo, key, memory.atoms,
+                         lambda: block_groups(memory, block, grid, trips, sector, one_iteration=one_iteration)))
 
 
 def group_waits(reuse: list[L1Reuse], group: Mapping[int, Any], cfg: Any) -> list[L1Reuse]:

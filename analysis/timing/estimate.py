@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from kerncast.analysis.cfg import TRIG_REDUCTION_BOUND, Cfg
@@ -22,7 +22,14 @@ from kerncast.analysis.timing.atomics import contention, with_contention
 from kerncast.analysis.timing.cache_model import L1Reuse, block_reuse, l1_hit_latency, l1_per_block
 from kerncast.analysis.timing.constants import capability, timing_constants
 from kerncast.analysis.timing.counts import dynamic_counts
-from kerncast.analysis.timing.footprint import Footprint, footprint, requested_bytes, wave_extent
+from kerncast.analysis.timing.footprint import (
+    Footprint,
+    footprint,
+    footprint_key,
+    memoised,
+    requested_bytes,
+    wave_extent,
+)
 from kerncast.analysis.timing.local_memory import local_traffic
 from kerncast.analysis.timing.mwp_cwp import departure_scale, mwp_cwp, mwp_cwp_params
 from kerncast.analysis.timing.partitions import camping_factor, dram_partitions
@@ -97,6 +104,10 @@ class KernelGraphs:
 
     dags: dict[int, DepGraph]
     classes: dict[int, InstrClass]
+    #: results of pure functions of the kernel's predictions, each under a key that holds all its inputs but the
+    #: memory analysis's atom table, which the entry keeps and a hit must match by identity; no entry depends on
+    #: `classes`, so a gain's graphs with other classes share it. It lives as long as these graphs: one analysis.
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 def kernel_graphs(cfg: Cfg) -> KernelGraphs:
@@ -313,7 +324,7 @@ def _kerncast(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per_bl
     memory of one block (static and dynamic)."""
     warps = blocks * -(-threads_per_block // profile.warp_size)
     fp, requested, replays = global_traffic(memory, cfg, block, grid, resident * profile.sm_count, trip_map,
-                                            warps, profile)
+                                            warps, profile, graphs.memo)
     sector = int(profile.sector_bytes or 32)
     capacity = l1_per_block(profile, resident, shared)
     local = local_traffic(memory, cfg, profile, warps=warps, threads_per_sm=resident * threads_per_block,
@@ -321,7 +332,7 @@ def _kerncast(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per_bl
                           l1_per_sm=capacity * resident if capacity is not None else None)
     if local is not None:
         replays = {**replays, **local.replays}
-    reuse = (block_reuse(memory, cfg, loops, trip_map, block, grid, sector, capacity)
+    reuse = (block_reuse(memory, cfg, loops, trip_map, block, grid, sector, capacity, graphs.memo)
              if isinstance(memory, MemoryAnalysis) and l1_hit_latency(profile) is not None else [])
     kc = predict_pipelined(cfg, loops, profile, dags=graphs.dags, classes=graphs.classes, trips=trip_map,
                            blocks=blocks, threads_per_block=threads_per_block, blocks_per_sm=resident, grid=grid,
@@ -361,15 +372,17 @@ def kerncast_us(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per_
 
 
 def global_traffic(memory: RequestCounts | None, cfg: Cfg, block: tuple[int, int, int], grid: tuple[int, int, int],
-                   wave_blocks: int, trips: Mapping[int, float], warps: int, profile: Any
+                   wave_blocks: int, trips: Mapping[int, float], warps: int, profile: Any,
+                   memo: dict[Any, Any] | None = None
                    ) -> tuple[Footprint | None, tuple[float, float] | None, dict[int, float]]:
     """From the memory analysis: the distinct-bytes footprint, the bytes requested with no reuse (of accesses
-    with and without a footprint) and each access's unit passes per warp (replays). Nones without one."""
+    with and without a footprint) and each access's unit passes per warp (replays). Nones without one. `memo`
+    (`KernelGraphs.memo`) keeps footprints for the kernel's other predictions at the same launch."""
     if not isinstance(memory, MemoryAnalysis) or not memory.accesses:
         return None, None, {}
     accesses = memory.accesses
     sector = int(profile.sector_bytes or 32)
-    fp = footprint(memory, block, grid, wave_blocks, trips, sector)
+    fp = _footprint(memory, block, grid, wave_blocks, trips, sector, memo)
     layout = dram_partitions(profile)
     if layout is not None:
         fp.camping = camping_factor(memory, block, wave_extent(grid, wave_blocks), *layout, sector=sector,
@@ -383,6 +396,17 @@ def global_traffic(memory: RequestCounts | None, cfg: Cfg, block: tuple[int, int
             else:
                 uncovered += moved
     return fp, (covered, uncovered), unit_replays(memory, cfg, profile)
+
+
+def _footprint(memory: MemoryAnalysis, block: tuple[int, int, int], grid: tuple[int, int, int], wave_blocks: int,
+               trips: Mapping[int, float], sector: int, memo: dict[Any, Any] | None) -> Footprint:
+    """`footprint(...)`, a fresh copy of the one `memo` holds for the same inputs where it holds one (the caller
+    sets its partition camping)."""
+    if memo is None:
+        return footprint(memory, block, grid, wave_blocks, trips, sector)
+    fp = memoised(memo, ("footprint", footprint_key(memory, block, grid, wave_blocks, trips, sector)), memory.atoms,
+                  lambda: footprint(memory, block, grid, wave_blocks, trips, sector))
+    return replace(fp, covered=set(fp.covered) if fp.covered is not None else None)
 
 
 def l1_hit_bytes(memory: MemoryAnalysis, reuse: list[L1Reuse], fp: Footprint, warps: int, sector: int) -> float:

@@ -21,7 +21,7 @@ written bytes reach DRAM during the kernel only when they are evicted.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from math import gcd, prod
 from typing import Any
@@ -377,6 +377,28 @@ def _lattice(memory: MemoryAnalysis, a: Any, block: tuple[int, int, int], grid: 
     return (where[0], terms), Lattice(where[1], terms, a.width_bytes, a.kind != "load")
 
 
+def memoised(memo: dict[Any, Any] | None, key: tuple, atoms: Any, compute: Callable[[], Any]) -> Any:
+    """`compute()`, or the value `memo` kept for `key` and the same atom table (matched by identity: the key holds
+    every other input, and a table's atoms keep their meaning while it lives). No memo: computed each time."""
+    if memo is None:
+        return compute()
+    kept = memo.get(key)
+    if kept is None or kept[0] is not atoms:
+        kept = memo[key] = (atoms, compute())
+    return kept[1]
+
+
+def block_groups_key(memory: MemoryAnalysis, block: tuple[int, int, int], grid: tuple[int, int, int],
+                     trips: Mapping[int, float], sector: int = 32, *, one_iteration: bool = False) -> tuple:
+    """Everything `block_groups` reads of its arguments but the atom table, as one hashable value (see
+    `footprint_key`)."""
+    loop_trips = tuple((atom, 1.0 if one_iteration else float(trips.get(header, 1.0)))
+                       for header, atom in memory.iteration_atoms.items())
+    loads = tuple((a.index, a.width_bytes, memory.addresses.get(a.index)) for a in memory.accesses
+                  if a.space == "global" and a.kind == "load" and not a.executions <= 0.0)
+    return "block_groups", block, grid, sector, one_iteration, loop_trips, loads
+
+
 def block_groups(memory: MemoryAnalysis, block: tuple[int, int, int], grid: tuple[int, int, int],
                  trips: Mapping[int, float], sector: int = 32, *, one_iteration: bool = False
                  ) -> dict[int, tuple[Any, float]]:
@@ -405,6 +427,19 @@ def block_groups(memory: MemoryAnalysis, block: tuple[int, int, int], grid: tupl
     return out
 
 
+def footprint_key(memory: MemoryAnalysis, block: tuple[int, int, int], grid: tuple[int, int, int],
+                  wave_blocks: int, trips: Mapping[int, float], sector: int = 32) -> tuple:
+    """Everything `footprint` reads of its arguments but the atom table, as one hashable value: the launch and
+    wave shapes, the sector, the loops' counts by iteration atom, and each global access that runs with its
+    width, whether it writes, and its address. Two calls with equal keys and the same atom table give equal
+    footprints, so the several predictions of one kernel at one launch (the time stage's, each gain's, whose
+    changed memory analyses keep the addresses) compute it once (`estimate.global_traffic`)."""
+    loop_trips = tuple((atom, float(trips.get(header, 1.0))) for header, atom in memory.iteration_atoms.items())
+    accesses = tuple((a.index, a.width_bytes, a.kind != "load", memory.addresses.get(a.index))
+                     for a in memory.accesses if a.space == "global" and not a.executions <= 0.0)
+    return block, grid, wave_blocks, sector, loop_trips, accesses
+
+
 def footprint(memory: MemoryAnalysis, block: tuple[int, int, int], grid: tuple[int, int, int], wave_blocks: int,
               trips: Mapping[int, float], sector: int = 32) -> Footprint:
     """Distinct bytes of every global access of `memory` (a MemoryAnalysis) for the launch and one wave.
@@ -418,21 +453,33 @@ def footprint(memory: MemoryAnalysis, block: tuple[int, int, int], grid: tuple[i
         return out
     loop_trips = {atom: float(trips.get(header, 1.0)) for header, atom in memory.iteration_atoms.items()}
     wave_grid = wave_extent(grid, wave_blocks)
+    one = wave_grid == grid  # the launch is one wave: its lattices are the wave's
     launch: dict[Any, list[Lattice]] = {}
     wave: dict[Any, list[Lattice]] = {}
     for a in memory.accesses:
         if a.space != "global" or a.executions <= 0.0:
             continue  # an access no thread of the launch runs touches nothing
         whole = _lattice(memory, a, block, grid, loop_trips, grid)
-        one_wave = _lattice(memory, a, block, wave_grid, loop_trips, grid) if whole is not None else None
+        one_wave = (whole[1] if one else _wave_lattice(memory, a, block, wave_grid, loop_trips, grid, whole[1])
+                    ) if whole is not None else None
         if whole is None or one_wave is None:
             out.complete = False
             continue
         launch.setdefault(whole[0], []).append(whole[1])
-        wave.setdefault(whole[0], []).append(one_wave[1])  # grouped as over the launch
+        wave.setdefault(whole[0], []).append(one_wave)  # grouped as over the launch
         out.covered.add(a.index)  # type: ignore[union-attr]
     out.distinct = _merged(launch, sector)
     out.written = _merged(launch, sector, keep="written")
     out.total = _merged(launch, sector, keep="read") + out.written
-    out.per_wave = _merged(wave, sector)
+    out.per_wave = out.distinct if one else _merged(wave, sector)
     return out
+
+
+def _wave_lattice(memory: MemoryAnalysis, a: Any, block: tuple[int, int, int], wave_grid: tuple[int, int, int],
+                  loop_trips: Mapping[int, float], launch_grid: tuple[int, int, int], whole: Lattice) -> Lattice | None:
+    """`_lattice(...)[1]` of access `a` over one wave's block indices (`wave_grid`), given its lattice over the
+    launch (`whole`): the offset, width and written flag are the launch's (no block index changes them), only
+    the terms are worked out again. None when its address is not affine over the wave."""
+    poly = memory.addresses.get(a.index)
+    ext = affine_extents(memory.atoms, poly, block, wave_grid, loop_trips, launch_grid)
+    return Lattice(whole.offset, lattice_terms(ext), whole.width, whole.written) if ext is not None else None
