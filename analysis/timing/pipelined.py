@@ -75,6 +75,8 @@ from kerncast.analysis.timing.local_memory import LocalTraffic
 MODEL = "kerncast"
 _FREE_SPACES = frozenset({"param", "const"})
 _STORES = frozenset({"st", "red"})
+#: the latency classes of global loads, whose latency the loaded DRAM latency sets
+_GLOBAL_LATENCY = frozenset({"global", "memory"})
 
 
 @dataclass(slots=True)
@@ -326,17 +328,22 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
 
     deferred = deferred_loads(cfg, loops, dags, classes)
 
-    def block_costs(lat: Mapping[str, float], own_lat: Mapping[int, float]) -> dict[int, _BlockCost]:
-        """Every basic block's cost with these latencies (the loaded DRAM latency below recomputes them)."""
+    def block_costs(lat: Mapping[str, float], own_lat: Mapping[int, float], kept: Mapping[int, _BlockCost] | None = None
+                    ) -> tuple[dict[int, _BlockCost], dict[int, _BlockCost]]:
+        """Every basic block's cost with these latencies (the loaded DRAM latency below recomputes them), and the
+        same before the warps that skip a block are taken out of it; `kept` holds such costs of blocks that read
+        no latency these latencies change (taken as they are)."""
         later_use = deferred.at(lambda v: own_lat.get(v, lat.get(classes[v].latency, lat["global"])))
-        out = {b: _block_cost(dags[b], body, classes, units, lat, replays, warp, tensor, own_lat, expand, later_use)
+        raw = {b: kept[b] if kept is not None and b in kept else
+               _block_cost(dags[b], body, classes, units, lat, replays, warp, tensor, own_lat, expand, later_use)
                if b not in dead else _BlockCost({}, 0.0, 0.0, 0.0) for b in dags}
+        out = dict(raw)
         for b, share in (warp_share or {}).items():
             if b in out:
                 out[b] = _skipped_by_warps(out[b], share)
-        return out
+        return out, raw
 
-    costs = block_costs(latency, own)
+    costs, first_raw = block_costs(latency, own)
     weights = block_weights(cfg, loops, trips, dead)
     per_thread: dict[str, float] = {}
     warp_insts = 0.0
@@ -355,12 +362,18 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     curve = load_curve(profile) if from_dram > 0.0 and blocks >= profile.sm_count and dram > 0.0 else None
     loaded_ns = None
     if curve is not None:
+        # only the blocks that read a global load's latency change with the DRAM latency: a load of that latency
+        # class, a load whose L1 hits give it its own latency, a use of a deferred load; the others are kept
+        kept = {b: c for b, c in first_raw.items()
+                if not any(classes[v].latency in _GLOBAL_LATENCY or v in own or v in deferred.uses
+                           for v in dags[b].nodes)}
+
         def chain_and_stay_at(dram_cycles: float) -> tuple[float, float]:
             global_latency = _miss_at(from_dram, l2_hit, dram_cycles)
             lat = dict(latency, **{"global": global_latency, "memory": global_latency})
             own_lat = load_latency(l1 or [], l1_hit, global_latency) if l1_hit is not None else {}
-            return _chain_and_stay(cfg, loops, block_costs(lat, own_lat), waits, trips, warps_per_block, warp,
-                                   dispatch)
+            return _chain_and_stay(cfg, loops, block_costs(lat, own_lat, kept)[0], waits, trips, warps_per_block,
+                                   warp, dispatch)
         loaded_ns, (loaded_chain, loaded_stay) = _loaded_stay(curve, chain_and_stay_at, dram_latency, stay,
                                                               resident, dram / blocks, profile.core_clock_mhz)
         if loaded_stay > stay:
