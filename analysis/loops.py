@@ -150,11 +150,18 @@ class PathPlan:
 
     folds: list[tuple[int, int, list[_RegionNode]]]  # (loop id, header block, region), innermost first
     whole: list[_RegionNode]
+    #: per region (by identity), each node's immediate post-dominator in it; made when a walk first needs it
+    post_dominators: dict[int, list[int | None]] = field(default_factory=dict)
 
 
-def cfg_longest_path(cfg: Cfg, loops: LoopForest, cost: Mapping[int, float], trips: Mapping[int, float]) -> float:
+def cfg_longest_path(cfg: Cfg, loops: LoopForest, cost: Mapping[int, float], trips: Mapping[int, float],
+                     divergent: Mapping[int, float] | None = None) -> float:
     """The longest path of block costs through the CFG, each natural loop folded to body path x trip count
     (thesis Algorithm 7's walk; `loops` is the CFG's loop forest).
+
+    `divergent` maps a block whose branch splits a warp's lanes to the share of warps it splits: such a warp runs
+    the branch's sides one after the other before its lanes meet again (`_region_serial`), so the walk adds them
+    up for that share instead of taking the longer.
 
     The regions (which blocks and folded loops are nodes, and their forward edges) depend on the CFG, its loops
     and which blocks have a cost only, so they are worked out once and kept by the loop forest; each call only
@@ -164,9 +171,19 @@ def cfg_longest_path(cfg: Cfg, loops: LoopForest, cost: Mapping[int, float], tri
     if plan is None:
         plan = loops.path_plans[blocks] = _path_plan(cfg, loops, blocks)
     folded: dict[int, float] = {}  # loop id -> cost of the whole loop
+
+    def walk(nodes: list[_RegionNode]) -> float:
+        if divergent and any(loop_id is None and block in divergent and len(succs) > 1
+                             for loop_id, block, succs in nodes):
+            ipdom = plan.post_dominators.get(id(nodes))
+            if ipdom is None:
+                ipdom = plan.post_dominators[id(nodes)] = _post_dominators(nodes)
+            return _region_serial(nodes, ipdom, cost, folded, divergent)
+        return _region_longest(nodes, cost, folded)
+
     for loop_id, header, nodes in plan.folds:
-        folded[loop_id] = _region_longest(nodes, cost, folded) * trips.get(header, 1.0)
-    return _region_longest(plan.whole, cost, folded)
+        folded[loop_id] = walk(nodes) * trips.get(header, 1.0)
+    return walk(plan.whole)
 
 
 def _region_longest(nodes: list[_RegionNode], cost: Mapping[int, float], folded: Mapping[int, float]) -> float:
@@ -180,6 +197,41 @@ def _region_longest(nodes: list[_RegionNode], cost: Mapping[int, float], folded:
             if dist[j] < d:
                 dist[j] = d
     return best
+
+
+def _post_dominators(nodes: list[_RegionNode]) -> list[int | None]:
+    """Each node's immediate post-dominator in its region (None when its paths end apart): the nodes on every
+    path from it to the region's end form a chain, and the nearest comes first in node order."""
+    after: list[frozenset[int]] = [frozenset()] * len(nodes)
+    for i in range(len(nodes) - 1, -1, -1):
+        succs = nodes[i][2]
+        common = frozenset.intersection(*(after[j] for j in succs)) if succs else frozenset()
+        after[i] = common | {i}
+    return [min(a - {i}, default=None) for i, a in enumerate(after)]
+
+
+def _region_serial(nodes: list[_RegionNode], ipdom: list[int | None], cost: Mapping[int, float],
+                   folded: Mapping[int, float], divergent: Mapping[int, float]) -> float:
+    """The longest path through one region when some branches split a warp (SIMT: the warp runs one side's
+    lanes, then the other's, and they meet again at the branch's immediate post-dominator `J`).
+
+    Walked from the end: `L(n)` is the longest cost from `n` on. Every path from a successor `s` passes `J`, so
+    the part of it before `J` is `L(s) - L(J)`; a split warp runs each successor's part and then `J`'s:
+    `cost(n) + sum L(s) - (k - 1) L(J)` for `k` successors, against `cost(n) + max L(s)` for a warp whose lanes
+    agree, weighted by the share of warps the branch splits."""
+    longest = [0.0] * len(nodes)
+    for i in range(len(nodes) - 1, -1, -1):
+        loop_id, block, succs = nodes[i]
+        own = folded[loop_id] if loop_id is not None else cost[block]
+        best = max((longest[j] for j in succs), default=0.0)
+        share = divergent.get(block, 0.0) if loop_id is None and len(succs) > 1 else 0.0
+        if share > 0.0:
+            j = ipdom[i]
+            meet = longest[j] if j is not None else 0.0
+            serial = sum(longest[s] for s in succs) - (len(succs) - 1) * meet
+            best = share * serial + (1.0 - share) * best
+        longest[i] = own + best
+    return max(longest, default=0.0)
 
 
 def _path_plan(cfg: Cfg, loops: LoopForest, costed: frozenset[int]) -> PathPlan:

@@ -339,11 +339,21 @@ def _kerncast(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per_bl
                            replays=replays, footprint=fp, requested=requested, l1=reuse,
                            l1_hit_bytes=l1_hit_bytes(memory, reuse, fp, warps, sector)
                            if fp is not None and reuse else 0.0, l1_capacity=capacity,
-                           dead=_dead(memory), local=local, warp_share=memory.warp_share
+                           dead=_dead(memory), local=local, divergent=_divergent(memory, cfg),
+                           warp_share=memory.warp_share
                            if isinstance(memory, MemoryAnalysis) else None)
     kc = with_contention(kc, contention(memory, cfg, profile, blocks=blocks, threads_per_block=threads_per_block,
                                         resident=resident, trips=trip_map), profile)
     return kc, fp, requested, replays
+
+
+def _divergent(memory: RequestCounts | None, cfg: Cfg) -> dict[int, float]:
+    """Basic block -> the share of sampled warp instances whose lanes its branch splits, for the branches the
+    memory analysis found divergent (a branch with no share measured splits every warp it is found to split)."""
+    if not isinstance(memory, MemoryAnalysis):
+        return {}
+    return {cfg.block_of[b.index]: b.share if b.share is not None else 1.0 for b in memory.branches
+            if b.divergent and 0 <= b.index < len(cfg.block_of)}
 
 
 def _dead(memory: RequestCounts | None) -> frozenset[int]:

@@ -236,14 +236,16 @@ def _block_issue(cost: _BlockCost, threads: int, warps: int, dispatch: float) ->
 
 def _chain_and_stay(cfg: Cfg, loops: Any, costs: Mapping[int, _BlockCost], waits: set[int],
                     trips: Mapping[int, float], warps_per_block: int, warp: int,
-                    dispatch: float) -> tuple[float, float]:
-    """(one warp's latency chain, the block's stay) along the longest path. A barrier makes every warp of a block
-    wait for the others: a basic block a barrier follows takes the longer of its chain and the issue of all the
-    block's warps through it, one basic block after another."""
-    chain = cfg_longest_path(cfg, loops, {b: c.drained if b in waits else c.chain for b, c in costs.items()}, trips)
+                    dispatch: float, divergent: Mapping[int, float] | None = None) -> tuple[float, float]:
+    """(one warp's latency chain, the block's stay) along the longest path, where a branch that splits a warp's
+    lanes (`divergent`: block -> the share of warps it splits) runs both its sides one after the other. A barrier
+    makes every warp of a block wait for the others: a basic block a barrier follows takes the longer of its
+    chain and the issue of all the block's warps through it, one basic block after another."""
+    chain = cfg_longest_path(cfg, loops, {b: c.drained if b in waits else c.chain for b, c in costs.items()}, trips,
+                             divergent)
     stay = max(chain, cfg_longest_path(
         cfg, loops, {b: max(c.drained, _block_issue(c, warps_per_block * warp, warps_per_block, dispatch))
-                     if b in waits else c.chain for b, c in costs.items()}, trips))
+                     if b in waits else c.chain for b, c in costs.items()}, trips, divergent))
     return chain, stay
 
 
@@ -290,7 +292,8 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
                       requested: tuple[float, float] | None, l1: list[L1Reuse] | None = None,
                       l1_hit_bytes: float = 0.0, dead: frozenset[int] = frozenset(),
                       warp_share: Mapping[int, float] | None = None,
-                      l1_capacity: float | None = None, local: LocalTraffic | None = None) -> PipelinedResult:
+                      l1_capacity: float | None = None, local: LocalTraffic | None = None,
+                      divergent: Mapping[int, float] | None = None) -> PipelinedResult:
     """Predict one launch with the kerncast model (see the module docstring).
 
     `replays` maps an instruction index to its unit passes per warp (1 when ideal); `requested` is the bytes
@@ -301,7 +304,9 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     (`MemoryAnalysis.warp_share`): a warp none of whose lanes passes its guard skips it, so its issue cycles
     and warp instructions count only for that share of the warps; its latency chain stays whole.
     `l1_capacity` is the L1 bytes one resident block has, which the notes name; `local` the launch's local
-    memory traffic (`local_memory.py`), whose DRAM bytes join the global ones.
+    memory traffic (`local_memory.py`), whose DRAM bytes join the global ones; `divergent` maps a basic block
+    whose branch splits a warp's lanes to the share of warps it splits (`MemoryAnalysis.branches`): such a warp
+    runs the branch's sides one after the other, so its chain adds them up.
     """
     const = timing_constants()["kerncast"]
     warp = profile.warp_size
@@ -355,7 +360,7 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     waits = blocks_before_a_barrier(cfg)
     dispatch = float(units.get("dispatch_units") or units.get("warp_schedulers") or 1)
     warps_per_block = math.ceil(threads_per_block / warp)
-    chain, stay = _chain_and_stay(cfg, loops, costs, waits, trips, warps_per_block, warp, dispatch)
+    chain, stay = _chain_and_stay(cfg, loops, costs, waits, trips, warps_per_block, warp, dispatch, divergent)
     busy_per_block = {r: x * warps_per_block * warp for r, x in per_thread.items()}
     busy_per_block["dispatch"] = warp_insts * warps_per_block / dispatch
     per_block = max(busy_per_block.values(), default=0.0)
@@ -373,7 +378,7 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
             lat = dict(latency, **{"global": global_latency, "memory": global_latency})
             own_lat = load_latency(l1 or [], l1_hit, global_latency) if l1_hit is not None else {}
             return _chain_and_stay(cfg, loops, block_costs(lat, own_lat, kept)[0], waits, trips, warps_per_block,
-                                   warp, dispatch)
+                                   warp, dispatch, divergent)
         loaded_ns, (loaded_chain, loaded_stay) = _loaded_stay(curve, chain_and_stay_at, dram_latency, stay,
                                                               resident, dram / blocks, profile.core_clock_mhz)
         if loaded_stay > stay:
@@ -435,6 +440,9 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
         "after the first, but each SM takes at least whole waves of latency chains; a barrier waits until the "
         "stores before it are performed",
         cost.note,
+        *([f"divergent branches: a warp whose lanes a branch splits runs both its sides one after the other, so "
+           f"its latency chain adds them up ({len(divergent)} such branches, by the share of warps each splits)"]
+          if divergent else []),
         f"DRAM floor: {dram / 1e6:.3g} MB at {bw:.4g} GB/s ({bw_note})",
         *([note] if (note := _l2_note(profile, from_dram, l2_hit, reach, max(0.0, dram - written), waited)) else []),
         *([reuse_note(l1 or [], l1_hit, _miss_at(from_dram, l2_hit, waited), profile, l1_capacity)]
