@@ -16,7 +16,6 @@ from kerncast.analysis.cfg import TRIG_REDUCTION_BOUND, Cfg
 from kerncast.analysis.deps import DepGraph, block_dependences
 from kerncast.analysis.isa import InstrClass, classify
 from kerncast.analysis.memory.analysis import MemoryAnalysis
-from kerncast.analysis.memory.warp import LINE
 from kerncast.analysis.ptx.model import Addr, Reg
 from kerncast.analysis.timing.atomics import contention, with_contention
 from kerncast.analysis.timing.cache_model import L1Reuse, block_reuse, l1_hit_latency, l1_per_block
@@ -26,8 +25,10 @@ from kerncast.analysis.timing.footprint import (
     Footprint,
     footprint,
     footprint_key,
+    line_passes,
     memoised,
     requested_bytes,
+    sector_passes,
     wave_extent,
 )
 from kerncast.analysis.timing.local_memory import local_traffic
@@ -440,11 +441,8 @@ def unit_replays(memory: MemoryAnalysis | None, cfg: Cfg | None = None, profile:
     by_line = profile is not None and l1_hit_latency(profile) is not None
     for a in memory.accesses if memory is not None else ():
         if a.space == "global" and a.known and a.sectors_per_request and a.ideal_sectors:
-            if by_line and a.lines_per_request:
-                ideal_lines = math.ceil(a.ideal_sectors * int(profile.sector_bytes or 32) / LINE - 1e-9)
-                replays[a.index] = max(1.0, a.lines_per_request / max(1, ideal_lines))
-            else:
-                replays[a.index] = max(1.0, a.sectors_per_request / a.ideal_sectors)
+            replays[a.index] = (line_passes(a, int(profile.sector_bytes or 32)) if by_line
+                                else sector_passes(a))
         elif a.space == "shared" and a.known and a.wavefronts and a.ideal_wavefronts:
             replays[a.index] = max(1.0, a.wavefronts / a.ideal_wavefronts)
     if memory is not None and cfg is not None and profile is not None:

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from math import gcd, prod
+from math import ceil, gcd, prod
 from typing import Any
 
 from kerncast.analysis.dataflow.expr import as_const
 from kerncast.analysis.memory.analysis import MemoryAnalysis
+from kerncast.analysis.memory.warp import LINE
 
 _LANE = {"tid.x": 0, "tid.y": 1, "tid.z": 2}
 _BLOCK = {"ctaid.x": 0, "ctaid.y": 1, "ctaid.z": 2}
@@ -356,6 +357,21 @@ def request_bytes(access: Any, sector: int, warps: float) -> float:
     the block, not by each)."""
     share = access.warp_share if access.warp_share is not None else 1.0
     return requested_sectors(access, sector) * sector * warps * share
+
+
+def sector_passes(access: Any) -> float:
+    """The load/store unit's passes per request of a known global or local access whose data path is the limit:
+    its sectors over the ideal (at least one)."""
+    return max(1.0, access.sectors_per_request / access.ideal_sectors)
+
+
+def line_passes(access: Any, sector: int) -> float:
+    """The passes per request of a known access that goes through the L1's tag stage once per 128-byte line: its
+    lines over the fewest lines its bytes fit in (at least one); its sector passes where no line count is known."""
+    if not access.lines_per_request:
+        return sector_passes(access)
+    ideal_lines = ceil(access.ideal_sectors * sector / LINE - 1e-9)
+    return max(1.0, access.lines_per_request / max(1, ideal_lines))
 
 
 def requested_bytes(access: Any, sector: int, warps: float) -> float:

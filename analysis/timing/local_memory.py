@@ -22,19 +22,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from kerncast.analysis.memory.analysis import MemoryAnalysis
-from kerncast.analysis.memory.warp import LINE
 from kerncast.analysis.ptx.model import Function
-from kerncast.analysis.timing.footprint import requested_bytes
+from kerncast.analysis.timing.footprint import line_passes, requested_bytes, sector_passes
 
 
 @dataclass(frozen=True, slots=True)
 class LocalTraffic:
-    """The local accesses of one launch: their unit passes, the bytes that leave the L1 and reach DRAM."""
+    """The local accesses of one launch: their unit passes and the bytes that reach DRAM."""
 
     #: local access index -> the load/store unit's passes per warp request
     replays: dict[int, float]
-    #: bytes the local requests move past the L1 (to the L2) and the part of them that reaches DRAM
-    past_l1: float
+    #: bytes the local requests the L1 does not serve move to DRAM, past the L2
     dram: float
     note: str
 
@@ -55,14 +53,11 @@ def _shares(frame: int, threads_per_sm: int, busy_sms: int, l1_per_sm: float | N
 
 
 def _passes(a: Any, l1_hit: float, sector: int) -> float | None:
-    """Unit passes per request of one known local access: its sectors over the ideal on an L1 hit, its lines over
-    the fewest its bytes fit in on a miss, in the proportion of the L1's share."""
+    """Unit passes per request of one known local access: its sector passes on an L1 hit, its line passes on a
+    miss (as a global request's), in the proportion of the L1's share."""
     if not (a.known and a.sectors_per_request and a.ideal_sectors):
         return None
-    hit = max(1.0, a.sectors_per_request / a.ideal_sectors)
-    ideal_lines = max(1.0, a.ideal_sectors * sector / LINE)
-    miss = max(1.0, (a.lines_per_request or a.sectors_per_request) / ideal_lines)
-    return l1_hit * hit + (1.0 - l1_hit) * miss
+    return l1_hit * sector_passes(a) + (1.0 - l1_hit) * line_passes(a, sector)
 
 
 def local_traffic(memory: Any, cfg: Any, profile: Any, *, warps: int, threads_per_sm: int, busy_sms: int,
@@ -79,10 +74,9 @@ def local_traffic(memory: Any, cfg: Any, profile: Any, *, warps: int, threads_pe
     sector = int(profile.sector_bytes or 32)
     l1_hit, l2_miss = _shares(frame, threads_per_sm, busy_sms, l1_per_sm, float(profile.l2_bytes))
     replays = {a.index: p for a in local if (p := _passes(a, l1_hit, sector)) is not None}
-    past_l1 = sum(requested_bytes(a, sector, warps) for a in local) * (1.0 - l1_hit)
-    dram = past_l1 * l2_miss
+    dram = sum(requested_bytes(a, sector, warps) for a in local) * (1.0 - l1_hit) * l2_miss
     note = (f"local memory: a {frame}-byte frame per thread, {frame * threads_per_sm / 1e3:.4g} kB for an SM's "
             f"{threads_per_sm} resident threads; the L1 serves {l1_hit:.0%} of the local requests and the L2, "
             f"holding the frames of {busy_sms} SMs, {1.0 - l2_miss:.0%} of the rest: {dram / 1e6:.4g} MB of "
             "DRAM traffic")
-    return LocalTraffic(replays, past_l1, dram, note)
+    return LocalTraffic(replays, dram, note)
