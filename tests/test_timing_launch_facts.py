@@ -45,6 +45,21 @@ BROADCAST = """
     ld.shared.f32 %f4, [%r5+12];
 """
 
+#: the same loads from rows of `blockDim.x` elements: the launch's 32 threads make each row 128 bytes, but the
+#: code fixes no row width, so ptxas cannot prove a row start 16-byte aligned and keeps four scalar loads
+RUNTIME_ROWS = """
+    mov.u32 %r1, tile;
+    mov.u32 %r2, %tid.y;
+    mov.u32 %r6, %ntid.x;
+    mul.lo.s32 %r7, %r2, %r6;
+    shl.b32 %r3, %r7, 2;
+    add.s32 %r5, %r1, %r3;
+    ld.shared.f32 %f1, [%r5];
+    ld.shared.f32 %f2, [%r5+4];
+    ld.shared.f32 %f3, [%r5+8];
+    ld.shared.f32 %f4, [%r5+12];
+"""
+
 
 def _memory(body: str, block=(256, 1, 1), params=None):
     module, fn, cfg, loops = kernel(body)
@@ -112,4 +127,11 @@ def test_broadcast_shared_loads_share_a_packed_vector_load_from_volta_on():
     merged = vector_merged(memory, cfg, load_profile("v100"))
     assert sorted(merged.values()) == [0.5] * 4  # one LDS.128, 4 registers in 2 packed passes, for 4 loads
     assert vector_merged(memory, cfg, load_profile("k20")) == {}  # Kepler: no packing, a pass per register
+
+
+def test_rows_of_a_launch_value_width_stay_scalar_loads():
+    cfg, memory = _memory(RUNTIME_ROWS, block=(32, 8, 1))
+    assert [a.wavefronts for a in memory.accesses] == [1.0] * 4  # the launch makes them broadcasts all the same
+    assert [a.align for a in memory.accesses] == [4, 4, 4, 4]
+    assert vector_merged(memory, cfg, load_profile("v100")) == {}
 

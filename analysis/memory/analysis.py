@@ -1263,8 +1263,13 @@ def _request_costs(k: _Kernel, info: AccessInfo, instances: list[tuple[list[int]
 def _address_alignment(k: _Kernel, addr: Value) -> int | None:
     """The largest power of two up to 128 that divides an address in every thread: the common divisor of its
     constant and of each term's coefficient times its symbols' known alignment (a declared array's own); None
-    when the address is not a sum of such terms."""
-    v = E.evaluate(k.atoms, addr, k.base, {}) if addr is not None else None
+    when the address is not a sum of such terms.
+
+    Only what the code itself fixes counts, not the launch's values: ptxas decides from it whether neighbouring
+    loads may become one vector load, so a row of `blockDim.x` elements (`ta[ty * blockDim.x + k]`) has the
+    alignment of one element, although the launch's 16 threads would make each row start 64 bytes apart (the
+    SASS of such a loop keeps its scalar LDS; with a constant row width it has LDS.128)."""
+    v = E.evaluate(k.atoms, addr, k.sym.resolution, {}) if addr is not None else None
     if not isinstance(v, tuple):
         return None
     const = 0
