@@ -27,6 +27,10 @@ class InstrClass:
     resource: str
     latency: str
     known: bool = True
+    #: the datapath of a Volta-or-later SM that runs it, where it is not the FP32 one (`data/isa.toml` pipe):
+    #: "ALU" (integer and logic), "IMAD" (integer multiply, on the FP32 pipe's 64 lanes), "FLEX" (an integer
+    #: add, shift or move, which ptxas places on either); "" for the resource's own unit
+    pipe: str = ""
 
 
 @cache
@@ -133,7 +137,10 @@ def _classify(instr: Instruction) -> InstrClass:
         latency = "shared" if itype == "shared" else "global"
     if itype == "compute" and dtype == "f64" and resource in ("SP", "SFU"):
         resource = "DPU"
-    return InstrClass(itype, resource, latency)
+    pipe = entry.get("pipe", "")
+    if isinstance(pipe, dict):
+        pipe = pipe.get("float" if dtype in _FLOAT_TYPES else "int", "")
+    return InstrClass(itype, resource, latency, pipe=pipe if resource == "SP" else "")
 
 
 #: the integer types of a `div`/`rem` that ptxas expands

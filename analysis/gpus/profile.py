@@ -62,6 +62,10 @@ SCHEMA_VERSION = 1
 #: the largest profile file read (a shipped one is a few KB)
 MAX_PROFILE_BYTES = 1 << 20
 UNIT_KEYS = ("SP", "DPU", "SFU", "LSU", "TENSOR", "BRANCH", "SYNC", "warp_schedulers", "dispatch_units")
+#: the integer datapaths of a Volta-or-later SM, lanes per SM: "ALU" (integer add, compare, logic, moves) and
+#: "IMAD" (integer multiply-add, which runs on the FP32 pipe's lanes); optional, 0 where integer work shares
+#: the SP lanes (the thesis's machine model, and every GPU before Volta)
+DATAPATH_KEYS = ("ALU", "IMAD")
 #: units that must be present on every GPU (the others may be 0, e.g. no tensor cores before Volta)
 _NONZERO_UNITS = ("SP", "SFU", "LSU", "BRANCH", "SYNC", "warp_schedulers", "dispatch_units")
 DEVICE_INT = ("sm_count", "warp_size", "l2_bytes", "access_size", "global_transaction_bytes", "sector_bytes")
@@ -276,7 +280,7 @@ def _section_field_names(profile: GpuProfile, section: str) -> list[str]:
     if section == "device":
         return [*DEVICE_INT, *DEVICE_FLOAT]
     if section == "units":
-        return list(UNIT_KEYS)
+        return [*UNIT_KEYS, *DATAPATH_KEYS]
     if section == "limits":
         return list(LIMIT_KEYS)
     if section == "latency":
@@ -458,8 +462,9 @@ class _Parser:
         device = {k: self.integer(dev, "device", k) for k in DEVICE_INT}
         device.update({k: self.number(dev, "device", k) for k in DEVICE_FLOAT})
 
-        un = self.section("units", UNIT_KEYS)
+        un = self.section("units", (*UNIT_KEYS, *DATAPATH_KEYS))
         units = {k: self.integer(un, "units", k, minimum=1 if k in _NONZERO_UNITS else 0) for k in UNIT_KEYS}
+        units.update({k: self.integer(un, "units", k, minimum=0) if k in un else 0 for k in DATAPATH_KEYS})
 
         lim = self.section("limits", LIMIT_KEYS)
         limits = Limits(**{k: self.integer(lim, "limits", k) for k in LIMIT_KEYS})

@@ -12,6 +12,9 @@ changes how the parts combine, each change a physical property of the hardware:
   needed, wavefronts per request); the SM issues at most `dispatch_units` warp instructions per clock.
   A tensor-core instruction holds the SM's tensor cores for its warp's product at the profile's rate
   (`matrix_ops.tensor_cycles`: FLOPs / FLOPs per SM per clock for its input type), not one lane-pass.
+  From Volta on, integer work has pipes of its own beside the FP32 lanes (`datapaths.py`: an ALU pipe, integer
+  multiply-adds on the FP32 pipe, adds and moves on either), and the logic ptxas merges into one LOP3 or into
+  a compare issues nothing.
   Dependants wait for the latency: the longest dependence chain of one warp, with native (SASS) latencies
   from microbenchmark papers (`data/timing.toml` [kerncast.latency]). With many warps resident the
   schedulers hide that chain behind other warps' work, so a wave takes the larger of the two, not their sum.
@@ -66,6 +69,7 @@ from kerncast.analysis.matrix_ops import matrix_op, tensor_cycles
 from kerncast.analysis.ptx.model import Instruction
 from kerncast.analysis.timing.cache_model import L1Reuse, l1_hit_latency, load_latency, reuse_note
 from kerncast.analysis.timing.constants import gpu_error_band, time_error_band, timing_constants
+from kerncast.analysis.timing.datapaths import busy_cycles, folded_instructions, has_datapaths, pipe_slot
 from kerncast.analysis.timing.deferred import DeferredLoads, deferred_loads
 from kerncast.analysis.timing.footprint import Footprint
 from kerncast.analysis.timing.launch_cost import block_dispatch_us, launch_cost
@@ -172,11 +176,12 @@ def _block_cost(dag: DepGraph, body: Any, classes: Mapping[int, InstrClass], uni
                 latency: Mapping[str, float], replays: Mapping[int, float], warp: int,
                 tensor: Mapping[int, float], own: Mapping[int, float] | None = None,
                 expand: Mapping[int, Mapping[str, int]] | None = None,
-                deferred: DeferredLoads | None = None) -> _BlockCost:
+                deferred: DeferredLoads | None = None, folded: frozenset[int] = frozenset()) -> _BlockCost:
     """One basic block's cost; `own` holds the latencies of single instructions that differ from their class's
     (loads that hit in L1 for part of their executions, `cache_model.py`), `expand` the instructions that issue
     as several, per unit (`expansion_slots`), `deferred` the loads whose value a later block waits for and the
-    instructions that wait (`deferred.py`)."""
+    instructions that wait (`deferred.py`), `folded` those ptxas merges into a neighbour (`datapaths.py`): they
+    take no slot and pass their inputs' times on."""
     per_thread: dict[str, float] = {}
     ready: dict[int, float] = {}
     chain = drained = 0.0
@@ -189,10 +194,15 @@ def _block_cost(dag: DepGraph, body: Any, classes: Mapping[int, InstrClass], uni
         if _is_free(ins, cls):
             ready[v] = 0.0
             continue
+        if v in folded:
+            ready[v] = max([ready[u] for u, _ in preds[v] if u in ready], default=0.0)
+            continue
         found = per_class.get(id(cls))
         if found is None:
+            slot = pipe_slot(cls, units)
             res = cls.resource if units.get(cls.resource, 0) > 0 else "SP"
-            found = per_class[id(cls)] = (res, units[res], float(latency.get(cls.latency, latency.get("misc", 1.0))))
+            res, lanes = slot if slot is not None else (res, float(units[res]))
+            found = per_class[id(cls)] = (res, lanes, float(latency.get(cls.latency, latency.get("misc", 1.0))))
         res, lanes, cycles = found
         if own and v in own:
             cycles = own[v]
@@ -228,15 +238,16 @@ def _skipped_by_warps(cost: _BlockCost, share: float) -> _BlockCost:
                       cost.chain, cost.drained)
 
 
-def _block_issue(cost: _BlockCost, threads: int, warps: int, dispatch: float) -> float:
+def _block_issue(cost: _BlockCost, threads: int, warps: int, dispatch: float, units: Mapping[str, int]) -> float:
     """Cycles the busiest unit of one SM (or its dispatch, counted as the model's busy line counts it) takes
     to issue one basic block for the `threads` (`warps`) of a block."""
-    return max([x * threads for x in cost.per_thread.values()] + [cost.warp_instructions * warps / dispatch])
+    return max([x * threads for x in busy_cycles(cost.per_thread, units).values()]
+               + [cost.warp_instructions * warps / dispatch])
 
 
 def _chain_and_stay(cfg: Cfg, loops: Any, costs: Mapping[int, _BlockCost], waits: set[int],
-                    trips: Mapping[int, float], warps_per_block: int, warp: int,
-                    dispatch: float, divergent: Mapping[int, float] | None = None) -> tuple[float, float]:
+                    trips: Mapping[int, float], warps_per_block: int, warp: int, dispatch: float,
+                    units: Mapping[str, int], divergent: Mapping[int, float] | None = None) -> tuple[float, float]:
     """(one warp's latency chain, the block's stay) along the longest path, where a branch that splits a warp's
     lanes (`divergent`: block -> the share of warps it splits) runs both its sides one after the other. A barrier
     makes every warp of a block wait for the others: a basic block a barrier follows takes the longer of its
@@ -244,7 +255,7 @@ def _chain_and_stay(cfg: Cfg, loops: Any, costs: Mapping[int, _BlockCost], waits
     chain = cfg_longest_path(cfg, loops, {b: c.drained if b in waits else c.chain for b, c in costs.items()}, trips,
                              divergent)
     stay = max(chain, cfg_longest_path(
-        cfg, loops, {b: max(c.drained, _block_issue(c, warps_per_block * warp, warps_per_block, dispatch))
+        cfg, loops, {b: max(c.drained, _block_issue(c, warps_per_block * warp, warps_per_block, dispatch, units))
                      if b in waits else c.chain for b, c in costs.items()}, trips, divergent))
     return chain, stay
 
@@ -332,6 +343,7 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     expand = expansion_slots(body, classes)
 
     deferred = deferred_loads(cfg, loops, dags, classes)
+    folded = folded_instructions(body, dags) if has_datapaths(units) else frozenset()
 
     def block_costs(lat: Mapping[str, float], own_lat: Mapping[int, float], kept: Mapping[int, _BlockCost] | None = None
                     ) -> tuple[dict[int, _BlockCost], dict[int, _BlockCost]]:
@@ -340,7 +352,8 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
         no latency these latencies change (taken as they are)."""
         later_use = deferred.at(lambda v: own_lat.get(v, lat.get(classes[v].latency, lat["global"])))
         raw = {b: kept[b] if kept is not None and b in kept else
-               _block_cost(dags[b], body, classes, units, lat, replays, warp, tensor, own_lat, expand, later_use)
+               _block_cost(dags[b], body, classes, units, lat, replays, warp, tensor, own_lat, expand, later_use,
+                           folded)
                if b not in dead else _BlockCost({}, 0.0, 0.0, 0.0) for b in dags}
         out = dict(raw)
         for b, share in (warp_share or {}).items():
@@ -360,8 +373,9 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     waits = blocks_before_a_barrier(cfg)
     dispatch = float(units.get("dispatch_units") or units.get("warp_schedulers") or 1)
     warps_per_block = math.ceil(threads_per_block / warp)
-    chain, stay = _chain_and_stay(cfg, loops, costs, waits, trips, warps_per_block, warp, dispatch, divergent)
-    busy_per_block = {r: x * warps_per_block * warp for r, x in per_thread.items()}
+    chain, stay = _chain_and_stay(cfg, loops, costs, waits, trips, warps_per_block, warp, dispatch, units,
+                                  divergent)
+    busy_per_block = {r: x * warps_per_block * warp for r, x in busy_cycles(per_thread, units).items()}
     busy_per_block["dispatch"] = warp_insts * warps_per_block / dispatch
     per_block = max(busy_per_block.values(), default=0.0)
     curve = load_curve(profile) if from_dram > 0.0 and blocks >= profile.sm_count and dram > 0.0 else None
@@ -378,7 +392,7 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
             lat = dict(latency, **{"global": global_latency, "memory": global_latency})
             own_lat = load_latency(l1 or [], l1_hit, global_latency) if l1_hit is not None else {}
             return _chain_and_stay(cfg, loops, block_costs(lat, own_lat, kept)[0], waits, trips, warps_per_block,
-                                   warp, dispatch, divergent)
+                                   warp, dispatch, units, divergent)
         loaded_ns, (loaded_chain, loaded_stay) = _loaded_stay(curve, chain_and_stay_at, dram_latency, stay,
                                                               resident, dram / blocks, profile.core_clock_mhz)
         if loaded_stay > stay:
