@@ -442,6 +442,15 @@ def overall(results: Sequence[LadderResult]) -> Score:
     return total
 
 
+def per_ladder(results: Sequence[LadderResult]) -> dict[str, Score]:
+    """Each ladder's score over all its GPUs: a ladder is one sequence of rewrites, and each GPU it was measured
+    on gives its pairs (versions are compared on the same GPU only, never across GPUs)."""
+    out: dict[str, Score] = {}
+    for r in results:
+        out.setdefault(r.ladder.id, Score()).add(r.score)
+    return out
+
+
 def bound_counts(results: Sequence[LadderResult]) -> dict[str, int]:
     """How many measured times lie inside the predicted range, and how many beat the roofline's best case."""
     pairs = [(m, b) for r in results for m, b in zip(r.measured, r.bounds, strict=True)]
@@ -461,6 +470,9 @@ def print_text(results: Sequence[LadderResult], missing: Sequence[str], model: s
                 print(f"      {v.id:24s} measured {m:11.1f} us  predicted {p:11.1f} us  ratio {p / m:6.2f}  "
                       f"{neck}{f'; {defaults} default(s)' if defaults else ''}")
     print(_row("overall", overall(results).summary()))
+    print("  per ladder, its GPUs together:")
+    for lid, total in per_ladder(results).items():
+        print(_row(lid, total.summary()))
     counts = bound_counts(results)
     print(f"  measured inside the kerncast range: {counts['inside_range']} of {counts['measured']}; "
           f"faster than the roofline's best case: {counts['below_roofline_best']}")
@@ -480,6 +492,7 @@ def to_json(results: Sequence[LadderResult], missing: Sequence[str], model: str)
                                                                strict=True)],
         } for r in results],
         "overall": overall(results).summary(),
+        "per_ladder": {lid: total.summary() for lid, total in per_ladder(results).items()},
         "bounds": bound_counts(results),
         "missing": list(missing),
     }

@@ -73,6 +73,19 @@ def test_scoring_counts_ordered_pairs_skips_ties_and_measures_speedup_error():
     assert s.summary()["mape_pct"] == pytest.approx(75.0)
 
 
+def test_a_ladder_pools_the_pairs_of_its_gpus_and_never_compares_across_them(ladders):
+    """Two GPUs of one ladder: each GPU's pairs count once in the ladder's line; a version on one GPU is never
+    paired with a version on the other (the 10x slower GPU would make every such pair 'ordered')."""
+    lad = ladders[0]
+    fast = vl.LadderResult(lad, "a", lad.versions[:2], [100.0, 50.0], [90.0, 60.0],
+                           vl.score([100.0, 50.0], [90.0, 60.0]))
+    slow = vl.LadderResult(lad, "b", lad.versions[:2], [1000.0, 500.0], [400.0, 800.0],
+                           vl.score([1000.0, 500.0], [400.0, 800.0]))
+    pooled = vl.per_ladder([fast, slow])[lad.id]
+    assert (pooled.pairs_scored, pooled.pairs_ordered) == (2, 1)
+    assert vl.per_ladder([fast, slow]).keys() == {lad.id}
+
+
 def _files(ladders: list[vl.Ladder]) -> dict[Path, tuple[str, str, vl.LaunchSpec | None]]:
     """Each kernel file once: its kernel, a GPU it was measured on, and the launch its own versions use first
     (None for a file that only launch sweeps use at other launches)."""

@@ -33,17 +33,21 @@ GUARDED = """
 $L_end:
 """
 
+#: four scalar loads from consecutive words of a row that starts at %r5
+ROW_LOADS = """
+    ld.shared.f32 %f1, [%r5];
+    ld.shared.f32 %f2, [%r5+4];
+    ld.shared.f32 %f3, [%r5+8];
+    ld.shared.f32 %f4, [%r5+12];
+"""
+
 #: `As[ty][k]` for four k of an unrolled loop: the same address in every lane of a 32 x 8 block's warp
 BROADCAST = """
     mov.u32 %r1, tile;
     mov.u32 %r2, %tid.y;
     shl.b32 %r3, %r2, 7;
     add.s32 %r5, %r1, %r3;
-    ld.shared.f32 %f1, [%r5];
-    ld.shared.f32 %f2, [%r5+4];
-    ld.shared.f32 %f3, [%r5+8];
-    ld.shared.f32 %f4, [%r5+12];
-"""
+""" + ROW_LOADS
 
 #: the same loads from rows of `blockDim.x` elements: the launch's 32 threads make each row 128 bytes, but the
 #: code fixes no row width, so ptxas cannot prove a row start 16-byte aligned and keeps four scalar loads
@@ -54,11 +58,7 @@ RUNTIME_ROWS = """
     mul.lo.s32 %r7, %r2, %r6;
     shl.b32 %r3, %r7, 2;
     add.s32 %r5, %r1, %r3;
-    ld.shared.f32 %f1, [%r5];
-    ld.shared.f32 %f2, [%r5+4];
-    ld.shared.f32 %f3, [%r5+8];
-    ld.shared.f32 %f4, [%r5+12];
-"""
+""" + ROW_LOADS
 
 
 def _memory(body: str, block=(256, 1, 1), params=None):
