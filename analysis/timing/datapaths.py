@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from itertools import combinations
 from typing import Any
 
 from kerncast.analysis.deps import DepGraph
@@ -50,22 +49,20 @@ def busy_cycles(per_thread: Mapping[str, float], units: Mapping[str, int]) -> di
     """`per_thread` (unit -> cycles per thread, FLEX -> instructions per thread) with the SP, IMAD, ALU and
     flexible work replaced by the cycles the pipes take for all of it, under the busiest of SP, IMAD and ALU.
 
-    On a GPU without the integer pipes nothing is split off, and the mapping is returned as it is."""
+    The pipes are the IMAD-capable FMA pipe (`IMAD` lanes), the FP32-only one (the rest of the `SP` lanes) and
+    the ALU; FP32 work may use both FMA pipes, IMAD work the first, ALU work the ALU and flexible work the first
+    or the ALU. The time is the largest work over capacity among the sets of pipes some work is confined to:
+    the IMAD pipe, the ALU, the two FMA pipes, the IMAD pipe with the ALU, and all three. On a GPU without the
+    integer pipes nothing is split off, and the mapping is returned as it is."""
     if not has_datapaths(units) or not any(k in per_thread for k in _SPLIT):
         return dict(per_thread)
     sp, imad, alu = float(units["SP"]), float(units["IMAD"]), float(units["ALU"])
-    lanes = {"heavy": min(imad, sp), "lite": max(0.0, sp - imad), "alu": alu}
-    work = {"fp": per_thread.get("SP", 0.0) * sp, "imad": per_thread.get("IMAD", 0.0) * imad,
-            "alu": per_thread.get("ALU", 0.0) * alu, "flex": per_thread.get("FLEX", 0.0)}
-    reach = {"fp": ("heavy", "lite"), "imad": ("heavy",), "alu": ("alu",), "flex": ("heavy", "alu")}
-    kinds = [k for k, w in work.items() if w > 0.0]
-    cycles = 0.0
-    for n in range(1, len(kinds) + 1):
-        for chosen in combinations(kinds, n):
-            cap = sum(lanes[m] for m in {m for k in chosen for m in reach[k]})
-            if cap > 0.0:
-                cycles = max(cycles, sum(work[k] for k in chosen) / cap)
-    own = {"SP": (work["fp"] + work["imad"]) / sp, "IMAD": work["imad"] / imad, "ALU": work["alu"] / alu}
+    heavy = min(imad, sp)
+    fp, mad = per_thread.get("SP", 0.0) * sp, per_thread.get("IMAD", 0.0) * imad
+    logic, flex = per_thread.get("ALU", 0.0) * alu, per_thread.get("FLEX", 0.0)
+    cycles = max(mad / heavy, logic / alu, (fp + mad) / sp, (mad + logic + flex) / (heavy + alu),
+                 (fp + mad + logic + flex) / (sp + alu))
+    own = {"SP": (fp + mad) / sp, "IMAD": mad / heavy, "ALU": logic / alu}
     out = {k: v for k, v in per_thread.items() if k not in _SPLIT and k != "SP"}
     out.update({k: v for k, v in own.items() if v > 0.0})
     out[max(own, key=lambda k: own[k])] = cycles

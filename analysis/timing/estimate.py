@@ -21,6 +21,7 @@ from kerncast.analysis.timing.atomics import contention, with_contention
 from kerncast.analysis.timing.cache_model import L1Reuse, block_reuse, l1_hit_latency, l1_per_block
 from kerncast.analysis.timing.constants import capability, timing_constants
 from kerncast.analysis.timing.counts import dynamic_counts
+from kerncast.analysis.timing.datapaths import folded_instructions, has_datapaths
 from kerncast.analysis.timing.footprint import (
     Footprint,
     footprint,
@@ -342,10 +343,20 @@ def _kerncast(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per_bl
                            if fp is not None and reuse else 0.0, l1_capacity=capacity,
                            dead=_dead(memory), local=local, divergent=_divergent(memory, cfg),
                            warp_share=memory.warp_share
-                           if isinstance(memory, MemoryAnalysis) else None)
+                           if isinstance(memory, MemoryAnalysis) else None,
+                           folded=_folded(cfg, graphs) if has_datapaths(profile.units) else frozenset())
     kc = with_contention(kc, contention(memory, cfg, profile, blocks=blocks, threads_per_block=threads_per_block,
                                         resident=resident, trips=trip_map), profile)
     return kc, fp, requested, replays
+
+
+def _folded(cfg: Cfg, graphs: KernelGraphs) -> frozenset[int]:
+    """The instructions ptxas merges into a neighbour (`datapaths.folded_instructions`), once per kernel: they
+    depend on its code alone."""
+    found = graphs.memo.get("folded")
+    if found is None:
+        found = graphs.memo["folded"] = folded_instructions(cfg.function.body, graphs.dags)
+    return found
 
 
 def _divergent(memory: RequestCounts | None, cfg: Cfg) -> dict[int, float]:

@@ -69,7 +69,7 @@ from kerncast.analysis.matrix_ops import matrix_op, tensor_cycles
 from kerncast.analysis.ptx.model import Instruction
 from kerncast.analysis.timing.cache_model import L1Reuse, l1_hit_latency, load_latency, reuse_note
 from kerncast.analysis.timing.constants import gpu_error_band, time_error_band, timing_constants
-from kerncast.analysis.timing.datapaths import busy_cycles, folded_instructions, has_datapaths, pipe_slot
+from kerncast.analysis.timing.datapaths import busy_cycles, pipe_slot
 from kerncast.analysis.timing.deferred import DeferredLoads, deferred_loads
 from kerncast.analysis.timing.footprint import Footprint
 from kerncast.analysis.timing.launch_cost import block_dispatch_us, launch_cost
@@ -304,7 +304,8 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
                       l1_hit_bytes: float = 0.0, dead: frozenset[int] = frozenset(),
                       warp_share: Mapping[int, float] | None = None,
                       l1_capacity: float | None = None, local: LocalTraffic | None = None,
-                      divergent: Mapping[int, float] | None = None) -> PipelinedResult:
+                      divergent: Mapping[int, float] | None = None,
+                      folded: frozenset[int] = frozenset()) -> PipelinedResult:
     """Predict one launch with the kerncast model (see the module docstring).
 
     `replays` maps an instruction index to its unit passes per warp (1 when ideal); `requested` is the bytes
@@ -317,7 +318,8 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     `l1_capacity` is the L1 bytes one resident block has, which the notes name; `local` the launch's local
     memory traffic (`local_memory.py`), whose DRAM bytes join the global ones; `divergent` maps a basic block
     whose branch splits a warp's lanes to the share of warps it splits (`MemoryAnalysis.branches`): such a warp
-    runs the branch's sides one after the other, so its chain adds them up.
+    runs the branch's sides one after the other, so its chain adds them up. `folded` holds the instructions
+    ptxas merges into a neighbour on this GPU (`datapaths.folded_instructions`): they issue nothing.
     """
     const = timing_constants()["kerncast"]
     warp = profile.warp_size
@@ -343,7 +345,6 @@ def predict_pipelined(cfg: Cfg, loops: Any, profile: Any, *, dags: Mapping[int, 
     expand = expansion_slots(body, classes)
 
     deferred = deferred_loads(cfg, loops, dags, classes)
-    folded = folded_instructions(body, dags) if has_datapaths(units) else frozenset()
 
     def block_costs(lat: Mapping[str, float], own_lat: Mapping[int, float], kept: Mapping[int, _BlockCost] | None = None
                     ) -> tuple[dict[int, _BlockCost], dict[int, _BlockCost]]:
