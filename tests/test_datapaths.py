@@ -18,6 +18,7 @@ from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.ptx import parse_ptx
 from kerncast.analysis.timing.datapaths import busy_cycles, folded_instructions, has_datapaths
+from kerncast.analysis.timing.roofline import RooflineInputs, roofline_range
 
 ROOT = Path(__file__).resolve().parent.parent
 FP32_INT = ROOT / "benchmarks" / "data" / "coverage" / "fp32_int.cu"
@@ -102,3 +103,17 @@ def test_integer_kernels_are_bound_by_the_integer_pipe_on_hopper_and_by_the_sp_l
         report = analyze_file(FP32_INT, options=AnalysisOptions(gpu=gpu, overrides=overrides, lime=False))
         kernel = next(k for k in report.kernels if k.name == "shiftXor")
         assert kernel.time.bottleneck == unit, (gpu, kernel.time.bottleneck)
+
+
+def test_the_roofline_takes_integer_work_off_the_sp_line() -> None:
+    """One FMA (2 ops) and two integer adds per thread, one of them merged away: without integer pipes the SP
+    line carries all 4 ops; with them the SP line carries the FMA's 2 and the pipes line the one add left, so the
+    best case is the longer of 2 ops at the SP peak and 1 instruction over the SP and ALU lanes."""
+    common = dict(work_units=1e6, ops_per_thread=4.0, bytes_per_thread=0.0, p_compute=1e12, p_coalesced=1e12,
+                  p_uncoalesced=1e11)
+    old, _ = roofline_range(RooflineInputs(**common))
+    assert old == pytest.approx(1e6 * 4.0 / 1e12 * 1e6)
+    split = RooflineInputs(**common, pipe_ops_per_thread=1.0, pipe_insts_per_thread=1.0, folded_ops_per_thread=1.0,
+                           p_pipes=2e11)
+    best, _ = roofline_range(split)
+    assert best == pytest.approx(max(1e6 * 2.0 / 1e12, 1e6 * 1.0 / 2e11) * 1e6)

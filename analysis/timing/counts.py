@@ -38,7 +38,10 @@ class DynamicCounts:
     `global_bytes` (`shared_bytes`) the bytes a thread moves to or from global (shared) memory; `has_non_fma`
     whether any compute instruction is not a fused multiply-add; `matrix_ops` each kind of tensor-core
     instruction with the times a thread issues it (not in `alu_ops`: they do not run on the SP lanes; their
-    FLOPs are in `flops`, a thread's share being a 32nd of its warp's product).
+    FLOPs are in `flops`, a thread's share being a 32nd of its warp's product). `pipe_insts` counts the
+    instructions of `alu_ops` that run on an integer pipe from Volta on (`InstrClass.pipe`; `pipe_ops` their
+    ops), and `folded_ops`
+    the ops of those ptxas merges into a neighbour (`timing/datapaths.py`), which issue nothing there.
     """
 
     total: float = 0.0
@@ -54,12 +57,15 @@ class DynamicCounts:
     shared_bytes: float = 0.0
     has_non_fma: bool = False
     matrix_ops: dict[MatrixOp, float] = field(default_factory=dict)
+    pipe_insts: float = 0.0
+    pipe_ops: float = 0.0
+    folded_ops: float = 0.0
 
 
 def dynamic_counts(cfg: Cfg, loops: Any, trips: Mapping[int, float], fma_ops: float = 2.0,
-                   dead: frozenset[int] = frozenset()) -> DynamicCounts:
+                   dead: frozenset[int] = frozenset(), folded: frozenset[int] = frozenset()) -> DynamicCounts:
     """Count every block's instructions that the launch runs (`dead`: those it never reaches), weighted by its
-    loops' trip counts."""
+    loops' trip counts; `folded` holds the instructions ptxas merges into a neighbour on the GPU."""
     out = DynamicCounts()
     for bid, w in block_weights(cfg, loops, trips, dead).items():
         for ins in cfg.instructions(bid):
@@ -86,6 +92,11 @@ def dynamic_counts(cfg: Cfg, loops: Any, trips: Mapping[int, float], fma_ops: fl
                 if ins.opcode not in _FMA:
                     out.has_non_fma = True
                 out.alu_ops += w * ops
+                if ins.index in folded:
+                    out.folded_ops += w * ops
+                elif cls.pipe:
+                    out.pipe_insts += w
+                    out.pipe_ops += w * ops
                 if cls.resource == "DPU":
                     out.dp_ops += w * ops
                 if ins.dtype in _FLOAT:

@@ -248,7 +248,7 @@ def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per
         unit = max(first.busy, key=lambda r: first.busy[r])
         bottleneck = f"{bottleneck} ({unit})"
     counts = dynamic_counts(cfg, loops, trip_map, float(timing_constants()["roofline"]["fma_ops"]),
-                            _dead(memory))
+                            _dead(memory), _folded(cfg, graphs) if has_datapaths(profile.units) else frozenset())
     notes.extend(tensor_notes(profile, counts))
     if not mem.known:
         notes.append("no memory analysis: every global access assumed coalesced for MWP-CWP and the best "

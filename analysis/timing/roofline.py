@@ -15,6 +15,9 @@ where an optimisation cannot be assumed, and reports the range between the best 
 * double precision: FP64 instructions run on the SM's double-precision units, not its SP lanes, at
   ``P_dp`` = DP units x SMs x clock x 2 (1/2 of the FP32 rate on an H100 or V100, 1/32 on a GTX 1050); their
   line stands beside the SP one (the other compute), and the compute line is the longer of the two.
+* integer pipes (Volta on, `timing/datapaths.py`): integer instructions run on the ALU and the FMA pipe beside
+  the FP32 lanes, so they leave the SP line for their own, their instructions over the SP and ALU lanes
+  (``P_pipes``), and the logic ptxas merges into a neighbour is in neither line.
 * tensor cores: a matrix instruction (`mma`, `wmma.mma`, `wgmma`) is a warp's whole product, charged its
   FLOPs at the profile's dense tensor-core rate for its input type (``[tensor]``: FLOPs per SM per clock x SMs
   x clock); this line too stands beside the SP one, and a GPU with no rate for the type runs the FLOPs on
@@ -50,6 +53,7 @@ from kerncast.analysis.matrix_ops import tensor_cycles, tensor_rate
 from kerncast.analysis.ptx.model import WARP_THREADS
 from kerncast.analysis.timing.constants import timing_constants
 from kerncast.analysis.timing.counts import DynamicCounts
+from kerncast.analysis.timing.datapaths import has_datapaths
 from kerncast.analysis.timing.pipelined import achievable_bandwidth_gbs
 
 #: the widest access one lane makes in one load/store instruction (128-bit vector loads and stores, PTX ISA
@@ -85,14 +89,23 @@ class RooflineInputs:
     p_dp: float = 0.0  # DP units x SMs x clock x 2 (ops/s)
     dispatch_us: float = 0.0  # the launch's block dispatch, which no kernel finishes before
     tensor_s_per_thread: float = 0.0  # a thread's share of its matrix instructions at the tensor-core rate
+    pipe_ops_per_thread: float = 0.0  # the part of f m + o that runs on the integer pipes (Volta on)
+    pipe_insts_per_thread: float = 0.0  # ... and its instructions
+    folded_ops_per_thread: float = 0.0  # the part of f m + o that ptxas merges away (no issue at all)
+    p_pipes: float = 0.0  # SP and ALU lanes x SMs x clock (instructions/s); 0: no integer pipes
 
 
 def roofline_range(inp: RooflineInputs) -> tuple[float, float]:
     """(best, worst) kernel time in microseconds."""
-    c0 = inp.work_units * inp.ops_per_thread / inp.p_compute
+    on_sp = inp.ops_per_thread
+    if inp.p_pipes > 0:  # integer work on its own pipes beside the SP lanes, and merged logic not at all
+        on_sp -= inp.pipe_ops_per_thread + inp.folded_ops_per_thread
+    c0 = inp.work_units * on_sp / inp.p_compute
     if inp.dp_ops_per_thread and inp.p_dp > 0:
-        sp = inp.work_units * (inp.ops_per_thread - inp.dp_ops_per_thread) / inp.p_compute
+        sp = inp.work_units * (on_sp - inp.dp_ops_per_thread) / inp.p_compute
         c0 = max(sp, inp.work_units * inp.dp_ops_per_thread / inp.p_dp)
+    if inp.p_pipes > 0:
+        c0 = max(c0, inp.work_units * inp.pipe_insts_per_thread / inp.p_pipes)
     tensor = inp.work_units * inp.tensor_s_per_thread
     c_worst = max(c0 * inp.non_fma_factor if inp.non_fma else c0, tensor)
     c0 = max(c0, tensor)
@@ -136,7 +149,11 @@ def roofline_inputs(profile: Any, counts: DynamicCounts, total_threads: int, *, 
         lsu_bytes_per_thread=counts.shared_bytes + counts.global_bytes, p_achievable=p_achievable,
         p_lsu=float(profile.units["LSU"]) * profile.sm_count * clock_hz, lsu_replays=lsu_replays,
         quantization=quantization, dp_ops_per_thread=counts.dp_ops, dispatch_us=dispatch_us,
-        tensor_s_per_thread=tensor_s, p_dp=p_dp,
+        tensor_s_per_thread=tensor_s, p_dp=p_dp, pipe_ops_per_thread=counts.pipe_ops,
+        pipe_insts_per_thread=counts.pipe_insts,
+        folded_ops_per_thread=counts.folded_ops,
+        p_pipes=(profile.units["SP"] + profile.units["ALU"]) * profile.sm_count * clock_hz
+        if has_datapaths(profile.units) else 0.0,
     )
 
 
