@@ -103,7 +103,7 @@ def folded_instructions(body: Any, dags: Mapping[int, DepGraph]) -> frozenset[in
                     continue
                 sources = ins.registers_read
                 if any(reads[r] == 1 and r in writer and writer[r] in dag.preds and body[writer[r]].opcode == "setp"
-                       and writer[r] not in folded and body[writer[r]].guard is None for r in sources):
+                       and body[writer[r]].guard is None for r in sources):
                     folded.add(v)
                 continue
             if ins.dtype not in _NARROW:
