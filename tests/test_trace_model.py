@@ -117,11 +117,11 @@ def test_the_setting_accepts_the_trace_model():
 
 
 def test_a_disagreement_with_the_kerncast_model_is_named(nvcc_available):
-    """reduceInterleaved: the two models differ by more than the 1.5x of data/trace.toml; fmaLoop: the two
+    """reduceStrided: the two models differ by more than the 1.5x of data/trace.toml; fmaLoop: the two
     agree, and nothing is said."""
     options = AnalysisOptions(gpu="v100", time_model="trace")
     naive = next(k for k in analyze_file(ROOT / "examples" / "reduction.cu", options=options).kernels
-                 if k.name.startswith("reduceInterleaved")).time
+                 if k.name.startswith("reduceStrided")).time
     ratio = max(naive.models["trace"], naive.models["kerncast"]) / min(naive.models["trace"], naive.models["kerncast"])
     notes = [a for a in naive.assumptions if "disagree" in a]
     assert ratio > 1.5 and len(notes) == 1 and f"{ratio:.1f}x" in notes[0]
