@@ -17,7 +17,7 @@ import re
 
 from kerncast.analysis.context import KernelContext, add_findings
 from kerncast.analysis.finding import Finding, line_range, line_related
-from kerncast.analysis.ptx.model import Instruction, line_in_file
+from kerncast.analysis.ptx.model import WARP_THREADS, Instruction, line_in_file
 from kerncast.analysis.rules import Code
 from kerncast.analysis.source_model import SourceFacts, scanned
 from kerncast.analysis.timing.local_memory import frame_bytes
@@ -66,7 +66,7 @@ def local_memory(ctx: KernelContext) -> Finding | None:
     launch = ctx.report.launch
     threads = launch.total_threads if launch is not None and launch.known["grid"] and launch.known["block"] else None
     occ = ctx.report.occupancy
-    resident = occ.active_warps_per_sm * 32 if occ is not None else 0
+    resident = occ.active_warps_per_sm * WARP_THREADS if occ is not None else 0
     footprint = (f", {size * resident / 1024:.4g} KiB for the {resident} threads an SM holds at once"
                  if resident else "")
     message = (f"per-thread array in local memory: {size} bytes per thread{footprint}; its {len(loads)} ld.local and "

@@ -39,9 +39,8 @@ class DynamicCounts:
     whether any compute instruction is not a fused multiply-add; `matrix_ops` each kind of tensor-core
     instruction with the times a thread issues it (not in `alu_ops`: they do not run on the SP lanes; their
     FLOPs are in `flops`, a thread's share being a 32nd of its warp's product). `pipe_insts` counts the
-    instructions of `alu_ops` that run on an integer pipe from Volta on (`InstrClass.pipe`; `pipe_ops` their
-    ops), and `folded_ops`
-    the ops of those ptxas merges into a neighbour (`timing/datapaths.py`), which issue nothing there.
+    instructions of `alu_ops` that run on an integer pipe from Volta on (`InstrClass.pipe`) and `pipe_ops` their
+    ops; `folded_ops` the ops of those ptxas merges into a neighbour (`timing/datapaths.py`), which issue nothing.
     """
 
     total: float = 0.0

@@ -107,7 +107,8 @@ class KernelGraphs:
     dags: dict[int, DepGraph]
     classes: dict[int, InstrClass]
     #: results of pure functions of the kernel's predictions, each under a key that holds all its inputs but the
-    #: memory analysis's atom table, which the entry keeps and a hit must match by identity; no entry depends on
+    #: memory analysis's atom table, which the entry keeps and a hit must match by identity (`footprint.memoised`),
+    #: or, for what depends on the kernel's code alone (`"folded"`), under its name; no entry depends on
     #: `classes`, so a gain's graphs with other classes share it. It lives as long as these graphs: one analysis.
     memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -248,7 +249,7 @@ def predict_time(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per
         unit = max(first.busy, key=lambda r: first.busy[r])
         bottleneck = f"{bottleneck} ({unit})"
     counts = dynamic_counts(cfg, loops, trip_map, float(timing_constants()["roofline"]["fma_ops"]),
-                            _dead(memory), _folded(cfg, graphs) if has_datapaths(profile.units) else frozenset())
+                            _dead(memory), _folded(cfg, graphs, profile))
     notes.extend(tensor_notes(profile, counts))
     if not mem.known:
         notes.append("no memory analysis: every global access assumed coalesced for MWP-CWP and the best "
@@ -344,15 +345,18 @@ def _kerncast(cfg: Cfg, loops: Any, profile: Any, *, blocks: int, threads_per_bl
                            dead=_dead(memory), local=local, divergent=_divergent(memory, cfg),
                            warp_share=memory.warp_share
                            if isinstance(memory, MemoryAnalysis) else None,
-                           folded=_folded(cfg, graphs) if has_datapaths(profile.units) else frozenset())
+                           folded=_folded(cfg, graphs, profile))
     kc = with_contention(kc, contention(memory, cfg, profile, blocks=blocks, threads_per_block=threads_per_block,
                                         resident=resident, trips=trip_map), profile)
     return kc, fp, requested, replays
 
 
-def _folded(cfg: Cfg, graphs: KernelGraphs) -> frozenset[int]:
-    """The instructions ptxas merges into a neighbour (`datapaths.folded_instructions`), once per kernel: they
-    depend on its code alone."""
+def _folded(cfg: Cfg, graphs: KernelGraphs, profile: Any) -> frozenset[int]:
+    """The instructions ptxas merges into a neighbour on this GPU (`datapaths.folded_instructions`; none on a GPU
+    without integer pipes, whose model counts PTX as written), found once per kernel: they depend on its code
+    alone."""
+    if not has_datapaths(profile.units):
+        return frozenset()
     found = graphs.memo.get("folded")
     if found is None:
         found = graphs.memo["folded"] = folded_instructions(cfg.function.body, graphs.dags)

@@ -200,9 +200,10 @@ def _block_cost(dag: DepGraph, body: Any, classes: Mapping[int, InstrClass], uni
         found = per_class.get(id(cls))
         if found is None:
             slot = pipe_slot(cls, units)
-            res = cls.resource if units.get(cls.resource, 0) > 0 else "SP"
-            res, lanes = slot if slot is not None else (res, float(units[res]))
-            found = per_class[id(cls)] = (res, lanes, float(latency.get(cls.latency, latency.get("misc", 1.0))))
+            if slot is None:
+                res = cls.resource if units.get(cls.resource, 0) > 0 else "SP"
+                slot = (res, float(units[res]))
+            found = per_class[id(cls)] = (*slot, float(latency.get(cls.latency, latency.get("misc", 1.0))))
         res, lanes, cycles = found
         if own and v in own:
             cycles = own[v]
