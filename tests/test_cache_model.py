@@ -116,6 +116,35 @@ def test_a_request_passes_the_l1_once_per_line_where_the_l1_caches_global_loads(
         assert unit_replays(memory, cfg, load_profile("k20")).get(load, 1.0) == k20
 
 
+def _vector_memory():
+    """The memory analysis and CFG of a warp whose lane t loads 16 bytes at `base + 16 t` (one float4)."""
+    module, fn, cfg, loops = kernel("""
+    ld.param.u64 %rd1, [k_param_0];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd3, %r1, 16;
+    add.s64 %rd4, %rd2, %rd3;
+    ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd4];
+    st.global.f32 [%rd4], %f1;""")
+    return analyze_memory(module, fn, cfg, loops, (32, 1, 1), {}, {}, Thresholds(), budget_s=None), cfg
+
+
+def test_a_request_costs_the_longest_of_taking_its_lanes_its_lines_and_its_bytes():
+    """Passes count the clocks a GPU takes for a warp's lanes (1 on an H100's 32 load/store lanes, 2 on an
+    RTX 3080's 16). A coalesced float4 load moves 512 bytes through a 128-byte-a-clock data path: 4 clocks on
+    both, so 4 passes on the H100 and 2 on the RTX 3080. Lanes 8 bytes apart touch two lines: 2 clocks on both
+    (the 16-lane GPU looks the two up while it takes the lanes). Lanes a row apart: 32 lines, 32 clocks on both."""
+    memory, cfg = _vector_memory()
+    (vec,) = [a.index for a in memory.accesses if a.kind == "load"]
+    assert unit_replays(memory, cfg, load_profile("h100"))[vec] == 4.0
+    assert unit_replays(memory, cfg, load_profile("rtx3080"))[vec] == 2.0
+    for stride, h100, rtx3080 in ((8, 2.0, 1.0), (16384, 32.0, 16.0), (4, 1.0, 1.0)):
+        memory, cfg = _row_memory(stride)
+        (load,) = [a.index for a in memory.accesses if a.kind == "load"]
+        assert unit_replays(memory, cfg, load_profile("h100")).get(load, 1.0) == h100
+        assert unit_replays(memory, cfg, load_profile("rtx3080")).get(load, 1.0) == rtx3080
+
+
 def test_the_l1_a_block_has_is_what_the_resident_blocks_shared_memory_leaves():
     """An H100 SM's 256 KB of L1 and shared memory: four blocks of 48 KB shared memory leave each 16 KB."""
     h100 = load_profile("h100")

@@ -24,9 +24,9 @@ from kerncast.analysis.timing.counts import dynamic_counts
 from kerncast.analysis.timing.datapaths import folded_instructions, has_datapaths
 from kerncast.analysis.timing.footprint import (
     Footprint,
+    data_path_passes,
     footprint,
     footprint_key,
-    line_passes,
     memoised,
     requested_bytes,
     sector_passes,
@@ -445,24 +445,38 @@ def l1_hit_bytes(memory: MemoryAnalysis, reuse: list[L1Reuse], fp: Footprint, wa
 
 
 def unit_replays(memory: MemoryAnalysis | None, cfg: Cfg | None = None, profile: Any = None) -> dict[int, float]:
-    """Memory instruction index -> the load/store unit's passes per warp request: sectors (global) or wavefronts
-    (shared) over the ideal; accesses of unknown pattern and ideal ones are left out (one pass). Broadcast shared
-    loads that ptxas merges into one vector load share its passes (`vector_merged`).
+    """Memory instruction index -> the load/store unit's passes per warp request, in units of the cycles the
+    unit takes to accept a warp's lanes (warp size / `LSU`): sectors (global) or wavefronts (shared) over the
+    ideal; accesses of unknown pattern and ideal ones are left out (one pass). Broadcast shared loads that ptxas
+    merges into one vector load share its passes (`vector_merged`).
 
     On a GPU whose L1 caches global loads (`cache_model.l1_hit_latency`), a global request passes the L1's tag
-    stage once per distinct 128-byte line it touches, hit or miss, so its passes are its lines over the fewest
-    lines its bytes fit in: lanes a row apart touch 32 lines, 32 passes, where sectors over the ideal say 8."""
+    stage once per distinct 128-byte line it touches, hit or miss, and its data crosses the L1's 128 bytes per
+    clock: lanes a row apart touch 32 lines, 32 cycles, where sectors over the ideal say 8; a coalesced 16-byte
+    load moves 512 bytes, 4 cycles. Those stages overlap the unit's taking of the lanes, so a request costs the
+    longest of the three (`data_path_passes`); shared requests likewise take a wavefront per clock."""
     replays: dict[int, float] = {}
     by_line = profile is not None and l1_hit_latency(profile) is not None
+    lanes = lane_cycles(profile)
     for a in memory.accesses if memory is not None else ():
         if a.space == "global" and a.known and a.sectors_per_request and a.ideal_sectors:
-            replays[a.index] = (line_passes(a, int(profile.sector_bytes or 32)) if by_line
+            replays[a.index] = (data_path_passes(a, int(profile.sector_bytes or 32), lanes) if by_line
                                 else sector_passes(a))
         elif a.space == "shared" and a.known and a.wavefronts and a.ideal_wavefronts:
-            replays[a.index] = max(1.0, a.wavefronts / a.ideal_wavefronts)
+            replays[a.index] = (max(1.0, a.wavefronts / lanes) if profile is not None
+                                else max(1.0, a.wavefronts / a.ideal_wavefronts))
     if memory is not None and cfg is not None and profile is not None:
         replays.update(vector_merged(memory, cfg, profile))
     return replays
+
+
+def lane_cycles(profile: Any) -> float:
+    """The clocks the load/store unit takes to accept one warp's lanes: warp size over its `LSU` lanes per SM
+    (1 on the GPUs with 32, 2 on Turing and GA10x with 16); 1 without a profile."""
+    if profile is None:
+        return 1.0
+    lsu = float(profile.units.get("LSU", 0) or 0)
+    return max(1.0, float(profile.warp_size or 32) / lsu) if lsu > 0 else 1.0
 
 
 def vector_merged(memory: MemoryAnalysis, cfg: Cfg, profile: Any) -> dict[int, float]:

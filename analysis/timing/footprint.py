@@ -374,6 +374,18 @@ def line_passes(access: Any, sector: int) -> float:
     return max(1.0, access.lines_per_request / max(1, ideal_lines))
 
 
+def data_path_passes(access: Any, sector: int, lanes: float) -> float:
+    """The passes per request, in units of `lanes` clocks (the load/store unit taking a warp's lanes), of a known
+    access through the L1: its tag stage takes one 128-byte line a clock and its data path 128 bytes a clock,
+    both beside the taking of the lanes, so the longest of the three sets the cost (at least one pass). A 16-lane
+    unit spends two clocks on any warp request, during which the two half-warps' lines are looked up; a
+    coalesced 16-byte load moves four lines' worth of data. Its sector passes where no line count is known."""
+    if not access.lines_per_request:
+        return sector_passes(access)
+    data = access.sectors_per_request * sector / LINE
+    return max(1.0, access.lines_per_request / lanes, data / lanes)
+
+
 def requested_bytes(access: Any, sector: int, warps: float) -> float:
     """The bytes all the executions of a global access by `warps` warps move with no reuse (`request_bytes`)."""
     return request_bytes(access, sector, warps) * access.executions
