@@ -151,3 +151,11 @@ def test_the_l1_a_block_has_is_what_the_resident_blocks_shared_memory_leaves():
     assert l1_per_block(h100, 4, 48 * 1024) == 16 * 1024
     assert l1_per_block(h100, 1, 0) == 256 * 1024
     assert l1_per_block(load_profile("k20"), 4, 0) is None
+
+
+def test_a_turing_sm_keeps_32_kb_of_its_96_as_shared_memory_whatever_the_launch_asks():
+    """Compute capability 7.5 carves its 96 KB into 32 or 64 KB of shared memory: a launch with none leaves its
+    blocks 64 KB of L1, not 96; one whose blocks ask 40 KB together leaves 56 KB."""
+    rtx2060 = load_profile("rtx2060")
+    assert l1_per_block(rtx2060, 4, 0) == 64 * 1024 / 4
+    assert l1_per_block(rtx2060, 2, 20 * 1024) == (96 - 40) * 1024 / 2

@@ -104,12 +104,14 @@ def unified_bytes(profile: Any) -> float | None:
 
 
 def l1_per_block(profile: Any, resident: int, shared_bytes: int) -> float | None:
-    """The L1 bytes one of `resident` blocks has: the unified storage less their shared memory, shared out."""
+    """The L1 bytes one of `resident` blocks has: the unified storage less their shared memory (at least the
+    carve-out the architecture always keeps, `min_shared_bytes`: 32 KB on Turing), shared out."""
     total = unified_bytes(profile)
     if total is None:
         return None
     resident = max(1, resident)
-    return max(0.0, total - resident * max(0, shared_bytes)) / resident
+    row = timing_constants()["kerncast"].get("l1_cache", {}).get("min_shared_bytes", {}).get(profile.cc, 0)
+    return max(0.0, total - max(float(row), resident * max(0, shared_bytes))) / resident
 
 
 def block_reuse(memory: Any, cfg: Any, loops: Any, trips: Mapping[int, float], block: tuple[int, int, int],
