@@ -31,6 +31,19 @@ def _lat(offset: int, terms: tuple[tuple[int, int], ...], width: int = 4, writte
     return Lattice(offset, terms, width, written)
 
 
+def test_a_register_tiled_products_masked_offsets_are_indices_and_its_footprint_is_its_three_matrices(nvcc_available):
+    """nvcc writes `threadIdx.x % 16 * 8` of a 256-thread block as `(threadIdx.x * 8) & 120` and the tile row
+    `threadIdx.x / 16 * 8` as `(threadIdx.x >> 1) & 0x7ffffff8`: runs of bits, each 2^s times a quotient kept
+    below 2^n. Read as such, every global access of the 4096^3 product is affine, and the distinct bytes are
+    A, B and C once each (3 x 64 MiB), not the requests' 4.4 GB."""
+    report = analyze_file(ROOT / "tests/kernels/register_tiles.cu", options=AnalysisOptions(gpu="rtx3090", lime=False))
+    (kernel,) = report.kernels
+    notes = kernel.time.assumptions
+    assert not any("not affine" in a for a in notes), notes
+    (distinct,) = [a for a in notes if a.startswith("distinct global bytes")]
+    assert distinct.startswith(f"distinct global bytes {3 * 4096 * 4096 * 4 / 1e6:.3g} MB"), distinct
+
+
 def test_a_load_and_a_store_of_the_same_element_touch_it_once():
     t = ((4, 4096),)
     assert union_bytes([_lat(0, t), _lat(0, t, written=True)], 32) == pytest.approx(4 * 4096)

@@ -123,6 +123,13 @@ def _operand_range(atoms: Any, operand: Any, block: tuple[int, int, int], grid: 
     return base, span, only if terms == 1 else None, factor
 
 
+def _bit_run(mask: int) -> tuple[int, int] | None:
+    """(lowest bit, number of bits) of a positive mask whose set bits are contiguous; None otherwise."""
+    low = (mask & -mask).bit_length() - 1
+    run = mask >> low
+    return (low, run.bit_length()) if not run & (run + 1) else None
+
+
 def _derived_index(atoms: Any, name: str, args: tuple, block: tuple[int, int, int], grid: tuple[int, int, int],
                    loop_trips: Mapping[int, float], dims: Mapping[str, int]) -> _Index | None:
     """The values a quotient or remainder by a constant takes when its operand is an affine, non-negative
@@ -146,6 +153,12 @@ def _derived_index(atoms: Any, name: str, args: tuple, block: tuple[int, int, in
         return _Index(min(k, span + 1))
     elif name == "and" and k > 0 and not k & (k + 1):
         return _Index(min(k + 1, span + 1))  # a low-bit mask: a remainder
+    elif name == "and" and k > 0 and _bit_run(k) is not None:
+        # a run of bits from bit s: 2^s times the quotient by 2^s, kept below 2^n (`(t * 8) & 120` is
+        # 8 * (t % 16), nvcc's form of a byte offset `(threadIdx.x % 16) * 8` of unsigned indices)
+        low, bits = _bit_run(k)  # type: ignore[misc]
+        quotients = (base + span) // (1 << low) - base // (1 << low) + 1
+        return _Index(min(1 << bits, quotients), 1 << low)
     elif name == "and" and k < 0 and not -k & (-k - 1):
         divisor, multiple = -k, -k  # `x & -2^k` is 2^k times the quotient by 2^k
     else:
