@@ -39,11 +39,16 @@ class Footprint:
     """Global bytes of a launch: `distinct` the bytes it touches, `total` the DRAM traffic they cost with no
     reuse beyond them (each distinct line read in once and, where written, written back once: a read-modify-
     write of `x[i]` costs its bytes twice), `written` the part of `total` that stores and atomics write,
-    `per_wave` the distinct bytes of its first wave; `complete` is False when some access had no affine address
+    `per_wave` the distinct bytes of its first wave, `per_step` those of its first wave in one iteration of its
+    loops (of the accesses whose address moves with a loop; all of `per_wave` where none does) and `per_block`
+    those of one block over its run (what the L2 must hold for a byte another block of the wave reads at the
+    same iteration, and what a block reads itself); `complete` is False when some access had no affine address
     and was left out (its requests then count in full elsewhere)."""
 
     total: float = 0.0
     per_wave: float = 0.0
+    per_step: float = 0.0  # the first wave's distinct bytes in one iteration of every loop
+    per_block: float = 0.0  # one block's distinct bytes over its run
     written: float = 0.0
     distinct: float = 0.0
     camping: float = 1.0  # DRAM time multiplier from partition camping (`partitions.py`)
@@ -495,8 +500,11 @@ def footprint(memory: MemoryAnalysis, block: tuple[int, int, int], grid: tuple[i
     loop_trips = {atom: float(trips.get(header, 1.0)) for header, atom in memory.iteration_atoms.items()}
     wave_grid = wave_extent(grid, wave_blocks)
     one = wave_grid == grid  # the launch is one wave: its lattices are the wave's
+    one_step = {atom: 1.0 for atom in loop_trips}
     launch: dict[Any, list[Lattice]] = {}
     wave: dict[Any, list[Lattice]] = {}
+    step: dict[Any, list[Lattice]] = {}
+    alone: dict[Any, list[Lattice]] = {}
     for a in memory.accesses:
         if a.space != "global" or a.executions <= 0.0:
             continue  # an access no thread of the launch runs touches nothing
@@ -508,12 +516,25 @@ def footprint(memory: MemoryAnalysis, block: tuple[int, int, int], grid: tuple[i
             continue
         launch.setdefault(whole[0], []).append(whole[1])
         wave.setdefault(whole[0], []).append(one_wave)  # grouped as over the launch
+        if _in_loop(memory.addresses.get(a.index), one_step):
+            at_step = _wave_lattice(memory, a, block, wave_grid, one_step, grid, whole[1])
+            step.setdefault(whole[0], []).append(at_step or one_wave)
+        by_one = _wave_lattice(memory, a, block, (1, 1, 1), loop_trips, grid, whole[1])
+        alone.setdefault(whole[0], []).append(by_one or one_wave)
         out.covered.add(a.index)  # type: ignore[union-attr]
     out.distinct = _merged(launch, sector)
     out.written = _merged(launch, sector, keep="written")
     out.total = _merged(launch, sector, keep="read") + out.written
     out.per_wave = out.distinct if one else _merged(wave, sector)
+    out.per_step = _merged(step, sector) if step else out.per_wave
+    out.per_block = _merged(alone, sector)
     return out
+
+
+def _in_loop(poly: Any, loop_atoms: Mapping[int, float]) -> bool:
+    """Whether an address moves with a loop's iteration (one of `loop_atoms` in a term): the accesses whose
+    bytes a wave touches step by step; the others (a result stored once after the loop) are not in a step."""
+    return poly is not None and any(a in loop_atoms for mono, _ in poly for a in mono)
 
 
 def _wave_lattice(memory: MemoryAnalysis, a: Any, block: tuple[int, int, int], wave_grid: tuple[int, int, int],

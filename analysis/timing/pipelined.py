@@ -508,7 +508,7 @@ def _dram_bytes(profile: Any, fp: Footprint | None, requested: tuple[float, floa
     req_wave = max(0.0, covered - l1_hit_bytes) / waves
     ws = max(fp.per_wave, 1.0)
     l2 = warm_l2_bytes(profile)
-    per_wave = ws if ws <= l2 else ws + max(0.0, req_wave - ws) * (1.0 - l2 / ws)
+    per_wave = ws + _l2_missed_rereads(fp, req_wave, ws, l2, min(blocks, resident * profile.sm_count))
     cold = min(covered, max(fp.total, per_wave * waves)) + uncovered
     warm_l2 = bool(const.get("warm_l2", False))
     warm = _warm_dram_bytes(fp, uncovered, cold, l2) if warm_l2 else cold
@@ -529,6 +529,20 @@ def _dram_bytes(profile: Any, fp: Footprint | None, requested: tuple[float, floa
         notes.append("some global addresses are not affine (or are tensor-core tiles): their requests count as "
                      "DRAM traffic in full")
     return warm, cold, notes
+
+
+def _l2_missed_rereads(fp: Footprint, req_wave: float, ws: float, l2: float, wave_blocks: int) -> float:
+    """The bytes a wave reads again from DRAM beyond its distinct bytes `ws`: of its re-reads (`req_wave - ws`,
+    requests that reach the L2), those a block makes of what other blocks of the wave read are re-read at the
+    same iteration of the same loop (the wave's blocks run the loop at one pace), within the bytes the wave
+    touches in one iteration (`fp.per_step`); those a block makes of its own bytes, over its run, within what
+    the wave touches over its run. Each kind misses in the L2 by the share of its distance the L2 cannot hold
+    (an LRU cache keeps the last `l2` bytes)."""
+    rereads = max(0.0, req_wave - ws)
+    cross = min(rereads, max(0.0, wave_blocks * fp.per_block - ws)) if fp.per_block > 0.0 else 0.0
+    own = rereads - cross
+    step = max(fp.per_step, 1.0)
+    return own * max(0.0, 1.0 - l2 / ws) + cross * max(0.0, 1.0 - l2 / step)
 
 
 def _dram_written(fp: Footprint | None, requested: tuple[float, float] | None, profile: Any,
