@@ -47,8 +47,9 @@ class Footprint:
 
     total: float = 0.0
     per_wave: float = 0.0
-    per_step: float = 0.0  # the first wave's distinct bytes in one iteration of every loop
-    per_block: float = 0.0  # one block's distinct bytes over its run
+    per_step: float | None = None  # the first wave's distinct bytes in one iteration of every loop
+    per_block: float | None = None  # one block's distinct bytes over its run
+    reuse_inputs: Any = None  # what `reuse_extents` reads to fill the two above on demand
     written: float = 0.0
     distinct: float = 0.0
     camping: float = 1.0  # DRAM time multiplier from partition camping (`partitions.py`)
@@ -500,11 +501,9 @@ def footprint(memory: MemoryAnalysis, block: tuple[int, int, int], grid: tuple[i
     loop_trips = {atom: float(trips.get(header, 1.0)) for header, atom in memory.iteration_atoms.items()}
     wave_grid = wave_extent(grid, wave_blocks)
     one = wave_grid == grid  # the launch is one wave: its lattices are the wave's
-    one_step = {atom: 1.0 for atom in loop_trips}
     launch: dict[Any, list[Lattice]] = {}
     wave: dict[Any, list[Lattice]] = {}
-    step: dict[Any, list[Lattice]] = {}
-    alone: dict[Any, list[Lattice]] = {}
+    kept: list[tuple[Any, Any, Lattice, Lattice]] = []
     for a in memory.accesses:
         if a.space != "global" or a.executions <= 0.0:
             continue  # an access no thread of the launch runs touches nothing
@@ -516,19 +515,36 @@ def footprint(memory: MemoryAnalysis, block: tuple[int, int, int], grid: tuple[i
             continue
         launch.setdefault(whole[0], []).append(whole[1])
         wave.setdefault(whole[0], []).append(one_wave)  # grouped as over the launch
-        if _in_loop(memory.addresses.get(a.index), one_step):
-            at_step = _wave_lattice(memory, a, block, wave_grid, one_step, grid, whole[1])
-            step.setdefault(whole[0], []).append(at_step or one_wave)
-        by_one = _wave_lattice(memory, a, block, (1, 1, 1), loop_trips, grid, whole[1])
-        alone.setdefault(whole[0], []).append(by_one or one_wave)
+        kept.append((a, whole[0], whole[1], one_wave))
         out.covered.add(a.index)  # type: ignore[union-attr]
     out.distinct = _merged(launch, sector)
     out.written = _merged(launch, sector, keep="written")
     out.total = _merged(launch, sector, keep="read") + out.written
     out.per_wave = out.distinct if one else _merged(wave, sector)
-    out.per_step = _merged(step, sector) if step else out.per_wave
-    out.per_block = _merged(alone, sector)
+    out.reuse_inputs = (memory, block, grid, wave_grid, loop_trips, sector, kept)
     return out
+
+
+def reuse_extents(fp: Footprint) -> tuple[float, float]:
+    """(`per_step`, `per_block`) of a footprint, worked out on first use and kept: only a wave that outgrows
+    the L2 and reads bytes again needs them. Accesses whose address moves with no loop are in no step; where
+    none moves, a step is the whole wave."""
+    if fp.per_step is None or fp.per_block is None:
+        step: dict[Any, list[Lattice]] = {}
+        alone: dict[Any, list[Lattice]] = {}
+        sector = 32
+        if fp.reuse_inputs is not None:
+            memory, block, grid, wave_grid, loop_trips, sector, kept = fp.reuse_inputs
+            one_step = {atom: 1.0 for atom in loop_trips}
+            for a, key, whole, one_wave in kept:
+                if _in_loop(memory.addresses.get(a.index), one_step):
+                    at_step = _wave_lattice(memory, a, block, wave_grid, one_step, grid, whole)
+                    step.setdefault(key, []).append(at_step or one_wave)
+                by_one = _wave_lattice(memory, a, block, (1, 1, 1), loop_trips, grid, whole)
+                alone.setdefault(key, []).append(by_one or one_wave)
+        fp.per_step = _merged(step, sector) if step else fp.per_wave
+        fp.per_block = _merged(alone, sector)
+    return fp.per_step, fp.per_block
 
 
 def _in_loop(poly: Any, loop_atoms: Mapping[int, float]) -> bool:

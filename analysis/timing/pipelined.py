@@ -71,7 +71,7 @@ from kerncast.analysis.timing.cache_model import L1Reuse, l1_hit_latency, load_l
 from kerncast.analysis.timing.constants import gpu_error_band, time_error_band, timing_constants
 from kerncast.analysis.timing.datapaths import busy_cycles, pipe_slot
 from kerncast.analysis.timing.deferred import DeferredLoads, deferred_loads
-from kerncast.analysis.timing.footprint import Footprint
+from kerncast.analysis.timing.footprint import Footprint, reuse_extents
 from kerncast.analysis.timing.launch_cost import block_dispatch_us, launch_cost
 from kerncast.analysis.timing.loaded_latency import LoadCurve, consistent_latency, load_curve, stream_bandwidth_gbs
 from kerncast.analysis.timing.local_memory import LocalTraffic
@@ -539,10 +539,12 @@ def _l2_missed_rereads(fp: Footprint, req_wave: float, ws: float, l2: float, wav
     the wave touches over its run. Each kind misses in the L2 by the share of its distance the L2 cannot hold
     (an LRU cache keeps the last `l2` bytes)."""
     rereads = max(0.0, req_wave - ws)
-    cross = min(rereads, max(0.0, wave_blocks * fp.per_block - ws)) if fp.per_block > 0.0 else 0.0
+    if rereads <= 0.0 or ws <= l2:
+        return 0.0
+    per_step, per_block = reuse_extents(fp)
+    cross = min(rereads, max(0.0, wave_blocks * per_block - ws))
     own = rereads - cross
-    step = max(fp.per_step, 1.0)
-    return own * max(0.0, 1.0 - l2 / ws) + cross * max(0.0, 1.0 - l2 / step)
+    return own * (1.0 - l2 / ws) + cross * max(0.0, 1.0 - l2 / max(per_step, 1.0))
 
 
 def _dram_written(fp: Footprint | None, requested: tuple[float, float] | None, profile: Any,
