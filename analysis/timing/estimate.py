@@ -446,9 +446,11 @@ def l1_hit_bytes(memory: MemoryAnalysis, reuse: list[L1Reuse], fp: Footprint, wa
 
 def unit_replays(memory: MemoryAnalysis | None, cfg: Cfg | None = None, profile: Any = None) -> dict[int, float]:
     """Memory instruction index -> the load/store unit's passes per warp request, in units of the cycles the
-    unit takes to accept a warp's lanes (warp size / `LSU`): sectors (global) or wavefronts (shared) over the
-    ideal; accesses of unknown pattern and ideal ones are left out (one pass). Broadcast shared loads that ptxas
-    merges into one vector load share its passes (`vector_merged`).
+    unit takes to accept a warp's lanes (warp size / `LSU`): the L1's lines and bytes (global; sectors over the
+    ideal where the L1 does not cache global loads) or wavefronts (shared) against those cycles; accesses of
+    unknown pattern and ideal ones are left out (one pass). Broadcast shared loads that ptxas merges into one
+    vector load share its passes (`vector_merged`). Without a profile, a shared request's passes are its
+    wavefronts over the ideal (the trace model's reading).
 
     On a GPU whose L1 caches global loads (`cache_model.l1_hit_latency`), a global request passes the L1's tag
     stage once per distinct 128-byte line it touches, hit or miss, and its data crosses the L1's 128 bytes per
@@ -472,7 +474,7 @@ def unit_replays(memory: MemoryAnalysis | None, cfg: Cfg | None = None, profile:
 
 def lane_cycles(profile: Any) -> float:
     """The clocks the load/store unit takes to accept one warp's lanes: warp size over its `LSU` lanes per SM
-    (1 on the GPUs with 32, 2 on Turing and GA10x with 16); 1 without a profile."""
+    (1 on the GPUs with 32, 2 on Turing, GA10x and AD10x with 16); 1 without a profile."""
     if profile is None:
         return 1.0
     lsu = float(profile.units.get("LSU", 0) or 0)
