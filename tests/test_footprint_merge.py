@@ -13,6 +13,7 @@ from kerncast.analysis.timing.footprint import Footprint, Lattice, lattice_terms
 from kerncast.analysis.timing.pipelined import _l2_missed_rereads, l2_partitions, warm_l2_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
+REGISTER_TILES = ROOT / "tests/footprints/register_tiles.cu"
 
 
 def _sectors(lattices: list[Lattice], sector: int = 32) -> int:
@@ -36,7 +37,7 @@ def test_a_register_tiled_products_masked_offsets_are_indices_and_its_footprint_
     `threadIdx.x / 16 * 8` as `(threadIdx.x >> 1) & 0x7ffffff8`: runs of bits, each 2^s times a quotient kept
     below 2^n. Read as such, every global access of the 4096^3 product is affine, and the distinct bytes are
     A, B and C once each (3 x 64 MiB), not the requests' 4.4 GB."""
-    report = analyze_file(ROOT / "tests/footprints/register_tiles.cu", options=AnalysisOptions(gpu="rtx3090", lime=False))
+    report = analyze_file(REGISTER_TILES, options=AnalysisOptions(gpu="rtx3090", lime=False))
     (kernel,) = report.kernels
     notes = kernel.time.assumptions
     assert not any("not affine" in a for a in notes), notes
@@ -49,7 +50,7 @@ def test_the_waves_blocks_reread_each_others_tiles_from_the_l2_at_the_same_step(
     L2, but at one step of their K loop only 156 KB: the B rows one block reads are read by the other blocks
     of the wave at the same step, so they come from the L2. The DRAM floor is then the waves' distinct bytes,
     about 0.65 GB, not the requests' 4.4 GB."""
-    report = analyze_file(ROOT / "tests/footprints/register_tiles.cu", options=AnalysisOptions(gpu="rtx3090", lime=False))
+    report = analyze_file(REGISTER_TILES, options=AnalysisOptions(gpu="rtx3090", lime=False))
     (floor,) = [a for a in report.kernels[0].time.assumptions if a.startswith("DRAM floor")]
     megabytes = float(floor.split()[2])
     assert 201 < megabytes < 1000, floor
