@@ -97,10 +97,15 @@ def l1_reuse(memory: Any, cfg: Any, loops: Any, sector: int) -> list[L1Reuse]:
     return out
 
 
+def _l1_bytes(profile: Any, key: str) -> float | None:
+    """The `[kerncast.l1_cache]` byte count `key` of the profile's compute capability, None where it has none."""
+    row = timing_constants()["kerncast"].get("l1_cache", {}).get(key, {}).get(profile.cc)
+    return float(row) if isinstance(row, int | float) else None
+
+
 def unified_bytes(profile: Any) -> float | None:
     """The L1 data cache and shared memory storage of one SM (bytes), None where the data has no figure."""
-    row = timing_constants()["kerncast"].get("l1_cache", {}).get("unified_bytes", {}).get(profile.cc)
-    return float(row) if isinstance(row, int | float) else None
+    return _l1_bytes(profile, "unified_bytes")
 
 
 def l1_per_block(profile: Any, resident: int, shared_bytes: int) -> float | None:
@@ -110,8 +115,8 @@ def l1_per_block(profile: Any, resident: int, shared_bytes: int) -> float | None
     if total is None:
         return None
     resident = max(1, resident)
-    row = timing_constants()["kerncast"].get("l1_cache", {}).get("min_shared_bytes", {}).get(profile.cc, 0)
-    return max(0.0, total - max(float(row), resident * max(0, shared_bytes))) / resident
+    least = _l1_bytes(profile, "min_shared_bytes") or 0.0
+    return max(0.0, total - max(least, resident * max(0, shared_bytes))) / resident
 
 
 def block_reuse(memory: Any, cfg: Any, loops: Any, trips: Mapping[int, float], block: tuple[int, int, int],

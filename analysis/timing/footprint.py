@@ -157,12 +157,10 @@ def _derived_index(atoms: Any, name: str, args: tuple, block: tuple[int, int, in
         divisor, multiple = k, 1
     elif name == "rem" and k > 0:
         return _Index(min(k, span + 1))
-    elif name == "and" and k > 0 and not k & (k + 1):
-        return _Index(min(k + 1, span + 1))  # a low-bit mask: a remainder
-    elif name == "and" and k > 0 and _bit_run(k) is not None:
-        # a run of bits from bit s: 2^s times the quotient by 2^s, kept below 2^n (`(t * 8) & 120` is
-        # 8 * (t % 16), nvcc's form of a byte offset `(threadIdx.x % 16) * 8` of unsigned indices)
-        low, bits = _bit_run(k)  # type: ignore[misc]
+    elif name == "and" and k > 0 and (run := _bit_run(k)) is not None:
+        # a run of bits from bit s: 2^s times the quotient by 2^s, kept below 2^n; from bit 0 a remainder
+        # (`& 31`), higher up nvcc's form of a byte offset of unsigned indices (`(t * 8) & 120` is 8 * (t % 16))
+        low, bits = run
         quotients = (base + span) // (1 << low) - base // (1 << low) + 1
         return _Index(min(1 << bits, quotients), 1 << low)
     elif name == "and" and k < 0 and not -k & (-k - 1):
