@@ -313,11 +313,17 @@ def build_all(cases: list[CampaignCase], build_dir: Path, cc: tuple[int, int], n
     return results
 
 
+def still_to_measure(cases: list[CampaignCase], out: Outputs) -> list[CampaignCase]:
+    """The cases without a row in measurements.csv: a resumed campaign builds only their harnesses, since the
+    build folder rarely travels with the measurements to the next GPU machine."""
+    done = measured_keys(out.measurements)
+    return [c for c in cases if c.key() not in done]
+
+
 def measure_all(cases: list[CampaignCase], built: dict, out: Outputs, device: int, deadline: float,
                 log=print) -> tuple[int, int, bool]:
     """Measure every case not yet in measurements.csv; (measured, failed, finished before the deadline)."""
-    done = measured_keys(out.measurements)
-    todo = [c for c in cases if c.key() not in done]
+    todo = still_to_measure(cases, out)
     measured = failed = 0
     for n, case in enumerate(todo, 1):
         if time.monotonic() > deadline:
@@ -542,6 +548,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick-calibration", action="store_true", help="kerncast calibrate --quick")
     ap.add_argument("--build-dir", type=Path, help="harness builds (default: <out-root>/build/campaign/<id>)")
     ap.add_argument("--nvcc", help="nvcc to use")
+    ap.add_argument("--no-report", action="store_true",
+                    help="measure only: the report is left to a later --report-only run (a GPU lease short of time)")
     args = ap.parse_args(argv)
     if args.dry_run and args.out_root is None:
         ap.error("--dry-run writes its plan and report into --out-root DIR (not into the repository)")
@@ -597,7 +605,7 @@ def main(argv: list[str] | None = None) -> int:
     # 2. builds
     # build/ is ignored by git and kept between runs: a resumed campaign reuses its harnesses
     build_dir = args.build_dir or out.root / "build" / "campaign" / args.gpu_id
-    built = build_all(cases, build_dir, cc, args.nvcc, args.jobs)
+    built = build_all(cases if args.dry_run else still_to_measure(cases, out), build_dir, cc, args.nvcc, args.jobs)
     broken = {k: v for k, v in built.items() if not isinstance(v, Path)}
     for (file, kernel), why in broken.items():
         print(f"build failed: {file} {kernel}: {why}")
@@ -610,7 +618,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"no GPU: {exc}")
             return 2
         print(f"measured {measured} cases ({failed} failed) in {(time.monotonic() - start) / 60:.1f} min")
-    missing = report_step(out, cases, args)
+    missing = [] if args.no_report else report_step(out, cases, args)
     return 0 if finished and not problems and not broken and not missing else 1
 
 
