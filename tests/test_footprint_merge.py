@@ -14,6 +14,7 @@ from kerncast.analysis.timing.pipelined import _l2_missed_rereads, l2_partitions
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTER_TILES = ROOT / "tests/footprints/register_tiles.cu"
+LANE_ROWS = ROOT / "tests/footprints/lane_rows.cu"
 
 
 def _sectors(lattices: list[Lattice], sector: int = 32) -> int:
@@ -43,6 +44,23 @@ def test_a_register_tiled_products_masked_offsets_are_indices_and_its_footprint_
     assert not any("not affine" in a for a in notes), notes
     (distinct,) = [a for a in notes if a.startswith("distinct global bytes")]
     assert distinct.startswith(f"distinct global bytes {3 * 4096 * 4096 * 4 / 1e6:.3g} MB"), distinct
+
+
+def test_a_lane_strided_loops_remainder_count_through_not_of_the_lane_keeps_its_addresses_affine(nvcc_available):
+    """A warp per row of a layer normalisation: nvcc starts each unrolled lane-strided loop after its
+    remainder iterations, ((C - 1 - lane) / 32 + 1) & 3, computed with `not.b32` of the lane. Read as
+    C - 1 - lane (~lane = -lane - 1) that count is 0 in every lane for C = 768, so every access is affine and
+    the distinct bytes are the input and output rows (2 x 8192 x 768 floats), the statistics and the
+    channel weights: 50.4 MB, where reading the count as unknown left the rows out and counted their 151 MB
+    of requests as DRAM traffic."""
+    report = analyze_file(LANE_ROWS, options=AnalysisOptions(gpu="h100", lime=False))
+    (kernel,) = report.kernels
+    notes = kernel.time.assumptions
+    assert not any("not affine" in a for a in notes), notes
+    rows = 2 * 8192 * 768 * 4
+    stats_and_weights = 2 * 8192 * 4 + 2 * 768 * 4
+    (distinct,) = [a for a in notes if a.startswith("distinct global bytes")]
+    assert distinct.startswith(f"distinct global bytes {(rows + stats_and_weights) / 1e6:.3g} MB"), distinct
 
 
 def test_the_waves_blocks_reread_each_others_tiles_from_the_l2_at_the_same_step(nvcc_available):

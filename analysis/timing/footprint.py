@@ -62,6 +62,9 @@ class Footprint:
 #: `& -32` for 32 times the quotient) of an affine index by a constant
 _DERIVED = frozenset({"shr", "div", "rem", "and"})
 _WORD = 1 << 32
+#: the smallest magnitude read as a magic multiplier when negative: nvcc's multipliers for dividing by a 32-bit
+#: constant are near 2^32 / d, and a difference of indices has small factors
+_MAGIC = 1 << 24
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,11 +104,14 @@ def _symbol_extent(atoms: Any, a: int, block: tuple[int, int, int], grid: tuple[
 def _operand_range(atoms: Any, operand: Any, block: tuple[int, int, int], grid: tuple[int, int, int],
                    loop_trips: Mapping[int, float], dims: Mapping[str, int]) -> tuple[int, int, int | None, int] | None:
     """(lowest value, span, the index when the operand is one index times a factor, that factor) of an affine,
-    non-negative operand; None otherwise. A negative 32-bit factor is nvcc's unsigned magic multiplier."""
-    base, span, only, factor, terms = 0, 0, None, 1, 0
-    for mono, coef in operand:
+    non-negative operand; None otherwise. A large negative 32-bit factor is nvcc's unsigned magic multiplier; a
+    small one is a difference, such as the `~lane` (-lane - 1) of the remainder count nvcc computes for a loop
+    it unrolled, `((C - 1 - lane) / 32 + 1) & 3`."""
+    low = high = 0
+    only, factor, terms = None, 1, 0
+    for mono, coef in _without_nots(atoms, operand):
         if not mono:
-            base = int(coef)
+            low, high = low + int(coef), high + int(coef)
             continue
         scale, index = 1, None
         for a in mono:
@@ -117,16 +123,31 @@ def _operand_range(atoms: Any, operand: Any, block: tuple[int, int, int], grid: 
             else:
                 index = got[1]
         c = int(coef * scale)
-        if c < 0 and c >= -_WORD // 2:
+        if -_WORD // 2 <= c <= -_MAGIC:
             c += _WORD
-        if c <= 0 or index is None:
+        if c == 0 or index is None:
             return None
-        span += c * index.scale * (index.extent - 1)
+        reach = c * index.scale * (index.extent - 1)
+        low, high = (low + reach, high) if c < 0 else (low, high + reach)
         terms += 1
-        only, factor = (index.source if index.scale == 1 and index.divisor == 1 else None), c
-    if base < 0:
+        only, factor = (index.source if c > 0 and index.scale == 1 and index.divisor == 1 else None), c
+    if low < 0:
         return None
-    return base, span, only if terms == 1 else None, factor
+    return low, high - low, only if terms == 1 else None, factor
+
+
+def _without_nots(atoms: Any, operand: Any) -> list[tuple[Any, int]]:
+    """The operand's terms with each `not` of a value written out as the value's negation less one (~x = -x - 1,
+    the two's complement identity), so that its index terms are read through it."""
+    out: list[tuple[Any, int]] = []
+    for mono, coef in operand:
+        key = atoms.keys[mono[0]] if len(mono) == 1 else None
+        if key is not None and key[0] == "op" and key[1] == "not" and len(key[2]) == 1 and key[2][0] is not None:
+            out.append(((), -coef))
+            out.extend((m, -coef * c) for m, c in key[2][0])
+        else:
+            out.append((mono, coef))
+    return out
 
 
 def _bit_run(mask: int) -> tuple[int, int] | None:
