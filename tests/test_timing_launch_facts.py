@@ -60,6 +60,17 @@ RUNTIME_ROWS = """
     add.s32 %r5, %r1, %r3;
 """ + ROW_LOADS
 
+#: `Bs[k][8 * (t % 16) + i]` for four i of an unrolled loop, the column written as nvcc writes it for an unsigned
+#: index, `(t * 32) & 480`: a multiple of 32 bytes in every thread (its mask's lowest bit), so ptxas may merge the
+#: four loads into one LDS.128 although the lanes read different words
+COLUMN_TILE = """
+    mov.u32 %r1, tile;
+    mov.u32 %r2, %tid.x;
+    shl.b32 %r3, %r2, 5;
+    and.b32 %r4, %r3, 480;
+    add.s32 %r5, %r1, %r4;
+""" + ROW_LOADS
+
 
 def _memory(body: str, block=(256, 1, 1), params=None):
     module, fn, cfg, loops = kernel(body)
@@ -127,6 +138,17 @@ def test_broadcast_shared_loads_share_a_packed_vector_load_from_volta_on():
     merged = vector_merged(memory, cfg, load_profile("v100"))
     assert sorted(merged.values()) == [0.5] * 4  # one LDS.128, 4 registers in 2 packed passes, for 4 loads
     assert vector_merged(memory, cfg, load_profile("k20")) == {}  # Kepler: no packing, a pass per register
+
+
+def test_loads_at_other_addresses_share_the_wavefronts_of_their_vector_load():
+    """Lanes 32 bytes apart: each scalar load meets four lanes in one bank (4 wavefronts), but the LDS.128 ptxas
+    makes of the four, compared a quarter-warp at a time, takes 2 wavefronts per quarter, 8 in all: 2 per
+    scalar load. The mask fixes the address's alignment, so the merge is judged from the code alone."""
+    cfg, memory = _memory(COLUMN_TILE)
+    assert [a.align for a in memory.accesses] == [16, 4, 8, 4]  # the array is placed 16-byte aligned
+    assert [a.wavefronts for a in memory.accesses] == [4.0] * 4
+    assert memory.accesses[0].vector_wavefronts == 8.0
+    assert sorted(vector_merged(memory, cfg, load_profile("v100")).values()) == [2.0] * 4
 
 
 def test_rows_of_a_launch_value_width_stay_scalar_loads():

@@ -73,6 +73,8 @@ _BLOCK_INDICES = frozenset({"ctaid.x", "ctaid.y", "ctaid.z"})
 #: A branch is divergent when at least this share of the sampled (warp, iteration) instances split the warp.
 DIVERGENT_SHARE = 0.25
 _ALIGN_PARAM_POINTER = 256
+#: the widest load a thread issues (PTX ISA, ld: `.v4` of 32-bit elements; data/timing.toml [kerncast.shared_vector])
+VECTOR_BYTES = 16
 
 
 @dataclass(slots=True)
@@ -125,6 +127,9 @@ class AccessInfo(FieldsJson):
     #: the largest power of two up to 128 that divides the address in every thread (its array's alignment and
     #: the constant and index terms): what tells whether ptxas may merge neighbouring loads into a vector load
     align: int | None = None
+    #: for a 32-bit shared load aligned to 16 bytes: the wavefronts of a 16-byte load at its lanes' addresses,
+    #: what the vector load ptxas may make of it and its three neighbours costs (`estimate.vector_merged`)
+    vector_wavefronts: float | None = None
 
     @property
     def excess_percent(self) -> float:
@@ -1160,6 +1165,8 @@ def _access(k: _Kernel, ins: Any) -> AccessInfo | None:
     info.arrays = _arrays(k, addr)
     if space not in ("global", "shared", "local") or info.width_bytes <= 0:
         return info
+    if space == "shared":
+        info.align = _address_alignment(k, addr)
     guarded = k.guard_samples(block)
     seen = _request_costs(k, info, k.instances(ins.index, addr, assignments=guarded[0] if guarded else None))
     if guarded is not None and line is not None:
@@ -1185,8 +1192,6 @@ def _access(k: _Kernel, ins: Any) -> AccessInfo | None:
         info.known = False
         return info
     info.known = True
-    if space == "shared":
-        info.align = _address_alignment(k, addr)
     still_open = _open_conditions(k, ins) if shared_lanes else None
     decided = still_open == []
     data_only = still_open is not None and not any(_tests_lane_rank(atoms, c) for c in still_open)
@@ -1207,6 +1212,8 @@ def _access(k: _Kernel, ins: Any) -> AccessInfo | None:
             info.condition = _coalesced_condition(k, ins.index, info.width_bytes)
     else:
         info.wavefronts, info.ideal_wavefronts = actual, ideal
+        if seen.vector and len(seen.vector) == len(costs):
+            info.vector_wavefronts = sum(seen.vector) / len(seen.vector)
     return info
 
 
@@ -1223,6 +1230,8 @@ class _Seen:
     stride: int | str | None = None
     #: per instance, whether any lane is active at the access
     reached: list[bool] = field(default_factory=list)
+    #: per instance of a 32-bit shared load aligned to 16 bytes, the wavefronts of a 16-byte load at its lanes
+    vector: list[float] = field(default_factory=list)
 
 
 def _one_lane_cost(info: AccessInfo) -> RequestCost:
@@ -1235,6 +1244,13 @@ def _one_lane_cost(info: AccessInfo) -> RequestCost:
         return RequestCost(words, 1.0, lines=words)
     units = float(max(1, -(-info.width_bytes // 32))) if info.space == "global" else 1.0
     return RequestCost(units, units, lines=1.0)
+
+
+def _may_lead_a_vector(info: AccessInfo) -> bool:
+    """Whether a shared access could be the first of the scalar loads ptxas merges into one 16-byte vector load:
+    a 32-bit load whose address is a multiple of 16 in every thread."""
+    return (info.space == "shared" and info.kind == "load" and info.width_bytes == 4
+            and info.align is not None and info.align % VECTOR_BYTES == 0)
 
 
 def _request_costs(k: _Kernel, info: AccessInfo, instances: list[tuple[list[int], list[Value]]]) -> _Seen:
@@ -1252,6 +1268,10 @@ def _request_costs(k: _Kernel, info: AccessInfo, instances: list[tuple[list[int]
             seen.unknown = True
             continue
         seen.costs.append(c)
+        if _may_lead_a_vector(info):
+            wide = k.request_cost("shared", active, vals, VECTOR_BYTES)
+            if wide is not None:
+                seen.vector.append(wide.actual)
         if info.kind == "atomic":
             seen.shared_lanes.append(_most_lanes_per_address(vals))
         if seen.stride is None and active[1] == active[0] + 1 and vals[0] is not None and vals[1] is not None:

@@ -121,9 +121,23 @@ def address_alignment(atoms: Atoms, rest: Poly, align_of: dict[int, int]) -> int
     for m, c in rest:
         a = abs(c)
         for x in m:
-            a *= align_of.get(x, 1)
+            a *= align_of.get(x) or masked_alignment(atoms, x)
         g = gcd(g, a)
     return gcd(g, 128) if g else 128
+
+
+def masked_alignment(atoms: Atoms, x: int) -> int:
+    """The power of two (≤ 128) that an operation node is always a multiple of: `v & mask` keeps no bit below
+    the mask's lowest set bit, so nvcc's `(threadIdx.x * 8) & 120` (the tile column `threadIdx.x % 16 * 8` of
+    unsigned indices) is a multiple of 8 in every thread; 1 for any other node or symbol."""
+    key = atoms.keys[x]
+    if key[0] != "op" or key[1] != "and" or len(key[2]) != 2:
+        return 1
+    for arg in key[2]:
+        mask = E.as_const(arg) if arg is not None else None
+        if mask:
+            return min(128, mask & -mask)
+    return 1
 
 
 class LaneConstants(Sequence[Poly]):

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from kerncast.analysis.cfg import TRIG_REDUCTION_BOUND, Cfg
 from kerncast.analysis.deps import DepGraph, block_dependences
 from kerncast.analysis.isa import InstrClass, classify
-from kerncast.analysis.memory.analysis import MemoryAnalysis
+from kerncast.analysis.memory.analysis import VECTOR_BYTES, MemoryAnalysis
 from kerncast.analysis.ptx.model import Addr, Reg
 from kerncast.analysis.timing.atomics import contention, with_contention
 from kerncast.analysis.timing.cache_model import L1Reuse, block_reuse, l1_hit_latency, l1_per_block
@@ -489,12 +489,16 @@ def vector_merged(memory: MemoryAnalysis, cfg: Cfg, profile: Any) -> dict[int, f
     the widest vector load (`data/timing.toml` [kerncast.shared_vector]: `As[ty][k]`, `As[ty][k + 1]`, ... of an
     unrolled loop), whose address is aligned to that size in every thread, are one vector load in the machine
     code. It returns one register per pass, as the scalar loads did, unless every lane reads one address (a
-    broadcast) on a GPU that packs such returns: then its passes are fewer than its registers."""
+    broadcast) on a GPU that packs such returns: then its passes are fewer than its registers. Lanes at other
+    addresses share the passes of the vector load's own wavefronts (`AccessInfo.vector_wavefronts`, its lanes'
+    banks compared a quarter-warp at a time): `Bs[k][8 * (t % 16) + i]` for i = 0..7 is two 16-byte loads of
+    8 wavefronts each, 2 per scalar load, where each scalar load alone would take 4 (its lanes 32 bytes apart
+    meet in a bank four times)."""
     row = timing_constants()["kerncast"].get("shared_vector", {})
     size, packing = int(row.get("bytes", 0)), float(row.get("uniform_packing", 1))
     if packing <= 1.0 or tuple(profile.compute_capability) < capability(float(row.get("packing_from_cc", 0.0))):
         return {}
-    body = cfg.function.body
+    body, lanes = cfg.function.body, lane_cycles(profile)
     by_base: dict[tuple[int, str, int], dict[int, Any]] = {}
     for a in memory.accesses:
         if a.space != "shared" or a.kind != "load" or not a.known or a.executions <= 0.0:
@@ -517,4 +521,7 @@ def vector_merged(memory: MemoryAnalysis, cfg: Cfg, profile: Any) -> dict[int, f
             if all(m is not None and m.lane_stride_bytes == 0 and m.wavefronts == 1.0 for m in members):
                 share = registers / packing / n
                 out.update({m.index: share for m in members if m is not None and share < 1.0})
+            elif size == VECTOR_BYTES and first.vector_wavefronts and all(m is not None for m in members):
+                share = max(1.0, first.vector_wavefronts / lanes) / n
+                out.update({m.index: share for m in members if share < max(1.0, (m.wavefronts or 1.0) / lanes)})
     return out
