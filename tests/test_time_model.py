@@ -13,7 +13,6 @@ from pathlib import Path
 import kerncast.analysis.timing.pipelined as pipelined
 import pytest
 from kerncast.analysis.cfg import build_cfg
-from kerncast.analysis.gpus import load_profile
 from kerncast.analysis.launch import LaunchOverrides, Sourced
 from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
@@ -21,7 +20,7 @@ from kerncast.analysis.ptx import parse_ptx
 from kerncast.analysis.stages.memory import _trips
 from kerncast.analysis.timing.footprint import Footprint
 from kerncast.analysis.timing.partitions import partitions_touched
-from kerncast.analysis.timing.pipelined import _dram_bytes, _warm_dram_bytes, blocks_before_a_barrier
+from kerncast.analysis.timing.pipelined import _warm_dram_bytes, blocks_before_a_barrier
 from kerncast.server.config import parse_settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -198,17 +197,6 @@ def test_partition_camping_counts_the_partitions_one_waves_addresses_reach():
         for parts in (2, 4, 5):
             addrs = {a * ext[0][0] + b * ext[1][0] for a in range(ext[0][1]) for b in range(ext[1][1])}
             assert partitions_touched(ext, parts, 256) == len({(x // 256) % parts for x in addrs}), (ext, parts)
-
-
-def test_a_last_wave_of_few_blocks_reads_its_share_of_a_waves_bytes():
-    """A matrix-vector product of 2048 blocks, 660 at a time on an H100: each wave streams its own 86.7 MB of
-    rows, and the last wave, 68 blocks, a tenth of that (the vector's re-reads, 31 MB of requests here, are L1
-    hits). Its DRAM bytes are the 269 MB of rows (3.1 waves' worth), not four whole waves' 347 MB, capped at the
-    300 MB of requests."""
-    h100 = load_profile("h100")
-    fp = Footprint(total=269e6, per_wave=86.7e6, distinct=269e6)
-    _, cold, _ = _dram_bytes(h100, fp, (300e6, 0.0), blocks=2048, resident=5, const={}, l1_hit_bytes=31e6)
-    assert cold == pytest.approx(2048 / 660 * 86.7e6)
 
 
 def test_a_write_back_l2_keeps_the_written_bytes_only_when_the_footprint_fits():

@@ -500,12 +500,11 @@ def _dram_bytes(profile: Any, fp: Footprint | None, requested: tuple[float, floa
 
     A wave's re-reads that the L2 cannot hold go to DRAM, but only those that reach the L2: the requests the L1
     serves (`l1_hit_bytes`, a thread's next element in the sector its previous iteration brought in) are not
-    re-reads of the L2 at all. A last wave of fewer blocks reads its blocks' share of a wave's bytes, so the waves
-    are counted in blocks (2048 blocks of 660 a wave are 3.1 waves of bytes, not 4)."""
+    re-reads of the L2 at all."""
     if fp is None or requested is None:
         return 0.0, 0.0, ["no memory analysis: no DRAM floor"]
     covered, uncovered = requested
-    waves = max(1.0, blocks / max(1, resident * profile.sm_count))
+    waves = max(1, math.ceil(blocks / max(1, resident * profile.sm_count)))
     req_wave = max(0.0, covered - l1_hit_bytes) / waves
     ws = max(fp.per_wave, 1.0)
     l2 = warm_l2_bytes(profile)
