@@ -493,7 +493,9 @@ def vector_merged(memory: MemoryAnalysis, cfg: Cfg, profile: Any) -> dict[int, f
     addresses share the passes of the vector load's own wavefronts (`AccessInfo.vector_wavefronts`, its lanes'
     banks compared a quarter-warp at a time): `Bs[k][8 * (t % 16) + i]` for i = 0..7 is two 16-byte loads of
     8 wavefronts each, 2 per scalar load, where each scalar load alone would take 4 (its lanes 32 bytes apart
-    meet in a bank four times)."""
+    meet in a bank four times). Both kinds are judged only from the capability the packing row names (7.0):
+    the bank rule the wavefronts come from is the 32-bank, 4-byte one of those GPUs, so older ones keep their
+    scalar loads' passes."""
     row = timing_constants()["kerncast"].get("shared_vector", {})
     size, packing = int(row.get("bytes", 0)), float(row.get("uniform_packing", 1))
     if packing <= 1.0 or tuple(profile.compute_capability) < capability(float(row.get("packing_from_cc", 0.0))):
