@@ -1,5 +1,5 @@
-"""What the kerncast time model reads from a launch besides trip counts, on hand-written PTX: code no thread of
-the launch reaches, integer divisions by a run-time value, broadcast shared loads ptxas merges into one vector
+"""What the kerncast time model reads from a launch besides trip counts, on hand-written PTX and nvcc's: code no
+thread of the launch reaches, integer divisions by a run-time value, broadcast shared loads ptxas merges into one vector
 load, and the share of a load's requests that DRAM serves."""
 
 from __future__ import annotations
@@ -7,16 +7,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from hand_ptx import kernel
+from kerncast.analysis.cfg import build_cfg
+from kerncast.analysis.compile import CompileOptions, compile_cuda
 from kerncast.analysis.gpus import load_profile
 from kerncast.analysis.isa import classify
 from kerncast.analysis.launch import LaunchOverrides
+from kerncast.analysis.loops import find_loops
 from kerncast.analysis.memory import analyze_memory
 from kerncast.analysis.options import AnalysisOptions, Thresholds
 from kerncast.analysis.pipeline import analyze_file
+from kerncast.analysis.ptx import parse_ptx
 from kerncast.analysis.timing.estimate import vector_merged
 from kerncast.analysis.timing.pipelined import expansion_slots
 
 ROOT = Path(__file__).resolve().parent.parent
+PHASE_REMAINDER = ROOT / "tests/footprints/phase_remainder.cu"
 
 #: a load and a store that run only when the parameter is not 0 (nvcc's guard of a loop that may not run)
 GUARDED = """
@@ -84,6 +89,32 @@ def test_code_a_launch_value_excludes_runs_no_time():
     assert not live.dead_blocks and [a.executions for a in live.accesses] == [1.0, 1.0]
     _, unknown = _memory(GUARDED)  # no value for the parameter: nothing is decided
     assert not unknown.dead_blocks
+
+
+def test_a_remainder_no_iteration_of_the_loop_around_it_runs_is_code_the_launch_never_reaches(nvcc_available):
+    """nvcc unrolls a phase's inner loop of min(blockDim.x, n - base) steps by 4 and tests its remainder once per
+    phase, with `base` moving with the phase. A block of 128 threads over n = 4096 runs no remainder in any phase
+    (sampled first, last and between): those three loads run 0 times and their blocks are dead. A short last
+    segment (n = 4098) or a block of 126 threads runs the remainder, which stays."""
+    result = compile_cuda(PHASE_REMAINDER, options=CompileOptions(arch="sm_86"), with_resources=False)
+    assert result.ok, result.diagnostics
+    module = parse_ptx(result.ptx)
+    (fn,) = module.kernels
+    cfg = build_cfg(fn)
+
+    def inner_loads(block: int, n: int):
+        memory = analyze_memory(module, fn, cfg, find_loops(cfg), (block, 1, 1), {"n": n, "m": 4096}, {},
+                                Thresholds(), cuda_source=PHASE_REMAINDER.read_text(), budget_s=None)
+        loads = [a.executions for a in memory.accesses if a.space == "global" and a.line == 18]
+        return memory, loads
+
+    never, loads = inner_loads(128, 4096)
+    assert len(loads) == 7 and loads[:4] == [1024.0] * 4 and loads[4:] == [0.0] * 3, loads
+    assert len(never.dead_blocks) == 3
+    assert any("line 18 is taken as never run" in note for note in never.assumptions), never.assumptions
+    for block, n in ((128, 4098), (126, 4096)):
+        runs, loads = inner_loads(block, n)
+        assert not runs.dead_blocks and all(x > 0 for x in loads), (block, n, loads)
 
 
 def test_an_integer_division_by_a_register_issues_as_its_expansion():

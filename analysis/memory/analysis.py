@@ -444,9 +444,45 @@ class _Kernel:
                 dead.add(b)
                 continue
             cond = self.conditions.get(b)
-            if cond is not None and E.as_const(E.evaluate(self.atoms, cond, self.base, cache)) == 0:
+            if cond is None:
+                continue
+            known = E.evaluate(self.atoms, cond, self.base, cache)
+            if E.as_const(known) == 0 or self._false_at_sampled_iterations(b, known):
                 dead.add(b)
         return frozenset(dead)
+
+    def _false_at_sampled_iterations(self, block: int, cond: Value) -> bool:
+        """Whether an edge condition that the launch's values leave holding only the counters of loops around
+        `block` (the same in every lane) is false at every sampled iteration of those loops: the first, the last
+        and `SAMPLED_ITERATIONS` in all spread evenly over each count. nvcc tests an unrolled loop's remainder
+        (`count & 3`) once per iteration of the loop around it, where `count = min(blockDim.x, n - base)` moves
+        with that loop's counter; with `blockDim.x` a multiple of the unroll factor the remainder runs in no
+        iteration, and a loop's remainder that only the last iteration runs is still seen. The iterations not
+        sampled are taken to agree with the sampled ones, which `assumptions` says."""
+        if cond is None:
+            return False
+        counters = {a: lid for lid, a in self.sym.iteration_atom.items()}
+        enclosing = {lp.id for lp in self.loops.enclosing(block)}
+        free = {a for a in self.atoms.deep_atoms_of(cond) if self.atoms.keys[a][0] != "op"}
+        if not free or any(counters.get(a) not in enclosing for a in free):
+            return False
+        choices = []
+        for a in sorted(free):
+            n = self.trip(counters[a])
+            if n is None or n <= 0:
+                return False
+            choices.append([(a, E.const(x)) for x in evenly_spread(n, SAMPLED_ITERATIONS)])
+        for combo in product(*choices):
+            if E.as_const(E.evaluate(self.atoms, cond, dict(combo), {})) != 0:
+                return False
+        blk = self.cfg.blocks[block]
+        lines = sorted({line for ins in self.fn.body[blk.start:blk.end]
+                        if (line := _line(ins, self.main_file)[0]) is not None})
+        where = f"line {lines[0]}" if lines else f"basic block {block}"
+        self.assumptions.append(f"the code at {where} is taken as never run: the condition that leads to it, "
+                                "which the loops around it move, is false at every sampled iteration (the first, "
+                                "the last and others spread evenly)")
+        return True
 
     # ---------------------------------------------------------------------------------- loop handling
     def trip(self, loop_id: int) -> int | None:
