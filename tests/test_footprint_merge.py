@@ -115,6 +115,26 @@ def test_a_stencils_neighbours_add_their_edges_only():
     assert union_bytes(taps, 32) < 1.2 * union_bytes(taps[:1], 32)
 
 
+def test_three_16_byte_loads_of_every_48_bytes_touch_every_sector():
+    """`in[3 * g + k]` of int4 for k = 0, 1, 2 (12 ints a thread): points 48 bytes apart fall at byte 0 or 16 of
+    their sectors in turn, so the load at +16 adds half a sector per point and the one at +32 adds none: the
+    three touch every byte once, not two thirds of them."""
+    t = ((48, 4096),)
+    loads = [_lat(16 * k, t, width=16) for k in range(3)]
+    assert union_bytes(loads, 32) == pytest.approx(_sectors(loads)) == pytest.approx(48 * 4096)
+    assert union_bytes(loads[:2], 32) == pytest.approx(_sectors(loads[:2])) == pytest.approx(48 * 4096)
+
+
+def test_a_sum_reading_12_ints_a_thread_as_three_int4_loads_touches_its_input_once(nvcc_available):
+    """The batched vector sum of 2^30 ints reads them as three int4 loads per thread: its distinct bytes are the
+    4 GiB input, so its DRAM floor is that input at the achievable bandwidth, not two thirds of it."""
+    report = analyze_file(ROOT / "validation/ladders/h100-vector-sum/k4_batched_int4.cu",
+                          options=AnalysisOptions(gpu="h100", lime=False))
+    (kernel,) = report.kernels
+    (distinct,) = [a for a in kernel.time.assumptions if a.startswith("distinct global bytes")]
+    assert distinct.startswith(f"distinct global bytes {2 ** 30 * 4 / 1e6:.3g} MB"), distinct
+
+
 def test_column_neighbours_share_their_sectors():
     terms = ((4096, 512),)  # a[row * 1024] and a[row * 1024 + 1]: one sector per row for both
     pair = [_lat(0, terms), _lat(4, terms)]
