@@ -21,7 +21,7 @@ from kerncast.analysis.timing.estimate import vector_merged
 from kerncast.analysis.timing.pipelined import expansion_slots
 
 ROOT = Path(__file__).resolve().parent.parent
-PHASE_REMAINDER = ROOT / "tests/footprints/phase_remainder.cu"
+PHASE_REMAINDER = ROOT / "validation/ladders/pmpp-matvec/v2_shared_vector.cu"
 
 #: a load and a store that run only when the parameter is not 0 (nvcc's guard of a loop that may not run)
 GUARDED = """
@@ -92,10 +92,11 @@ def test_code_a_launch_value_excludes_runs_no_time():
 
 
 def test_a_remainder_no_iteration_of_the_loop_around_it_runs_is_code_the_launch_never_reaches(nvcc_available):
-    """nvcc unrolls a phase's inner loop of min(blockDim.x, n - base) steps by 4 and tests its remainder once per
-    phase, with `base` moving with the phase. A block of 128 threads over n = 4096 runs no remainder in any phase
-    (sampled first, last and between): those three loads run 0 times and their blocks are dead. A short last
-    segment (n = 4098) or a block of 126 threads runs the remainder, which stays."""
+    """A matrix-vector product that stages the vector in shared memory a block-wide segment at a time (the
+    ladder's version 2): nvcc unrolls a phase's inner loop of min(blockDim.x, n - base) steps by 4 and tests its
+    remainder once per phase, with `base` moving with the phase. A block of 128 threads over n = 4096 runs no
+    remainder in any phase (sampled first, last and between): those three loads run 0 times and their blocks are
+    dead. A short last segment (n = 4098) or a block of 126 threads runs the remainder, which stays."""
     result = compile_cuda(PHASE_REMAINDER, options=CompileOptions(arch="sm_86"), with_resources=False)
     assert result.ok, result.diagnostics
     module = parse_ptx(result.ptx)
@@ -105,13 +106,13 @@ def test_a_remainder_no_iteration_of_the_loop_around_it_runs_is_code_the_launch_
     def inner_loads(block: int, n: int):
         memory = analyze_memory(module, fn, cfg, find_loops(cfg), (block, 1, 1), {"n": n, "m": 4096}, {},
                                 Thresholds(), cuda_source=PHASE_REMAINDER.read_text(), budget_s=None)
-        loads = [a.executions for a in memory.accesses if a.space == "global" and a.line == 18]
+        loads = [a.executions for a in memory.accesses if a.space == "global" and a.line == 17]
         return memory, loads
 
     never, loads = inner_loads(128, 4096)
     assert len(loads) == 7 and loads[:4] == [1024.0] * 4 and loads[4:] == [0.0] * 3, loads
     assert len(never.dead_blocks) == 3
-    assert any("line 18 is taken as never run" in note for note in never.assumptions), never.assumptions
+    assert any("line 17 is taken as never run" in note for note in never.assumptions), never.assumptions
     for block, n in ((128, 4098), (126, 4096)):
         runs, loads = inner_loads(block, n)
         assert not runs.dead_blocks and all(x > 0 for x in loads), (block, n, loads)
