@@ -14,3 +14,22 @@ def evenly_spread(n: int, most: int) -> list[int]:
     if n <= most:
         return list(range(n))
     return sorted({round(k * (n - 1) / (most - 1)) for k in range(most)})
+
+
+def spread_combinations(sizes: list[int], most: int) -> list[list[int]]:
+    """Index tuples of the product of `sizes` (one index per factor): all of them up to `most`, else `most` of
+    them spread evenly over the whole product, numbered in mixed radix with the first factor the slowest digit,
+    so that the first and last combinations (every factor at its first, every factor at its last) are among
+    them."""
+    out: list[list[int]] = []
+    total = 1
+    for size in sizes:
+        total *= size
+    for number in evenly_spread(total, most):
+        digits = []
+        for size in reversed(sizes):
+            number, digit = divmod(number, size)
+            digits.append(digit)
+        digits.reverse()
+        out.append(digits)
+    return out

@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import product
-from math import gcd, prod
+from math import gcd
 from typing import Any, ClassVar
 
 import numpy as np
@@ -60,7 +60,7 @@ from kerncast.analysis.memory.warp import (
 )
 from kerncast.analysis.options import Thresholds
 from kerncast.analysis.ptx.model import Function, Imm, MatrixTile, Module, loc_in_file, matrix_tile
-from kerncast.analysis.sampling import evenly_spread
+from kerncast.analysis.sampling import evenly_spread, spread_combinations
 from kerncast.analysis.tripcount import leave_value
 from kerncast.analysis.tripcount import trip_counts as ptx_trip_counts
 
@@ -454,7 +454,8 @@ class _Kernel:
     def _false_at_sampled_iterations(self, block: int, cond: Value) -> bool:
         """Whether an edge condition that the launch's values leave holding only the counters of loops around
         `block` (the same in every lane) is false at every sampled iteration of those loops: the first, the last
-        and `SAMPLED_ITERATIONS` in all spread evenly over each count. nvcc tests an unrolled loop's remainder
+        and `SAMPLED_ITERATIONS` in all spread evenly over each count (at most `MAX_ENUMERATED_ITERATIONS`
+        combinations where several loops hold it, spread over them all). nvcc tests an unrolled loop's remainder
         (`count & 3`) once per iteration of the loop around it, where `count = min(blockDim.x, n - base)` moves
         with that loop's counter; with `blockDim.x` a multiple of the unroll factor the remainder runs in no
         iteration, and a loop's remainder that only the last iteration runs is still seen. The iterations not
@@ -472,8 +473,9 @@ class _Kernel:
             if n is None or n <= 0:
                 return False
             choices.append([(a, E.const(x)) for x in evenly_spread(n, SAMPLED_ITERATIONS)])
-        for combo in product(*choices):
-            if E.as_const(E.evaluate(self.atoms, cond, dict(combo), {})) != 0:
+        for digits in spread_combinations([len(c) for c in choices], MAX_ENUMERATED_ITERATIONS):
+            combo = dict(c[d] for c, d in zip(choices, digits, strict=True))
+            if E.as_const(E.evaluate(self.atoms, cond, combo, {})) != 0:
                 return False
         blk = self.cfg.blocks[block]
         lines = sorted({line for ins in self.fn.body[blk.start:blk.end]
@@ -679,14 +681,8 @@ class _Kernel:
             choices.append([(a, x) for x in values])
         # every combination of the enumerated iterations and the sampled values, or as many of them as the cap
         # allows spread evenly over all (numbered in mixed radix, the plain iterations the slowest digit)
-        sizes = [len(plain), *map(len, choices)]
         out: list[dict[int, Value]] = []
-        for number in evenly_spread(prod(sizes), MAX_ENUMERATED_ITERATIONS):
-            digits = []
-            for size in reversed(sizes):
-                number, digit = divmod(number, size)
-                digits.append(digit)
-            digits.reverse()
+        for digits in spread_combinations([len(plain), *map(len, choices)], MAX_ENUMERATED_ITERATIONS):
             merged = dict(plain[digits[0]])
             merged.update(left)
             merged.update({a: E.const(x) for a, x in (c[d] for c, d in zip(choices, digits[1:], strict=True))})
