@@ -84,7 +84,11 @@ class AnalysisOptions:
     #: GPU: analysis/power/combine.py), "statistical" or "events"; both are always in the JSON
     power_model: str = "auto"
     thresholds: Thresholds = field(default_factory=Thresholds)
-    #: LIME weights in power explanations (exact contributions are always there); the server adds them lazily
+    #: the exact (TreeSHAP) contributions of the statistical power model in power explanations; the server
+    #: leaves them out of the save path and adds them when a hover asks (they cost about as much as the rest of
+    #: the power stage)
+    power_explanation: bool = True
+    #: LIME weights in power explanations (with the exact contributions); the server adds them lazily
     lime: bool = True
     #: seconds an analysis that can blow up (the memory stage) may spend on one kernel before it stops and
     #: reports what it skipped

@@ -315,7 +315,9 @@ def parse_settings(data: Any) -> tuple[Settings, list[str]]:
         max_file_bytes=r.number("maxFileBytes", data.get("maxFileBytes"), DEFAULTS["maxFileBytes"], 1,
                                 integer=True),
         kernel_settings=kernels, loops=loops, thresholds=thresholds, time_model=time_model, power_model=power_model,
-        lime=False,  # LIME weights are added when a hover or report asks for them (KerncastServer.with_lime)
+        # the power explanation (exact contributions and LIME weights) is added when a hover or report asks for
+        # it (server.with_explanation)
+        power_explanation=False, lime=False,
     )
     return Settings(options=options, analyze_on_change=r.boolean("analyzeOnChange")), warnings
 

@@ -639,26 +639,26 @@ def _hovered_kernel(result: Result, pos: lsp.Position) -> KernelReport | None:
     return None
 
 
-def _add_lime(result: Result, name: str) -> None:
-    """Fill in the LIME weights of one kernel's power explanation (blocking; run in the executor)."""
+def _add_explanation(result: Result, name: str) -> None:
+    """Fill in one kernel's power explanation, exact contributions and LIME weights (blocking; run in the
+    executor)."""
     # lazy import: the power runtime, which the server's start-up need not wait for
-    from kerncast.analysis.stages.power import complete_lime
+    from kerncast.analysis.stages.power import complete_explanation
 
     for kr in result.report.kernels:
         if kr.name == name:
-            complete_lime(kr.power)
+            complete_explanation(kr.power)
 
 
-async def with_lime(ls: KerncastServer, result: Result, kernel: KernelReport) -> KernelReport:
-    """The kernel with LIME weights in its power explanation, computed off the event loop the first time they
-    are asked for (the report is completed in place)."""
-    expl = kernel.power.explanation if kernel.power is not None else []
-    if not any(e.lime_watts is None for e in expl):
+async def with_explanation(ls: KerncastServer, result: Result, kernel: KernelReport) -> KernelReport:
+    """The kernel with its power explanation, computed off the event loop the first time it is asked for
+    (the report is completed in place)."""
+    if kernel.power is None or not kernel.power.explanation_incomplete():
         return kernel
     try:
-        await asyncio.get_running_loop().run_in_executor(ls.executor, _add_lime, result, kernel.name)
-    except Exception:  # noqa: BLE001 - without LIME the exact contributions still explain the prediction
-        log.exception("LIME explanation failed")
+        await asyncio.get_running_loop().run_in_executor(ls.executor, _add_explanation, result, kernel.name)
+    except Exception:  # noqa: BLE001 - a hover without the explanation still gives the power
+        log.exception("power explanation failed")
     return kernel
 
 
@@ -693,7 +693,7 @@ async def on_hover(ls: KerncastServer, params: lsp.HoverParams) -> lsp.Hover | N
         since = None
         if k is not None:
             since = ls.last_saves.change(ls.key(params.text_document.uri), result.report, k.name)
-            k = await with_lime(ls, result, k)
+            k = await with_explanation(ls, result, k)
         text = _hover_markdown(result, pos, k, since)
     except Exception:  # noqa: BLE001 - a hover never takes the server down
         log.exception("hover failed")
@@ -806,7 +806,7 @@ async def show_report(ls: KerncastServer, *args: Any) -> dict[str, Any] | None:
     k = _kernel_at(result, target, ls.view_for(uri, result) if ls.result_for(uri) is result else None)
     if k is None:
         return {"markdown": hover.file_markdown(report)}
-    k = await with_lime(ls, result, k)
+    k = await with_explanation(ls, result, k)
     return {"markdown": hover.kernel_markdown(k, report.gpu or "?", report.arch, full=True,
                                               compiler=report.compiler, file_notes=report.notes,
                                               gpu_name=report.gpu_name),

@@ -9,7 +9,7 @@ from kerncast.analysis.options import AnalysisOptions
 from kerncast.analysis.pipeline import analyze_file
 from kerncast.analysis.power.events import ARITHMETIC, GLOBAL, event_energy, load_constants
 from kerncast.analysis.ptx import parse_ptx
-from kerncast.analysis.stages.power import complete_lime
+from kerncast.analysis.stages.power import complete_explanation
 
 EXAMPLES = ("fma_loop", "loops", "matmul", "reduction", "saxpy", "transpose", "vector_add")
 #: The examples' kernels that only move data (each element read once and written once).
@@ -56,11 +56,26 @@ def test_every_kernel_has_power_energy_and_what_they_assume(matmul):
 
 def test_lime_is_added_on_demand_with_the_exact_signs(matmul):
     k = matmul.kernel("MatrixMulCUDA<32>")
-    assert complete_lime(k.power) is True
+    assert complete_explanation(k.power) is True
     assert all(c.lime_watts is not None for c in k.power.explanation)
     top = max(k.power.explanation, key=lambda c: abs(c.watts))
     assert (top.lime_watts > 0) == (top.watts > 0)
-    assert complete_lime(k.power) is False  # nothing left to add
+    assert complete_explanation(k.power) is False  # nothing left to add
+
+
+def test_the_editor_save_path_leaves_the_explanation_for_the_hover(matmul):
+    """Without `power_explanation` (the server's save path) the power is the same number with no
+    contributions; `complete_explanation` then adds exactly the contributions the full analysis gives."""
+    lazy = analyze_file("examples/matmul.cu", options=AnalysisOptions(lime=False, power_explanation=False))
+    for k in lazy.kernels:
+        eager = matmul.kernel(k.name).power
+        assert k.power.watts == eager.watts and k.power.interval == eager.interval
+        assert k.power.explanation == [] and not k.power.explained and k.power.explanation_incomplete()
+        assert complete_explanation(k.power) is True
+        assert k.power.explained and k.power.base_watts == pytest.approx(eager.base_watts)
+        assert [(c.feature, c.value) for c in k.power.explanation] == [(c.feature, c.value) for c in eager.explanation]
+        assert [c.watts for c in k.power.explanation] == pytest.approx([c.watts for c in eager.explanation])
+        assert all(c.lime_watts is not None for c in k.power.explanation)  # LIME too, as a hover asks
 
 
 def test_tiled_matmul_inner_product_is_the_energy_hotspot(matmul):

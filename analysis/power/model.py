@@ -148,13 +148,22 @@ def predict_powers(requests: list[tuple[dict[str, float], GpuProfile | str]], ex
             w = float(np.clip(watts[j], gpu.idle_w, gpu.tdp_w))
             pred = PowerPrediction(watts=w, interval=(float(lo[j]), float(hi[j])), model=f"{model.recipe}@{gpu.id}",
                                    trained_on=trained, assumptions=_assumptions(gpu, model),
-                                   features=dict(requests[i][0]), gpu=gpu.id, base_watts=float(base[j]))
+                                   features=dict(requests[i][0]), gpu=gpu.id, base_watts=float(base[j]),
+                                   explained=explain)
             if w != float(watts[j]):
                 pred.assumptions.append(f"the model's {float(watts[j]):.0f} W was clipped to [idle, TDP]")
             if explain:
                 pred.explanation = _explanation(model, table, contrib, j, lime)
             out[i] = pred
     return [p for p in out if p is not None]
+
+
+def explanation_of(features: dict[str, float], gpu, lime: bool) -> tuple[float, list[Contribution]]:
+    """(base W, top contributions) of one kernel's prediction, worked out on their own: for a prediction made
+    without them (`predict_powers(..., explain=False)`), when a hover asks."""
+    model, _, table, _ = feature_row(features, gpu)
+    _, base, contrib = model.evaluate(table)
+    return float(base[0]), _explanation(model, table, contrib, 0, lime)
 
 
 def _explanation(model: PowerModel, table: dict[str, np.ndarray], contrib: dict[str, np.ndarray], row: int,

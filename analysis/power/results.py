@@ -37,6 +37,9 @@ class PowerPrediction:
     assumptions: list[str] = field(default_factory=list)
     explanation: list[Contribution] = field(default_factory=list)
     base_watts: float = 0.0
+    #: whether `explanation` and `base_watts` hold the exact contributions; False for a prediction made without
+    #: them (the editor's save path), which `complete_explanation` fills in when a hover asks for them
+    explained: bool = True
     #: the feature values and GPU id the prediction was made from (kept to add LIME weights later; not in the JSON)
     features: dict[str, float] = field(default_factory=dict)
     gpu: str = ""
@@ -54,6 +57,13 @@ class PowerPrediction:
         return replace(self, assumptions=list(self.assumptions),
                        explanation=[replace(c) for c in self.explanation], features=dict(self.features),
                        models={k: dict(v) for k, v in self.models.items()}, drivers=list(self.drivers))
+
+    def explanation_incomplete(self) -> bool:
+        """Whether the exact contributions or their LIME weights are missing and can still be worked out (the
+        features and the GPU they were predicted from are kept)."""
+        if not self.features or not self.gpu:
+            return False
+        return not self.explained or any(c.lime_watts is None for c in self.explanation)
 
     def to_json(self) -> dict[str, Any]:
         return {"watts": self.watts, "interval": list(self.interval), "model": self.model,

@@ -4,9 +4,10 @@
 split (events.py) and turns its top line into the kernel's `energy-hotspot` finding. `finish_power` runs once
 per file, after every kernel's stages: it predicts the power of all kernels in one batched call per model
 (model.py), then each kernel's board energy and its interval. Kernels without a known launch, GPU or time are
-reported without power, energy or hotspots, and say why. LIME weights are optional (`AnalysisOptions.lime`):
-they cost a few hundred model evaluations, so the language server leaves them out of the save path and fills
-them in on demand (`complete_lime`) when a hover or report asks for the explanation.
+reported without power, energy or hotspots, and say why. The power explanation is optional
+(`AnalysisOptions.power_explanation`, `AnalysisOptions.lime`): the exact contributions cost about as much as the
+rest of the power stage and LIME a few hundred model evaluations, so the language server leaves both out of the
+save path and fills them in on demand (`complete_explanation`) when a hover or report asks for the explanation.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from kerncast.analysis.power.events import EnergyConstantsError, EventEnergy, ev
 from kerncast.analysis.power.explain import lime_contributions
 from kerncast.analysis.power.features import LaunchShape, extract_features
 from kerncast.analysis.power.inputs import PowerInputs
-from kerncast.analysis.power.model import ModelsMissing, feature_row, predict_powers
+from kerncast.analysis.power.model import ModelsMissing, explanation_of, feature_row, predict_powers
 from kerncast.analysis.power.physics import EventPower, event_power
 from kerncast.analysis.power.results import PowerPrediction
 from kerncast.analysis.ptx.model import line_in_file
@@ -105,9 +106,10 @@ def finish_power(contexts: list[KernelContext], memo: PowerMemo | None = None) -
     pending = [c for c in contexts if c.power_inputs is not None and c.gpu is not None]
     if not pending:
         return
-    lime = bool(pending[0].options.lime)
+    explain = bool(pending[0].options.power_explanation)
+    lime = explain and bool(pending[0].options.lime)
     try:
-        preds = _predict(pending, lime, memo)
+        preds = _predict(pending, explain, lime, memo)
     except (ModelsMissing, ValueError) as exc:
         for c in pending:
             _events_alone(c, f"no statistical power prediction: {exc}")
@@ -140,7 +142,7 @@ def _events_alone(ctx: KernelContext, why: str) -> None:
 class PowerMemo(BoundedLru[str, PowerPrediction]):
     """Power predictions by GPU, LIME flag and feature values: a bounded LRU, safe to share between threads.
 
-    It keeps and hands out copies, because a kernel's prediction is changed in place later (`complete_lime`
+    It keeps and hands out copies, because a kernel's prediction is changed in place later (`complete_explanation`
     fills in LIME weights); `hits` counts the predictions it answered.
     """
 
@@ -161,34 +163,39 @@ class PowerMemo(BoundedLru[str, PowerPrediction]):
         super().put(key, prediction.copy())
 
 
-def _predict(pending: list[KernelContext], lime: bool, memo: PowerMemo | None) -> list[PowerPrediction]:
+def _predict(pending: list[KernelContext], explain: bool, lime: bool,
+             memo: PowerMemo | None) -> list[PowerPrediction]:
     """Every pending kernel's prediction, those the memo does not hold in one batched call."""
     rows = [(c.power_inputs.features, c.gpu) for c in pending if c.power_inputs is not None]
     if memo is None:
-        return predict_powers(rows, explain=True, lime=lime)
+        return predict_powers(rows, explain=explain, lime=lime)
     gpus: dict[int, str] = {}  # each distinct profile's repr once (a profile's repr is long, and is the same
     for _, g in rows:           # object for every kernel of a file)
         if id(g) not in gpus:
             gpus[id(g)] = repr(g)
-    keys = [repr((gpus[id(g)], lime, sorted(f.items()))) for f, g in rows]
+    keys = [repr((gpus[id(g)], explain, lime, sorted(f.items()))) for f, g in rows]
     out = [memo.get(k) for k in keys]
     todo = [i for i, p in enumerate(out) if p is None]
     if todo:
-        for i, pred in zip(todo, predict_powers([rows[i] for i in todo], explain=True, lime=lime), strict=True):
+        for i, pred in zip(todo, predict_powers([rows[i] for i in todo], explain=explain, lime=lime), strict=True):
             memo.put(keys[i], pred)
             out[i] = pred
     return out  # type: ignore[return-value]
 
 
-def complete_lime(prediction: PowerPrediction | None) -> bool:
-    """Fill in the LIME weights of a prediction made without them; True when it changed anything.
+def complete_explanation(prediction: PowerPrediction | None) -> bool:
+    """Fill in the exact contributions and the LIME weights of a prediction made without them; True when it
+    changed anything.
 
-    Only LIME runs here: the prediction, its interval and its exact contributions are kept as they are.
+    The prediction and its interval are kept as they are: only the explanation of that number is added.
     """
-    if prediction is None or not prediction.explanation or not prediction.features or not prediction.gpu:
+    if prediction is None or not prediction.explanation_incomplete():
         return False
-    if all(c.lime_watts is not None for c in prediction.explanation):
-        return False
+    if not prediction.explained:
+        prediction.base_watts, prediction.explanation = explanation_of(prediction.features, prediction.gpu, False)
+        prediction.explained = True
+    if not prediction.explanation or all(c.lime_watts is not None for c in prediction.explanation):
+        return True
     model, _, table, _ = feature_row(prediction.features, prediction.gpu)
     lime = lime_contributions(model, table)
     for c in prediction.explanation:
