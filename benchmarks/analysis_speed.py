@@ -12,6 +12,9 @@ the median per stage, and the median cost of a kernel's exact power contribution
 `--time-model` times the analysis with that model chosen (the trace model runs only when chosen; its targets
 are a median <= 100 ms and a worst <= 1 s per kernel); the time stage's median and maximum are printed too.
 
+The garbage collector runs as in a `kerncast` process (`analysis/collector.py`: a generation-0 collection every
+GEN0_THRESHOLD container allocations, not CPython's 700).
+
 `--cpu` measures this process's CPU time instead of wall time: on a shared, busy machine wall time counts the
 time other processes held the cores.
 """
@@ -28,6 +31,7 @@ from concurrent.futures import Future
 from pathlib import Path
 
 from kerncast.analysis import pipeline as P
+from kerncast.analysis.collector import GEN0_THRESHOLD, tune_collector
 from kerncast.analysis.compile import CompileOptions, compile_cuda
 from kerncast.analysis.findings.gpu_profile import load_gpu
 from kerncast.analysis.power.model import explanation_of
@@ -120,6 +124,7 @@ def main() -> int:
     parser.add_argument("--time-model", choices=tuple(TIME_MODELS), default="kerncast",
                         help="the time model the analysis runs (default kerncast)")
     args = parser.parse_args()
+    tune_collector()  # as every `kerncast` command does (analysis/collector.py)
     clock = time.process_time if args.cpu else time.perf_counter
     files = args.files or sorted([*ROOT.glob("examples/*.cu"), *ROOT.glob("tests/kernels/*.cu")])
     rows = [row for f in files for row in kernel_times(f, args.repeat, clock, args.time_model)]
@@ -140,6 +145,8 @@ def main() -> int:
     print(f"time stage ({args.time_model} model): median {statistics.median(timed):.2f} ms, max {timed[-1]:.2f} ms")
     hover = per_stage.pop(ON_HOVER, [0.0])
     print("median per stage: " + ", ".join(f"{k} {statistics.median(v):.2f}" for k, v in per_stage.items()))
+    print(f"garbage collector: a generation-0 collection every {GEN0_THRESHOLD} container allocations, as in a "
+          "kerncast process")
     print(f"power explanation when a hover first asks (exact contributions, not in the totals above): median "
           f"{statistics.median(hover):.2f} ms per kernel")
     return 0

@@ -10,6 +10,8 @@ import argparse
 import importlib
 import sys
 
+from kerncast.analysis.collector import tune_collector
+
 #: sub-command -> (module under kerncast.server, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "analyze": ("cmd_analyze", "analyse .cu/.ptx files or directories and print each kernel's report"),
@@ -48,6 +50,7 @@ def build_parser(selected: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `kerncast` console script; returns the process exit status."""
     argv = sys.argv[1:] if argv is None else argv
+    tune_collector()
     selected = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(selected if selected in COMMANDS else None)
     args = parser.parse_args(argv)

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from kerncast.analysis.collector import GEN0_THRESHOLD
 
 REPO = Path(__file__).resolve().parent.parent
 ML = {"xgboost", "sklearn", "scipy", "lime", "pandas"}
@@ -62,3 +63,16 @@ def test_analyze_loads_no_ml_library_training_lime_or_lsp(tmp_path: Path, compil
     assert not (_top(modules) & ML), sorted(_top(modules) & ML)  # no xgboost, sklearn, scipy, lime, pandas
     assert "kerncast.analysis.power.train" not in modules
     assert not {"lsprotocol", "pygls"} & _top(modules)
+
+
+def test_every_command_runs_with_the_analysing_collector_threshold():
+    """A real `kerncast` process raises CPython's generation-0 collection threshold (700) to the one analyses
+    are tuned for, before any command runs (analysis/collector.py)."""
+    probe = ("import contextlib, gc, io, sys\nfrom kerncast.server.cli import main\n"
+             "before = gc.get_threshold()[0]\n"
+             "with contextlib.redirect_stdout(io.StringIO()):\n    main(['gpus'])\n"
+             "print(before, gc.get_threshold()[0])")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    before, after = map(int, proc.stdout.split()[-2:])
+    assert before == 700 and after == GEN0_THRESHOLD > before

@@ -29,7 +29,7 @@ MARKER = "# lazy import:"
 #: module imports only from its own layer and those below. A name given exactly wins over a pattern, so that a
 #: module can stand apart from its folder (the power validation runs the whole pipeline).
 LAYERS: list[tuple[str, list[str]]] = [
-    ("shared words and data", ["kerncast.analysis", "rules", "finding", "json_form", "strict_json", "lru",
+    ("shared words and data", ["kerncast.analysis", "rules", "finding", "json_form", "strict_json", "lru", "collector",
                                "intops", "cfloat", "demangle", "input_files", "gpus", "gpus.*"]),
     ("source and toolchain", ["cexpr", "csyntax", "source_model", "header_macros", "neighbours", "edits",
                               "preflight", "includes", "compile_hints", "compile", "compile_db", "toolchain",
