@@ -482,24 +482,27 @@ def evaluate(atoms: Atoms, p: Value, subst: dict[int, Value], cache: dict[int, V
     """
     if p is None:
         return None
-    out: Value = ZERO
+    if len(p) == 1 and len(p[0][0]) == 1:  # one atom times a coefficient: its value scaled, nothing to sum
+        (a,), c = p[0]
+        term = _eval_atom(atoms, a, subst, cache)
+        return term if term is None or c == 1 else tuple([(mt, ct * c) for mt, ct in term])
+    # the terms' values summed in one table and normalised once (the sum does not depend on their order)
+    total: dict[Mono, int] = {}
     for m, c in p:
         if len(m) == 1:  # the common term, `c` times one atom: a scaled value, no product to normalise
             term = _eval_atom(atoms, m[0], subst, cache)
             if term is None:
                 return None
-            if c != 1:
-                term = tuple([(mt, ct * c) for mt, ct in term])
         else:
             term = const(c)
+            c = 1
             for a in m:
                 term = mul(term, _eval_atom(atoms, a, subst, cache))
                 if term is None:
                     return None
-        out = add(out, term)
-        if out is None:
-            return None
-    return out
+        for mt, ct in term:
+            total[mt] = total.get(mt, 0) + ct * c
+    return _norm(total)
 
 
 def _eval_atom(atoms: Atoms, a: int, subst: dict[int, Value], cache: dict[int, Value]) -> Value:
