@@ -191,10 +191,9 @@ def complete_explanation(prediction: PowerPrediction | None) -> bool:
     """
     if prediction is None or not prediction.explanation_incomplete():
         return False
-    if not prediction.explained:
-        prediction.base_watts, prediction.explanation = explanation_of(prediction.features, prediction.gpu, False)
+    if not prediction.explained:  # both at once, from one feature table
+        prediction.base_watts, prediction.explanation = explanation_of(prediction.features, prediction.gpu, True)
         prediction.explained = True
-    if not prediction.explanation or all(c.lime_watts is not None for c in prediction.explanation):
         return True
     model, _, table, _ = feature_row(prediction.features, prediction.gpu)
     lime = lime_contributions(model, table)
