@@ -8,6 +8,8 @@ block's partial last warp, a grid's last block, a loop's last, shorter pass) are
 
 from __future__ import annotations
 
+from math import prod
+
 
 def evenly_spread(n: int, most: int) -> list[int]:
     """Indices 0..n-1: all of them up to `most`, else `most` of them spread evenly from the first to the last."""
@@ -22,10 +24,7 @@ def spread_combinations(sizes: list[int], most: int) -> list[list[int]]:
     so that the first and last combinations (every factor at its first, every factor at its last) are among
     them."""
     out: list[list[int]] = []
-    total = 1
-    for size in sizes:
-        total *= size
-    for number in evenly_spread(total, most):
+    for number in evenly_spread(prod(sizes), most):
         digits = []
         for size in reversed(sizes):
             number, digit = divmod(number, size)
