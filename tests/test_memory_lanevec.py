@@ -130,3 +130,47 @@ def test_a_value_shifted_by_a_constant_reads_as_its_whole_evaluation() -> None:
         assert list(got) == list(want), c
         assert all(np.array_equal(got[m], want[m]) for m in want), c
     assert gave_up == 2  # the two constants whose sum with the lanes' bound leaves int64's safe range
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_opaque_comparison_agreement_is_the_per_lane_branch_outcome(modules, shape) -> None:
+    """A predicate that is one comparison with opaque lane results (`256 * blockIdx.x + threadIdx.x < n`, the
+    block index a symbol) is read from its arguments' lane vectors: a warp's lanes agree exactly where the
+    per-lane values make its outcome uniform, and the per-lane outcome is never divergent."""
+    read = 0
+    for k, fn, w in _lane_values(modules, shape):
+        rows = k.vectors.opaque_comparison_args(w) if k.vectors is not None else None
+        if rows is None:
+            continue
+        read += 1
+        start = 0
+        for lanes, table in zip(k.lanes, k._lane_table_per_lane(w), strict=True):
+            seen = rows[:, start:start + len(lanes)]
+            agree = not np.count_nonzero(seen != seen[:, :1])
+            assert branch_outcome([table[ln] for ln in sorted(table)]) == ("uniform" if agree else "unknown"), \
+                (fn.name, shape, w)
+            start += len(lanes)
+    assert read > 100  # the form of a bounds test on a symbolic block index: common in every kernel set
+
+
+def test_a_branch_read_from_opaque_agreement_is_the_one_read_from_its_instances(modules) -> None:
+    """`_Kernel.opaque_agreement` gives, per sampled instance with an active lane, whether `branch_outcome` of
+    that instance's lane values (`instances`) is uniform, and those outcomes are never divergent."""
+    checked = 0
+    for module in modules:
+        for fn in module.kernels:
+            cfg = build_cfg(fn)
+            k = _Kernel(module, fn, cfg, find_loops(cfg), (256, 1, 1), {}, {}, None, None)
+            for ins in fn.body:
+                pred = k.sym.guards.get(ins.index)
+                if ins.opcode != "bra" or pred is None:
+                    continue
+                fast = k.opaque_agreement(ins.index, pred)
+                if fast is None:
+                    continue
+                checked += 1
+                outcomes = [branch_outcome(vals) for active, vals in k.instances(ins.index, pred, own_guard=False)
+                            if active]
+                assert "divergent" not in outcomes, fn.name
+                assert fast == [o == "uniform" for o in outcomes], fn.name
+    assert checked > 10

@@ -753,6 +753,31 @@ class _Kernel:
                 out.append((mask, table.take(mask) if isinstance(table, LaneConstants) else [table[ln] for ln in mask]))
         return out
 
+    def opaque_agreement(self, ins_index: int, value: Value) -> list[bool] | None:
+        """For a branch predicate that is, at every sampled iteration, one comparison whose lane results are
+        opaque nodes (`LaneVectors.opaque_comparison_args`): per sampled (iteration, warp) with an active lane,
+        whether those lanes hold the same node. Such a warp's outcome is uniform where they do and not known
+        where they do not, never divergent: what `branch_outcome` reads from `instances`, without a node made
+        per lane. None where some iteration's predicate is not of that form (then `instances` it is)."""
+        if self.vectors is None or not self.lanes_by_position:
+            return None
+        block = self.cfg.block_of[ins_index]
+        out: list[bool] = []
+        for assign in self.iteration_assignments(block):
+            key, subst, cache = self._stage(assign)
+            masks = self._active(block, key, subst, cache)
+            rows = self.vectors.opaque_comparison_args(E.evaluate(self.atoms, value, subst, cache))
+            if rows is None:
+                return None
+            self.work += len(masks) + 1
+            start = 0
+            for lanes, mask in zip(self.lanes, masks, strict=True):
+                if mask:
+                    seen = rows[:, [start + ln for ln in mask]]
+                    out.append(not np.count_nonzero(seen != seen[:, :1]))
+                start += len(lanes)
+        return out
+
     def _stage(self, assign: dict[int, Value]) -> tuple[tuple, dict[int, Value], dict[int, Value]]:
         """The cache key of one iteration assignment, its substitution (the kernel's base values and the
         assignment) and its evaluation cache, made once per assignment."""
@@ -894,10 +919,9 @@ class _Kernel:
         vp = self.vectors.evaluate(v)
         if vp is None:
             return self._tables(v, vp)
-        others = sorted(m for m in vp if m)
-        if any(lane_varying(vp[m]) for m in others):
+        if any(lane_varying(arr) for m, arr in vp.items() if m):
             return self._tables(v, vp)
-        rest = tuple((m, c) for m in others if (c := int(vp[m][0])))
+        rest = tuple((m, c) for m in sorted(m for m in vp if m) if (c := int(vp[m][0])))
         consts = vp[()].tolist() if () in vp else [0] * self.vectors.size  # type: ignore[union-attr]
         out: list[LaneConstants] = []
         i = 0
@@ -1429,6 +1453,13 @@ def _branch(k: _Kernel, ins: Any) -> BranchInfo | None:
     if pred is not None and not atoms.is_lane(pred):
         info.share = 0.0
         return info
+    agreement = k.opaque_agreement(ins.index, pred)
+    if agreement is not None:  # lanes that agree are uniform, the others not known: no warp found divergent
+        info.instances = len(agreement)
+        if any(agreement):
+            info.share = 0.0
+            info.divergent = info.share >= DIVERGENT_SHARE
+        return info
     divergent = known = 0
     total = 0
     for active, vals in k.instances(ins.index, pred, own_guard=False):
@@ -1464,6 +1495,9 @@ def _lane_symbols(atoms: Atoms, p: Value) -> list[str]:
 #: Seconds the memory analysis of one kernel may take before it stops and says what it skipped.
 DEFAULT_BUDGET_S = 2.0
 _MEMORY_OPCODES = ("ld", "ldu", "st", "atom", "red")
+#: Work units (`_Kernel.work`) between two reads of the thread's CPU clock against the budget: a read is a system
+#: call, as costly as a cheap access's analysis, and a few units take well under a millisecond.
+_WORK_BETWEEN_CLOCK_READS = 8
 
 
 def analyze_memory(module: Module, function: Function, cfg: Cfg, loops: LoopForest,
@@ -1496,10 +1530,13 @@ def analyze_memory(module: Module, function: Function, cfg: Cfg, loops: LoopFore
                  or ins.opcode in _MEMORY_OPCODES and ins.space not in ("param", "const", "tex")
                  or ins.opcode not in _MEMORY_OPCODES and memory_touch(ins) is not None
                  or matrix_tile(ins.opcode, ins.modifiers) is not None)]
+    clock_read_at = -_WORK_BETWEEN_CLOCK_READS  # the work done when the thread's clock was last read
     for n, ins in enumerate(todo):
-        if deadline is not None and time.thread_time() >= deadline:
-            result.skipped = len(todo) - n
-            break
+        if deadline is not None and k.work - clock_read_at >= _WORK_BETWEEN_CLOCK_READS:
+            clock_read_at = k.work
+            if time.thread_time() >= deadline:
+                result.skipped = len(todo) - n
+                break
         if ins.opcode in _MEMORY_OPCODES:
             info = _access(k, ins)
             if info is not None:

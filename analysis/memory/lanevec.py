@@ -73,8 +73,9 @@ def _most_terms_in_a_lane(v: VecPoly) -> int:
     return int(np.count_nonzero(_rows(v), axis=0).max(initial=0))
 
 
-def _check(*bounds: int) -> None:
-    if max(bounds, default=0) >= _LIMIT:
+def _check(bound: int) -> None:
+    """Give up when a bound on magnitudes reaches the limit int64 holds safely."""
+    if bound >= _LIMIT:
         raise GiveUp
 
 
@@ -95,6 +96,7 @@ class LaneVectors:
         self._atom_cache: dict[int, tuple[VecPoly, bool, int]] = {}
         self._uniform_cache: dict[int, bool] = {}
         self._constants: dict[int, np.ndarray] = {}
+        self._eye: np.ndarray | None = None
         #: `_poly` of values without a constant term, with whether it was symbolic (None: it gave up)
         self._rest_cache: dict[Value, tuple[VecPoly, int, bool] | None] = {}
         #: set while evaluating a value when an operation had to be simplified lane by lane
@@ -190,7 +192,8 @@ class LaneVectors:
         holds it (read only: a write would change them all)."""
         arr = self._constants.get(c)
         if arr is None:
-            arr = self._constants[c] = np.full(self.size, c, dtype=np.int64)
+            arr = self._constants[c] = np.empty(self.size, dtype=np.int64)
+            arr.fill(c)  # `np.full`'s work without its Python wrapper, which costs twice the filling
             arr.flags.writeable = False
         return arr
 
@@ -235,6 +238,11 @@ class LaneVectors:
             raise GiveUp
         out: VecPoly = {}
         bound = 0  # a bound on the magnitudes in `out`: the sum of its terms' bounds
+        # Whether a monomial may have come out 0 in every lane: a sum may cancel, and a product of two lane
+        # vectors may vanish where their non-zero lanes do not meet. One term of at most one such factor cannot:
+        # every atom's lane vectors are non-zero in some lane (built from the non-zero coefficients of its lanes'
+        # values), and a non-zero coefficient keeps them so.
+        may_vanish = len(v) > 1
         for m, c in v:
             if all(self._uniform(a) for a in m):  # `c` times symbols the same in every lane
                 _check(abs(c))
@@ -242,6 +250,7 @@ class LaneVectors:
                     raise GiveUp
                 term, term_bound = {m: self._filled(c)}, abs(c)
             else:
+                may_vanish = may_vanish or len(m) > 1
                 factors = iter(m)
                 if c == 1:  # common: no coefficient to multiply the first factor by
                     term, term_bound = self._unit_times(*self._atom(next(factors), depth))
@@ -257,7 +266,7 @@ class LaneVectors:
                 self._cap(out)
             else:
                 out = dict(term)
-        return _without_zero_terms(out), bound
+        return (_without_zero_terms(out) if may_vanish else out), bound
 
     def _uniform(self, a: int) -> bool:
         """Whether atom `a` is a plain symbol with the same value in every lane (no lane vector, no lane
@@ -302,7 +311,7 @@ class LaneVectors:
         consts = [self.constants(vp) for vp in polys]
         if all(c is not None for c in consts):
             r = {(): concrete_op_lanes(name, consts, extra)}  # type: ignore[arg-type]
-            return r, _bound(r)
+            return r, 1 if name == "cmp" else _bound(r)  # a comparison gives 1 or 0: nothing to scan
         self.symbolic = True
         per_arg = [self.to_values(vp) for vp in polys]
         per_lane = list(zip(*per_arg, strict=True))
@@ -318,6 +327,37 @@ class LaneVectors:
                 raise GiveUp
             results.append(r)
         return self._gather(results)
+
+    def opaque_comparison_args(self, v: Value) -> np.ndarray | None:
+        """For a value that is one lane-dependent comparison whose lane results are opaque nodes (see
+        `_opaque_comparison`: `256 * blockIdx.x + threadIdx.x < n`, the block index left a symbol), the lane
+        vectors of both its arguments as the rows of one array; None for any other value, or where the
+        arguments cannot be read as vectors.
+
+        Each lane's result is then the node of that lane's arguments, never a constant, and two lanes hold the
+        same node exactly where every coefficient of their arguments agrees: whether a warp's lanes agree on
+        such a predicate is read from these rows, without a node made per lane as `evaluate` makes them."""
+        if v is None or len(v) != 1 or v[0][1] != 1 or len(v[0][0]) != 1:
+            return None
+        a = v[0][0][0]
+        atoms = self.atoms
+        key = atoms.keys[a]
+        if key[0] != "op" or key[1] != "cmp" or len(key[2]) != 2 or key[2][0] is None or key[2][1] is None:
+            return None
+        if a in self.lane_values or not (atoms.lane[a] or op_has_lane(atoms, a, self.lane_ids)):
+            return None
+        outer = self.symbolic
+        try:
+            polys = [self._poly(x, 1)[0] for x in key[2]]
+        except (GiveUp, ArithmeticError, ValueError, OverflowError):
+            return None
+        finally:
+            self.symbolic = outer
+        if all(self.constants(vp) is not None for vp in polys):
+            return None  # integers in every lane: the comparison is decided lane by lane
+        if self._opaque_comparison("cmp", polys, key[3]) is None:
+            return None
+        return np.array([arr for vp in polys for arr in vp.values()])
 
     def _opaque_comparison(self, name: str, polys: list[VecPoly], extra: Any) -> Any:
         """For a comparison whose two sides keep different lane-uniform symbolic parts (`i < n` with `n` not
@@ -338,9 +378,19 @@ class LaneVectors:
         """`_gather` of values that are each one atom with coefficient 1 (`nodes` gives each lane's atom)."""
         row_of: dict[int, int] = {}
         rows = [row_of.setdefault(node, len(row_of)) for node in nodes]
+        if len(row_of) == self.size:  # common: a node of its own in every lane, the rows of the identity
+            identity = self._identity()
+            return {(node,): identity[row] for node, row in row_of.items()}, 1
         table = np.zeros((len(row_of), self.size), dtype=np.int64)
         table[rows, np.arange(self.size)] = 1
         return {(node,): table[row] for node, row in row_of.items()}, 1
+
+    def _identity(self) -> np.ndarray:
+        """The identity matrix over the lanes, made once and shared (read only, as `_filled`'s vectors)."""
+        if self._eye is None:
+            self._eye = np.eye(self.size, dtype=np.int64)
+            self._eye.flags.writeable = False
+        return self._eye
 
     def _gather(self, values: list[Value]) -> tuple[VecPoly, int]:
         """Per-lane polynomials as one `VecPoly` (a monomial's coefficient is 0 in lanes without it), and the
