@@ -241,6 +241,8 @@ class _ReadOnce:
     def __init__(self, dataflow: KernelDataflow, loop: Loop, loop_list: list[Loop], launch: Launch | None) -> None:
         self._args = (dataflow, loop, loop_list, launch)
         self._tests: dict[Index, ExitTest] = {}
+        #: the values read at one index that no index enters (a bound, a step), for the readers of the others
+        self._shared: dict[int, tuple[int, int, tuple[str, ...]]] = {}
 
     def __call__(self, block: tuple[int, int, int], thread: tuple[int, int, int]) -> ExitTest:
         index = (block, thread)
@@ -248,7 +250,7 @@ class _ReadOnce:
         if test is None:
             dataflow, loop, loop_list, launch = self._args
             try:
-                test = _exit_test(dataflow, loop, loop_list, launch, index)
+                test = _exit_test(dataflow, loop, loop_list, launch, index, shared=self._shared)
             except Unknown:
                 # a start chosen by the path into the loop (nvcc's remainder of a loop unrolled by 4, peeled
                 # into straight code, hands its counter over on one of four paths) cannot be read; the loop
@@ -436,7 +438,8 @@ def _inputs(t: ExitTest) -> str:
 
 def _exit_test(dataflow: KernelDataflow, loop: Loop, all_loops: list[Loop], launch: Launch | None,
                index: Index | None = None, active: frozenset[int] = frozenset(),
-               outer: dict[int, int] | None = None, part: int | None = None) -> ExitTest:
+               outer: dict[int, int] | None = None, part: int | None = None,
+               shared: dict[int, tuple[int, int, tuple[str, ...]]] | None = None) -> ExitTest:
     """Find the loop's single exit branch, its `setp`, and the induction variable it compares. `active` holds
     the loops whose values are being read already (a loop's start may be where an earlier loop left a
     register: that loop's own count is read at the same index)."""
@@ -469,7 +472,7 @@ def _exit_test(dataflow: KernelDataflow, loop: Loop, all_loops: list[Loop], laun
               if other.header != loop.header and other.header in in_loop and set(other.blocks) <= in_loop]
     reader = EntryValues(fn, cfg, defs, dataflow.reaching, loop, launch, index,
                          _after_loop(dataflow, all_loops, launch, active | {loop.header}), all_loops,
-                         _in_outer(dataflow, all_loops, launch, index, loop, outer) if outer else None)
+                         _in_outer(dataflow, all_loops, launch, index, loop, outer) if outer else None, shared)
     for iv_op, bound_op, rel in ((a, b, cmp), (b, a, _FLIP[cmp])):
         if not isinstance(iv_op, Reg) or iv_op.is_special:
             continue

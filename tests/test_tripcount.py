@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import kerncast.analysis.dataflow as dataflow_package
 import pytest
+from kerncast.analysis.cexpr import Unknown
 from kerncast.analysis.cfg import build_cfg
 from kerncast.analysis.compile import CompileOptions, compile_cuda
 from kerncast.analysis.dataflow import KernelDataflow
+from kerncast.analysis.demangle import demangle, display_name
 from kerncast.analysis.launch import LaunchOverrides, infer_launch
 from kerncast.analysis.loops import find_loops
 from kerncast.analysis.ptx import parse_ptx
-from kerncast.analysis.tripcount import trip_count_assumptions, trip_counts
+from kerncast.analysis.tripcount import (
+    _exit_test,
+    _loop_list,
+    _ReadOnce,
+    _samples,
+    trip_count_assumptions,
+    trip_counts,
+)
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -398,3 +408,37 @@ def test_trip_counts_without_a_launch_use_the_default(loops_example):
     cfg = build_cfg(fn)
     counts = trip_counts(fn, cfg, find_loops(cfg), None)
     assert [(c.value, c.source) for c in counts.values()] == [(10, "default")]
+
+
+INDEXED_LOOPS = ["unit_stride.cu", "barriers.cu", "warp_size.cu", "int_division.cu", "shared_tiling.cu"]
+
+
+@pytest.mark.parametrize("name", INDEXED_LOOPS)
+def test_exit_tests_read_with_shared_values_are_those_read_alone(nvcc_available, name) -> None:
+    """A loop whose count differs between blocks or threads has its exit test read at many indices; the values
+    no index enters (a bound, a step) are read once and shared. At every sampled index the test read that way
+    is the one read from scratch, launch facts included, or both fail alike."""
+    path = Path(__file__).resolve().parent / "kernels" / name
+    module = _module(nvcc_available, path)
+    source = path.read_text()
+    shared = compared = 0
+    names = demangle([fn.name for fn in module.kernels])
+    for fn in module.kernels:
+        cfg = build_cfg(fn)
+        dataflow = KernelDataflow(fn, cfg, find_loops(cfg))
+        launch = infer_launch(display_name(names[fn.name]), source)
+        loop_list = list(_loop_list(dataflow.loops))
+        for loop in loop_list:
+            read = _ReadOnce(dataflow, loop, loop_list, launch)
+            for block in _samples(launch, "grid"):
+                for thread in _samples(launch, "block"):
+                    try:
+                        alone = _exit_test(dataflow, loop, loop_list, launch, (block, thread))
+                    except Unknown as exc:
+                        with pytest.raises(Unknown, match=re.escape(str(exc))):
+                            read(block, thread)
+                        continue
+                    assert read(block, thread) == alone, (fn.name, block, thread)
+                    compared += 1
+            shared += len(read._shared)  # noqa: SLF001 - the values read once
+    assert compared > 0 and shared > 0

@@ -87,7 +87,8 @@ class EntryValues:
     def __init__(self, fn: Function, cfg: Cfg, defs: dict[str, list[Instruction]], reaching: ReachingDefs,
                  loop: Loop, launch: Launch | None, index: Index | None = None,
                  after_loop: AfterLoop | None = None, loops: Sequence[Loop] = (),
-                 in_outer: Callable[[Loop, str], int] | None = None) -> None:
+                 in_outer: Callable[[Loop, str], int] | None = None,
+                 shared: dict[int, tuple[int, int, tuple[str, ...]]] | None = None) -> None:
         self.fn, self.cfg, self.defs, self.launch = fn, cfg, defs, launch
         self.index = index
         #: the (entry, exit) values of a register a loop before this one moves (see `AfterLoop`)
@@ -103,6 +104,15 @@ class EntryValues:
         self.params = {p.name: i for i, p in enumerate(fn.params)}
         self._active: set[int] = set()
         self._atoms = Atoms()  # for `instruction_value`, which folds constants and names what it cannot
+        #: instruction index -> (the value it writes, the depth its reading took, the launch facts it read), for
+        #: the instructions whose value no sampled index enters; shared by the readers of one loop's exit test
+        #: at its sampled indices (`tripcount._ReadOnce`), which then read each of them once
+        self._shared = shared
+        #: reads of what differs between indices: a block or thread index, a loop left earlier, an enclosing
+        #: loop's sampled iteration (a value read after none of them is the same at every index)
+        self._index_reads = 0
+        #: the deepest `_agree` depth reached so far by the instruction being evaluated
+        self._deepest = 0
 
     def invariant(self, op: Operand) -> int:
         """The value of an operand that the loop does not change."""
@@ -119,9 +129,11 @@ class EntryValues:
     def _agree(self, reg: str, defs: list[Instruction], depth: int) -> int:
         if depth > self.MAX_DEPTH:
             raise Unknown(f"{reg} is computed too indirectly")
+        self._deepest = max(self._deepest, depth)
         if not defs:
             raise Unknown(f"{reg} has no value on entry to the loop")
         if self.in_outer is not None:
+            self._index_reads += 1  # the enclosing loops are read at the sampled iteration
             blocks = [self.cfg.block_of[d.index] for d in defs]
             around = [lp for lp in self.enclosing if any(b in lp.blocks for b in blocks)
                       and not all(b in lp.blocks for b in blocks)]
@@ -227,6 +239,7 @@ class EntryValues:
         guard), which must give the value the loop starts from."""
         if self.after_loop is None:
             raise Unknown(f"{reg} is changed by the loop at block {loop.header}, before this one")
+        self._index_reads += 1
         entry, exit_value = self.after_loop(loop, reg, self.index)
         for d in defs:
             if self.cfg.block_of[d.index] not in loop.blocks and self._evaluate(d, depth + 1) != entry:
@@ -236,11 +249,26 @@ class EntryValues:
     def _evaluate(self, ins: Instruction, depth: int) -> int:
         if ins.index in self._active:
             raise Unknown(f"{ins.full_opcode} at PTX line {ins.ptx_line} changes in an enclosing loop")
+        shared = self._shared
+        if shared is not None:
+            hit = shared.get(ins.index)
+            # read again only where a reading this deep would have stopped (too indirect) where the first did not
+            if hit is not None and depth + hit[1] <= self.MAX_DEPTH:
+                self._deepest = max(self._deepest, depth + hit[1])
+                self.inputs.extend(hit[2])
+                return hit[0]
+        reads, deepest, inputs = self._index_reads, self._deepest, len(self.inputs)
+        self._deepest = depth
         self._active.add(ins.index)
         try:
-            return self.instruction(ins, depth)
+            value = self.instruction(ins, depth)
         finally:
             self._active.discard(ins.index)
+            height = self._deepest - depth
+            self._deepest = max(deepest, self._deepest)
+        if shared is not None and self._index_reads == reads:
+            shared[ins.index] = (value, height, tuple(self.inputs[inputs:]))
+        return value
 
     def operand(self, op: Operand, at: Instruction | None, depth: int) -> int:
         """An operand's value: at instruction `at`, or on entry to the loop when `at` is None."""
@@ -260,6 +288,7 @@ class EntryValues:
         """A special register: a launch size, or the sampled block/thread index."""
         base, _, axis = name.lstrip("%").partition(".")
         if base in ("ctaid", "tid") and axis in ("x", "y", "z"):
+            self._index_reads += 1
             if self.index is None:
                 raise IndexDependent(f"the value depends on {name}, which differs between "
                                      f"{'blocks' if base == 'ctaid' else 'threads'}")
