@@ -708,6 +708,11 @@ class ConstEnv:
         masked, _ = mask_source(expr)
         return self.fold_tokens(tokenize(masked, offset), offset)
 
+    def token_index(self, offset: int) -> int:
+        """The index in `tokens` of the first token that begins at or after `offset` (a binary search over
+        the offsets listed once per scan)."""
+        return bisect.bisect_left(self._token_offsets, offset)
+
     def fold_tokens(self, tokens: list[Token], offset: int) -> Folded:
         """Fold an expression given as tokens; never raises."""
         with self._lock:

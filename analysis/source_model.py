@@ -14,7 +14,6 @@ it (`neighbours`).
 
 from __future__ import annotations
 
-import bisect
 import re
 import threading
 from dataclasses import dataclass, field
@@ -205,7 +204,7 @@ class SourceFacts:
         """Indexes into `env.tokens` of the tokens on a 1-based line: code only (comments and the contents of
         string literals are masked, preprocessor lines blanked), for the rules that read a finding's line."""
         tokens = self.env.tokens
-        first = bisect.bisect_left(tokens, self.offset(line, 1), key=lambda t: t.offset)
+        first = self.env.token_index(self.offset(line, 1))
         end = first
         while end < len(tokens) and self.env.lines.line(tokens[end].offset) == line:
             end += 1

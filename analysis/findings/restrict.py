@@ -15,7 +15,6 @@ not check, so the fix is unsafe.
 
 from __future__ import annotations
 
-import bisect
 import re
 from dataclasses import dataclass, field
 
@@ -140,19 +139,9 @@ def _definition(facts: SourceFacts, kernel: str) -> KernelDefinition | None:
 
 def _parameter_tokens(facts: SourceFacts, kernel: KernelDefinition) -> list[list]:
     """The definition's parameter list, one token run per parameter."""
-    tokens = facts.env.tokens
-    first = _token_at(tokens, kernel.name_offset) + 2
-    last = _token_at(tokens, kernel.params_end_offset, first - 1)
-    return split_parameters(tokens[first:last])
-
-
-def _token_at(tokens: list, offset: int, start: int = 0) -> int:
-    """The index, from `start` on, of the token that begins at `offset`: a binary search, as the tokens are in
-    text order (a walk from the file's first token costs as much as the rest of the rule in a long file)."""
-    k = bisect.bisect_left(tokens, offset, lo=max(0, start), key=lambda t: t.offset)
-    if k == len(tokens) or tokens[k].offset != offset:
-        raise ValueError(f"no token begins at offset {offset}")
-    return k
+    env = facts.env
+    first = env.token_index(kernel.name_offset) + 2  # past the name and its `(`
+    return split_parameters(env.tokens[first:env.token_index(kernel.params_end_offset)])
 
 
 def restrict_edit(facts: SourceFacts, param: list) -> TextEdit | None:
