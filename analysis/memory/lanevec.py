@@ -59,6 +59,10 @@ class GiveUp(Exception):
     """The vectorised evaluation cannot guarantee the per-lane result; use the per-lane way."""
 
 
+#: What stops a vectorised evaluation: a give-up, or an operation with no integer value in some lane
+_STOPS = (GiveUp, ArithmeticError, ValueError, OverflowError)
+
+
 def _bound(v: VecPoly) -> int:
     """The largest magnitude of any coefficient in any lane."""
     top = 0
@@ -110,7 +114,7 @@ class LaneVectors:
         self.symbolic = False
         try:
             vp = self._shifted(v) if not self.capped else self._poly(v, 0)[0]
-        except (GiveUp, ArithmeticError, ValueError, OverflowError):
+        except _STOPS:
             return None
         if vp is None or self.symbolic and not self._within_caps(vp):
             return None
@@ -133,7 +137,7 @@ class LaneVectors:
             try:
                 vp, bound = self._poly(rest, 0)
                 hit = (vp, bound, self.symbolic)
-            except (GiveUp, ArithmeticError, ValueError, OverflowError):
+            except _STOPS:
                 hit = None
             self._rest_cache[rest] = hit
         if hit is None:
@@ -342,17 +346,13 @@ class LaneVectors:
         a = v[0][0][0]
         atoms = self.atoms
         key = atoms.keys[a]
-        if key[0] != "op" or key[1] != "cmp" or len(key[2]) != 2 or key[2][0] is None or key[2][1] is None:
+        if key[0] != "op" or key[1] != "cmp" or a in self.lane_values \
+                or not (atoms.lane[a] or op_has_lane(atoms, a, self.lane_ids)):
             return None
-        if a in self.lane_values or not (atoms.lane[a] or op_has_lane(atoms, a, self.lane_ids)):
-            return None
-        outer = self.symbolic
-        try:
+        try:  # the arguments as `_op` reads them (a TOP one gives up)
             polys = [self._poly(x, 1)[0] for x in key[2]]
-        except (GiveUp, ArithmeticError, ValueError, OverflowError):
+        except _STOPS:
             return None
-        finally:
-            self.symbolic = outer
         if all(self.constants(vp) is not None for vp in polys):
             return None  # integers in every lane: the comparison is decided lane by lane
         if self._opaque_comparison("cmp", polys, key[3]) is None:
