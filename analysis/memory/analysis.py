@@ -45,6 +45,7 @@ from kerncast.analysis.memory.warp import (
     FIRST_WARPS,
     SECTOR,
     WARP,
+    Lane,
     LaneConstants,
     RequestCost,
     address_alignment,
@@ -318,6 +319,12 @@ class _Kernel:
         self._lane_maps: list[list[tuple[int, dict[int, Value], dict[int, int] | None]]] | None = None
         #: whether each sampled warp lists its lanes as 0, 1, 2, ... (then a lane's id is its position)
         self.lanes_by_position = all(ln.lane == i for lanes in self.lanes for i, ln in enumerate(lanes))
+        #: each sampled warp's lanes with where they begin in the lane vectors (the warps one after another)
+        self.warp_spans: list[tuple[int, list[Lane]]] = []
+        start = 0
+        for lanes in self.lanes:
+            self.warp_spans.append((start, lanes))
+            start += len(lanes)
         self.conditions = self._edge_conditions()
         self.vectors = lane_vectors(self.atoms, self.lanes, self.lane_atoms, lane_ints(self.block))
         self._stage1: dict[tuple, tuple[dict[int, Value], dict[int, Value]]] = {}
@@ -770,12 +777,10 @@ class _Kernel:
             if rows is None:
                 return None
             self.work += len(masks) + 1
-            start = 0
-            for lanes, mask in zip(self.lanes, masks, strict=True):
+            for (start, _), mask in zip(self.warp_spans, masks, strict=True):
                 if mask:
                     seen = rows[:, [start + ln for ln in mask]]
                     out.append(not np.count_nonzero(seen != seen[:, :1]))
-                start += len(lanes)
         return out
 
     def _stage(self, assign: dict[int, Value]) -> tuple[tuple, dict[int, Value], dict[int, Value]]:
@@ -923,12 +928,7 @@ class _Kernel:
             return self._tables(v, vp)
         rest = tuple((m, c) for m in sorted(m for m in vp if m) if (c := int(vp[m][0])))
         consts = vp[()].tolist() if () in vp else [0] * self.vectors.size  # type: ignore[union-attr]
-        out: list[LaneConstants] = []
-        i = 0
-        for lanes in self.lanes:
-            out.append(LaneConstants(rest, consts[i:i + len(lanes)]))
-            i += len(lanes)
-        return out
+        return [LaneConstants(rest, consts[i:i + len(lanes)]) for i, lanes in self.warp_spans]
 
     def _lane_table(self, v: Value) -> list[dict[int, Value]]:
         """`v` in every lane of every sampled warp (lane index -> value): all lanes at once where the
@@ -940,12 +940,7 @@ class _Kernel:
         """`_lane_table` from `v`'s lane vectors `vp` when there are some."""
         if vp is not None:
             flat = self.vectors.to_values(vp)  # type: ignore[union-attr]
-            tables: list[dict[int, Value]] = []
-            i = 0
-            for lanes in self.lanes:
-                tables.append({ln.lane: flat[i + j] for j, ln in enumerate(lanes)})
-                i += len(lanes)
-            return tables
+            return [{ln.lane: flat[i + j] for j, ln in enumerate(lanes)} for i, lanes in self.warp_spans]
         return self._lane_table_per_lane(v)
 
     def _lane_table_per_lane(self, v: Value) -> list[dict[int, Value]]:
@@ -979,12 +974,7 @@ class _Kernel:
         if vp is None:
             return [{ln for ln, v in t.items() if E.as_const(v) != 0} for t in self._tables(pred, None)]
         nonzero = any_nonzero(vp, self.vectors.size).tolist()
-        out: list[set[int]] = []
-        i = 0
-        for lanes in self.lanes:
-            out.append({ln for ln in range(len(lanes)) if nonzero[i + ln]})
-            i += len(lanes)
-        return out
+        return [{ln for ln in range(len(lanes)) if nonzero[i + ln]} for i, lanes in self.warp_spans]
 
     def _active(self, block: int, key: tuple, subst: dict[int, Value], cache: dict[int, Value]) -> list[list[int]]:
         """Per sampled warp, the lanes that reach `block` (cached per block and iteration assignment).
@@ -1456,9 +1446,7 @@ def _branch(k: _Kernel, ins: Any) -> BranchInfo | None:
     agreement = k.opaque_agreement(ins.index, pred)
     if agreement is not None:  # lanes that agree are uniform, the others not known: no warp found divergent
         info.instances = len(agreement)
-        if any(agreement):
-            info.share = 0.0
-            info.divergent = info.share >= DIVERGENT_SHARE
+        info.share = 0.0 if any(agreement) else None
         return info
     divergent = known = 0
     total = 0
