@@ -56,6 +56,7 @@ from kerncast.analysis.dataflow.values import (
     EntryValues,
     Index,
     IndexDependent,
+    SharedReads,
     UnknownParameter,
     launch_dim,
     setp_parts,
@@ -242,7 +243,7 @@ class _ReadOnce:
         self._args = (dataflow, loop, loop_list, launch)
         self._tests: dict[Index, ExitTest] = {}
         #: the values read at one index that no index enters (a bound, a step), for the readers of the others
-        self._shared: dict[int, tuple[int, int, tuple[str, ...]]] = {}
+        self._shared: SharedReads = {}
 
     def __call__(self, block: tuple[int, int, int], thread: tuple[int, int, int]) -> ExitTest:
         index = (block, thread)
@@ -439,7 +440,7 @@ def _inputs(t: ExitTest) -> str:
 def _exit_test(dataflow: KernelDataflow, loop: Loop, all_loops: list[Loop], launch: Launch | None,
                index: Index | None = None, active: frozenset[int] = frozenset(),
                outer: dict[int, int] | None = None, part: int | None = None,
-               shared: dict[int, tuple[int, int, tuple[str, ...]]] | None = None) -> ExitTest:
+               shared: SharedReads | None = None) -> ExitTest:
     """Find the loop's single exit branch, its `setp`, and the induction variable it compares. `active` holds
     the loops whose values are being read already (a loop's start may be where an earlier loop left a
     register: that loop's own count is read at the same index)."""

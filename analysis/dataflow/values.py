@@ -77,6 +77,11 @@ def launch_dim(launch: Launch | None, field: str) -> Sourced | None:
     return launch.grid if field == "grid" else launch.block
 
 
+#: instruction index -> (the value it writes, the depth its reading took, the launch facts it read): the values
+#: one loop's exit test read at one sampled index that no index enters, for the readers at its other indices
+SharedReads = dict[int, tuple[int, int, tuple[str, ...]]]
+
+
 class EntryValues:
     """Values of registers the loop does not change, from the definitions that reach the loop's entry."""
 
@@ -88,7 +93,7 @@ class EntryValues:
                  loop: Loop, launch: Launch | None, index: Index | None = None,
                  after_loop: AfterLoop | None = None, loops: Sequence[Loop] = (),
                  in_outer: Callable[[Loop, str], int] | None = None,
-                 shared: dict[int, tuple[int, int, tuple[str, ...]]] | None = None) -> None:
+                 shared: SharedReads | None = None) -> None:
         self.fn, self.cfg, self.defs, self.launch = fn, cfg, defs, launch
         self.index = index
         #: the (entry, exit) values of a register a loop before this one moves (see `AfterLoop`)
@@ -104,9 +109,7 @@ class EntryValues:
         self.params = {p.name: i for i, p in enumerate(fn.params)}
         self._active: set[int] = set()
         self._atoms = Atoms()  # for `instruction_value`, which folds constants and names what it cannot
-        #: instruction index -> (the value it writes, the depth its reading took, the launch facts it read), for
-        #: the instructions whose value no sampled index enters; shared by the readers of one loop's exit test
-        #: at its sampled indices (`tripcount._ReadOnce`), which then read each of them once
+        #: the values no sampled index enters, shared by the readers of one loop's exit test (`tripcount._ReadOnce`)
         self._shared = shared
         #: reads of what differs between indices: a block or thread index, a loop left earlier, an enclosing
         #: loop's sampled iteration (a value read after none of them is the same at every index)
