@@ -32,8 +32,12 @@ _WRITES = frozenset({"st", "atom", "red", "cp", "prefetchu"})
 _RESTRICT = frozenset({"__restrict__", "__restrict", "restrict"})
 #: loads that must see another agent's writes (a volatile pointer, a memory-ordered load)
 _SHARED_WITH_OTHERS = frozenset({"volatile", "relaxed", "acquire"})
-#: 64-bit types: a register of one of them can hold a pointer
-_WIDE = frozenset({"u64", "s64", "b64"})
+#: 64-bit types, and `.wide` (a 64-bit result): a register of one of them can hold a pointer
+_WIDE = frozenset({"u64", "s64", "b64", "wide"})
+#: the opcodes `pointer_uses` reads: loads, writes, and those that can hand a pointer on as a value
+_USES = frozenset({"ld", "call"}) | _WRITES
+#: the parameters of a value computed from none
+_NONE: frozenset[int] = frozenset()
 
 
 @dataclass(slots=True)
@@ -72,6 +76,8 @@ def provenance(function: Function) -> dict[str, frozenset[int]]:
     read once, and the passes go over those alone."""
     steps: list[tuple[str, frozenset[int] | None, tuple[str, ...]]] = []  # (dest, a parameter's, or the sources)
     for ins in function.body:
+        if ins.opcode != "ld" and (ins.opcode in ("atom", "call") or _WIDE.isdisjoint(ins.modifiers)):
+            continue  # a pointer is 64 bits wide: a narrower result holds none
         if not ins.has_dest or not ins.dests:
             continue
         dest = ins.dests[0]
@@ -83,8 +89,6 @@ def provenance(function: Function) -> dict[str, frozenset[int]]:
                 continue  # a loaded value belongs to no parameter
             index = _param_index(addr.base.name)
             steps.append((dest.name, frozenset({index}) if index is not None else frozenset(), ()))
-        elif ins.opcode in ("atom", "call") or not (_WIDE & set(ins.modifiers) or "wide" in ins.modifiers):
-            continue
         else:
             steps.append((dest.name, None, tuple(r for op in ins.srcs for r in _registers(op))))
     origin: dict[str, frozenset[int]] = {}
@@ -92,10 +96,16 @@ def provenance(function: Function) -> dict[str, frozenset[int]]:
     while changed:
         changed = False
         for dest_name, fixed, sources in steps:
-            found = fixed if fixed is not None else frozenset().union(*(origin.get(r, frozenset()) for r in sources))
-            if found and not found <= origin.get(dest_name, frozenset()):
-                origin[dest_name] = origin.get(dest_name, frozenset()) | found
-                changed = True
+            found = fixed
+            if found is None:
+                found = _NONE
+                for r in sources:
+                    found = found | origin.get(r, _NONE)
+            if found:
+                held = origin.get(dest_name, _NONE)
+                if not found <= held:
+                    origin[dest_name] = held | found
+                    changed = True
     return origin
 
 
@@ -108,6 +118,8 @@ def pointer_uses(function: Function) -> dict[int, PointerUse]:
         return uses.setdefault(index, PointerUse())
 
     for ins in function.body:
+        if ins.opcode not in _USES:
+            continue  # nothing another opcode does to a pointer's memory matters here
         addr = _address(ins)
         through = origin.get(addr.base.name, frozenset()) if addr is not None and isinstance(addr.base, Reg) \
             else frozenset()
