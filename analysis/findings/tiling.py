@@ -143,12 +143,30 @@ def _offset(diff: E.Value, cx: int, cy: E.Value, block: tuple[int, int, int]) ->
     (and at most `MAX_ROWS`): two elements that threads of one block both read; None when the two addresses
     are not such neighbours."""
     reach = min(MAX_ROWS, block[1] - 1)  # threads of one block are fewer than block[1] rows apart
-    rows = range(-reach, reach + 1) if cy is not None and cy != E.ZERO and reach > 0 else (0,)
+    if diff is None:
+        return None
+    rows = range(-reach, reach + 1) if cy is not None and cy != E.ZERO and reach > 0 else range(1)
+    d0, d_var = E.split_const(diff)
+    y0, y_var = E.split_const(cy) if cy is not None else (0, E.ZERO)
+    if d_var or y_var:
+        # a symbolic part: diff - dy * cy is a constant for one dy at most, the ratio of their symbolic parts
+        dy = _ratio(d_var, y_var)
+        rows = range(dy, dy + 1) if dy is not None and dy in rows else range(0)
     for dy in rows:
-        rest = E.as_const(E.sub(diff, E.scale(cy, dy))) if dy else E.as_const(diff)
-        if rest is not None and rest % cx == 0 and abs(rest // cx) < block[0]:
+        rest = d0 - dy * y0
+        if rest % cx == 0 and abs(rest // cx) < block[0]:
             return rest // cx, dy
     return None
+
+
+def _ratio(p: E.Poly, q: E.Poly) -> int | None:
+    """The integer k with p == k * q (0 for an empty p), or None where there is none."""
+    if not p:
+        return 0
+    if not q or p[0][0] != q[0][0] or p[0][1] % q[0][1]:
+        return None
+    k = p[0][1] // q[0][1]
+    return k if E.scale(q, k) == p else None
 
 
 def _points(group: list[_Load], base: _Load, cx: int, cy: E.Value,
