@@ -364,15 +364,14 @@ class TreeEnsemble:
         """The model's output (identity link) for every row of X."""
         X = self._check(X)
         nd = self.nodes
+        walk = nd.walk()
         node = np.broadcast_to(nd.roots, (X.shape[0], nd.roots.size)).copy()  # (n, trees)
         rows = np.arange(X.shape[0])[:, None]
-        while True:
-            inner = nd.left[node] >= 0
-            if not inner.any():
-                break
-            x = X[rows, nd.feature[node]]
-            goes_left = np.where(np.isnan(x), nd.default_left[node], x < nd.cond[node])
-            node = np.where(inner, np.where(goes_left, nd.left[node], nd.right[node]), node)
+        missing = bool(np.isnan(X).any())
+        for _ in range(walk.depth):  # a leaf steps to itself, so every tree may take the deepest one's steps
+            x = X[rows, walk.feature[node]]
+            step = np.where(x < nd.cond[node], walk.left[node], walk.right[node])
+            node = np.where(np.isnan(x), walk.default[node], step) if missing else step
         return self.base_score + nd.cond[node].sum(axis=1, dtype=float)
 
     def contributions(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -412,6 +411,19 @@ def _unwind_weights(weights: np.ndarray, zero: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
+class _Walk:
+    """The trees as `TreeEnsemble.predict` walks them: each node's next node when its feature is below the split
+    (`left`), not below it (`right`) or missing (`default`), a leaf's being itself (its split feature 0, read and
+    ignored), and the most steps a root takes to its leaf (`depth`)."""
+
+    left: np.ndarray
+    right: np.ndarray
+    default: np.ndarray
+    feature: np.ndarray
+    depth: int
+
+
+@dataclass(frozen=True)
 class _Nodes:
     """The nodes of all trees of an ensemble in one numbering (children and parents as global indices)."""
 
@@ -448,3 +460,20 @@ class _Nodes:
         parent[right[inner]] = inner
         return cls(np.array(roots, np.int64), left, right, parent, np.concatenate(cols["feature"]),
                    np.concatenate(cols["cond"]), np.concatenate(cols["dl"]), np.concatenate(cols["cover"]))
+
+    def walk(self) -> _Walk:
+        """The nodes as `predict` steps through them (`_Walk`), made on the first prediction and kept: a model
+        is loaded once and predicts on every save."""
+        found = self.__dict__.get("_walk")
+        if found is None:
+            leaf = self.left < 0
+            own = np.arange(self.left.size)
+            depth, up = 0, self.parent
+            while (up >= 0).any():  # every node one step nearer its root, until all have arrived
+                depth += 1
+                up = np.where(up >= 0, self.parent[up], -1)
+            found = _Walk(np.where(leaf, own, self.left), np.where(leaf, own, self.right),
+                          np.where(leaf, own, np.where(self.default_left, self.left, self.right)),
+                          np.where(leaf, 0, self.feature), depth)
+            object.__setattr__(self, "_walk", found)  # a cache of fields that never change, not a field
+        return found
