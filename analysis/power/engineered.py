@@ -40,6 +40,13 @@ DESC: tuple[str, ...] = tuple(_TABLE["descriptor"])
 NAMES: dict[str, str] = {name: label for group in _TABLE.values() for name, label in group.items()}
 
 
+def _zero_nan(a: np.ndarray) -> np.ndarray:
+    """`np.nan_to_num(a, nan=0.0)`, its checks skipped for the usual all-finite column (a copy either way):
+    `nan_to_num` alone costs more than the rest of a one-kernel feature row."""
+    a = np.asarray(a, dtype=float)
+    return a.copy() if np.isfinite(a).all() else np.nan_to_num(a, nan=0.0)
+
+
 def _col(cols: Mapping[str, np.ndarray], name: str, n: int, fill: float = np.nan) -> np.ndarray:
     v = cols.get(name)
     return np.full(n, fill, dtype=float) if v is None else np.asarray(v, dtype=float)
@@ -49,11 +56,11 @@ def blocks_per_sm(block: np.ndarray, regs: np.ndarray, smem: np.ndarray, gpu: Ma
     """Resident blocks per SM allowed by threads, blocks, registers and shared memory (occupancy-calculator rules)."""
     warps = np.ceil(np.maximum(block, 1) / WARP)
     by_thr = np.floor(gpu["max_threads_per_sm"] / (warps * WARP))
-    regs = np.nan_to_num(regs, nan=0.0)
+    regs = _zero_nan(regs)
     regs_per_warp = np.ceil(regs * WARP / REG_ALLOC_UNIT) * REG_ALLOC_UNIT
     with np.errstate(divide="ignore", invalid="ignore"):
         by_reg = np.where(regs_per_warp > 0, np.floor(gpu["regs_per_sm"] / (regs_per_warp * warps)), np.inf)
-        smem = np.nan_to_num(smem, nan=0.0)
+        smem = _zero_nan(smem)
         by_smem = np.where(smem > 0, np.floor(gpu["smem_per_sm"] / smem), np.inf)
     return np.maximum(np.minimum.reduce([by_thr, np.full_like(by_thr, gpu["max_blocks_per_sm"]), by_reg, by_smem]), 1)
 
@@ -71,7 +78,7 @@ def engineer(cols: Mapping[str, np.ndarray], gpu: Mapping, fmt: str = "thesis") 
     grid = np.maximum(grid, 1.0)
     block = np.maximum(_col(cols, "block_size", n), 1.0)
     regs = _col(cols, "reg_thread", n, 0.0)
-    smem = np.nan_to_num(_col(cols, "shmem_block", n, 0.0), nan=0.0)
+    smem = _zero_nan(_col(cols, "shmem_block", n, 0.0))
     nsm = float(gpu["sm_count"])
     max_thr = float(gpu["max_threads_per_sm"])
     total = grid * block
@@ -92,7 +99,7 @@ def engineer(cols: Mapping[str, np.ndarray], gpu: Mapping, fmt: str = "thesis") 
     gk = _col(cols, "glob_inst_kernel", n, 0.0)
     mk = _col(cols, "misc_inst_kernel", n, 0.0)
     sk = _col(cols, "shar_inst_kernel", n, 0.0)
-    shar_lat = np.nan_to_num(_col(cols, "avg_shar_lat", n, 0.0), nan=0.0)
+    shar_lat = _zero_nan(_col(cols, "avg_shar_lat", n, 0.0))
     if fmt == "powerquant":
         sk = np.where(shar_lat > 0, 1.0, 0.0)  # no static shared count in PowerQuant: presence only
     tot_k = np.nansum(np.column_stack([ck, gk, mk, sk]), axis=1)
