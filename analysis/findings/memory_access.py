@@ -73,8 +73,7 @@ def unknown_access(k: WarpFacts, a: AccessInfo, loc: tuple[int, int, int, str], 
 
 def lane_coeffs(k: WarpFacts, index: int) -> dict[str, E.Value]:
     """Byte coefficients of threadIdx.x, threadIdx.y and the loop iterations in an access's address."""
-    addr = k.sym.addresses.get(index)
-    v = E.evaluate(k.atoms, addr, k.base, {})
+    v = k.at_launch(index)
     out: dict[str, E.Value] = {}
     if v is None:
         return out

@@ -84,7 +84,7 @@ class _Load:
 
 
 def _load(k: WarpFacts, a: AccessInfo, params: list[str]) -> _Load:
-    address = E.evaluate(k.atoms, k.sym.addresses.get(a.index), k.base, {})
+    address = k.at_launch(a.index)
     return _Load(a, address, lane_coeffs(k, a.index), _name(k, a, address, params))
 
 

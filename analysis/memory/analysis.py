@@ -175,6 +175,17 @@ class WarpFacts:
     atoms: Atoms
     base: dict[int, Value]
     lane_atoms: dict[str, int]
+    #: each access's address with the launch's values substituted, and the evaluation cache they share
+    _at_launch: dict[int, Value] = field(default_factory=dict, repr=False, compare=False)
+    _evaluated: dict[int, Value] = field(default_factory=dict, repr=False, compare=False)
+
+    def at_launch(self, index: int) -> Value:
+        """The address of access `index` with the launch's known values substituted (None where it is not
+        known), worked out once per access: the findings and their fixes ask for it several times each."""
+        if index not in self._at_launch:
+            self._at_launch[index] = E.evaluate(self.atoms, self.sym.addresses.get(index), self.base,
+                                                self._evaluated)
+        return self._at_launch[index]
 
 
 @dataclass(slots=True)
