@@ -865,8 +865,8 @@ class _Kernel:
             for b in guards:
                 passes = self._passes.get((b, key), False)
                 if passes is False:
-                    vp = vectors.evaluate(E.evaluate(self.atoms, self.conditions[b], subst, cache))
-                    passes = self._passes[(b, key)] = None if vp is None else any_nonzero(vp, threads)
+                    passes = self._passes[(b, key)] = _lanes_kept(
+                        vectors, E.evaluate(self.atoms, self.conditions[b], subst, cache), threads)
                 if passes is None:
                     return None
                 reach &= passes
@@ -981,6 +981,8 @@ class _Kernel:
         if self.vectors is None or not self.lanes_by_position:
             return [{ln for ln, v in t.items() if E.as_const(v) != 0} for t in self._lane_table(pred)]
         self.work += 1
+        if self.vectors.undecided_in_every_lane(pred):
+            return [set(range(len(lanes))) for _, lanes in self.warp_spans]
         vp = self.vectors.evaluate(pred)
         if vp is None:
             return [{ln for ln, v in t.items() if E.as_const(v) != 0} for t in self._tables(pred, None)]
@@ -1016,6 +1018,15 @@ class _Kernel:
                 masks = [[ln for ln in m if ln in a] for m, a in zip(masks, allowed, strict=True)]
             self._masks[(b, key)] = masks
         return masks
+
+
+def _lanes_kept(vectors: LaneVectors, condition: Value, size: int) -> np.ndarray | None:
+    """Per lane of `vectors`, whether a condition may hold there (it is not the zero polynomial); None where its
+    lanes cannot be read as vectors. A comparison left undecided in every lane keeps them all."""
+    if vectors.undecided_in_every_lane(condition):
+        return np.ones(size, dtype=bool)
+    vp = vectors.evaluate(condition)
+    return None if vp is None else any_nonzero(vp, size)
 
 
 _Term = tuple[tuple[int, ...], int, tuple[int, ...], tuple[Any, ...]]

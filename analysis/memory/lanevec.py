@@ -341,6 +341,18 @@ class LaneVectors:
         Each lane's result is then the node of that lane's arguments, never a constant, and two lanes hold the
         same node exactly where every coefficient of their arguments agrees: whether a warp's lanes agree on
         such a predicate is read from these rows, without a node made per lane as `evaluate` makes them."""
+        polys = self._opaque_comparison_polys(v)
+        return None if polys is None else np.array([arr for vp in polys for arr in vp.values()])
+
+    def undecided_in_every_lane(self, v: Value) -> bool:
+        """Whether `v` is one comparison whose result is an opaque node in every lane (`opaque_comparison_args`
+        applies): `evaluate` would give each lane a node of its own, none of them zero, so a test of which
+        lanes may pass keeps them all, and needs no node made per lane to say so."""
+        return self._opaque_comparison_polys(v) is not None
+
+    def _opaque_comparison_polys(self, v: Value) -> list[VecPoly] | None:
+        """The lane vectors of the two arguments of a comparison whose lane results are opaque nodes (see
+        `opaque_comparison_args`), None for any other value."""
         if v is None or len(v) != 1 or v[0][1] != 1 or len(v[0][0]) != 1:
             return None
         a = v[0][0][0]
@@ -357,7 +369,7 @@ class LaneVectors:
             return None  # integers in every lane: the comparison is decided lane by lane
         if self._opaque_comparison("cmp", polys, key[3]) is None:
             return None
-        return np.array([arr for vp in polys for arr in vp.values()])
+        return polys
 
     def _opaque_comparison(self, name: str, polys: list[VecPoly], extra: Any) -> Any:
         """For a comparison whose two sides keep different lane-uniform symbolic parts (`i < n` with `n` not
