@@ -25,6 +25,15 @@ class DepGraph:
     nodes: list[int]
     preds: dict[int, list[tuple[int, str]]] = field(default_factory=dict)
     succs: dict[int, list[tuple[int, str]]] = field(default_factory=dict)
+    #: each node's predecessors without the edge kinds (`pred_ids`), made on first use
+    _pred_ids: dict[int, tuple[int, ...]] | None = field(default=None, repr=False, compare=False)
+
+    def pred_ids(self) -> dict[int, tuple[int, ...]]:
+        """Node -> its predecessors' ids: what the time models read of an edge, for every block of every
+        prediction (the same DAG serves them all)."""
+        if self._pred_ids is None:
+            self._pred_ids = {v: tuple(u for u, _ in edges) for v, edges in self.preds.items()}
+        return self._pred_ids
 
     def roots(self) -> list[int]:
         """Instructions with no predecessor in the block (they may start at once)."""

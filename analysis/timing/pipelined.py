@@ -188,14 +188,15 @@ def _block_cost(dag: DepGraph, body: Any, classes: Mapping[int, InstrClass], uni
     count = 0.0
     # class (by identity: `classify` hands out one object per mnemonic) -> (unit, its lanes, latency)
     per_class: dict[int, tuple[str, int, float]] = {}
-    preds = dag.preds
+    preds = dag.pred_ids()
+    ready_at = ready.get
     for v in dag.nodes:
         ins, cls = body[v], classes[v]
         if _is_free(ins, cls):
             ready[v] = 0.0
             continue
         if v in folded:
-            ready[v] = max([ready[u] for u, _ in preds[v] if u in ready], default=0.0)
+            ready[v] = _latest(preds[v], ready_at)
             continue
         found = per_class.get(id(cls))
         if found is None:
@@ -218,7 +219,7 @@ def _block_cost(dag: DepGraph, body: Any, classes: Mapping[int, InstrClass], uni
             per_thread[res] = per_thread.get(res, 0.0) + (replays.get(v, 1.0) / lanes if slot is None else slot)
             count += 1.0
         # the latest of the predecessors' results (all earlier in the block, so all in `ready`), else 0
-        start = max([ready[u] for u, _ in preds[v] if u in ready], default=0.0)
+        start = _latest(preds[v], ready_at)
         if deferred is not None and v in deferred.waits:
             start = max(start, deferred.waits[v])  # an operand loaded in an earlier block
         ready[v] = start + cycles
@@ -228,6 +229,14 @@ def _block_cost(dag: DepGraph, body: Any, classes: Mapping[int, InstrClass], uni
         chain = max(chain, ready[v] if ins.opcode not in _STORES and not later else start + 1.0)
         drained = max(drained, start + 1.0 if later else ready[v])  # its wait is the using block's
     return _BlockCost(per_thread, count, chain, max(chain, drained))
+
+
+def _latest(preds: tuple[int, ...], ready_at: Callable[[int, float], float]) -> float:
+    """The latest of the predecessors' results, 0 without one (every result is a time from the block's start,
+    never negative, so a predecessor with none yet counts as 0)."""
+    if len(preds) == 1:
+        return ready_at(preds[0], 0.0)
+    return max([ready_at(u, 0.0) for u in preds], default=0.0)
 
 
 def _skipped_by_warps(cost: _BlockCost, share: float) -> _BlockCost:

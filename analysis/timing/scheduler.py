@@ -146,11 +146,12 @@ def plan_block(dag: DepGraph, instructions: Sequence[Instruction], *, latency: L
     unit the GPU lacks), latency, lanes and predecessors. A kernel with a partial last wave is scheduled
     twice; the plan is made once (`schedule_cfg`'s `plans`)."""
     out: list[PlannedNode] = []
+    preds = dag.pred_ids()
     for v in dag.nodes:
         ins = instructions[v]
         cls = classes[v] if classes is not None else classify(ins)
         res = cls.resource if units.get(cls.resource, 0) > 0 else "SP"
-        out.append((v, res, latency(ins, cls), units[res], tuple(u for u, _kind in dag.preds[v]), cls.type))
+        out.append((v, res, latency(ins, cls), units[res], preds[v], cls.type))
     return out
 
 
