@@ -249,8 +249,9 @@ def event_energy(function, weights: Sequence[float], warps: float, accesses: Map
     by_component: dict[str, float] = defaultdict(float)
     by_driver: dict[str, float] = defaultdict(float)
     lines: dict[int, LineEnergy] = {}
-    # a cost depends on the mnemonic and the access's sectors and wavefronts only: worked out once for each
-    costs: dict[tuple[Any, ...], _Cost] = {}
+    # a cost depends on the mnemonic and the access's sectors and wavefronts only: worked out once for each,
+    # with its total and each component's driver
+    costs: dict[tuple[Any, ...], tuple[_Cost, float, tuple[tuple[str, float, str], ...]]] = {}
     for i, ins in enumerate(function.body):
         runs = warps * float(weights[i])
         if runs <= 0:
@@ -258,14 +259,17 @@ def event_energy(function, weights: Sequence[float], warps: float, accesses: Map
         access = accesses.get(i)
         key = (ins.opcode, ins.modifiers, *((access.sectors_per_request, access.wavefronts)
                                             if access is not None else ()))
-        cost = costs.get(key)
-        if cost is None:
-            cost = costs[key] = instruction_cost(ins, access, pj)
-        uj = runs * sum(cost.components.values()) * 1e-6
+        found = costs.get(key)
+        if found is None:
+            c = instruction_cost(ins, access, pj)
+            found = costs[key] = (c, sum(c.components.values()), tuple(
+                (comp, e, DRIVERS.get(comp, c.category)) for comp, e in c.components.items()))
+        cost, pj_total, parts = found
+        uj = runs * pj_total * 1e-6
         by_event[cost.category] += uj
-        for comp, e in cost.components.items():
+        for comp, e, driver in parts:
             by_component[comp] += runs * e * 1e-6
-            by_driver[DRIVERS.get(comp, cost.category)] += runs * e * 1e-6
+            by_driver[driver] += runs * e * 1e-6
         line = line_of(ins)
         if line is None:
             continue
