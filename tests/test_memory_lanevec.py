@@ -153,6 +153,22 @@ def test_opaque_comparison_agreement_is_the_per_lane_branch_outcome(modules, sha
     assert read > 100  # the form of a bounds test on a symbolic block index: common in every kernel set
 
 
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_a_comparison_undecided_in_every_lane_keeps_every_lane(modules, shape) -> None:
+    """`undecided_in_every_lane` holds only where the per-lane values are all non-zero polynomials (no lane's
+    comparison is decided to 0), which is what a test of the lanes a guard may pass reads; and it holds for the
+    values `opaque_comparison_args` reads."""
+    undecided = 0
+    for k, fn, w in _lane_values(modules, shape):
+        if k.vectors is None or not k.vectors.undecided_in_every_lane(w):
+            continue
+        undecided += 1
+        assert k.vectors.opaque_comparison_args(w) is not None, (fn.name, w)
+        for table in k._lane_table_per_lane(w):
+            assert all(v is None or E.as_const(v) != 0 for v in table.values()), (fn.name, shape, w)
+    assert undecided > 100
+
+
 def test_a_branch_read_from_opaque_agreement_is_the_one_read_from_its_instances(modules) -> None:
     """`_Kernel.opaque_agreement` gives, per sampled instance with an active lane, whether `branch_outcome` of
     that instance's lane values (`instances`) is uniform, and those outcomes are never divergent."""
