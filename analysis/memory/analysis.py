@@ -35,7 +35,6 @@ from kerncast.analysis.loops import LoopForest
 from kerncast.analysis.memory.lanevec import (
     LaneVectors,
     VecPoly,
-    any_nonzero,
     lane_varying,
     lane_vectors,
     op_has_lane,
@@ -865,8 +864,8 @@ class _Kernel:
             for b in guards:
                 passes = self._passes.get((b, key), False)
                 if passes is False:
-                    passes = self._passes[(b, key)] = _lanes_kept(
-                        vectors, E.evaluate(self.atoms, self.conditions[b], subst, cache), threads)
+                    passes = self._passes[(b, key)] = vectors.nonzero_lanes(
+                        E.evaluate(self.atoms, self.conditions[b], subst, cache))
                 if passes is None:
                     return None
                 reach &= passes
@@ -981,12 +980,10 @@ class _Kernel:
         if self.vectors is None or not self.lanes_by_position:
             return [{ln for ln, v in t.items() if E.as_const(v) != 0} for t in self._lane_table(pred)]
         self.work += 1
-        if self.vectors.undecided_in_every_lane(pred):
-            return [set(range(len(lanes))) for _, lanes in self.warp_spans]
-        vp = self.vectors.evaluate(pred)
-        if vp is None:
+        kept = self.vectors.nonzero_lanes(pred)
+        if kept is None:
             return [{ln for ln, v in t.items() if E.as_const(v) != 0} for t in self._tables(pred, None)]
-        nonzero = any_nonzero(vp, self.vectors.size).tolist()
+        nonzero = kept.tolist()
         return [{ln for ln in range(len(lanes)) if nonzero[i + ln]} for i, lanes in self.warp_spans]
 
     def _active(self, block: int, key: tuple, subst: dict[int, Value], cache: dict[int, Value]) -> list[list[int]]:
@@ -1018,15 +1015,6 @@ class _Kernel:
                 masks = [[ln for ln in m if ln in a] for m, a in zip(masks, allowed, strict=True)]
             self._masks[(b, key)] = masks
         return masks
-
-
-def _lanes_kept(vectors: LaneVectors, condition: Value, size: int) -> np.ndarray | None:
-    """Per lane of `vectors`, whether a condition may hold there (it is not the zero polynomial); None where its
-    lanes cannot be read as vectors. A comparison left undecided in every lane keeps them all."""
-    if vectors.undecided_in_every_lane(condition):
-        return np.ones(size, dtype=bool)
-    vp = vectors.evaluate(condition)
-    return None if vp is None else any_nonzero(vp, size)
 
 
 _Term = tuple[tuple[int, ...], int, tuple[int, ...], tuple[Any, ...]]

@@ -120,6 +120,15 @@ class LaneVectors:
             return None
         return vp
 
+    def nonzero_lanes(self, v: Value) -> np.ndarray | None:
+        """Per lane, whether `v` may be non-zero there (it is not the zero polynomial): the lanes a condition may
+        hold in. None when the per-lane way must be used. A comparison left undecided in every lane
+        (`undecided_in_every_lane`) keeps them all without a node made per lane."""
+        if self.undecided_in_every_lane(v):
+            return np.ones(self.size, dtype=bool)
+        vp = self.evaluate(v)
+        return None if vp is None else any_nonzero(vp, self.size)
+
     def _shifted(self, v: Poly) -> VecPoly | None:
         """`_poly(v, 0)` as the lane vectors of `v` without its constant term (worked out once per such rest),
         the constant added to the constant lane vector; None where `_poly` gives up.
