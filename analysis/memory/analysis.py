@@ -326,6 +326,8 @@ class _Kernel:
             warp_lanes(self.atoms, self.block)
         self.lane_atoms = {n: self.atoms.atom(("sym", n), True) for n in ("tid.x", "tid.y", "tid.z", "laneid")}
         self.lane_atom_ids = frozenset(self.lane_atoms.values())
+        #: what the findings read of this analysis; its addresses at the launch's values serve the analysis too
+        self.facts = WarpFacts(fn.display_name, self.block, self.sym, self.atoms, self.base, self.lane_atoms)
         self._lane_maps: list[list[tuple[int, dict[int, Value], dict[int, int] | None]]] | None = None
         #: whether each sampled warp lists its lanes as 0, 1, 2, ... (then a lane's id is its position)
         self.lanes_by_position = all(ln.lane == i for lanes in self.lanes for i, ln in enumerate(lanes))
@@ -1414,8 +1416,7 @@ def _block_symbols(atoms: Atoms, addr: Value) -> bool:
 
 def _coalesced_condition(k: _Kernel, index: int, width: int) -> str | None:
     """`cols == 1` for a lane stride of `4*cols` bytes on 4-byte elements (the value making it unit-stride)."""
-    addr = k.sym.addresses.get(index)
-    v = E.evaluate(k.atoms, addr, k.base, {})
+    v = k.facts.at_launch(index)
     if v is None:
         return None
     tx = k.lane_atoms["tid.x"]
@@ -1558,7 +1559,7 @@ def analyze_memory(module: Module, function: Function, cfg: Cfg, loops: LoopFore
     result.dead_blocks = k.dead
     if k.block is not None and (deadline is None or time.thread_time() < deadline):
         result.warp_share, result.packed_share = _warp_shares(k)
-    result.facts = WarpFacts(function.display_name, k.block, k.sym, k.atoms, k.base, k.lane_atoms)
+    result.facts = k.facts
     return result
 
 
