@@ -364,7 +364,7 @@ class TreeEnsemble:
         """The model's output (identity link) for every row of X."""
         X = self._check(X)
         nd = self.nodes
-        walk = nd.walk()
+        walk = nd.walk
         node = np.broadcast_to(nd.roots, (X.shape[0], nd.roots.size)).copy()  # (n, trees)
         rows = np.arange(X.shape[0])[:, None]
         missing = bool(np.isnan(X).any())
@@ -422,6 +422,19 @@ class _Walk:
     feature: np.ndarray
     depth: int
 
+    @classmethod
+    def of(cls, left: np.ndarray, right: np.ndarray, parent: np.ndarray, feature: np.ndarray,
+           default_left: np.ndarray) -> _Walk:
+        """The walk of nodes given as `_Nodes` holds them (a leaf's children are -1)."""
+        leaf = left < 0
+        own = np.arange(left.size)
+        depth, up = 0, parent
+        while (up >= 0).any():  # every node one step nearer its root, until all have arrived
+            depth += 1
+            up = np.where(up >= 0, parent[up], -1)
+        return cls(np.where(leaf, own, left), np.where(leaf, own, right),
+                   np.where(leaf, own, np.where(default_left, left, right)), np.where(leaf, 0, feature), depth)
+
 
 @dataclass(frozen=True)
 class _Nodes:
@@ -435,6 +448,7 @@ class _Nodes:
     cond: np.ndarray
     default_left: np.ndarray
     cover: np.ndarray
+    walk: _Walk  # the nodes as `TreeEnsemble.predict` steps through them
 
     @classmethod
     def concat(cls, trees: list[dict]) -> _Nodes:
@@ -458,22 +472,6 @@ class _Nodes:
         inner = np.flatnonzero(left >= 0)
         parent[left[inner]] = inner
         parent[right[inner]] = inner
-        return cls(np.array(roots, np.int64), left, right, parent, np.concatenate(cols["feature"]),
-                   np.concatenate(cols["cond"]), np.concatenate(cols["dl"]), np.concatenate(cols["cover"]))
-
-    def walk(self) -> _Walk:
-        """The nodes as `predict` steps through them (`_Walk`), made on the first prediction and kept: a model
-        is loaded once and predicts on every save."""
-        found = self.__dict__.get("_walk")
-        if found is None:
-            leaf = self.left < 0
-            own = np.arange(self.left.size)
-            depth, up = 0, self.parent
-            while (up >= 0).any():  # every node one step nearer its root, until all have arrived
-                depth += 1
-                up = np.where(up >= 0, self.parent[up], -1)
-            found = _Walk(np.where(leaf, own, self.left), np.where(leaf, own, self.right),
-                          np.where(leaf, own, np.where(self.default_left, self.left, self.right)),
-                          np.where(leaf, 0, self.feature), depth)
-            object.__setattr__(self, "_walk", found)  # a cache of fields that never change, not a field
-        return found
+        feature, default_left = np.concatenate(cols["feature"]), np.concatenate(cols["dl"])
+        return cls(np.array(roots, np.int64), left, right, parent, feature, np.concatenate(cols["cond"]),
+                   default_left, np.concatenate(cols["cover"]), _Walk.of(left, right, parent, feature, default_left))
